@@ -1,0 +1,25 @@
+//! goal-sched: GOAL graphs and the compiled schedules the runtime executes.
+//!
+//! A GOAL graph ([`Graph`]) is a set of operations (send, receive, local
+//! operation) joined by "requires" edges: an operation starts only after all
+//! its prerequisites have finished. This crate checks such a graph and
+//! compiles it ([`compile`]) into a [`Schedule`]: a compact, immutable,
+//! position-independent form that the runtime interprets with one dependency
+//! counter per operation (the ESPGOAL thesis, section 4.3).
+//!
+//! This crate is pure: it never performs I/O, never dereferences a user
+//! buffer (addresses are plain numbers here) and contains no `unsafe`. That
+//! is what lets collective algorithms, which only emit graphs, be tested
+//! without sockets or processes.
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod graph;
+mod ops;
+mod schedule;
+
+pub use error::{CompileError, CompileErrorKind};
+pub use graph::{Buf, Graph, MemType, Vertex, VertexId, ANY_SOURCE, ANY_TAG};
+pub use ops::{DataType, ReduceOp};
+pub use schedule::{compile, CompileOptions, LocalRec, OpKind, OpRec, Piece, Schedule, VecRec};
