@@ -502,7 +502,7 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
         }
         Ok(tag as i32)
     };
-    let mut push_list = |s: &mut Schedule, mem: MemType, pieces: &[(u64, i64)], name: &str| -> Result<(VecRec, u64), CompileError> {
+    let push_list = |s: &mut Schedule, mem: MemType, pieces: &[(u64, i64)], name: &str| -> Result<(VecRec, u64), CompileError> {
         let first = s.pieces.len() as u32;
         let mut total = 0u64;
         for (k, &(addr, len)) in pieces.iter().enumerate() {

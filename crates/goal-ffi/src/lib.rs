@@ -1,0 +1,688 @@
+//! goal-ffi: the C ABI of goal (`goal.h`, `libgoal.so`).
+//!
+//! A thin skin over goal-rt: every exported function
+//!
+//! * sits behind a panic boundary ([`guard`]): a Rust panic never unwinds into
+//!   C, it becomes `GOAL_ERR_INTERNAL` with a message;
+//! * turns null or dangling-looking arguments into error codes, never crashes;
+//! * records a complete message for `GOAL_LastError()` whenever it fails.
+//!
+//! `include/goal.h` is generated from this file by cbindgen and committed;
+//! the `header` test regenerates it and fails on any difference
+//! (`GOAL_BLESS=1 cargo test -p goal-ffi --test header` rewrites it).
+//! Enumerations are `int` typedefs with `#define`d values, so that a value
+//! that does not exist reaches the compiler's check instead of being
+//! undefined behaviour in Rust.
+
+#![allow(non_camel_case_types, non_snake_case)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use goal_rt::{Error, ErrorKind};
+use goal_sched::{Buf, Graph, Vertex};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// A graph under construction (opaque).
+pub struct goal_graph {
+    g: Graph,
+}
+
+/// A compiled schedule (opaque).
+pub struct goal_schedule {
+    s: goal_rt::Schedule,
+    rt: Arc<goal_rt::Runtime>,
+}
+
+/// One execution of a schedule (opaque).
+pub struct goal_handle {
+    h: goal_rt::Handle,
+}
+
+/// A graph; NULL is invalid.
+pub type GOAL_Graph = *mut goal_graph;
+/// A compiled schedule; NULL is invalid.
+pub type GOAL_Schedule = *mut goal_schedule;
+/// A running execution; NULL is invalid.
+pub type GOAL_Handle = *mut goal_handle;
+/// The index of a vertex in its graph.
+pub type GOAL_Vertex = i64;
+/// No vertex: what the vertex-adding functions return on error.
+pub const GOAL_INVALID_VERTEX: GOAL_Vertex = -1;
+
+/// Where a buffer lives: `GOAL_USERSPACE` or `GOAL_SCRATCHPAD`.
+pub type GOAL_MemType = c_int;
+/// A pointer into the process' memory.
+pub const GOAL_USERSPACE: GOAL_MemType = 0;
+/// A byte offset into the execution's scratchpad, cast to a pointer.
+pub const GOAL_SCRATCHPAD: GOAL_MemType = 1;
+
+/// Element type of a local operation.
+pub type GOAL_DataType = c_int;
+/// Signed integer.
+pub const GOAL_SINT: GOAL_DataType = 0;
+/// Unsigned integer.
+pub const GOAL_UINT: GOAL_DataType = 1;
+/// IEEE floating point.
+pub const GOAL_FLOAT: GOAL_DataType = 2;
+
+/// Operator of a local operation.
+pub type GOAL_Op = c_int;
+/// Maximum.
+pub const GOAL_MAX: GOAL_Op = 0;
+/// Minimum.
+pub const GOAL_MIN: GOAL_Op = 1;
+/// Sum (integers wrap).
+pub const GOAL_ADD: GOAL_Op = 2;
+/// Difference (integers wrap).
+pub const GOAL_SUB: GOAL_Op = 3;
+/// Quotient (integer division by zero is an execution error).
+pub const GOAL_DIV: GOAL_Op = 4;
+/// Product (integers wrap).
+pub const GOAL_MUL: GOAL_Op = 5;
+/// Copy of the first operand.
+pub const GOAL_COPY: GOAL_Op = 6;
+/// Bitwise and (integers only).
+pub const GOAL_AND: GOAL_Op = 7;
+/// Bitwise or (integers only).
+pub const GOAL_OR: GOAL_Op = 8;
+/// Bitwise exclusive or (integers only).
+pub const GOAL_XOR: GOAL_Op = 9;
+/// Writes the time in seconds as one 64-bit double into the result.
+pub const GOAL_WTIME: GOAL_Op = 10;
+
+/// Success; every error code is negative.
+pub const GOAL_SUCCESS: c_int = 0;
+/// Receive from any source (extension).
+pub const GOAL_ANY_SOURCE: c_int = -1;
+/// Receive with any tag (extension).
+pub const GOAL_ANY_TAG: c_int = -1;
+
+/// goal is not initialized, or already finalized.
+pub const GOAL_ERR_NOT_INITIALIZED: c_int = -1;
+/// GOAL_Init was called twice.
+pub const GOAL_ERR_ALREADY_INITIALIZED: c_int = -2;
+/// An argument is invalid (NULL, out of range, a bad vertex).
+pub const GOAL_ERR_INVALID_ARGUMENT: c_int = -3;
+/// The graph has a dependency cycle.
+pub const GOAL_ERR_CYCLE: c_int = -4;
+/// A rank is outside the group.
+pub const GOAL_ERR_RANK: c_int = -5;
+/// A scratchpad range reaches past the scratchpad.
+pub const GOAL_ERR_SCRATCHPAD: c_int = -6;
+/// An operator, data type, width or memory type that does not exist.
+pub const GOAL_ERR_BAD_OP: c_int = -7;
+/// A message was larger than its receive.
+pub const GOAL_ERR_TRUNCATED: c_int = -8;
+/// Integer division by zero in a local operation.
+pub const GOAL_ERR_DIV_BY_ZERO: c_int = -9;
+/// A peer died or left while an execution needed it.
+pub const GOAL_ERR_PEER_LOST: c_int = -10;
+/// The schedule still has executions running.
+pub const GOAL_ERR_BUSY: c_int = -11;
+/// Out of memory.
+pub const GOAL_ERR_NO_MEMORY: c_int = -12;
+/// The operating system refused (shared memory, launch).
+pub const GOAL_ERR_SYSTEM: c_int = -13;
+/// The requested algorithm does not apply.
+pub const GOAL_ERR_UNSUPPORTED: c_int = -14;
+/// An internal error (a bug in goal); the message says where.
+pub const GOAL_ERR_INTERNAL: c_int = -15;
+
+/// Extension id: `GOAL_ANY_SOURCE` / `GOAL_ANY_TAG` wildcards.
+pub const GOAL_EXT_WILDCARDS: c_int = 1;
+/// Extension id: `GOAL_Progress` and the `GOAL_PROGRESS` modes.
+pub const GOAL_EXT_PROGRESS: c_int = 2;
+/// Extension id: `GOAL_Alloc` / `GOAL_Free` shared memory.
+pub const GOAL_EXT_ALLOC: c_int = 3;
+/// Extension id: `GOAL_ErrorString` / `GOAL_LastError`.
+pub const GOAL_EXT_ERRORS: c_int = 4;
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+fn code_of(kind: ErrorKind) -> c_int {
+    match kind {
+        ErrorKind::NotInitialized => GOAL_ERR_NOT_INITIALIZED,
+        ErrorKind::AlreadyInitialized => GOAL_ERR_ALREADY_INITIALIZED,
+        ErrorKind::InvalidArgument => GOAL_ERR_INVALID_ARGUMENT,
+        ErrorKind::Cycle => GOAL_ERR_CYCLE,
+        ErrorKind::Rank => GOAL_ERR_RANK,
+        ErrorKind::Scratchpad => GOAL_ERR_SCRATCHPAD,
+        ErrorKind::BadOp => GOAL_ERR_BAD_OP,
+        ErrorKind::Truncated => GOAL_ERR_TRUNCATED,
+        ErrorKind::DivByZero => GOAL_ERR_DIV_BY_ZERO,
+        ErrorKind::PeerLost => GOAL_ERR_PEER_LOST,
+        ErrorKind::Busy => GOAL_ERR_BUSY,
+        ErrorKind::NoMemory => GOAL_ERR_NO_MEMORY,
+        ErrorKind::System => GOAL_ERR_SYSTEM,
+        ErrorKind::Unsupported => GOAL_ERR_UNSUPPORTED,
+    }
+}
+
+/// Records `e` as the thread's last error and returns its code.
+fn fail(e: Error) -> c_int {
+    set_error(&e.message);
+    code_of(e.kind)
+}
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument, msg)
+}
+
+/// The panic boundary: runs `f`, turning a panic into `on_panic` and a message.
+fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(p) => {
+            let why = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default();
+            set_error(&format!("{what}: internal error (please report): {why}"));
+            on_panic
+        }
+    }
+}
+
+fn code_result(what: &str, f: impl FnOnce() -> Result<c_int, Error>) -> c_int {
+    guard(what, GOAL_ERR_INTERNAL, || f().unwrap_or_else(fail))
+}
+
+/// Borrows the graph behind `g`.
+///
+/// # Safety
+/// `g` must be NULL or a graph from `GOAL_CreateGraph` not yet freed.
+unsafe fn graph<'a>(g: GOAL_Graph, what: &str) -> Result<&'a mut goal_graph, Error> {
+    // SAFETY: the caller guarantees g is NULL or a live graph, used by one thread.
+    unsafe { g.as_mut() }.ok_or_else(|| invalid(format!("{what}: the graph is NULL")))
+}
+
+fn vertex_result(what: &str, f: impl FnOnce() -> Result<GOAL_Vertex, Error>) -> GOAL_Vertex {
+    guard(what, GOAL_INVALID_VERTEX, || {
+        f().unwrap_or_else(|e| {
+            fail(e);
+            GOAL_INVALID_VERTEX
+        })
+    })
+}
+
+// ---- group -------------------------------------------------------------
+
+/// Initializes goal (once per process). Returns GOAL_SUCCESS or an error code.
+#[no_mangle]
+pub extern "C" fn GOAL_Init() -> c_int {
+    code_result("GOAL_Init", || goal_rt::init().map(|_| GOAL_SUCCESS))
+}
+
+/// Returns 1 after GOAL_Init succeeded (and before GOAL_Finalize), else 0.
+#[no_mangle]
+pub extern "C" fn GOAL_IsInitialized() -> c_int {
+    guard("GOAL_IsInitialized", 0, || goal_rt::is_initialized() as c_int)
+}
+
+/// Returns the number of ranks, or an error code before GOAL_Init.
+#[no_mangle]
+pub extern "C" fn GOAL_GroupSize() -> c_int {
+    code_result("GOAL_GroupSize", || goal_rt::runtime("GOAL_GroupSize").map(|rt| rt.size() as c_int))
+}
+
+/// Returns this process' rank (0 .. GOAL_GroupSize()-1), or an error code before GOAL_Init.
+#[no_mangle]
+pub extern "C" fn GOAL_MyRank() -> c_int {
+    code_result("GOAL_MyRank", || goal_rt::runtime("GOAL_MyRank").map(|rt| rt.rank() as c_int))
+}
+
+/// Frees everything; afterwards only GOAL_IsFinalized() may be called. Returns GOAL_SUCCESS or an error code.
+#[no_mangle]
+pub extern "C" fn GOAL_Finalize() -> c_int {
+    code_result("GOAL_Finalize", || goal_rt::finalize().map(|_| GOAL_SUCCESS))
+}
+
+/// Returns 1 if goal is finalized or not yet initialized, else 0.
+#[no_mangle]
+pub extern "C" fn GOAL_IsFinalized() -> c_int {
+    guard("GOAL_IsFinalized", 1, || goal_rt::is_finalized() as c_int)
+}
+
+// ---- graphs ------------------------------------------------------------
+
+/// Returns a new, empty graph (never NULL unless out of memory).
+#[no_mangle]
+pub extern "C" fn GOAL_CreateGraph() -> GOAL_Graph {
+    guard("GOAL_CreateGraph", std::ptr::null_mut(), || Box::into_raw(Box::new(goal_graph { g: Graph::new() })))
+}
+
+/// Frees a graph (its compiled schedules stay valid). Returns GOAL_SUCCESS or an error code.
+///
+/// # Safety
+/// `g` must be NULL or a graph from GOAL_CreateGraph, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_FreeGraph(g: GOAL_Graph) -> c_int {
+    code_result("GOAL_FreeGraph", || {
+        if g.is_null() {
+            return Err(invalid("GOAL_FreeGraph: the graph is NULL".into()));
+        }
+        // SAFETY: g came from Box::into_raw in GOAL_CreateGraph (caller's guarantee).
+        drop(unsafe { Box::from_raw(g) });
+        Ok(GOAL_SUCCESS)
+    })
+}
+
+/// Adds a send of `count` bytes at `buf` to rank `dest`; returns the vertex or GOAL_INVALID_VERTEX.
+///
+/// # Safety
+/// `g` must be NULL or a live graph. `buf` is not read now: it must be valid
+/// when the schedule runs (or be a scratchpad offset).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Send(g: GOAL_Graph, buf: *mut c_void, count: c_int, dest: c_int, tag: c_int, mem: GOAL_MemType) -> GOAL_Vertex {
+    vertex_result("GOAL_Send", || {
+        // SAFETY: forwarded caller guarantee.
+        let gr = unsafe { graph(g, "GOAL_Send") }?;
+        // Bad values are kept: GOAL_Compile refuses them, naming the vertex.
+        Ok(gr.g.send(Buf { mem: mem as i64, addr: buf as u64 }, count as i64, dest as i64, tag as i64) as GOAL_Vertex)
+    })
+}
+
+/// Adds a receive of up to `count` bytes into `buf` from `source` (or GOAL_ANY_SOURCE); returns the vertex or GOAL_INVALID_VERTEX.
+///
+/// # Safety
+/// As for GOAL_Send.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Recv(g: GOAL_Graph, buf: *mut c_void, count: c_int, source: c_int, tag: c_int, mem: GOAL_MemType) -> GOAL_Vertex {
+    vertex_result("GOAL_Recv", || {
+        // SAFETY: forwarded caller guarantee.
+        let gr = unsafe { graph(g, "GOAL_Recv") }?;
+        Ok(gr.g.recv(Buf { mem: mem as i64, addr: buf as u64 }, count as i64, source as i64, tag as i64) as GOAL_Vertex)
+    })
+}
+
+/// Copies a gather list from C arrays.
+///
+/// # Safety
+/// `offsets` and `lengths` must be valid for `n` elements when `n > 0`.
+unsafe fn list(what: &str, offsets: *mut *mut c_void, lengths: *mut c_int, n: c_int) -> Result<Vec<(u64, i64)>, Error> {
+    if n < 0 {
+        return Err(invalid(format!("{what}: num_elements {n} is negative")));
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if offsets.is_null() || lengths.is_null() {
+        return Err(invalid(format!("{what}: the offsets or lengths array is NULL with {n} elements")));
+    }
+    // SAFETY: the caller guarantees both arrays hold n elements.
+    let (o, l) = unsafe { (std::slice::from_raw_parts(offsets, n as usize), std::slice::from_raw_parts(lengths, n as usize)) };
+    Ok(o.iter().zip(l).map(|(&p, &len)| (p as u64, len as i64)).collect())
+}
+
+/// Adds a send of the pieces (sent as one contiguous message); the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
+///
+/// # Safety
+/// `g` NULL or live; `offsets`/`lengths` valid for `num_elements` entries.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_SendVec(
+    g: GOAL_Graph,
+    offsets: *mut *mut c_void,
+    lengths: *mut c_int,
+    num_elements: c_int,
+    dest: c_int,
+    tag: c_int,
+    mem: GOAL_MemType,
+) -> GOAL_Vertex {
+    vertex_result("GOAL_SendVec", || {
+        // SAFETY: forwarded caller guarantees.
+        let gr = unsafe { graph(g, "GOAL_SendVec") }?;
+        // SAFETY: forwarded caller guarantees.
+        let pieces = unsafe { list("GOAL_SendVec", offsets, lengths, num_elements) }?;
+        Ok(gr.g.add(Vertex::SendVec { mem: mem as i64, pieces, peer: dest as i64, tag: tag as i64 }) as GOAL_Vertex)
+    })
+}
+
+/// Adds a receive scattered over the pieces; the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
+///
+/// # Safety
+/// As for GOAL_SendVec.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_RecvVec(
+    g: GOAL_Graph,
+    offsets: *mut *mut c_void,
+    lengths: *mut c_int,
+    num_elements: c_int,
+    source: c_int,
+    tag: c_int,
+    mem: GOAL_MemType,
+) -> GOAL_Vertex {
+    vertex_result("GOAL_RecvVec", || {
+        // SAFETY: forwarded caller guarantees.
+        let gr = unsafe { graph(g, "GOAL_RecvVec") }?;
+        // SAFETY: forwarded caller guarantees.
+        let pieces = unsafe { list("GOAL_RecvVec", offsets, lengths, num_elements) }?;
+        Ok(gr.g.add(Vertex::RecvVec { mem: mem as i64, pieces, peer: source as i64, tag: tag as i64 }) as GOAL_Vertex)
+    })
+}
+
+/// Adds `bres[i] = b1[i] OP b2[i]` for `num_elements` elements; returns the vertex or GOAL_INVALID_VERTEX.
+///
+/// # Safety
+/// `g` NULL or live; the buffers must be valid when the schedule runs.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_LocalOp(
+    g: GOAL_Graph,
+    b1: *mut c_void,
+    b2: *mut c_void,
+    bres: *mut c_void,
+    op: GOAL_Op,
+    dt: GOAL_DataType,
+    element_width: c_int,
+    num_elements: c_int,
+    b1_mem: GOAL_MemType,
+    b2_mem: GOAL_MemType,
+    bres_mem: GOAL_MemType,
+) -> GOAL_Vertex {
+    vertex_result("GOAL_LocalOp", || {
+        // SAFETY: forwarded caller guarantee.
+        let gr = unsafe { graph(g, "GOAL_LocalOp") }?;
+        let b = |p: *mut c_void, m: GOAL_MemType| Buf { mem: m as i64, addr: p as u64 };
+        Ok(gr.g.local(op as i64, dt as i64, element_width as i64, num_elements as i64, b(b1, b1_mem), b(b2, b2_mem), b(bres, bres_mem)) as GOAL_Vertex)
+    })
+}
+
+/// Adds a local operation over three gather lists, element by element; returns the vertex or GOAL_INVALID_VERTEX.
+///
+/// # Safety
+/// `g` NULL or live; each array valid for its count.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_LocalOpVec(
+    g: GOAL_Graph,
+    buf1: *mut *mut c_void,
+    lengths1: *mut c_int,
+    num_elements1: c_int,
+    buf2: *mut *mut c_void,
+    lengths2: *mut c_int,
+    num_elements2: c_int,
+    buf3: *mut *mut c_void,
+    lengths3: *mut c_int,
+    num_elements3: c_int,
+    dt: GOAL_DataType,
+    element_width: c_int,
+    op: GOAL_Op,
+    b1_mem: GOAL_MemType,
+    b2_mem: GOAL_MemType,
+    b3_mem: GOAL_MemType,
+) -> GOAL_Vertex {
+    vertex_result("GOAL_LocalOpVec", || {
+        // SAFETY: forwarded caller guarantees.
+        let gr = unsafe { graph(g, "GOAL_LocalOpVec") }?;
+        // SAFETY: forwarded caller guarantees.
+        let (l1, l2, l3) = unsafe {
+            (
+                list("GOAL_LocalOpVec (list 1)", buf1, lengths1, num_elements1)?,
+                list("GOAL_LocalOpVec (list 2)", buf2, lengths2, num_elements2)?,
+                list("GOAL_LocalOpVec (list 3)", buf3, lengths3, num_elements3)?,
+            )
+        };
+        let v = Vertex::LocalVec {
+            op: op as i64,
+            dt: dt as i64,
+            width: element_width as i64,
+            lists: [(b1_mem as i64, l1), (b2_mem as i64, l2), (b3_mem as i64, l3)],
+        };
+        Ok(gr.g.add(v) as GOAL_Vertex)
+    })
+}
+
+/// `target` may start only after `prereq` has finished (prerequisite first). Returns GOAL_SUCCESS or an error code.
+///
+/// # Safety
+/// `g` must be NULL or a live graph.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Requires(g: GOAL_Graph, prereq: GOAL_Vertex, target: GOAL_Vertex) -> c_int {
+    code_result("GOAL_Requires", || {
+        // SAFETY: forwarded caller guarantee.
+        let gr = unsafe { graph(g, "GOAL_Requires") }?;
+        let n = gr.g.len();
+        for (name, v) in [("prereq", prereq), ("target", target)] {
+            if v < 0 || v as u64 >= n as u64 {
+                return Err(invalid(format!("GOAL_Requires: {name} vertex {v} is not in this graph of {n} vertices")));
+            }
+        }
+        gr.g.requires(prereq as u64, target as u64).map_err(|b| invalid(format!("GOAL_Requires: vertex {} is not in this graph", b.0)))?;
+        Ok(GOAL_SUCCESS)
+    })
+}
+
+/// Sets the size of the scratchpad each execution gets. Returns GOAL_SUCCESS or an error code.
+///
+/// # Safety
+/// `g` must be NULL or a live graph.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_AllocateScratchpad(g: GOAL_Graph, bytes: usize) -> c_int {
+    code_result("GOAL_AllocateScratchpad", || {
+        // SAFETY: forwarded caller guarantee.
+        let gr = unsafe { graph(g, "GOAL_AllocateScratchpad") }?;
+        if bytes > (1usize << 40) {
+            return Err(invalid(format!("GOAL_AllocateScratchpad: {bytes} bytes is more than 1 TiB")));
+        }
+        gr.g.set_scratchpad(bytes as u64);
+        Ok(GOAL_SUCCESS)
+    })
+}
+
+// ---- schedules ---------------------------------------------------------
+
+/// Checks and compiles a graph. Returns the schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// `g` must be NULL or a live graph.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Compile(g: GOAL_Graph) -> GOAL_Schedule {
+    guard("GOAL_Compile", std::ptr::null_mut(), || {
+        let r = (|| {
+            // SAFETY: forwarded caller guarantee.
+            let gr = unsafe { graph(g, "GOAL_Compile") }?;
+            let rt = goal_rt::runtime("GOAL_Compile")?;
+            let s = rt.compile(&gr.g)?;
+            Ok(Box::into_raw(Box::new(goal_schedule { s, rt })))
+        })();
+        r.unwrap_or_else(|e: Error| {
+            fail(e);
+            std::ptr::null_mut()
+        })
+    })
+}
+
+/// Returns 1 while the schedule can be run, else 0.
+///
+/// # Safety
+/// `s` must be NULL or a live schedule.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_IsScheduleValid(s: GOAL_Schedule) -> c_int {
+    guard("GOAL_IsScheduleValid", 0, || (!s.is_null()) as c_int)
+}
+
+/// Schedules are never consumed by running them; this is a no-op kept for portability.
+///
+/// # Safety
+/// `s` must be NULL or a live schedule.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_MakeScheduleReusable(s: GOAL_Schedule) {
+    let _ = s;
+}
+
+/// Frees a schedule; fails with GOAL_ERR_BUSY while one of its executions runs. Returns GOAL_SUCCESS or an error code.
+///
+/// # Safety
+/// `s` must be NULL or a live schedule, not used after success.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_FreeSchedule(s: GOAL_Schedule) -> c_int {
+    code_result("GOAL_FreeSchedule", || {
+        // SAFETY: caller guarantee: NULL or live.
+        let sc = unsafe { s.as_ref() }.ok_or_else(|| invalid("GOAL_FreeSchedule: the schedule is NULL".into()))?;
+        if sc.s.is_running() {
+            return Err(Error::new(ErrorKind::Busy, "GOAL_FreeSchedule: the schedule still has executions running; wait for them first"));
+        }
+        // SAFETY: s came from Box::into_raw in GOAL_Compile.
+        drop(unsafe { Box::from_raw(s) });
+        Ok(GOAL_SUCCESS)
+    })
+}
+
+/// Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// `s` must be NULL or a live schedule; the buffers its graph names must be
+/// valid until the execution has finished.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Run(s: GOAL_Schedule) -> GOAL_Handle {
+    guard("GOAL_Run", std::ptr::null_mut(), || {
+        // SAFETY: caller guarantee: NULL or live.
+        let Some(sc) = (unsafe { s.as_ref() }) else {
+            fail(invalid("GOAL_Run: the schedule is NULL".into()));
+            return std::ptr::null_mut();
+        };
+        if !goal_rt::is_initialized() {
+            fail(Error::new(ErrorKind::NotInitialized, "GOAL_Run: goal is not initialized (or already finalized)"));
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller guarantees the buffers stay valid until the execution finishes.
+        match unsafe { sc.rt.run(&sc.s) } {
+            Ok(h) => Box::into_raw(Box::new(goal_handle { h })),
+            Err(e) => {
+                fail(e);
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// Returns 1 when finished, 0 while running, <0 if the execution failed; the handle is released once 1 or <0 was returned.
+///
+/// # Safety
+/// `h` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Test(h: GOAL_Handle) -> c_int {
+    code_result("GOAL_Test", || {
+        // SAFETY: caller guarantee: NULL or live.
+        let hd = unsafe { h.as_ref() }.ok_or_else(|| invalid("GOAL_Test: the handle is NULL".into()))?;
+        let r = hd.h.test();
+        if !matches!(r, Ok(false)) {
+            // SAFETY: h came from Box::into_raw in GOAL_Run; released exactly once here.
+            drop(unsafe { Box::from_raw(h) });
+        }
+        r.map(|done| done as c_int)
+    })
+}
+
+/// Blocks until the execution has finished; returns GOAL_SUCCESS or its error. The handle is released.
+///
+/// # Safety
+/// `h` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Wait(h: GOAL_Handle) -> c_int {
+    code_result("GOAL_Wait", || {
+        if h.is_null() {
+            return Err(invalid("GOAL_Wait: the handle is NULL".into()));
+        }
+        // SAFETY: h came from Box::into_raw in GOAL_Run; released exactly once here.
+        let hd = unsafe { Box::from_raw(h) };
+        hd.h.wait().map(|_| GOAL_SUCCESS)
+    })
+}
+
+/// Returns 1 if the extension (GOAL_EXT_*) is available, else 0.
+#[no_mangle]
+pub extern "C" fn GOAL_IsExtensionAvailable(extension_id: c_int) -> c_int {
+    matches!(extension_id, GOAL_EXT_WILDCARDS | GOAL_EXT_PROGRESS | GOAL_EXT_ALLOC | GOAL_EXT_ERRORS) as c_int
+}
+
+/// Advances every running execution as far as it can without blocking; returns the operations finished, or <0.
+#[no_mangle]
+pub extern "C" fn GOAL_Progress() -> c_int {
+    code_result("GOAL_Progress", || goal_rt::runtime("GOAL_Progress").map(|rt| rt.progress().min(c_int::MAX as usize) as c_int))
+}
+
+/// Returns the time in seconds on the clock GOAL_WTIME uses (extension).
+#[no_mangle]
+pub extern "C" fn GOAL_Wtime() -> f64 {
+    goal_rt::wtime()
+}
+
+// ---- memory ------------------------------------------------------------
+
+/// Returns memory other local ranks can read directly (sends from it take a single copy), or NULL.
+#[no_mangle]
+pub extern "C" fn GOAL_Alloc(bytes: usize) -> *mut c_void {
+    guard("GOAL_Alloc", std::ptr::null_mut(), || {
+        let rt = match goal_rt::runtime("GOAL_Alloc") {
+            Ok(rt) => rt,
+            Err(e) => {
+                fail(e);
+                return std::ptr::null_mut();
+            }
+        };
+        match rt.alloc(bytes) {
+            Some(p) => p.as_ptr() as *mut c_void,
+            None => {
+                fail(Error::new(ErrorKind::NoMemory, format!("GOAL_Alloc: {bytes} bytes do not fit in the shared heap (GOAL_HEAP_BYTES)")));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// Frees memory from GOAL_Alloc. Returns GOAL_SUCCESS or an error code.
+///
+/// # Safety
+/// `ptr` must be NULL or come from GOAL_Alloc, not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Free(ptr: *mut c_void) -> c_int {
+    code_result("GOAL_Free", || {
+        if ptr.is_null() {
+            return Ok(GOAL_SUCCESS);
+        }
+        let rt = goal_rt::runtime("GOAL_Free")?;
+        if rt.free(ptr as *mut u8) {
+            Ok(GOAL_SUCCESS)
+        } else {
+            Err(invalid(format!("GOAL_Free: {ptr:p} was not allocated by GOAL_Alloc")))
+        }
+    })
+}
+
+// ---- errors ------------------------------------------------------------
+
+/// Returns static text for an error code (never NULL).
+#[no_mangle]
+pub extern "C" fn GOAL_ErrorString(code: c_int) -> *const c_char {
+    let s: &'static CStr = match code {
+        GOAL_SUCCESS => c"success",
+        GOAL_ERR_NOT_INITIALIZED => c"goal is not initialized (or already finalized)",
+        GOAL_ERR_ALREADY_INITIALIZED => c"goal is already initialized",
+        GOAL_ERR_INVALID_ARGUMENT => c"invalid argument",
+        GOAL_ERR_CYCLE => c"the graph has a dependency cycle",
+        GOAL_ERR_RANK => c"a rank is outside the group",
+        GOAL_ERR_SCRATCHPAD => c"a scratchpad range reaches past the scratchpad",
+        GOAL_ERR_BAD_OP => c"an operator, data type, width or memory type that does not exist",
+        GOAL_ERR_TRUNCATED => c"a message was larger than its receive (truncation)",
+        GOAL_ERR_DIV_BY_ZERO => c"integer division by zero",
+        GOAL_ERR_PEER_LOST => c"a peer rank died or left",
+        GOAL_ERR_BUSY => c"the schedule still has executions running",
+        GOAL_ERR_NO_MEMORY => c"out of memory",
+        GOAL_ERR_SYSTEM => c"the operating system refused",
+        GOAL_ERR_UNSUPPORTED => c"the algorithm does not apply",
+        GOAL_ERR_INTERNAL => c"internal error in goal",
+        _ => c"unknown error code",
+    };
+    s.as_ptr()
+}
+
+/// Returns the calling thread's last detailed error message ("" if none); valid until the thread's next failing call.
+#[no_mangle]
+pub extern "C" fn GOAL_LastError() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}

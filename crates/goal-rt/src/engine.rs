@@ -1,0 +1,1246 @@
+//! The executor: dependency counters, the ready queue, matching, and the
+//! message protocols, behind one lock.
+//!
+//! # Executions
+//!
+//! An execution of a schedule owns only what changes: one dependency counter
+//! per operation (copied from the schedule's `deps`), its scratchpad, and the
+//! receives it has posted. Buffers for both come from a per-schedule pool, so
+//! running a schedule again allocates nothing. Operations whose counter
+//! reaches zero go on one FIFO ready queue, drained in a loop (never by
+//! recursion: a chain of a million operations that each finish at once keeps
+//! the stack flat, as in the thesis' section 4.2.3).
+//!
+//! # Matching
+//!
+//! A message carries (schedule id, execution number, tag) and comes from a
+//! source. It is matched against the posted receives of that execution in
+//! posting order; if none matches (or the execution has not started here
+//! yet) it waits in the unexpected queue of that execution key, in arrival
+//! order. A receive that starts searches that queue first. Messages between
+//! two ranks travel in order, so same-tag messages cannot overtake.
+//!
+//! # Protocols
+//!
+//! * Small messages go eagerly through the pair's ring. The receiver can
+//!   buffer at most `unexpected_bytes` of them (split as credit per sender);
+//!   a sender past its credit switches to rendezvous, so it waits instead of
+//!   the receiver buffering without bound.
+//! * Large messages send an RTS. If the sender's buffer lies in its shared
+//!   heap (`GOAL_Alloc`), the receiver copies straight out of it (one copy, no
+//!   kernel); if its size is in the CMA range, the receiver reads it with
+//!   `process_vm_readv`; otherwise the receiver answers CTS and both sides copy
+//!   through the pair's stream at the same time (a pipelined two-copy path).
+//!   In all three the receiver then answers FIN (stream: the sender finishes
+//!   when its last byte is in the stream).
+//! * Messages to oneself are copied locally.
+//!
+//! An execution that fails (truncation, division by zero, a lost peer) is
+//! reported at once; anything still in flight for it is recognised by the
+//! slot's generation number and finished harmlessly (stream bytes are still
+//! consumed or produced, so the pair's stream stays in step).
+
+use crate::error::{Error, ErrorKind};
+use crate::localop::{self, KernelError};
+use crate::proto::{self, Head};
+use goal_sched::{OpKind, OpRec, ReduceOp};
+use goal_transport::shm::ShmNode;
+use goal_transport::PeerLost;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// A compiled schedule as the runtime holds it.
+pub(crate) struct SchedInner {
+    /// Position in this process' compile order: the same on every rank.
+    pub id: u32,
+    /// The compiled form.
+    pub s: goal_sched::Schedule,
+    /// Executions started so far (the next execution's number).
+    pub runs: AtomicU32,
+    /// Executions not yet finished.
+    pub running: AtomicU32,
+    /// Counter and scratchpad buffers of finished executions, for reuse.
+    pool: Mutex<Vec<ExecBufs>>,
+}
+
+impl SchedInner {
+    pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: Mutex::new(Vec::new()) }
+    }
+}
+
+/// A 64-byte aligned block, so scratchpads are aligned for any element type.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+struct ExecBufs {
+    counters: Vec<u32>,
+    scratch: Vec<Line>,
+}
+
+/// The state of an execution that its handle observes.
+pub struct ExecShared {
+    /// 0 running, 1 finished, -1 failed.
+    pub state: AtomicI32,
+    /// Why it failed.
+    pub error: Mutex<Option<Error>>,
+}
+
+/// Execution running, finished, failed.
+pub const RUNNING: i32 = 0;
+/// See [`RUNNING`].
+pub const DONE: i32 = 1;
+/// See [`RUNNING`].
+pub const FAILED: i32 = -1;
+
+/// An operation of an execution: slot, generation of the slot, op index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OpRef {
+    slot: u32,
+    gen: u32,
+    op: u32,
+}
+
+struct Posted {
+    op: u32,
+    peer: i32,
+    tag: i32,
+}
+
+struct Exec {
+    sched: Arc<SchedInner>,
+    seq: u32,
+    gen: u32,
+    bufs: ExecBufs,
+    remaining: u32,
+    posted: Vec<Posted>,
+    shared: Arc<ExecShared>,
+}
+
+enum UnexpKind {
+    /// Eager data, copied out of the ring.
+    Eager(Vec<u8>),
+    /// A large message waiting at its sender.
+    Rts { mode: u8, token: u32, addr: u64 },
+    /// A message from this rank to itself, still in the sender's buffer.
+    SelfSend(OpRef),
+}
+
+struct Unexp {
+    src: u32,
+    tag: i32,
+    len: u32,
+    kind: UnexpKind,
+}
+
+/// A message waiting for room in a peer's ring.
+struct Out {
+    head: Head,
+    /// For EAGER: the send whose data goes with it (finished once written).
+    send: Option<OpRef>,
+}
+
+/// A rendezvous send waiting for its CTS or FIN.
+struct RdvSend {
+    r: OpRef,
+    peer: u32,
+}
+
+/// A send being copied into a pair's stream.
+struct StreamOut {
+    token: u32,
+    pos: usize,
+    len: usize,
+}
+
+/// A receive being filled from a pair's stream.
+struct StreamIn {
+    r: OpRef,
+    pos: usize,
+    len: usize,
+}
+
+/// Sizes that pick a protocol.
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    /// Largest eager message.
+    pub eager: usize,
+    /// Sizes read by CMA (inclusive); others of non-heap buffers use the stream.
+    pub cma: (usize, usize),
+    /// Eager credit per sender.
+    pub credit: u64,
+}
+
+/// Everything the progress engine owns; one thread at a time.
+pub(crate) struct Engine {
+    pub rank: u32,
+    pub size: u32,
+    pub shm: ShmNode,
+    pub th: Thresholds,
+    st: State,
+}
+
+struct State {
+    rank: u32,
+    execs: Vec<Option<Exec>>,
+    gens: Vec<u32>,
+    free_slots: Vec<u32>,
+    /// Active executions per schedule id: (execution number, slot).
+    active: Vec<Vec<(u32, u32)>>,
+    unexp: HashMap<u64, VecDeque<Unexp>>,
+    /// Keys of executions that failed here: what still arrives for them is released at once.
+    dead: std::collections::HashSet<u64>,
+    ready: VecDeque<OpRef>,
+    /// Per peer: messages waiting for ring space, in order.
+    outq: Vec<VecDeque<Out>>,
+    outq_peers: Vec<u32>,
+    rdv: Vec<Option<RdvSend>>,
+    rdv_free: Vec<u32>,
+    stream_out: Vec<VecDeque<StreamOut>>,
+    stream_in: Vec<VecDeque<StreamIn>>,
+    streams_active: u32,
+    /// Eager bytes sent to each peer (credit accounting).
+    eager_sent: Vec<u64>,
+    /// Cached credits each peer has returned.
+    eager_returned: Vec<u64>,
+    /// Eager bytes I have released per source, and what I published.
+    released: Vec<u64>,
+    published: Vec<u64>,
+    /// Peers known to be gone.
+    lost: Vec<Option<String>>,
+    finished_ops: usize,
+    passes: u32,
+    last_check: Instant,
+    pid: i32,
+    discard: Vec<u8>,
+}
+
+#[inline]
+fn key(sched: u32, seq: u32) -> u64 {
+    (sched as u64) << 32 | seq as u64
+}
+
+/// Where an operation's bytes are: one or more (pointer, length) pieces.
+enum Pieces {
+    One([(*mut u8, usize); 1]),
+    Many(Vec<(*mut u8, usize)>),
+}
+
+impl Pieces {
+    fn as_slice(&self) -> &[(*mut u8, usize)] {
+        match self {
+            Pieces::One(a) => a,
+            Pieces::Many(v) => v,
+        }
+    }
+}
+
+impl Engine {
+    pub fn new(rank: u32, size: u32, shm: ShmNode, th: Thresholds) -> Engine {
+        let n = size as usize;
+        let st = State {
+            rank,
+            execs: Vec::new(),
+            gens: Vec::new(),
+            free_slots: Vec::new(),
+            active: Vec::new(),
+            unexp: HashMap::new(),
+            dead: Default::default(),
+            ready: VecDeque::new(),
+            outq: (0..n).map(|_| VecDeque::new()).collect(),
+            outq_peers: Vec::new(),
+            rdv: Vec::new(),
+            rdv_free: Vec::new(),
+            stream_out: (0..n).map(|_| VecDeque::new()).collect(),
+            stream_in: (0..n).map(|_| VecDeque::new()).collect(),
+            streams_active: 0,
+            eager_sent: vec![0; n],
+            eager_returned: vec![0; n],
+            released: vec![0; n],
+            published: vec![0; n],
+            lost: vec![None; n],
+            finished_ops: 0,
+            passes: 0,
+            last_check: Instant::now(),
+            // SAFETY: getpid has no preconditions.
+            pid: unsafe { libc::getpid() },
+            discard: Vec::new(),
+        };
+        Engine { rank, size, shm, th, st }
+    }
+
+    /// Starts an execution of `sched`; returns its shared state.
+    pub fn start(&mut self, sched: &Arc<SchedInner>) -> Arc<ExecShared> {
+        let seq = sched.runs.fetch_add(1, Ordering::Relaxed);
+        sched.running.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::new(ExecShared { state: AtomicI32::new(RUNNING), error: Mutex::new(None) });
+        let s = &sched.s;
+        let n = s.ops.len();
+        let mut bufs = sched.pool.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| ExecBufs {
+            counters: Vec::with_capacity(n),
+            scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
+        });
+        bufs.counters.clear();
+        bufs.counters.extend(s.ops.iter().map(|o| o.deps));
+        if n == 0 {
+            sched.running.fetch_sub(1, Ordering::Relaxed);
+            shared.state.store(DONE, Ordering::Release);
+            self.recycle(sched, bufs);
+            return shared;
+        }
+        let slot = match self.st.free_slots.pop() {
+            Some(s) => s,
+            None => {
+                self.st.execs.push(None);
+                self.st.gens.push(0);
+                (self.st.execs.len() - 1) as u32
+            }
+        };
+        let gen = self.st.gens[slot as usize].wrapping_add(1);
+        self.st.gens[slot as usize] = gen;
+        self.st.execs[slot as usize] = Some(Exec {
+            sched: sched.clone(),
+            seq,
+            gen,
+            bufs,
+            remaining: n as u32,
+            posted: Vec::new(),
+            shared: shared.clone(),
+        });
+        let id = sched.id as usize;
+        if self.st.active.len() <= id {
+            self.st.active.resize_with(id + 1, Vec::new);
+        }
+        self.st.active[id].push((seq, slot));
+        for op in 0..s.independent {
+            self.st.ready.push_back(OpRef { slot, gen, op });
+        }
+        self.drain_ready();
+        self.shm.flush();
+        shared
+    }
+
+    fn recycle(&mut self, sched: &Arc<SchedInner>, bufs: ExecBufs) {
+        let mut pool = sched.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < 8 {
+            pool.push(bufs);
+        }
+    }
+
+    /// One pass over everything that can move; returns the operations finished.
+    pub fn progress(&mut self) -> usize {
+        let before = self.st.finished_ops;
+        self.poll_messages();
+        self.drain_ready();
+        if !self.st.outq_peers.is_empty() {
+            self.retry_outq();
+        }
+        if self.st.streams_active > 0 {
+            self.pump_streams();
+            self.drain_ready();
+        }
+        self.publish_credits();
+        self.shm.flush();
+        self.st.passes = self.st.passes.wrapping_add(1);
+        if self.st.passes % 1024 == 0 {
+            self.check_peers_if_due();
+        }
+        self.st.finished_ops - before
+    }
+
+    /// Whether messages wait for ring space: the peer will not ring for
+    /// that, so a sleeper must come back soon.
+    pub fn must_poll(&self) -> bool {
+        !self.st.outq_peers.is_empty()
+    }
+
+    /// Whether any execution is in flight.
+    pub fn busy(&self) -> bool {
+        self.st.execs.len() > self.st.free_slots.len()
+    }
+
+    /// Checks peer liveness now if 100 ms have passed since the last check.
+    pub fn check_peers_if_due(&mut self) {
+        if self.st.last_check.elapsed().as_millis() < 100 {
+            return;
+        }
+        self.st.last_check = Instant::now();
+        if let Err(lost) = self.shm.check_peers() {
+            self.peer_lost(lost);
+        }
+    }
+
+    fn peer_lost(&mut self, lost: PeerLost) {
+        let r = lost.rank;
+        if self.st.lost[r].is_some() {
+            return;
+        }
+        // Take in whatever the peer sent before it went away.
+        self.poll_messages();
+        self.drain_ready();
+        self.st.lost[r] = Some(lost.cause.clone());
+        let msg = format!("rank {r} {} while this execution still needed it", lost.cause);
+        // Fail every execution that still waits on that peer.
+        let mut victims = Vec::new();
+        for (slot, e) in self.st.execs.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let waits_recv = e.posted.iter().any(|p| p.peer == r as i32 || p.peer == -1);
+            if waits_recv {
+                victims.push(slot as u32);
+            }
+        }
+        for q in self.st.outq[r].iter() {
+            if let Some(s) = q.send {
+                victims.push(s.slot);
+            }
+        }
+        for x in self.st.rdv.iter().flatten() {
+            if x.peer as usize == r {
+                victims.push(x.r.slot);
+            }
+        }
+        for s in self.st.stream_in[r].iter() {
+            victims.push(s.r.slot);
+        }
+        self.st.outq[r].clear();
+        self.st.stream_in[r].clear();
+        self.st.stream_out[r].clear();
+        victims.sort_unstable();
+        victims.dedup();
+        for slot in victims {
+            if let Some(gen) = self.st.execs[slot as usize].as_ref().map(|e| e.gen) {
+                self.fail(OpRef { slot, gen, op: u32::MAX }, Error::new(ErrorKind::PeerLost, msg.clone()));
+            }
+        }
+    }
+
+    // ---- operations -------------------------------------------------------
+
+    fn drain_ready(&mut self) {
+        while let Some(r) = self.st.ready.pop_front() {
+            self.start_op(r);
+        }
+    }
+
+    fn exec(&self, r: OpRef) -> Option<&Exec> {
+        self.st.execs.get(r.slot as usize)?.as_ref().filter(|e| e.gen == r.gen)
+    }
+
+    fn exec_mut(&mut self, r: OpRef) -> Option<&mut Exec> {
+        self.st.execs.get_mut(r.slot as usize)?.as_mut().filter(|e| e.gen == r.gen)
+    }
+
+    fn rec(&self, r: OpRef) -> Option<OpRec> {
+        self.exec(r).map(|e| e.sched.s.ops[r.op as usize])
+    }
+
+    /// The buffer pieces of op `r` (its scratchpad offsets resolved).
+    fn pieces(&self, r: OpRef) -> Option<Pieces> {
+        let e = self.exec(r)?;
+        let s = &e.sched.s;
+        let o = &s.ops[r.op as usize];
+        let base = e.bufs.scratch.as_ptr() as *mut u8;
+        let resolve = |addr: u64, scratch: bool| -> *mut u8 {
+            if scratch {
+                // SAFETY: the compiler checked that scratchpad ranges lie inside the scratchpad.
+                unsafe { base.add(addr as usize) }
+            } else {
+                addr as usize as *mut u8
+            }
+        };
+        Some(match o.kind() {
+            OpKind::Send | OpKind::Recv => Pieces::One([(resolve(o.addr, o.in_scratch()), o.len as usize)]),
+            OpKind::SendVec | OpKind::RecvVec => {
+                let v = s.vecs[o.addr as usize];
+                Pieces::Many(s.pieces_of(v).iter().map(|p| (resolve(p.addr, o.in_scratch()), p.len as usize)).collect())
+            }
+            _ => Pieces::Many(Vec::new()),
+        })
+    }
+
+    fn describe(&self, r: OpRef) -> String {
+        let Some(e) = self.exec(r) else { return String::from("a finished execution") };
+        let s = &e.sched.s;
+        if r.op == u32::MAX {
+            return format!("schedule {} execution {}", e.sched.id, e.seq);
+        }
+        let o = &s.ops[r.op as usize];
+        let v = s.origin[r.op as usize];
+        let what = match o.kind() {
+            OpKind::Send => format!("Send to {}, tag {}", o.peer, o.tag),
+            OpKind::Recv => format!("Recv from {}, tag {}", o.peer, o.tag),
+            OpKind::SendVec => format!("SendVec to {}, tag {}", o.peer, o.tag),
+            OpKind::RecvVec => format!("RecvVec from {}, tag {}", o.peer, o.tag),
+            OpKind::Local | OpKind::LocalVec => "LocalOp".to_string(),
+            OpKind::Calc => "Calc".to_string(),
+        };
+        format!("vertex {v} ({what})")
+    }
+
+    fn start_op(&mut self, r: OpRef) {
+        let Some(e) = self.exec(r) else { return };
+        let sched = e.sched.clone();
+        let s = &sched.s;
+        for &d in s.start_dependents(r.op as usize) {
+            self.dec(OpRef { op: d, ..r });
+        }
+        let o = s.ops[r.op as usize];
+        match o.kind() {
+            OpKind::Send | OpKind::SendVec => self.start_send(r, &o, sched.id, e_seq(self, r)),
+            OpKind::Recv | OpKind::RecvVec => self.start_recv(r, &o, sched.id),
+            OpKind::Local => {
+                let l = s.locals[o.addr as usize];
+                let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
+                let at = |i: u8, a: u64| -> *mut u8 {
+                    if l.mem & (1 << i) != 0 {
+                        // SAFETY: the compiler checked scratchpad ranges.
+                        unsafe { base.add(a as usize) }
+                    } else {
+                        a as usize as *mut u8
+                    }
+                };
+                // SAFETY: user buffers are valid for the operation's extent by the API
+                // contract; scratchpad ranges were checked at compile time.
+                let res = unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) };
+                match res {
+                    Ok(()) => self.finish(r),
+                    Err(KernelError::DivByZero(i)) => {
+                        let msg = format!("{}: integer division by zero at element {i}", self.describe(r));
+                        self.fail(r, Error::new(ErrorKind::DivByZero, msg));
+                    }
+                }
+            }
+            OpKind::LocalVec => match self.local_vec(r, &sched, &o) {
+                Ok(()) => self.finish(r),
+                Err(KernelError::DivByZero(i)) => {
+                    let msg = format!("{}: integer division by zero at element {i}", self.describe(r));
+                    self.fail(r, Error::new(ErrorKind::DivByZero, msg));
+                }
+            },
+            OpKind::Calc => {
+                let until = localop::wtime() + o.addr as f64 * 1e-9;
+                while localop::wtime() < until {
+                    std::hint::spin_loop();
+                }
+                self.finish(r);
+            }
+        }
+    }
+
+    fn local_vec(&self, r: OpRef, sched: &SchedInner, o: &OpRec) -> Result<(), KernelError> {
+        let s = &sched.s;
+        let l = s.lvecs[o.addr as usize];
+        let op = ReduceOp::ALL[l.op as usize];
+        let dt = goal_sched::DataType::from_raw(l.dt as i64).unwrap_or(goal_sched::DataType::UInt);
+        let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
+        let list = |i: usize| -> Vec<(*mut u8, usize)> {
+            s.pieces_of(l.lists[i])
+                .iter()
+                .map(|p| {
+                    let ptr = if l.mem & (1 << i) != 0 {
+                        // SAFETY: the compiler checked scratchpad ranges.
+                        unsafe { base.add(p.addr as usize) }
+                    } else {
+                        p.addr as usize as *mut u8
+                    };
+                    (ptr, p.len as usize)
+                })
+                .collect()
+        };
+        let (a, b, c) = (list(0), list(1), list(2));
+        if op == ReduceOp::Wtime {
+            let mut t = localop::wtime().to_ne_bytes().to_vec();
+            scatter(&mut t, &c);
+            return Ok(());
+        }
+        let esize = l.width as usize / 8;
+        // Walk the three lists in step, a run of whole elements at a time.
+        let (mut ia, mut ib, mut ic) = (0usize, 0usize, 0usize);
+        let (mut oa, mut ob, mut oc) = (0usize, 0usize, 0usize);
+        let mut done = 0usize;
+        while ic < c.len() {
+            if c[ic].1 == oc {
+                ic += 1;
+                oc = 0;
+                continue;
+            }
+            while ia < a.len() && a[ia].1 == oa {
+                ia += 1;
+                oa = 0;
+            }
+            if op.is_binary() {
+                while ib < b.len() && b[ib].1 == ob {
+                    ib += 1;
+                    ob = 0;
+                }
+            }
+            let mut run = (c[ic].1 - oc).min(a[ia].1 - oa);
+            if op.is_binary() {
+                run = run.min(b[ib].1 - ob);
+            }
+            let n = run / esize;
+            // SAFETY: each pointer plus offset stays within its piece, which the
+            // user guarantees valid; the compiler checked the lists' totals agree.
+            unsafe {
+                let pb = if op.is_binary() { b[ib].0.add(ob) } else { a[ia].0.add(oa) };
+                localop::apply(op, dt, l.width, a[ia].0.add(oa), pb, c[ic].0.add(oc), n)
+                    .map_err(|KernelError::DivByZero(i)| KernelError::DivByZero(done + i))?;
+            }
+            done += n;
+            oa += run;
+            oc += run;
+            if op.is_binary() {
+                ob += run;
+            }
+        }
+        Ok(())
+    }
+
+    fn dec(&mut self, r: OpRef) {
+        let Some(e) = self.exec_mut(r) else { return };
+        let c = &mut e.bufs.counters[r.op as usize];
+        *c -= 1;
+        if *c == 0 {
+            self.st.ready.push_back(r);
+        }
+    }
+
+    /// Operation `r` has finished: release its dependents.
+    fn finish(&mut self, r: OpRef) {
+        let Some(e) = self.st.execs.get_mut(r.slot as usize).and_then(|e| e.as_mut()).filter(|e| e.gen == r.gen) else {
+            return;
+        };
+        self.st.finished_ops += 1;
+        let s = &e.sched.s;
+        for &d in s.dependents(r.op as usize) {
+            let c = &mut e.bufs.counters[d as usize];
+            *c -= 1;
+            if *c == 0 {
+                self.st.ready.push_back(OpRef { op: d, ..r });
+            }
+        }
+        e.remaining -= 1;
+        if e.remaining == 0 {
+            self.complete(r.slot, Ok(()));
+        }
+    }
+
+    /// Execution `r` failed with `err` (reported at once).
+    fn fail(&mut self, r: OpRef, err: Error) {
+        if self.exec(r).is_none() {
+            return;
+        }
+        self.complete(r.slot, Err(err));
+    }
+
+    fn complete(&mut self, slot: u32, res: Result<(), Error>) {
+        let Some(e) = self.st.execs[slot as usize].take() else { return };
+        self.st.free_slots.push(slot);
+        let id = e.sched.id as usize;
+        if let Some(list) = self.st.active.get_mut(id) {
+            if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
+                list.swap_remove(i);
+            }
+        }
+        let k = key(e.sched.id, e.seq);
+        if let Err(err) = &res {
+            self.st.dead.insert(k);
+            // Messages that already arrived for it will never be received.
+            if let Some(q) = self.st.unexp.remove(&k) {
+                for u in q {
+                    self.drop_unexpected(u);
+                }
+            }
+            *e.shared.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(err.clone());
+        }
+        e.sched.running.fetch_sub(1, Ordering::Release);
+        e.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
+        let sched = e.sched.clone();
+        self.recycle(&sched, e.bufs);
+    }
+
+    /// An unexpected message whose execution is gone: release its sender.
+    fn drop_unexpected(&mut self, u: Unexp) {
+        match u.kind {
+            UnexpKind::Eager(d) => self.release_credit(u.src, d.len() as u64),
+            UnexpKind::Rts { token, .. } => self.send_control(u.src, proto::FIN, token),
+            UnexpKind::SelfSend(s) => self.finish(s),
+        }
+    }
+
+    // ---- sends ------------------------------------------------------------
+
+    fn start_send(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {
+        let peer = o.peer as u32;
+        let len = o.len as usize;
+        let mut head = Head { kind: proto::EAGER, mode: 0, tag: o.tag, sched, seq, len: o.len, token: 0, addr: 0 };
+        if peer == self.rank {
+            return self.self_send(r, head);
+        }
+        if let Some(cause) = &self.st.lost[peer as usize] {
+            let msg = format!("{}: rank {peer} {cause}", self.describe(r));
+            return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+        }
+        let p = peer as usize;
+        if len <= self.th.eager && self.eager_credit(p, len as u64) {
+            self.st.eager_sent[p] += len as u64;
+            if self.st.outq[p].is_empty() {
+                if let Some(pieces) = self.pieces(r) {
+                    let slices = slices_of(&pieces);
+                    match self.shm.try_send(p, &head.encode(), &slices) {
+                        Ok(true) => return self.finish(r),
+                        Ok(false) => {}
+                        Err(e) => return self.fail(r, Error::new(ErrorKind::System, format!("{}: {e}", self.describe(r)))),
+                    }
+                }
+            }
+            return self.enqueue(p, Out { head, send: Some(r) });
+        }
+        // Rendezvous: pick how the receiver will fetch the bytes.
+        let token = self.new_token(RdvSend { r, peer });
+        head.kind = proto::RTS;
+        head.token = token;
+        head.mode = proto::MODE_STREAM;
+        if o.kind() == OpKind::Send {
+            let ptr = self.pieces(r).map(|p| p.as_slice()[0].0).unwrap_or(std::ptr::null_mut());
+            if let Some(off) = self.shm.heap().offset_of(ptr, len) {
+                head.mode = proto::MODE_HEAP;
+                head.addr = off;
+            } else if len >= self.th.cma.0 && len <= self.th.cma.1 {
+                head.mode = proto::MODE_CMA;
+                head.addr = ptr as u64;
+            }
+        }
+        self.post_message(p, head);
+    }
+
+    fn eager_credit(&mut self, p: usize, len: u64) -> bool {
+        let st = &mut self.st;
+        if st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit {
+            return true;
+        }
+        st.eager_returned[p] = self.shm.credits_returned(p);
+        st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit
+    }
+
+    fn new_token(&mut self, s: RdvSend) -> u32 {
+        match self.st.rdv_free.pop() {
+            Some(t) => {
+                self.st.rdv[t as usize] = Some(s);
+                t
+            }
+            None => {
+                self.st.rdv.push(Some(s));
+                (self.st.rdv.len() - 1) as u32
+            }
+        }
+    }
+
+    fn take_token(&mut self, t: u32) -> Option<RdvSend> {
+        let s = self.st.rdv.get_mut(t as usize)?.take()?;
+        self.st.rdv_free.push(t);
+        Some(s)
+    }
+
+    /// Sends a message without payload (RTS, CTS, FIN), in order behind any queued ones.
+    fn post_message(&mut self, p: usize, head: Head) {
+        if self.st.outq[p].is_empty() {
+            match self.shm.try_send(p, &head.encode(), &[]) {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(_) => return, // the peer is unreachable; liveness will report it
+            }
+        }
+        self.enqueue(p, Out { head, send: None });
+    }
+
+    fn send_control(&mut self, p: u32, kind: u8, token: u32) {
+        self.post_message(p as usize, Head::control(kind, token));
+    }
+
+    fn enqueue(&mut self, p: usize, out: Out) {
+        if self.st.outq[p].is_empty() {
+            self.st.outq_peers.push(p as u32);
+        }
+        self.st.outq[p].push_back(out);
+    }
+
+    fn retry_outq(&mut self) {
+        let peers = std::mem::take(&mut self.st.outq_peers);
+        let mut still = Vec::new();
+        for p in peers {
+            let p = p as usize;
+            while let Some(out) = self.st.outq[p].front() {
+                let head = out.head;
+                let send = out.send;
+                let ok = match send {
+                    Some(r) => match self.pieces(r) {
+                        Some(pieces) => self.shm.try_send(p, &head.encode(), &slices_of(&pieces)).unwrap_or(true),
+                        None => true, // its execution failed: drop it
+                    },
+                    None => self.shm.try_send(p, &head.encode(), &[]).unwrap_or(true),
+                };
+                if !ok {
+                    break;
+                }
+                self.st.outq[p].pop_front();
+                if let Some(r) = send {
+                    self.finish(r);
+                }
+            }
+            if !self.st.outq[p].is_empty() {
+                still.push(p as u32);
+            }
+        }
+        self.st.outq_peers.extend(still);
+        self.drain_ready();
+    }
+
+    fn self_send(&mut self, r: OpRef, head: Head) {
+        let u = Unexp { src: self.rank, tag: head.tag, len: head.len, kind: UnexpKind::SelfSend(r) };
+        if let Some(target) = self.match_posted(head.sched, head.seq, self.rank, head.tag) {
+            return self.deliver(target, u);
+        }
+        // Small messages are copied now, so the send finishes at once.
+        if (head.len as usize) <= self.th.eager {
+            let mut data = vec![0u8; head.len as usize];
+            if let Some(p) = self.pieces(r) {
+                gather(&p, &mut data);
+            }
+            self.stash(head.sched, head.seq, Unexp { kind: UnexpKind::Eager(data), ..u });
+            return self.finish(r);
+        }
+        self.stash(head.sched, head.seq, u);
+    }
+
+    // ---- receives ---------------------------------------------------------
+
+    fn start_recv(&mut self, r: OpRef, o: &OpRec, sched: u32) {
+        let seq = e_seq(self, r);
+        let k = key(sched, seq);
+        if let Some(q) = self.st.unexp.get_mut(&k) {
+            let hit = q.iter().position(|u| (o.peer == -1 || o.peer as u32 == u.src) && (o.tag == -1 || o.tag == u.tag));
+            if let Some(i) = hit {
+                let u = q.remove(i).unwrap_or_else(|| unreachable!());
+                if q.is_empty() {
+                    self.st.unexp.remove(&k);
+                }
+                return self.deliver(r, u);
+            }
+        }
+        if o.peer >= 0 && o.peer as u32 != self.rank {
+            if let Some(cause) = &self.st.lost[o.peer as usize] {
+                let msg = format!("{}: rank {} {cause}", self.describe(r), o.peer);
+                return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+            }
+        }
+        if let Some(e) = self.exec_mut(r) {
+            e.posted.push(Posted { op: r.op, peer: o.peer, tag: o.tag });
+        }
+    }
+
+    /// Finds and removes the first posted receive of execution (sched, seq) matching src/tag.
+    fn match_posted(&mut self, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
+        let slot = self.st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
+        let e = self.st.execs[slot as usize].as_mut()?;
+        let i = e.posted.iter().position(|p| (p.peer == -1 || p.peer as u32 == src) && (p.tag == -1 || p.tag == tag))?;
+        let p = e.posted.remove(i);
+        Some(OpRef { slot, gen: e.gen, op: p.op })
+    }
+
+    fn stash(&mut self, sched: u32, seq: u32, u: Unexp) {
+        if self.st.dead.contains(&key(sched, seq)) {
+            return self.drop_unexpected(u);
+        }
+        self.st.unexp.entry(key(sched, seq)).or_default().push_back(u);
+    }
+
+    /// Delivers message `u` into receive `r`.
+    fn deliver(&mut self, r: OpRef, u: Unexp) {
+        let cap = self.rec(r).map_or(0, |o| o.len);
+        if u.len > cap {
+            let msg = format!("{}: message of {} bytes from rank {} is larger than the receive of {cap} bytes (truncation)", self.describe(r), u.len, u.src);
+            self.drop_unexpected(u);
+            return self.fail(r, Error::new(ErrorKind::Truncated, msg));
+        }
+        let Some(dst) = self.pieces(r) else { return self.drop_unexpected(u) };
+        match u.kind {
+            UnexpKind::Eager(mut d) => {
+                scatter(&mut d, dst.as_slice());
+                self.release_credit(u.src, d.len() as u64);
+                self.finish(r);
+            }
+            UnexpKind::SelfSend(s) => {
+                if let Some(src) = self.pieces(s) {
+                    copy_pieces(&src, &dst, u.len as usize);
+                }
+                self.finish(s);
+                self.finish(r);
+            }
+            UnexpKind::Rts { mode, token, addr } => self.fetch(r, u.src, u.len, mode, token, addr, &dst),
+        }
+    }
+
+    fn fetch(&mut self, r: OpRef, src: u32, len: u32, mode: u8, token: u32, addr: u64, dst: &Pieces) {
+        match mode {
+            proto::MODE_HEAP | proto::MODE_CMA => {
+                let mut off = 0u64;
+                let mut left = len as usize;
+                let mut res = Ok(());
+                for &(p, l) in dst.as_slice() {
+                    if left == 0 {
+                        break;
+                    }
+                    let n = l.min(left);
+                    // SAFETY: the receive buffer piece is valid for `l >= n` bytes (API contract).
+                    let d = unsafe { std::slice::from_raw_parts_mut(p, n) };
+                    res = if mode == proto::MODE_HEAP {
+                        self.shm.read_peer_heap(src as usize, addr + off, d)
+                    } else {
+                        goal_transport::sys::cma_read(self.shm.peer_pid(src as usize), addr + off, d)
+                    };
+                    if res.is_err() {
+                        break;
+                    }
+                    off += n as u64;
+                    left -= n;
+                }
+                self.send_control(src, proto::FIN, token);
+                match res {
+                    Ok(()) => self.finish(r),
+                    Err(e) => {
+                        let how = if mode == proto::MODE_HEAP { "shared heap" } else { "Cross Memory Attach" };
+                        let msg = format!("{}: reading {len} bytes from rank {src} by {how} failed: {e}", self.describe(r));
+                        self.fail(r, Error::new(ErrorKind::System, msg));
+                    }
+                }
+            }
+            _ => {
+                self.send_control(src, proto::CTS, token);
+                if len == 0 {
+                    return self.finish(r);
+                }
+                self.st.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len: len as usize });
+                self.st.streams_active += 1;
+            }
+        }
+    }
+
+    fn release_credit(&mut self, src: u32, n: u64) {
+        if src != self.rank {
+            self.st.released[src as usize] += n;
+        }
+    }
+
+    fn publish_credits(&mut self) {
+        for p in 0..self.size as usize {
+            if self.st.released[p] != self.st.published[p] {
+                self.st.published[p] = self.st.released[p];
+                self.shm.return_credits(p, self.st.released[p]);
+            }
+        }
+    }
+
+    // ---- arrivals ---------------------------------------------------------
+
+    fn poll_messages(&mut self) {
+        let shm = &self.shm;
+        let mut arrived: Vec<(u32, Head, Option<Vec<u8>>)> = Vec::new();
+        let st = &mut self.st;
+        // Fast path: an eager message whose receive is posted is copied straight
+        // out of the ring; everything else is handled after the poll.
+        shm.poll(&mut |src, env, payload| {
+            let h = Head::decode(env);
+            if h.kind == proto::EAGER {
+                if let Some(r) = st_match_posted(st, h.sched, h.seq, src as u32, h.tag) {
+                    arrived.push((src as u32, h, None));
+                    st_deliver_inline(st, r, src as u32, payload, &mut arrived);
+                    return;
+                }
+                arrived.push((src as u32, h, Some(payload.to_vec())));
+            } else {
+                arrived.push((src as u32, h, None));
+            }
+        });
+        for (src, h, data) in arrived {
+            self.on_message(src, h, data);
+        }
+    }
+
+    fn on_message(&mut self, src: u32, h: Head, data: Option<Vec<u8>>) {
+        match h.kind {
+            proto::EAGER => {
+                if let Some(d) = data {
+                    let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Eager(d) };
+                    match self.match_posted(h.sched, h.seq, src, h.tag) {
+                        Some(r) => self.deliver(r, u),
+                        None => self.stash(h.sched, h.seq, u),
+                    }
+                }
+                // data == None: delivered inline during the poll (see DELIVERED below)
+            }
+            DELIVERED => {
+                let r = OpRef { slot: h.sched, gen: h.seq, op: h.token };
+                if h.mode == 1 {
+                    let msg = format!("{}: message of {} bytes from rank {src} is larger than the receive (truncation)", self.describe(r), h.len);
+                    self.fail(r, Error::new(ErrorKind::Truncated, msg));
+                } else {
+                    self.finish(r);
+                }
+            }
+            proto::RTS => {
+                let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode: h.mode, token: h.token, addr: h.addr } };
+                match self.match_posted(h.sched, h.seq, src, h.tag) {
+                    Some(r) => self.deliver(r, u),
+                    None => self.stash(h.sched, h.seq, u),
+                }
+            }
+            proto::CTS => {
+                if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
+                    let len = self.rec(s.r).map_or(0, |o| o.len as usize);
+                    let peer = s.peer as usize;
+                    if len == 0 {
+                        if let Some(s) = self.take_token(h.token) {
+                            self.finish(s.r);
+                        }
+                    } else {
+                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len });
+                        self.st.streams_active += 1;
+                    }
+                }
+            }
+            proto::FIN => {
+                if let Some(s) = self.take_token(h.token) {
+                    self.finish(s.r);
+                }
+            }
+            _ => {}
+        }
+        self.drain_ready();
+    }
+
+    fn pump_streams(&mut self) {
+        for p in 0..self.size as usize {
+            // Outgoing: copy the front send's next bytes into the stream.
+            while let Some(so) = self.st.stream_out[p].front() {
+                let (token, pos, len) = (so.token, so.pos, so.len);
+                let r = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
+                let pieces = r.and_then(|r| self.pieces(r));
+                let moved = match &pieces {
+                    Some(pc) => push_from(&self.shm, p, pc, pos, len),
+                    None => {
+                        // Its execution failed: keep the stream in step with zeros.
+                        let z = vec![0u8; (len - pos).min(1 << 20)];
+                        self.shm.stream_push(p, &z)
+                    }
+                };
+                let so = self.st.stream_out[p].front_mut().unwrap_or_else(|| unreachable!());
+                so.pos += moved;
+                if so.pos < so.len {
+                    break;
+                }
+                self.st.stream_out[p].pop_front();
+                self.st.streams_active -= 1;
+                if let Some(s) = self.take_token(token) {
+                    self.finish(s.r);
+                }
+            }
+            // Incoming: copy what has arrived into the front receive.
+            while let Some(si) = self.st.stream_in[p].front() {
+                let (r, pos, len) = (si.r, si.pos, si.len);
+                let moved = match self.pieces(r) {
+                    Some(pc) => pop_into(&self.shm, p, &pc, pos, len),
+                    None => {
+                        let n = (len - pos).min(1 << 20);
+                        self.st.discard.resize(n, 0);
+                        self.shm.stream_pop(p, &mut self.st.discard[..n])
+                    }
+                };
+                let si = self.st.stream_in[p].front_mut().unwrap_or_else(|| unreachable!());
+                si.pos += moved;
+                if si.pos < si.len {
+                    break;
+                }
+                self.st.stream_in[p].pop_front();
+                self.st.streams_active -= 1;
+                self.finish(r);
+            }
+        }
+    }
+
+    /// Number of ranks.
+    #[allow(dead_code)]
+    pub fn group_size(&self) -> u32 {
+        self.size
+    }
+
+    /// This process' id (for diagnostics).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> i32 {
+        self.st.pid
+    }
+}
+
+/// Pseudo-kind used inside `poll_messages`: an eager message was already
+/// copied into its posted receive while still in the ring; finish it now.
+const DELIVERED: u8 = 0xF0;
+
+fn e_seq(e: &Engine, r: OpRef) -> u32 {
+    e.exec(r).map_or(0, |x| x.seq)
+}
+
+fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
+    let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
+    let e = st.execs[slot as usize].as_mut()?;
+    let i = e.posted.iter().position(|p| (p.peer == -1 || p.peer as u32 == src) && (p.tag == -1 || p.tag == tag))?;
+    let p = e.posted.remove(i);
+    Some(OpRef { slot, gen: e.gen, op: p.op })
+}
+
+/// Copies an eager payload from the ring into posted receive `r` and records
+/// a DELIVERED note (replacing the last entry of `arrived`) so that the
+/// receive is finished once the poll is over.
+fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>) {
+    let e = st.execs[r.slot as usize].as_ref().unwrap_or_else(|| unreachable!());
+    let s = &e.sched.s;
+    let o = &s.ops[r.op as usize];
+    let base = e.bufs.scratch.as_ptr() as *mut u8;
+    let truncated = payload.len() > o.len as usize;
+    if !truncated {
+        let resolve = |addr: u64| -> *mut u8 {
+            if o.in_scratch() {
+                // SAFETY: the compiler checked scratchpad ranges.
+                unsafe { base.add(addr as usize) }
+            } else {
+                addr as usize as *mut u8
+            }
+        };
+        match o.kind() {
+            OpKind::Recv => {
+                // SAFETY: the receive buffer is valid for o.len >= payload.len() bytes
+                // (API contract, or the checked scratchpad), and does not overlap the ring.
+                unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), resolve(o.addr), payload.len()) };
+            }
+            _ => {
+                let v = s.vecs[o.addr as usize];
+                let mut off = 0;
+                for p in s.pieces_of(v) {
+                    if off >= payload.len() {
+                        break;
+                    }
+                    let n = (p.len as usize).min(payload.len() - off);
+                    // SAFETY: as above, per piece.
+                    unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr().add(off), resolve(p.addr), n) };
+                    off += n;
+                }
+            }
+        }
+    }
+    if src != st.rank {
+        st.released[src as usize] += payload.len() as u64;
+    }
+    let last = arrived.last_mut().unwrap_or_else(|| unreachable!());
+    last.1 = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
+}
+
+fn slices_of(p: &Pieces) -> Vec<&[u8]> {
+    p.as_slice()
+        .iter()
+        // SAFETY: send buffers are valid for their lengths by the API contract.
+        .map(|&(ptr, len)| if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(ptr as *const u8, len) } })
+        .collect()
+}
+
+/// Copies the concatenation of `p` into `out`.
+fn gather(p: &Pieces, out: &mut [u8]) {
+    let mut off = 0;
+    for &(ptr, len) in p.as_slice() {
+        let n = len.min(out.len() - off);
+        // SAFETY: send buffers are valid for their lengths by the API contract.
+        unsafe { std::ptr::copy_nonoverlapping(ptr, out.as_mut_ptr().add(off), n) };
+        off += n;
+    }
+}
+
+/// Copies `data` over the pieces, in order.
+fn scatter(data: &mut [u8], dst: &[(*mut u8, usize)]) {
+    let mut off = 0;
+    for &(ptr, len) in dst {
+        if off >= data.len() {
+            break;
+        }
+        let n = len.min(data.len() - off);
+        // SAFETY: receive buffers are valid for their lengths by the API contract.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(off), ptr, n) };
+        off += n;
+    }
+}
+
+/// Copies `len` bytes from the concatenation of `src` to that of `dst`.
+fn copy_pieces(src: &Pieces, dst: &Pieces, len: usize) {
+    let (s, d) = (src.as_slice(), dst.as_slice());
+    let (mut i, mut j, mut oi, mut oj, mut left) = (0, 0, 0, 0, len);
+    while left > 0 && i < s.len() && j < d.len() {
+        let n = (s[i].1 - oi).min(d[j].1 - oj).min(left);
+        // SAFETY: both buffers are valid for their lengths; `copy` tolerates overlap.
+        unsafe { std::ptr::copy(s[i].0.add(oi), d[j].0.add(oj), n) };
+        oi += n;
+        oj += n;
+        left -= n;
+        if oi == s[i].1 {
+            i += 1;
+            oi = 0;
+        }
+        if oj == d[j].1 {
+            j += 1;
+            oj = 0;
+        }
+    }
+}
+
+/// Pushes bytes `pos..len` of the pieces' concatenation into the stream to `p`.
+fn push_from(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> usize {
+    let mut moved = 0;
+    let mut skip = pos;
+    for &(ptr, l) in pc.as_slice() {
+        if skip >= l {
+            skip -= l;
+            continue;
+        }
+        let n = (l - skip).min(len - pos - moved);
+        // SAFETY: the send buffer is valid for its length by the API contract.
+        let s = unsafe { std::slice::from_raw_parts(ptr.add(skip) as *const u8, n) };
+        let m = shm.stream_push(p, s);
+        moved += m;
+        if m < n || pos + moved >= len {
+            break;
+        }
+        skip = 0;
+    }
+    moved
+}
+
+/// Pops stream bytes from `p` into bytes `pos..len` of the pieces' concatenation.
+fn pop_into(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> usize {
+    let mut moved = 0;
+    let mut skip = pos;
+    for &(ptr, l) in pc.as_slice() {
+        if skip >= l {
+            skip -= l;
+            continue;
+        }
+        let n = (l - skip).min(len - pos - moved);
+        // SAFETY: the receive buffer is valid for its length by the API contract.
+        let d = unsafe { std::slice::from_raw_parts_mut(ptr.add(skip), n) };
+        let m = shm.stream_pop(p, d);
+        moved += m;
+        if m < n || pos + moved >= len {
+            break;
+        }
+        skip = 0;
+    }
+    moved
+}

@@ -1,0 +1,297 @@
+//! goal-rt: the goal runtime.
+//!
+//! It joins the pieces: the bootstrap finds the group (goal-boot), the
+//! transport connects the ranks (goal-transport), graphs are compiled into
+//! schedules (goal-sched), and the [`engine`] executes them: dependency
+//! counters, a ready queue, matching, and the eager / rendezvous protocols.
+//! [`progress`] decides who drives the engine between the application's
+//! calls: only the application (`manual`), or a helper thread that sleeps in
+//! the kernel until data arrives (`thread`) or polls (`spin`).
+//!
+//! The C API (goal-ffi) is a thin skin over this crate's Rust API:
+//!
+//! ```no_run
+//! let rt = goal_rt::init().unwrap();
+//! let mut g = goal_sched::Graph::new();
+//! let buf = [0u8; 8];
+//! let peer = (rt.rank() + 1) % rt.size();
+//! let from = (rt.rank() + rt.size() - 1) % rt.size();
+//! g.send(goal_sched::Buf::user(buf.as_ptr() as u64), 8, peer as i64, 0);
+//! let mut got = [0u8; 8];
+//! g.recv(goal_sched::Buf::user(got.as_mut_ptr() as u64), 8, from as i64, 0);
+//! let s = rt.compile(&g).unwrap();
+//! // SAFETY: `buf` and `got` outlive the execution.
+//! unsafe { rt.run(&s) }.unwrap().wait().unwrap();
+//! goal_rt::finalize().unwrap();
+//! ```
+
+mod calibrate;
+mod config;
+mod engine;
+pub mod error;
+pub mod localop;
+mod progress;
+pub mod proto;
+
+pub use config::{Config, ProgressMode};
+pub use error::{Error, ErrorKind, Result};
+
+use engine::{Engine, ExecShared, SchedInner, Thresholds, DONE, FAILED, RUNNING};
+pub use engine::Thresholds as ProtocolThresholds;
+use goal_transport::shm::{Doorbell, Heap, ShmNode};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A running goal instance: this process' rank in its group.
+pub struct Runtime {
+    rank: u32,
+    size: u32,
+    cfg: Config,
+    th: Thresholds,
+    engine: Mutex<Engine>,
+    bell: Arc<Doorbell>,
+    heap: Arc<Heap>,
+    next_sched: AtomicU32,
+    /// Application threads inside `wait`.
+    pub(crate) app_waiting: AtomicU32,
+    pub(crate) shutdown: AtomicBool,
+    helper: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// A compiled schedule, ready to run any number of times.
+#[derive(Clone)]
+pub struct Schedule {
+    inner: Arc<SchedInner>,
+}
+
+impl Schedule {
+    /// Whether any execution of it is still running.
+    pub fn is_running(&self) -> bool {
+        self.inner.running.load(Ordering::Acquire) > 0
+    }
+    /// The compiled form.
+    pub fn compiled(&self) -> &goal_sched::Schedule {
+        &self.inner.s
+    }
+    /// The schedule's id (its position in this process' compile order).
+    pub fn id(&self) -> u32 {
+        self.inner.id
+    }
+}
+
+/// One execution of a schedule.
+pub struct Handle {
+    shared: Arc<ExecShared>,
+    rt: Arc<Runtime>,
+}
+
+const UNINIT: u8 = 0;
+const LIVE: u8 = 1;
+const FINALIZED: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
+
+/// Initialises goal for this process: finds the group, connects the ranks.
+pub fn init() -> Result<Arc<Runtime>> {
+    let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
+    match STATE.load(Ordering::Acquire) {
+        LIVE => return Err(Error::new(ErrorKind::AlreadyInitialized, "GOAL_Init: goal is already initialized in this process")),
+        FINALIZED => return Err(Error::new(ErrorKind::AlreadyInitialized, "GOAL_Init: goal was finalized and cannot be initialized again")),
+        _ => {}
+    }
+    let rt = Runtime::start()?;
+    *slot = Some(rt.clone());
+    STATE.store(LIVE, Ordering::Release);
+    Ok(rt)
+}
+
+/// The running instance, or an error naming `what` was called too early or late.
+pub fn runtime(what: &str) -> Result<Arc<Runtime>> {
+    if let Some(rt) = RUNTIME.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return Ok(rt.clone());
+    }
+    let why = if STATE.load(Ordering::Acquire) == FINALIZED { "after GOAL_Finalize" } else { "before GOAL_Init" };
+    Err(Error::new(ErrorKind::NotInitialized, format!("{what}: called {why}")))
+}
+
+/// Whether `init` has succeeded and `finalize` not yet been called.
+pub fn is_initialized() -> bool {
+    STATE.load(Ordering::Acquire) == LIVE
+}
+
+/// Whether goal is finalized or not yet initialised (the thesis' definition).
+pub fn is_finalized() -> bool {
+    STATE.load(Ordering::Acquire) != LIVE
+}
+
+/// Ends goal in this process: stops the helper, unmaps shared memory.
+pub fn finalize() -> Result<()> {
+    let rt = {
+        let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
+        let Some(rt) = slot.take() else {
+            return Err(runtime("GOAL_Finalize").err().unwrap_or_else(|| Error::new(ErrorKind::NotInitialized, "GOAL_Finalize")));
+        };
+        STATE.store(FINALIZED, Ordering::Release);
+        rt
+    };
+    rt.shutdown.store(true, Ordering::Release);
+    rt.bell.ring();
+    if let Some(h) = rt.helper.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+impl Runtime {
+    fn start() -> Result<Arc<Runtime>> {
+        let cfg = Config::from_env()?;
+        let sys = |what: &str, e: std::io::Error| Error::new(ErrorKind::System, format!("GOAL_Init: {what}: {e}"));
+        let mut boot = goal_boot::from_env().map_err(|e| sys("bootstrap", e))?;
+        let (rank, size) = (boot.rank(), boot.size());
+        let mut shm = ShmNode::create(rank, size, &cfg.shm).map_err(|e| sys("creating the shared-memory inbox", e))?;
+        let all = boot.allgather(&shm.address()).map_err(|e| sys("exchanging addresses", e))?;
+        for (peer, addr) in all.iter().enumerate() {
+            if peer != rank {
+                shm.connect(peer, addr).map_err(|e| sys(&format!("attaching to rank {peer}"), e))?;
+            }
+        }
+        // Everyone is attached before anyone sends.
+        boot.allgather(&[]).map_err(|e| sys("waiting for the group", e))?;
+        let th = progress::thresholds(&cfg, &shm, size);
+        if cfg.debug && rank == 0 {
+            eprintln!(
+                "goal: {size} ranks, progress={}, spin={:?}, eager<={} B, cma={:?}, credit={} B per sender",
+                cfg.progress.name(),
+                cfg.spin,
+                th.eager,
+                th.cma,
+                th.credit
+            );
+        }
+        let bell = shm.doorbell();
+        let heap = shm.heap();
+        let rt = Arc::new(Runtime {
+            rank: rank as u32,
+            size: size as u32,
+            th,
+            engine: Mutex::new(Engine::new(rank as u32, size as u32, shm, th)),
+            bell,
+            heap,
+            next_sched: AtomicU32::new(0),
+            app_waiting: AtomicU32::new(0),
+            shutdown: AtomicBool::new(false),
+            helper: Mutex::new(None),
+            cfg,
+        });
+        progress::start_helper(&rt)?;
+        Ok(rt)
+    }
+
+    /// This process' rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Number of ranks in the group.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The protocol thresholds in force.
+    pub fn thresholds(&self) -> (usize, (usize, usize)) {
+        (self.th.eager, self.th.cma)
+    }
+
+    /// Checks and compiles `g`. Collective in the matching sense: every rank
+    /// compiles its schedules in the same order.
+    pub fn compile(&self, g: &goal_sched::Graph) -> Result<Schedule> {
+        let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: self.size }).map_err(|e| {
+            let mut e = Error::from(e);
+            e.message = format!("GOAL_Compile: {}", e.message);
+            e
+        })?;
+        let id = self.next_sched.fetch_add(1, Ordering::Relaxed);
+        Ok(Schedule { inner: Arc::new(SchedInner::new(id, s)) })
+    }
+
+    /// Starts one execution of `s`.
+    ///
+    /// # Safety
+    /// Every user-space buffer named in the schedule must stay valid (and
+    /// unaliased by Rust references while it is written) until the execution
+    /// has finished.
+    pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
+        let shared = {
+            let mut e = self.lock_engine();
+            e.start(&s.inner)
+        };
+        Ok(Handle { shared, rt: self.clone() })
+    }
+
+    /// Advances every running execution as far as it can without blocking;
+    /// returns the operations finished.
+    pub fn progress(&self) -> usize {
+        self.lock_engine().progress()
+    }
+
+    pub(crate) fn lock_engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn try_progress(&self) -> Option<usize> {
+        match self.engine.try_lock() {
+            Ok(mut e) => Some(e.progress()),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner().progress()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Memory in this rank's shared heap, which local peers read directly.
+    pub fn alloc(&self, bytes: usize) -> Option<std::ptr::NonNull<u8>> {
+        self.heap.alloc(bytes.max(1))
+    }
+
+    /// Frees memory from [`alloc`](Self::alloc); false if it did not come from there.
+    pub fn free(&self, p: *mut u8) -> bool {
+        self.heap.free(p)
+    }
+}
+
+impl Handle {
+    /// `Ok(true)` once finished, `Ok(false)` while running, `Err` if it failed.
+    pub fn test(&self) -> Result<bool> {
+        if self.shared.state.load(Ordering::Acquire) == RUNNING {
+            self.rt.try_progress();
+        }
+        self.state()
+    }
+
+    fn state(&self) -> Result<bool> {
+        match self.shared.state.load(Ordering::Acquire) {
+            DONE => Ok(true),
+            FAILED => Err(self.shared.error.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| Error::new(ErrorKind::System, "execution failed"))),
+            _ => Ok(false),
+        }
+    }
+
+    /// Blocks until the execution has finished.
+    pub fn wait(self) -> Result<()> {
+        progress::wait(&self.rt, &self.shared);
+        self.state().map(|_| ())
+    }
+
+    /// Whether the execution has finished (without progressing).
+    pub fn is_finished(&self) -> bool {
+        self.shared.state.load(Ordering::Acquire) != RUNNING
+    }
+}
+
+/// Seconds on the clock `GOAL_WTIME` uses.
+pub fn wtime() -> f64 {
+    localop::wtime()
+}

@@ -1,0 +1,195 @@
+//! The local operation kernels: `res[i] = a[i] OP b[i]` for every operator,
+//! type and width the schedule format allows.
+//!
+//! Buffers come from the user and may be unaligned or alias each other
+//! exactly (in place: `res == a`), so elements are read and written with
+//! unaligned loads and stores; the compiler still vectorises the loops.
+//! Integer arithmetic wraps; integer division by zero is reported, with the
+//! index of the element, instead of trapping.
+
+use goal_sched::{DataType, ReduceOp};
+
+/// Why a kernel stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelError {
+    /// Integer division by zero at this element.
+    DivByZero(usize),
+}
+
+/// Seconds on the monotonic clock, as `GOAL_WTIME` writes them.
+pub fn wtime() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+macro_rules! int_kernel {
+    ($name:ident, $t:ty) => {
+        /// # Safety
+        /// `a`, `b` (if the operator reads it) and `r` must be valid for `n`
+        /// elements; `r` may equal `a` or `b` but not partially overlap them.
+        unsafe fn $name(op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+            let (a, b, r) = (a as *const $t, b as *const $t, r as *mut $t);
+            macro_rules! each {
+                (|$x:ident, $y:ident| $e:expr) => {
+                    for i in 0..n {
+                        // SAFETY: the caller guarantees i < n elements are valid at each pointer.
+                        unsafe {
+                            let $x = a.add(i).read_unaligned();
+                            let $y = b.add(i).read_unaligned();
+                            r.add(i).write_unaligned($e);
+                        }
+                    }
+                };
+            }
+            match op {
+                ReduceOp::Max => each!(|x, y| if x > y { x } else { y }),
+                ReduceOp::Min => each!(|x, y| if x < y { x } else { y }),
+                ReduceOp::Add => each!(|x, y| x.wrapping_add(y)),
+                ReduceOp::Sub => each!(|x, y| x.wrapping_sub(y)),
+                ReduceOp::Mul => each!(|x, y| x.wrapping_mul(y)),
+                ReduceOp::And => each!(|x, y| x & y),
+                ReduceOp::Or => each!(|x, y| x | y),
+                ReduceOp::Xor => each!(|x, y| x ^ y),
+                ReduceOp::Div => {
+                    for i in 0..n {
+                        // SAFETY: as above.
+                        unsafe {
+                            let y = b.add(i).read_unaligned();
+                            if y == 0 {
+                                return Err(KernelError::DivByZero(i));
+                            }
+                            let x = a.add(i).read_unaligned();
+                            r.add(i).write_unaligned(x.wrapping_div(y));
+                        }
+                    }
+                }
+                ReduceOp::Copy => {
+                    // SAFETY: valid for n elements; `copy` allows exact aliasing.
+                    unsafe { std::ptr::copy(a as *const u8, r as *mut u8, n * std::mem::size_of::<$t>()) }
+                }
+                ReduceOp::Wtime => unreachable!("WTIME is handled by the caller"),
+            }
+            Ok(())
+        }
+    };
+}
+
+macro_rules! float_kernel {
+    ($name:ident, $t:ty) => {
+        /// # Safety
+        /// As for the integer kernels.
+        unsafe fn $name(op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+            let (a, b, r) = (a as *const $t, b as *const $t, r as *mut $t);
+            macro_rules! each {
+                (|$x:ident, $y:ident| $e:expr) => {
+                    for i in 0..n {
+                        // SAFETY: the caller guarantees i < n elements are valid at each pointer.
+                        unsafe {
+                            let $x = a.add(i).read_unaligned();
+                            let $y = b.add(i).read_unaligned();
+                            r.add(i).write_unaligned($e);
+                        }
+                    }
+                };
+            }
+            match op {
+                ReduceOp::Max => each!(|x, y| x.max(y)),
+                ReduceOp::Min => each!(|x, y| x.min(y)),
+                ReduceOp::Add => each!(|x, y| x + y),
+                ReduceOp::Sub => each!(|x, y| x - y),
+                ReduceOp::Mul => each!(|x, y| x * y),
+                ReduceOp::Div => each!(|x, y| x / y),
+                ReduceOp::Copy => {
+                    // SAFETY: valid for n elements; `copy` allows exact aliasing.
+                    unsafe { std::ptr::copy(a as *const u8, r as *mut u8, n * std::mem::size_of::<$t>()) }
+                }
+                ReduceOp::And | ReduceOp::Or | ReduceOp::Xor | ReduceOp::Wtime => {
+                    unreachable!("refused by the compiler")
+                }
+            }
+            Ok(())
+        }
+    };
+}
+
+int_kernel!(k_i8, i8);
+int_kernel!(k_i16, i16);
+int_kernel!(k_i32, i32);
+int_kernel!(k_i64, i64);
+int_kernel!(k_u8, u8);
+int_kernel!(k_u16, u16);
+int_kernel!(k_u32, u32);
+int_kernel!(k_u64, u64);
+float_kernel!(k_f32, f32);
+float_kernel!(k_f64, f64);
+
+/// Applies `op` to `n` elements of `dt`/`width` bits: `r[i] = a[i] op b[i]`.
+///
+/// # Safety
+/// `a` and `r` must be valid for `n * width / 8` bytes, and `b` too when the
+/// operator reads a second operand; `r` may equal `a` or `b` exactly but must
+/// not overlap them partially. For `Wtime`, `r` must be valid for 8 bytes.
+pub unsafe fn apply(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+    if op == ReduceOp::Wtime {
+        // SAFETY: the caller guarantees 8 writable bytes at r.
+        unsafe { (r as *mut f64).write_unaligned(wtime()) };
+        return Ok(());
+    }
+    // COPY reads no second operand: give the kernels a valid pointer anyway.
+    let b = if op.is_binary() { b } else { a };
+    // SAFETY: forwarded from the caller's guarantees.
+    unsafe {
+        match (dt, width) {
+            (DataType::SInt, 8) => k_i8(op, a, b, r, n),
+            (DataType::SInt, 16) => k_i16(op, a, b, r, n),
+            (DataType::SInt, 32) => k_i32(op, a, b, r, n),
+            (DataType::SInt, 64) => k_i64(op, a, b, r, n),
+            (DataType::UInt, 8) => k_u8(op, a, b, r, n),
+            (DataType::UInt, 16) => k_u16(op, a, b, r, n),
+            (DataType::UInt, 32) => k_u32(op, a, b, r, n),
+            (DataType::UInt, 64) => k_u64(op, a, b, r, n),
+            (DataType::Float, 32) => k_f32(op, a, b, r, n),
+            (DataType::Float, 64) => k_f64(op, a, b, r, n),
+            _ => unreachable!("refused by the compiler"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<T: Copy>(op: ReduceOp, dt: DataType, a: &[T], b: &[T]) -> Result<Vec<T>, KernelError> {
+        let mut r = a.to_vec();
+        let w = (std::mem::size_of::<T>() * 8) as u8;
+        // SAFETY: all three slices hold a.len() elements.
+        unsafe { apply(op, dt, w, a.as_ptr() as _, b.as_ptr() as _, r.as_mut_ptr() as _, a.len())? };
+        Ok(r)
+    }
+
+    #[test]
+    fn integers_wrap() {
+        assert_eq!(run(ReduceOp::Add, DataType::UInt, &[255u8, 1], &[1u8, 1]).unwrap(), vec![0, 2]);
+        assert_eq!(run(ReduceOp::Mul, DataType::SInt, &[i32::MAX], &[2]).unwrap(), vec![-2]);
+        assert_eq!(run(ReduceOp::Div, DataType::SInt, &[i64::MIN], &[-1]).unwrap(), vec![i64::MIN]);
+        assert_eq!(run(ReduceOp::Sub, DataType::UInt, &[0u16], &[1]).unwrap(), vec![u16::MAX]);
+    }
+
+    #[test]
+    fn integer_division_by_zero_names_the_element() {
+        assert_eq!(run(ReduceOp::Div, DataType::UInt, &[4u32, 5, 6], &[2, 1, 0]), Err(KernelError::DivByZero(2)));
+        assert_eq!(run(ReduceOp::Div, DataType::Float, &[1.0f64], &[0.0]).unwrap()[0], f64::INFINITY);
+    }
+
+    #[test]
+    fn every_operator_on_every_type() {
+        assert_eq!(run(ReduceOp::Max, DataType::SInt, &[-1i8, 5], &[3, -7]).unwrap(), vec![3, 5]);
+        assert_eq!(run(ReduceOp::Min, DataType::Float, &[1.5f32, -2.0], &[0.5, 3.0]).unwrap(), vec![0.5, -2.0]);
+        assert_eq!(run(ReduceOp::Xor, DataType::UInt, &[0b1100u64], &[0b1010]).unwrap(), vec![0b0110]);
+        assert_eq!(run(ReduceOp::And, DataType::SInt, &[0b1100i16], &[0b1010]).unwrap(), vec![0b1000]);
+        assert_eq!(run(ReduceOp::Or, DataType::UInt, &[0b1100u32], &[0b1010]).unwrap(), vec![0b1110]);
+        assert_eq!(run(ReduceOp::Copy, DataType::Float, &[2.5f64], &[0.0]).unwrap(), vec![2.5]);
+    }
+}

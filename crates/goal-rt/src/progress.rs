@@ -1,0 +1,161 @@
+//! Who drives the engine, and how a thread waits without burning a core.
+//!
+//! Every waiting thread follows the same rule: poll for a short, tunable
+//! while (`GOAL_SPIN_US`; a spin hand-over costs tens of nanoseconds, a
+//! cross-core wake-up tens of microseconds in a VM), then register on the
+//! doorbell, poll once more, and sleep in the kernel until a peer rings. The
+//! register-then-recheck order means a peer's write is either seen by the
+//! recheck or followed by a ring: no lost wake-ups (see goal-transport's
+//! `Doorbell`). Sleeps are bounded (100 ms) so that a dead peer is noticed
+//! even when nothing arrives.
+//!
+//! Modes:
+//! * `manual`: no helper; executions move only inside Test, Wait, Progress.
+//! * `thread`: a helper thread sleeps on the doorbell and is woken by
+//!   arriving data. While an application thread is inside Wait, the helper
+//!   stands down and the waiting thread drives progress itself (so the two
+//!   never fight over the engine lock or a core).
+//! * `spin`: like `thread` with a long polling spell, for a spare core.
+//!
+//! The engine lock admits one progressing thread at a time; a thread that
+//! finds it taken simply checks its own handle again, since the holder is
+//! already doing the work. Completion is published through the handle's
+//! atomic state, then the doorbell is rung so that sleepers re-check.
+
+use crate::config::{Config, ProgressMode};
+use crate::engine::{ExecShared, Thresholds, RUNNING};
+use crate::error::{Error, ErrorKind, Result};
+use crate::Runtime;
+use goal_transport::shm::ShmNode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a sleeper sleeps at most before it checks peer liveness.
+const LIVENESS_TICK: Duration = Duration::from_millis(100);
+
+/// The protocol thresholds: the environment's, else the defaults measured here.
+pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize) -> Thresholds {
+    let measured = crate::calibrate::thresholds(cfg.debug);
+    let eager = cfg.eager_limit.unwrap_or(measured.eager).min(shm.max_eager());
+    let cma = cfg.cma_range.unwrap_or(measured.cma);
+    let credit = (cfg.unexpected_bytes / (size.max(2) as u64 - 1)).max(eager as u64);
+    Thresholds { eager, cma, credit }
+}
+
+/// Starts the helper thread of the `thread` and `spin` modes.
+pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
+    if rt.cfg.progress == ProgressMode::Manual {
+        return Ok(());
+    }
+    let r = rt.clone();
+    let h = std::thread::Builder::new()
+        .name("goal-progress".into())
+        .spawn(move || helper_loop(&r))
+        .map_err(|e| Error::new(ErrorKind::System, format!("GOAL_Init: starting the progress thread: {e}")))?;
+    *rt.helper.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+    Ok(())
+}
+
+fn helper_loop(rt: &Runtime) {
+    let spin = rt.cfg.spin;
+    let mut last_event = Instant::now();
+    loop {
+        if rt.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        let standing_down = rt.app_waiting.load(Ordering::Acquire) > 0;
+        if !standing_down {
+            match rt.try_progress() {
+                Some(n) if n > 0 => {
+                    last_event = Instant::now();
+                    continue;
+                }
+                None => {
+                    // Someone else is progressing.
+                    std::hint::spin_loop();
+                    if last_event.elapsed() < spin {
+                        continue;
+                    }
+                }
+                Some(_) => {
+                    if last_event.elapsed() < spin && rt.lock_engine().busy() {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                }
+            }
+        }
+        // Sleep: register, re-check, then wait for a ring.
+        let guard = rt.bell.prepare();
+        if rt.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        let (made, busy, must_poll) = {
+            let mut e = rt.lock_engine();
+            let made = if rt.app_waiting.load(Ordering::Acquire) > 0 { 0 } else { e.progress() };
+            (made, e.busy(), e.must_poll())
+        };
+        if made > 0 {
+            drop(guard);
+            last_event = Instant::now();
+            continue;
+        }
+        let timeout = if must_poll {
+            Duration::from_millis(1)
+        } else if busy {
+            LIVENESS_TICK
+        } else {
+            Duration::from_secs(1)
+        };
+        guard.sleep(timeout);
+        if busy {
+            rt.lock_engine().check_peers_if_due();
+        }
+        last_event = Instant::now();
+    }
+}
+
+/// Blocks the calling application thread until `shared` is no longer running.
+pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
+    if shared.state.load(Ordering::Acquire) != RUNNING {
+        return;
+    }
+    rt.app_waiting.fetch_add(1, Ordering::AcqRel);
+    let spin = rt.cfg.spin;
+    let mut since = Instant::now();
+    let mut polls: u32 = 0;
+    while shared.state.load(Ordering::Acquire) == RUNNING {
+        if rt.try_progress().is_some_and(|n| n > 0) {
+            since = Instant::now();
+            continue;
+        }
+        polls = polls.wrapping_add(1);
+        if polls % 32 != 0 || since.elapsed() < spin {
+            std::hint::spin_loop();
+            continue;
+        }
+        let guard = rt.bell.prepare();
+        if shared.state.load(Ordering::Acquire) != RUNNING {
+            break;
+        }
+        let must_poll = match rt.engine.try_lock() {
+            Ok(mut e) => {
+                if e.progress() > 0 {
+                    drop(guard);
+                    since = Instant::now();
+                    continue;
+                }
+                e.must_poll()
+            }
+            Err(_) => false,
+        };
+        if shared.state.load(Ordering::Acquire) != RUNNING {
+            break;
+        }
+        guard.sleep(if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
+        rt.lock_engine().check_peers_if_due();
+        since = Instant::now();
+    }
+    rt.app_waiting.fetch_sub(1, Ordering::AcqRel);
+}

@@ -1,0 +1,108 @@
+//! The wire protocol between runtimes: what the four envelope words mean.
+//!
+//! Every message starts with a 32-byte envelope that the transport carries
+//! without looking at it. The first byte names the message's handler (an
+//! active-message layer in the sense of the MPC multirail article):
+//!
+//! * `EAGER`: a whole message; its payload follows the envelope.
+//! * `RTS` (request to send): a large message waits at the sender; the
+//!   envelope says how the receiver may fetch it (`mode`): straight from the
+//!   sender's shared heap, by Cross Memory Attach, or through the pipelined
+//!   stream once the receiver answers `CTS`.
+//! * `CTS` (clear to send): the receiver has matched an `RTS` in stream mode
+//!   and expects its bytes next on the pair's stream.
+//! * `FIN`: the receiver is done with a rendezvous send's buffer.
+//!
+//! ```text
+//! w0: kind u8 | mode u8 << 8 | tag i32 << 32
+//! w1: schedule id u32 | execution number u32 << 32
+//! w2: message length u32 | rendezvous token u32 << 32
+//! w3: RTS: heap offset or address of the sender's buffer
+//! ```
+//!
+//! The (schedule id, execution number, source, tag) quadruple is the
+//! matching key of the contract: the k-th execution of a schedule on one
+//! rank pairs with the k-th execution of the same schedule everywhere.
+
+use goal_transport::Envelope;
+
+/// A whole message, payload inline.
+pub const EAGER: u8 = 1;
+/// Request to send a large message.
+pub const RTS: u8 = 2;
+/// Clear to send on the stream.
+pub const CTS: u8 = 3;
+/// Rendezvous finished; the sender's buffer is free.
+pub const FIN: u8 = 4;
+
+/// RTS mode: copy from the sender's shared heap at offset `w3`.
+pub const MODE_HEAP: u8 = 1;
+/// RTS mode: copy by Cross Memory Attach from address `w3`.
+pub const MODE_CMA: u8 = 2;
+/// RTS mode: the bytes come on the pair's stream after a CTS.
+pub const MODE_STREAM: u8 = 3;
+
+/// A decoded envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// Handler: EAGER, RTS, CTS or FIN.
+    pub kind: u8,
+    /// RTS mode.
+    pub mode: u8,
+    /// Message tag.
+    pub tag: i32,
+    /// Schedule id.
+    pub sched: u32,
+    /// Execution number of that schedule.
+    pub seq: u32,
+    /// Message length in bytes.
+    pub len: u32,
+    /// Rendezvous token (the sender's).
+    pub token: u32,
+    /// Heap offset or address (RTS).
+    pub addr: u64,
+}
+
+impl Head {
+    /// Encodes into the transport's envelope.
+    #[inline]
+    pub fn encode(&self) -> Envelope {
+        [
+            self.kind as u64 | (self.mode as u64) << 8 | (self.tag as u32 as u64) << 32,
+            self.sched as u64 | (self.seq as u64) << 32,
+            self.len as u64 | (self.token as u64) << 32,
+            self.addr,
+        ]
+    }
+
+    /// Decodes an envelope.
+    #[inline]
+    pub fn decode(e: &Envelope) -> Head {
+        Head {
+            kind: e[0] as u8,
+            mode: (e[0] >> 8) as u8,
+            tag: (e[0] >> 32) as u32 as i32,
+            sched: e[1] as u32,
+            seq: (e[1] >> 32) as u32,
+            len: e[2] as u32,
+            token: (e[2] >> 32) as u32,
+            addr: e[3],
+        }
+    }
+
+    /// A control message (CTS, FIN) for `token`.
+    pub fn control(kind: u8, token: u32) -> Head {
+        Head { kind, mode: 0, tag: 0, sched: 0, seq: 0, len: 0, token, addr: 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_round_trips() {
+        let h = Head { kind: RTS, mode: MODE_CMA, tag: -1, sched: 7, seq: u32::MAX, len: 1 << 31, token: 99, addr: 0xdead_beef_0000 };
+        assert_eq!(Head::decode(&h.encode()), h);
+    }
+}
