@@ -212,6 +212,8 @@ struct State {
     /// Peers known to be gone.
     lost: Vec<Option<String>>,
     finished_ops: usize,
+    /// Bytes of self-sends copied aside and not yet received.
+    self_buffered: u64,
     passes: u32,
     last_check: Instant,
     pid: i32,
@@ -263,6 +265,7 @@ impl Engine {
             published: vec![0; n],
             lost: vec![None; n],
             finished_ops: 0,
+            self_buffered: 0,
             passes: 0,
             last_check: Instant::now(),
             // SAFETY: getpid has no preconditions.
@@ -804,8 +807,11 @@ impl Engine {
         if let Some(target) = self.match_posted(head.sched, head.seq, self.rank, head.tag) {
             return self.deliver(target, u);
         }
-        // Small messages are copied now, so the send finishes at once.
-        if (head.len as usize) <= self.th.eager {
+        // Copied aside (so the send finishes at once, even if its receive
+        // depends on it) while under the unexpected-data bound; past it, the
+        // send waits for its receive like any rendezvous.
+        if self.st.self_buffered + head.len as u64 <= self.th.credit {
+            self.st.self_buffered += head.len as u64;
             let mut data = vec![0u8; head.len as usize];
             if let Some(p) = self.pieces(r) {
                 gather(&p, &mut data);
@@ -932,6 +938,8 @@ impl Engine {
     fn release_credit(&mut self, src: u32, n: u64) {
         if src != self.rank {
             self.st.released[src as usize] += n;
+        } else {
+            self.st.self_buffered -= n;
         }
     }
 

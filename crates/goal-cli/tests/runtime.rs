@@ -1,0 +1,524 @@
+//! The runtime across real processes: data movement on every path, progress
+//! modes, concurrent and repeated executions, errors, a dying peer, and a
+//! property test against a sequential model.
+
+mod util;
+
+use goal_sched::{Buf, Graph, ReduceOp, Vertex};
+use std::sync::Arc;
+use util::{in_job, launch, pattern, ranks, Rng};
+
+const ALL_SIZES: &[usize] = &[1, 2, 3, 4, 7];
+
+fn rt() -> Arc<goal_rt::Runtime> {
+    goal_rt::init().expect("GOAL_Init")
+}
+
+fn run_wait(rt: &Arc<goal_rt::Runtime>, s: &goal_rt::Schedule) -> goal_rt::Result<()> {
+    // SAFETY: every test keeps its buffers alive until wait returns.
+    unsafe { rt.run(s) }?.wait()
+}
+
+/// A buffer that is either ordinary memory or from goal's shared heap.
+struct Mem {
+    ptr: *mut u8,
+    len: usize,
+    _vec: Option<Vec<u8>>,
+}
+
+impl Mem {
+    fn new(rt: &goal_rt::Runtime, len: usize, heap: bool) -> Mem {
+        if heap {
+            let p = rt.alloc(len).expect("GOAL_Alloc").as_ptr();
+            Mem { ptr: p, len, _vec: None }
+        } else {
+            let mut v = vec![0u8; len.max(1)];
+            Mem { ptr: v.as_mut_ptr(), len, _vec: Some(v) }
+        }
+    }
+    fn buf(&self) -> Buf {
+        Buf::user(self.ptr as u64)
+    }
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len bytes for the life of self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above; &mut self gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// Every rank sends to rank+1 and receives from rank-1, for sizes that take
+/// every protocol (eager, stream, heap single copy), three runs each.
+#[test]
+fn ring_exchange_moves_every_size_on_every_path() {
+    ranks("ring_exchange_moves_every_size_on_every_path", ALL_SIZES, &["manual", "thread"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let (to, from) = ((me + 1) % n, (me + n - 1) % n);
+        for heap in [false, true] {
+            for &len in &[0usize, 1, 8, 4096, 65536, 1 << 20, 4 << 20] {
+                let mut sb = Mem::new(&rt, len, heap);
+                let rb = Mem::new(&rt, len, heap);
+                for (i, b) in sb.bytes_mut().iter_mut().enumerate() {
+                    *b = pattern(me as u64, i);
+                }
+                let mut g = Graph::new();
+                g.send(sb.buf(), len as i64, to as i64, 5);
+                g.recv(rb.buf(), len as i64, from as i64, 5);
+                let s = rt.compile(&g).unwrap();
+                for run in 0..3 {
+                    run_wait(&rt, &s).unwrap_or_else(|e| panic!("rank {me} len {len} heap {heap} run {run}: {e}"));
+                    if let Some(i) = rb.bytes().iter().enumerate().position(|(i, &b)| b != pattern(from as u64, i)) {
+                        panic!("rank {me}: len {len} heap {heap}: byte {i} from rank {from} is wrong");
+                    }
+                }
+            }
+        }
+        goal_rt::finalize().unwrap();
+    });
+}
+
+#[test]
+fn spin_mode_moves_data_too() {
+    ranks("spin_mode_moves_data_too", &[2, 3], &["spin"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let mut sb = vec![me as u8; 100_000];
+        let mut rb = vec![0u8; 100_000];
+        let mut g = Graph::new();
+        g.send(Buf::user(sb.as_mut_ptr() as u64), 100_000, ((me + 1) % n) as i64, 0);
+        g.recv(Buf::user(rb.as_mut_ptr() as u64), 100_000, ((me + n - 1) % n) as i64, 0);
+        let s = rt.compile(&g).unwrap();
+        for _ in 0..20 {
+            run_wait(&rt, &s).unwrap();
+        }
+        assert!(rb.iter().all(|&b| b == ((me + n - 1) % n) as u8));
+        goal_rt::finalize().unwrap();
+    });
+}
+
+/// Two executions of one schedule in flight at once: the k-th execution here
+/// pairs with the k-th execution on the peers, whatever order they finish in.
+#[test]
+fn two_executions_in_flight_at_once() {
+    ranks("two_executions_in_flight_at_once", &[2, 4, 7], &["manual", "thread"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let from = ((me + n - 1) % n) as u64;
+        for len in [100usize, 70_000] {
+            let mut sb = vec![0u8; len];
+            let mut rb = [vec![0u8; len], vec![0u8; len]];
+            for (i, b) in sb.iter_mut().enumerate() {
+                *b = pattern(me as u64, i);
+            }
+            // Two schedules with the same shape but different receive buffers
+            // would not test one schedule; instead one schedule receives into
+            // a scratchpad and copies it out to the buffer named by a counter.
+            let mut g = Graph::new();
+            g.set_scratchpad(len as u64);
+            g.send(Buf::user(sb.as_mut_ptr() as u64), len as i64, ((me + 1) % n) as i64, 3);
+            g.recv(Buf::scratch(0), len as i64, from as i64, 3);
+            let s = rt.compile(&g).unwrap();
+            let mut check = Graph::new();
+            let _ = &mut check;
+            for round in 0..5 {
+                // SAFETY: buffers outlive both executions.
+                let (h1, h2) = unsafe { (rt.run(&s).unwrap(), rt.run(&s).unwrap()) };
+                if round % 2 == 0 {
+                    h2.wait().unwrap();
+                    h1.wait().unwrap();
+                } else {
+                    h1.wait().unwrap();
+                    h2.wait().unwrap();
+                }
+            }
+            // The data itself, through a schedule that copies out of the scratchpad.
+            let mut g = Graph::new();
+            g.set_scratchpad(len as u64);
+            let snd = g.send(Buf::user(sb.as_mut_ptr() as u64), len as i64, ((me + 1) % n) as i64, 3);
+            let rcv = g.recv(Buf::scratch(0), len as i64, from as i64, 3);
+            let cp = g.local(ReduceOp::Copy as i64, 1, 8, len as i64, Buf::scratch(0), Buf::scratch(0), Buf::user(rb[0].as_mut_ptr() as u64));
+            g.requires(rcv, cp).unwrap();
+            let _ = snd;
+            let s2 = rt.compile(&g).unwrap();
+            // SAFETY: buffers outlive both executions.
+            let (h1, h2) = unsafe { (rt.run(&s2).unwrap(), rt.run(&s2).unwrap()) };
+            h2.wait().unwrap();
+            h1.wait().unwrap();
+            assert!(rb[0].iter().enumerate().all(|(i, &b)| b == pattern(from, i)), "len {len}");
+            rb[1].clear();
+        }
+        goal_rt::finalize().unwrap();
+    });
+}
+
+fn rss_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap()
+}
+
+/// 10,000 runs of one schedule (with a scratchpad) keep memory flat.
+#[test]
+fn ten_thousand_runs_keep_memory_flat() {
+    ranks("ten_thousand_runs_keep_memory_flat", &[2, 3], &["thread"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let mut g = Graph::new();
+        g.set_scratchpad(4096);
+        let s1 = g.send(Buf::scratch(0), 1024, ((me + 1) % n) as i64, 0);
+        let r1 = g.recv(Buf::scratch(1024), 1024, ((me + n - 1) % n) as i64, 0);
+        let c = g.local(ReduceOp::Copy as i64, 1, 8, 1024, Buf::scratch(1024), Buf::scratch(0), Buf::scratch(2048));
+        g.requires(r1, c).unwrap();
+        g.requires(s1, c).unwrap();
+        let s = rt.compile(&g).unwrap();
+        for _ in 0..500 {
+            run_wait(&rt, &s).unwrap();
+        }
+        let before = rss_kib();
+        for _ in 0..10_000 {
+            run_wait(&rt, &s).unwrap();
+        }
+        let after = rss_kib();
+        assert!(after <= before + 256, "RSS grew from {before} KiB to {after} KiB over 10,000 runs");
+        goal_rt::finalize().unwrap();
+    });
+}
+
+/// A chain of a million local operations that each finish at once runs on a
+/// normal stack (the ready queue, not recursion).
+#[test]
+fn a_million_op_chain_does_not_grow_the_stack() {
+    ranks("a_million_op_chain_does_not_grow_the_stack", &[1], &["manual"], || {
+        let rt = rt();
+        let mut x = [0u64; 1];
+        let one = [1u64; 1];
+        let mut g = Graph::new();
+        let mut prev = None;
+        for _ in 0..1_000_000 {
+            let v = g.local(ReduceOp::Add as i64, 1, 64, 1, Buf::user(x.as_ptr() as u64), Buf::user(one.as_ptr() as u64), Buf::user(x.as_mut_ptr() as u64));
+            if let Some(p) = prev {
+                g.requires(p, v).unwrap();
+            }
+            prev = Some(v);
+        }
+        let t = std::time::Instant::now();
+        let s = rt.compile(&g).unwrap();
+        let compile = t.elapsed();
+        // Run on a thread with a small stack: recursion would overflow it.
+        let rt2 = rt.clone();
+        let handle = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || run_wait(&rt2, &s))
+            .unwrap();
+        handle.join().unwrap().unwrap();
+        assert_eq!(x[0], 1_000_000);
+        eprintln!("compiling 1,000,000 ops took {compile:?}");
+        goal_rt::finalize().unwrap();
+    });
+}
+
+/// Messages to oneself, small and large, and a receive that starts long after its message arrived.
+#[test]
+fn self_sends_and_late_receives() {
+    ranks("self_sends_and_late_receives", &[1, 2, 3], &["manual", "thread"], || {
+        let rt = rt();
+        let me = rt.rank() as i64;
+        for &len in &[0usize, 10, 5000, 3 << 20] {
+            let sb: Vec<u8> = (0..len).map(|i| pattern(7, i)).collect();
+            let mut rb = vec![0u8; len];
+            let mut g = Graph::new();
+            let s = g.send(Buf::user(sb.as_ptr() as u64), len as i64, me, 9);
+            let r = g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, me, 9);
+            // The receive may only start after its own message was sent.
+            if len < 4096 {
+                g.requires(s, r).unwrap();
+            }
+            let sc = rt.compile(&g).unwrap();
+            run_wait(&rt, &sc).unwrap();
+            assert_eq!(rb, sb, "self-send of {len} bytes");
+        }
+        // A receive that starts only after a slow local chain: the peer's message waits.
+        if rt.size() > 1 {
+            let n = rt.size() as i64;
+            let sb = vec![0xABu8; 2000];
+            let mut rb = vec![0u8; 2000];
+            let mut g = Graph::new();
+            g.send(Buf::user(sb.as_ptr() as u64), 2000, (me + 1) % n, 1);
+            let calc = g.add(Vertex::Calc { units: 20_000_000 });
+            let r = g.recv(Buf::user(rb.as_mut_ptr() as u64), 2000, (me + n - 1) % n, 1);
+            g.requires(calc, r).unwrap();
+            let sc = rt.compile(&g).unwrap();
+            run_wait(&rt, &sc).unwrap();
+            assert!(rb.iter().all(|&b| b == 0xAB));
+        }
+        goal_rt::finalize().unwrap();
+    });
+}
+
+/// Same source, same tag: messages cannot overtake each other.
+#[test]
+fn same_tag_messages_do_not_overtake() {
+    ranks("same_tag_messages_do_not_overtake", &[2], &["manual", "thread"], || {
+        let rt = rt();
+        let me = rt.rank();
+        let k = 200usize;
+        let mut vals: Vec<u64> = (0..k as u64).collect();
+        let mut got = vec![u64::MAX; k];
+        let mut g = Graph::new();
+        for i in 0..k {
+            if me == 0 {
+                // Mix sizes so eager and rendezvous messages interleave.
+                g.send(Buf::user(vals[i..].as_mut_ptr() as u64), 8, 1, 4);
+            } else {
+                g.recv(Buf::user(got[i..].as_mut_ptr() as u64), 8, 0, 4);
+            }
+        }
+        let s = rt.compile(&g).unwrap();
+        run_wait(&rt, &s).unwrap();
+        if me == 1 {
+            assert_eq!(got, vals);
+        }
+        goal_rt::finalize().unwrap();
+    });
+}
+
+/// GOAL_ANY_SOURCE / GOAL_ANY_TAG receive one message from every other rank.
+#[test]
+fn wildcards_receive_from_everyone() {
+    ranks("wildcards_receive_from_everyone", &[2, 4, 7], &["manual", "thread"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let mut mine = [me as u32; 1];
+        let mut got = vec![u32::MAX; n];
+        let mut g = Graph::new();
+        if me == 0 {
+            for i in 1..n {
+                g.recv(Buf::user(got[i..].as_mut_ptr() as u64), 4, -1, -1);
+            }
+        } else {
+            g.send(Buf::user(mine.as_mut_ptr() as u64), 4, 0, me as i64 * 3);
+        }
+        let s = rt.compile(&g).unwrap();
+        run_wait(&rt, &s).unwrap();
+        if me == 0 {
+            let mut v: Vec<u32> = got[1..].to_vec();
+            v.sort();
+            assert_eq!(v, (1..n as u32).collect::<Vec<_>>());
+        }
+        goal_rt::finalize().unwrap();
+    });
+}
+
+/// A message larger than its receive fails that execution (and only it).
+#[test]
+fn truncation_fails_the_execution_with_a_clear_error() {
+    ranks("truncation_fails_the_execution_with_a_clear_error", &[2], &["manual", "thread"], || {
+        let rt = rt();
+        let me = rt.rank();
+        for &len in &[100usize, 200_000] {
+            let sb = vec![1u8; len];
+            let mut rb = vec![0u8; len];
+            let mut g = Graph::new();
+            if me == 0 {
+                g.send(Buf::user(sb.as_ptr() as u64), len as i64, 1, 0);
+            } else {
+                g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64 / 2, 0, 0);
+            }
+            let s = rt.compile(&g).unwrap();
+            let r = run_wait(&rt, &s);
+            if me == 1 {
+                let e = r.expect_err("a truncated receive must fail");
+                assert_eq!(e.kind, goal_rt::ErrorKind::Truncated);
+                assert!(e.message.contains("larger than the receive"), "{}", e.message);
+                assert!(e.message.contains("vertex 0"), "{}", e.message);
+            } else {
+                r.unwrap();
+            }
+        }
+        // The group still works afterwards.
+        let mut x = [me as u8; 1];
+        let mut g = Graph::new();
+        g.send(Buf::user(x.as_mut_ptr() as u64), 1, (1 - me) as i64, 1);
+        let mut y = [9u8; 1];
+        g.recv(Buf::user(y.as_mut_ptr() as u64), 1, (1 - me) as i64, 1);
+        let s = rt.compile(&g).unwrap();
+        run_wait(&rt, &s).unwrap();
+        assert_eq!(y[0], (1 - me) as u8);
+        goal_rt::finalize().unwrap();
+    });
+}
+
+/// Past the unexpected-data bound a sender waits for its receiver instead of
+/// the receiver buffering without limit.
+#[test]
+fn senders_wait_past_the_unexpected_bound() {
+    if !in_job() {
+        let job = launch("senders_wait_past_the_unexpected_bound", 2, &[("GOAL_UNEXPECTED_BYTES", "64K"), ("GOAL_PROGRESS", "thread")]);
+        assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
+        return;
+    }
+    let rt = rt();
+    let me = rt.rank();
+    let k = 512usize; // 512 x 1 KiB = 512 KiB, far past the 64 KiB bound
+    let mut buf = vec![0u8; k * 1024];
+    let mut g = Graph::new();
+    for i in 0..k {
+        let b = Buf::user(buf[i * 1024..].as_mut_ptr() as u64);
+        if me == 0 {
+            g.send(b, 1024, 1, i as i64);
+        } else {
+            g.recv(b, 1024, 0, i as i64);
+        }
+    }
+    if me == 0 {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = pattern(1, i);
+        }
+    }
+    let s = rt.compile(&g).unwrap();
+    if me == 0 {
+        // SAFETY: buf outlives the execution.
+        let h = unsafe { rt.run(&s) }.unwrap();
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(300) {
+            assert!(!h.test().unwrap(), "all 512 KiB went out although the receiver buffers at most 64 KiB");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        h.wait().unwrap();
+    } else {
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        run_wait(&rt, &s).unwrap();
+        assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern(1, i)));
+    }
+    goal_rt::finalize().unwrap();
+}
+
+/// Rank 1 is killed in the middle of an execution: the others fail with an
+/// error naming it, within seconds; goalrun exits non-zero naming it too.
+#[test]
+fn a_killed_rank_fails_the_others_quickly() {
+    if !in_job() {
+        for n in [2, 4] {
+            let t = std::time::Instant::now();
+            let job = launch("a_killed_rank_fails_the_others_quickly", n, &[("GOAL_PROGRESS", "thread")]);
+            assert_ne!(job.status, 0);
+            assert!(t.elapsed().as_secs() < 20, "the job took {:?}", t.elapsed());
+            assert!(job.stderr.contains("rank 1"), "goalrun does not name rank 1:\n{}", job.stderr);
+            assert!(job.stderr.contains("signal 9") || job.stderr.contains("SIGKILL"), "{}", job.stderr);
+            assert!(job.stdout.contains("rank 0 saw: rank 1"), "rank 0 did not report the lost peer:\n{}\n{}", job.stdout, job.stderr);
+        }
+        return;
+    }
+    let rt = rt();
+    let (me, n) = (rt.rank() as usize, rt.size() as usize);
+    let mut x = [0u8; 64];
+    let mut g = Graph::new();
+    // Everyone waits for a message from rank 1, which dies instead.
+    if me != 1 {
+        g.recv(Buf::user(x.as_mut_ptr() as u64), 64, 1, 0);
+    }
+    let s = rt.compile(&g).unwrap();
+    if me == 1 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // SAFETY: raising a signal on oneself.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let t = std::time::Instant::now();
+    let e = run_wait(&rt, &s).expect_err("waiting on a dead rank must fail");
+    assert_eq!(e.kind, goal_rt::ErrorKind::PeerLost, "{e}");
+    assert!(t.elapsed().as_secs() < 5, "noticed after {:?}", t.elapsed());
+    println!("rank {me} saw: {e}");
+    let _ = n;
+    std::process::exit(3);
+}
+
+/// Random graphs over random ranks: every message (random size, so every
+/// protocol) arrives intact, local ops compute what a sequential model says,
+/// and random dependencies that respect a global order never deadlock.
+#[test]
+fn random_graphs_match_a_sequential_model() {
+    ranks("random_graphs_match_a_sequential_model", &[2, 3, 5], &["manual", "thread"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        for seed in 0..12u64 {
+            let mut rng = Rng::new(seed * 7919 + n as u64);
+            let m = 10 + rng.below(40) as usize;
+            let sizes = [0usize, 1, 7, 100, 4096, 20_000, 70_000, 300_000];
+            // The message list is drawn before anything rank-specific, so it is
+            // the same on every rank; the dependency draws after it are local.
+            // Message i: src -> dst, unique tag i, a size, a heap flag for the send buffer.
+            let msgs: Vec<(usize, usize, usize, bool)> = (0..m)
+                .map(|_| {
+                    let s = rng.below(n as u64) as usize;
+                    let d = rng.below(n as u64) as usize;
+                    (s, d, sizes[rng.below(sizes.len() as u64) as usize], rng.below(2) == 0)
+                })
+                .collect();
+            let mut sbufs: Vec<Option<Mem>> = Vec::new();
+            let mut rbufs: Vec<Option<Mem>> = Vec::new();
+            let mut g = Graph::new();
+            // Vertex of message i on this rank, in global order; deps only backwards.
+            let mut mine: Vec<u64> = Vec::new();
+            // An accumulator: sum (wrapping u8 add) of the first byte of every received message.
+            let mut acc = [0u8; 1];
+            let mut expect_acc = 0u8;
+            let mut last_acc: Option<u64> = None;
+            for (i, &(s, d, len, heap)) in msgs.iter().enumerate() {
+                let mut sb = None;
+                let mut rb = None;
+                if s == me {
+                    let mut b = Mem::new(&rt, len, heap);
+                    for (k, x) in b.bytes_mut().iter_mut().enumerate() {
+                        *x = pattern(i as u64, k);
+                    }
+                    let v = g.send(b.buf(), len as i64, d as i64, i as i64);
+                    sb = Some(b);
+                    mine.push(v);
+                    for _ in 0..rng.below(3) {
+                        if mine.len() > 1 {
+                            let p = mine[rng.below(mine.len() as u64 - 1) as usize];
+                            g.requires(p, v).unwrap();
+                        }
+                    }
+                }
+                if d == me {
+                    let b = Mem::new(&rt, len, false);
+                    let v = g.recv(b.buf(), len as i64, s as i64, i as i64);
+                    mine.push(v);
+                    for _ in 0..rng.below(3) {
+                        if mine.len() > 1 {
+                            let p = mine[rng.below(mine.len() as u64 - 1) as usize];
+                            g.requires(p, v).unwrap();
+                        }
+                    }
+                    if len > 0 {
+                        let add = g.local(ReduceOp::Add as i64, 1, 8, 1, Buf::user(acc.as_ptr() as u64), b.buf(), Buf::user(acc.as_mut_ptr() as u64));
+                        g.requires(v, add).unwrap();
+                        // Serialise the accumulator updates.
+                        if let Some(l) = last_acc {
+                            g.requires(l, add).unwrap();
+                        }
+                        last_acc = Some(add);
+                        expect_acc = expect_acc.wrapping_add(pattern(i as u64, 0));
+                    }
+                    rb = Some(b);
+                }
+                sbufs.push(sb);
+                rbufs.push(rb);
+            }
+            let sc = rt.compile(&g).unwrap();
+            run_wait(&rt, &sc).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            for (i, &(s, _, len, _)) in msgs.iter().enumerate() {
+                if let Some(b) = &rbufs[i] {
+                    if let Some(k) = (0..len).find(|&k| b.bytes()[k] != pattern(i as u64, k)) {
+                        panic!("seed {seed}: message {i} from rank {s} ({len} bytes): byte {k} is wrong");
+                    }
+                }
+            }
+            assert_eq!(acc[0], expect_acc, "seed {seed}: accumulator");
+        }
+        goal_rt::finalize().unwrap();
+    });
+}
