@@ -291,7 +291,7 @@ int GOAL_Finalize(void);
 int GOAL_IsFinalized(void);
 
 /*
- Returns a new, empty graph (never NULL unless out of memory).
+ Returns a new, empty graph, or NULL (with GOAL_LastError()) before GOAL_Init or after GOAL_Finalize.
  */
 GOAL_Graph GOAL_CreateGraph(void);
 

@@ -251,10 +251,16 @@ pub extern "C" fn GOAL_IsFinalized() -> c_int {
 
 // ---- graphs ------------------------------------------------------------
 
-/// Returns a new, empty graph (never NULL unless out of memory).
+/// Returns a new, empty graph, or NULL (with GOAL_LastError()) before GOAL_Init or after GOAL_Finalize.
 #[no_mangle]
 pub extern "C" fn GOAL_CreateGraph() -> GOAL_Graph {
-    guard("GOAL_CreateGraph", std::ptr::null_mut(), || Box::into_raw(Box::new(goal_graph { g: Graph::new() })))
+    guard("GOAL_CreateGraph", std::ptr::null_mut(), || match goal_rt::runtime("GOAL_CreateGraph") {
+        Ok(_) => Box::into_raw(Box::new(goal_graph { g: Graph::new() })),
+        Err(e) => {
+            fail(e);
+            std::ptr::null_mut()
+        }
+    })
 }
 
 /// Frees a graph (its compiled schedules stay valid). Returns GOAL_SUCCESS or an error code.

@@ -168,6 +168,9 @@ struct StreamIn {
 pub struct Thresholds {
     /// Largest eager message.
     pub eager: usize,
+    /// Largest eager message from a shared-heap buffer (larger ones are
+    /// read straight out of the heap).
+    pub heap_eager: usize,
     /// Sizes read by CMA (inclusive); others of non-heap buffers use the stream.
     pub cma: (usize, usize),
     /// Eager credit per sender.
@@ -485,6 +488,9 @@ impl Engine {
 
     fn start_op(&mut self, r: OpRef) {
         let Some(e) = self.exec(r) else { return };
+        if trace_on() {
+            eprintln!("goal-trace {:.6} rank {} start sched {} exec {} {}", localop::wtime(), self.rank, e.sched.id, e.seq, self.describe(r));
+        }
         let sched = e.sched.clone();
         let s = &sched.s;
         for &d in s.start_dependents(r.op as usize) {
@@ -617,6 +623,10 @@ impl Engine {
             return;
         };
         self.st.finished_ops += 1;
+        if trace_on() {
+            let v = e.sched.s.origin[r.op as usize];
+            eprintln!("goal-trace {:.6} rank {} finish sched {} exec {} vertex {v}", localop::wtime(), self.rank, e.sched.id, e.seq);
+        }
         let s = &e.sched.s;
         for &d in s.dependents(r.op as usize) {
             let c = &mut e.bufs.counters[d as usize];
@@ -688,7 +698,12 @@ impl Engine {
             return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
         }
         let p = peer as usize;
-        if len <= self.th.eager && self.eager_credit(p, len as u64) {
+        let ptr = match self.pieces(r) {
+            Some(Pieces::One([(ptr, _)])) => ptr,
+            _ => std::ptr::null_mut(),
+        };
+        let heap_off = if len > self.th.heap_eager && !ptr.is_null() { self.shm.heap().offset_of(ptr, len) } else { None };
+        if heap_off.is_none() && len <= self.th.eager && self.eager_credit(p, len as u64) {
             self.st.eager_sent[p] += len as u64;
             if self.st.outq[p].is_empty() {
                 if let Some(pieces) = self.pieces(r) {
@@ -707,15 +722,12 @@ impl Engine {
         head.kind = proto::RTS;
         head.token = token;
         head.mode = proto::MODE_STREAM;
-        if o.kind() == OpKind::Send {
-            let ptr = self.pieces(r).map(|p| p.as_slice()[0].0).unwrap_or(std::ptr::null_mut());
-            if let Some(off) = self.shm.heap().offset_of(ptr, len) {
-                head.mode = proto::MODE_HEAP;
-                head.addr = off;
-            } else if len >= self.th.cma.0 && len <= self.th.cma.1 {
-                head.mode = proto::MODE_CMA;
-                head.addr = ptr as u64;
-            }
+        if let Some(off) = heap_off {
+            head.mode = proto::MODE_HEAP;
+            head.addr = off;
+        } else if !ptr.is_null() && len >= self.th.cma.0 && len <= self.th.cma.1 {
+            head.mode = proto::MODE_CMA;
+            head.addr = ptr as u64;
         }
         self.post_message(p, head);
     }
@@ -1090,6 +1102,12 @@ impl Engine {
     pub fn pid(&self) -> i32 {
         self.st.pid
     }
+}
+
+/// Whether `GOAL_TRACE` asks for a line per operation started and finished.
+fn trace_on() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("GOAL_TRACE").is_some_and(|v| v != "0"))
 }
 
 /// Pseudo-kind used inside `poll_messages`: an eager message was already

@@ -107,6 +107,7 @@ pub fn init() -> Result<Arc<Runtime>> {
 
 /// The running instance, or an error naming `what` was called too early or late.
 pub fn runtime(what: &str) -> Result<Arc<Runtime>> {
+    // Never called with RUNTIME locked (that would deadlock).
     if let Some(rt) = RUNTIME.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
         return Ok(rt.clone());
     }
@@ -129,7 +130,8 @@ pub fn finalize() -> Result<()> {
     let rt = {
         let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
         let Some(rt) = slot.take() else {
-            return Err(runtime("GOAL_Finalize").err().unwrap_or_else(|| Error::new(ErrorKind::NotInitialized, "GOAL_Finalize")));
+            let why = if STATE.load(Ordering::Acquire) == FINALIZED { "after GOAL_Finalize" } else { "before GOAL_Init" };
+            return Err(Error::new(ErrorKind::NotInitialized, format!("GOAL_Finalize: called {why}")));
         };
         STATE.store(FINALIZED, Ordering::Release);
         rt
@@ -160,10 +162,11 @@ impl Runtime {
         let th = progress::thresholds(&cfg, &shm, size);
         if cfg.debug && rank == 0 {
             eprintln!(
-                "goal: {size} ranks, progress={}, spin={:?}, eager<={} B, cma={:?}, credit={} B per sender",
+                "goal: {size} ranks, progress={}, spin={:?}, eager<={} B (heap {} B), cma={:?}, credit={} B per sender",
                 cfg.progress.name(),
                 cfg.spin,
                 th.eager,
+                th.heap_eager,
                 th.cma,
                 th.credit
             );

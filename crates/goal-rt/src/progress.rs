@@ -38,9 +38,10 @@ const LIVENESS_TICK: Duration = Duration::from_millis(100);
 pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize) -> Thresholds {
     let measured = crate::calibrate::thresholds(cfg.debug);
     let eager = cfg.eager_limit.unwrap_or(measured.eager).min(shm.max_eager());
+    let heap_eager = measured.heap_eager.min(eager);
     let cma = cfg.cma_range.unwrap_or(measured.cma);
     let credit = (cfg.unexpected_bytes / (size.max(2) as u64 - 1)).max(eager as u64);
-    Thresholds { eager, cma, credit }
+    Thresholds { eager, heap_eager, cma, credit }
 }
 
 /// Starts the helper thread of the `thread` and `spin` modes.

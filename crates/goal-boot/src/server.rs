@@ -1,0 +1,477 @@
+//! The launcher's side of the bootstrap: a Unix-socket server that admits one
+//! client per rank and serves any number of allgather rounds.
+//!
+//! # Design
+//!
+//! A thread per connection and one mutex-protected round state. Bootstrap
+//! traffic is a handful of small messages per job, so threads cost nothing
+//! that matters and keep each connection's logic a straight line of blocking
+//! reads and writes: read HELLO, then loop { read blob, wait for the round,
+//! write the reply }. The accept thread waits in `poll` on the listening
+//! socket and an `eventfd`, so [`ServerHandle::abort`] can stop it at once.
+//!
+//! The round state holds the blobs of the round being collected and the
+//! encoded reply of the round completed last. Keeping both is what makes the
+//! scheme safe without per-round buffers: a rank cannot send round `r + 1`
+//! before it has received round `r`, so round `r + 1` cannot complete (and
+//! overwrite the last reply) while any worker still has round `r` to send.
+//!
+//! # Failure
+//!
+//! The server never waits for something that cannot come. A rank that closes
+//! its connection while a round is being collected, or a round that starts
+//! after some rank has left, aborts the job; so does a malformed request from
+//! a joined rank, and so does the launcher through [`ServerHandle::abort`]
+//! (it does so when a rank process dies). Aborting records the reason, wakes
+//! every waiting worker, and shuts down the reading side of every connection
+//! so that workers blocked in `read` wake too; each worker then sends its
+//! client an error reply carrying the reason and closes. Clients therefore
+//! fail promptly with a message that says why, not a timeout.
+//!
+//! A HELLO that is refused (rank out of range, rank already taken, size
+//! disagreeing with the server's) is logged to stderr and answered with an
+//! error reply; that connection is dropped and the job goes on, the slot
+//! still open for the right client.
+
+use std::collections::HashMap;
+use std::io::{self, BufReader, Read};
+use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crate::sys::{self, EventFd};
+use crate::wire::{self, Hello, HELLO_LEN, STATUS_ABORTED, STATUS_OK, STATUS_REJECTED};
+
+/// How long a fresh connection may take to send its HELLO.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A bound, not yet serving, bootstrap server for a job of `size` ranks.
+#[derive(Debug)]
+pub struct Server {
+    listener: UnixListener,
+    path: PathBuf,
+    size: usize,
+}
+
+impl Server {
+    /// Binds a Unix stream socket at `path` (which must not exist) for a job
+    /// of `size` ranks. Clients that connect before [`Server::spawn`] wait in
+    /// the listen backlog.
+    pub fn bind(path: impl AsRef<Path>, size: usize) -> io::Result<Server> {
+        let path = path.as_ref();
+        if size == 0 || u32::try_from(size).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a bootstrap server needs 1 to {} ranks, not {size}",
+                    u32::MAX
+                ),
+            ));
+        }
+        let listener = UnixListener::bind(path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot bind the bootstrap socket {}: {e}", path.display()),
+            )
+        })?;
+        Ok(Server {
+            listener,
+            path: path.to_owned(),
+            size,
+        })
+    }
+
+    /// The socket's path, what ranks find in `GOAL_BOOTSTRAP`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts serving on a background thread.
+    pub fn spawn(self) -> io::Result<ServerHandle> {
+        let shared = Arc::new(Shared {
+            size: self.size,
+            path: self.path,
+            wake: EventFd::new()?,
+            state: Mutex::new(State {
+                conns: HashMap::new(),
+                next_conn: 0,
+                joined: vec![false; self.size],
+                left: vec![false; self.size],
+                completed: 0,
+                pending: vec![None; self.size],
+                pending_count: 0,
+                last_reply: Arc::new(Vec::new()),
+                aborted: None,
+                blamed: None,
+                workers: Vec::new(),
+            }),
+            round_done: Condvar::new(),
+        });
+        let listener = self.listener;
+        let accept = {
+            let shared = Arc::clone(&shared);
+            thread::Builder::new()
+                .name("goal-boot-accept".into())
+                .spawn(move || accept_loop(&shared, listener))?
+        };
+        Ok(ServerHandle {
+            shared,
+            accept: Some(accept),
+        })
+    }
+}
+
+/// A running bootstrap server. Dropping it aborts the job's bootstrap (any
+/// rank still using it gets an error) without waiting for the threads; call
+/// [`ServerHandle::shutdown`] to also wait for them.
+#[derive(Debug)]
+pub struct ServerHandle {
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// Aborts the job: every rank blocked in, or later calling, `allgather`
+    /// gets an error carrying `reason`. Idempotent: the first reason stays.
+    pub fn abort(&self, reason: &str) {
+        let mut st = self.shared.lock();
+        self.shared.abort_locked(&mut st, reason.to_owned());
+    }
+
+    /// The rank whose connection closed mid-job (or that sent a malformed
+    /// request) and so aborted the job, if the job was aborted that way.
+    ///
+    /// A launcher uses it to tell cause from consequence: a rank's socket
+    /// closes before its exit is visible to `waitpid`, so the peers that fail
+    /// because of it can appear to die first.
+    pub fn blamed_rank(&self) -> Option<usize> {
+        self.shared.lock().blamed
+    }
+
+    /// Number of allgather rounds completed so far.
+    pub fn rounds_completed(&self) -> u64 {
+        self.shared.lock().completed
+    }
+
+    /// Stops the server (aborting the job if ranks still use it), closes
+    /// every connection and joins every thread.
+    pub fn shutdown(mut self) {
+        self.abort("the launcher shut the bootstrap server down");
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+        let workers = {
+            let mut st = self.shared.lock();
+            for conn in st.conns.values() {
+                // Unblocks a worker stuck writing to a client that does not read.
+                let _ = conn.shutdown(Shutdown::Both);
+            }
+            std::mem::take(&mut st.workers)
+        };
+        for worker in workers {
+            let _ = worker.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.abort("the launcher shut the bootstrap server down");
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    size: usize,
+    path: PathBuf,
+    state: Mutex<State>,
+    /// Signalled when a round completes or the job is aborted.
+    round_done: Condvar,
+    /// Readable once the accept loop must stop.
+    wake: EventFd,
+}
+
+#[derive(Debug)]
+struct State {
+    /// A clone of every open connection, by connection number, so that
+    /// aborting can shut them all down.
+    conns: HashMap<u64, UnixStream>,
+    next_conn: u64,
+    /// `joined[r]`: a client has been admitted as rank `r`.
+    joined: Vec<bool>,
+    /// `left[r]`: rank `r`'s connection has closed since.
+    left: Vec<bool>,
+    /// Rounds completed; the one being collected is number `completed`.
+    completed: u64,
+    /// Blobs of round `completed`, by rank; `pending_count` of them are `Some`.
+    pending: Vec<Option<Vec<u8>>>,
+    pending_count: usize,
+    /// The encoded reply of round `completed - 1`.
+    last_reply: Arc<Vec<u8>>,
+    /// Why the job was aborted, once it is.
+    aborted: Option<String>,
+    /// The rank whose leaving (or bad request) aborted the job, if one did.
+    blamed: Option<usize>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A worker that panicked leaves the state as consistent as any other
+        // point between statements; keep serving rather than cascade.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn abort_locked(&self, st: &mut State, reason: String) {
+        if st.aborted.is_some() {
+            return;
+        }
+        st.aborted = Some(reason);
+        for conn in st.conns.values() {
+            // Wakes a worker blocked reading its client's next request; it
+            // then sends the error reply (the writing side stays open).
+            let _ = conn.shutdown(Shutdown::Read);
+        }
+        self.round_done.notify_all();
+        if let Err(e) = self.wake.notify() {
+            log(&format!("cannot wake the accept thread: {e}"));
+        }
+    }
+}
+
+fn log(msg: &str) {
+    eprintln!("goal-boot server: {msg}");
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: UnixListener) {
+    loop {
+        let fds = [listener.as_raw_fd(), shared.wake.as_raw_fd()];
+        let revents = match sys::poll_readable(&fds) {
+            Ok(r) => r,
+            Err(e) => {
+                let why = format!("waiting for connections failed: {e}");
+                log(&why);
+                shared.abort_locked(&mut shared.lock(), why);
+                break;
+            }
+        };
+        if revents[1] != 0 {
+            break;
+        }
+        if revents[0] == 0 {
+            continue;
+        }
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted
+                        | io::ErrorKind::WouldBlock
+                        | io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => {
+                // EMFILE and the like: retrying would spin, waiting would hang
+                // the job. Fail it with the reason.
+                let why = format!("accepting a connection failed: {e}");
+                log(&why);
+                shared.abort_locked(&mut shared.lock(), why);
+                break;
+            }
+        };
+        let clone = match stream.try_clone() {
+            Ok(c) => c,
+            Err(e) => {
+                log(&format!("dropped a connection: cannot duplicate it: {e}"));
+                continue;
+            }
+        };
+        let mut st = shared.lock();
+        let id = st.next_conn;
+        st.next_conn += 1;
+        st.conns.insert(id, clone);
+        let worker = {
+            let shared = Arc::clone(shared);
+            thread::Builder::new()
+                .name(format!("goal-boot-conn{id}"))
+                .spawn(move || {
+                    serve(&shared, stream);
+                    shared.lock().conns.remove(&id);
+                })
+        };
+        match worker {
+            Ok(handle) => st.workers.push(handle),
+            Err(e) => {
+                st.conns.remove(&id);
+                log(&format!(
+                    "dropped a connection: cannot start its thread: {e}"
+                ));
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&shared.path);
+}
+
+/// Serves one connection from HELLO to close.
+fn serve(shared: &Shared, stream: UnixStream) {
+    let fd = stream.as_raw_fd();
+    let send = |bytes: &[u8]| sys::send_all(fd, bytes);
+    let send_error = |status: u32, why: &str| {
+        let _ = send(&wire::error_reply(status, why));
+    };
+
+    let mut hello = [0u8; HELLO_LEN];
+    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
+    let hello = match (&stream)
+        .read_exact(&mut hello)
+        .and_then(|()| Hello::decode(&hello))
+    {
+        Ok(h) => h,
+        Err(e) => {
+            let why = format!("dropped a connection that sent no valid HELLO: {e}");
+            log(&why);
+            send_error(STATUS_REJECTED, &why);
+            return;
+        }
+    };
+    let _ = stream.set_read_timeout(None);
+    let (rank, pid) = (hello.rank as usize, hello.pid);
+    {
+        let mut st = shared.lock();
+        let refusal = if let Some(why) = &st.aborted {
+            Some((STATUS_ABORTED, why.clone()))
+        } else if hello.size as usize != shared.size {
+            Some((
+                STATUS_REJECTED,
+                format!(
+                    "rejected a client (pid {pid}): it says the job has {} ranks, \
+                     the server was started for {}",
+                    hello.size, shared.size
+                ),
+            ))
+        } else if rank >= shared.size {
+            Some((
+                STATUS_REJECTED,
+                format!(
+                    "rejected a client (pid {pid}): rank {rank} is out of range \
+                     for a job of {} ranks",
+                    shared.size
+                ),
+            ))
+        } else if st.joined[rank] {
+            Some((
+                STATUS_REJECTED,
+                format!("rejected a client (pid {pid}): rank {rank} has already joined"),
+            ))
+        } else {
+            st.joined[rank] = true;
+            None
+        };
+        drop(st);
+        if let Some((status, why)) = refusal {
+            if status == STATUS_REJECTED {
+                log(&why);
+            }
+            send_error(status, &why);
+            return;
+        }
+    }
+    if send(&STATUS_OK.to_le_bytes()).is_err() {
+        // The client is gone; reading will see it and account for it.
+    }
+
+    let mut reader = BufReader::new(&stream);
+    loop {
+        let request = wire::read_blob_or_eof(&mut reader);
+        let mut st = shared.lock();
+        let blob = match request {
+            Ok(Some(blob)) => blob,
+            Ok(None) => {
+                // The client closed (or abort shut our reading side).
+                st.left[rank] = true;
+                if st.aborted.is_none() && st.pending_count > 0 {
+                    let why = format!(
+                        "rank {rank} (pid {pid}) left the job during allgather round {}",
+                        st.completed
+                    );
+                    log(&why);
+                    shared.abort_locked(&mut st, why);
+                    st.blamed = Some(rank);
+                }
+                let why = st.aborted.clone();
+                drop(st);
+                if let Some(why) = why {
+                    send_error(STATUS_ABORTED, &why);
+                }
+                return;
+            }
+            Err(e) => {
+                st.left[rank] = true;
+                if st.aborted.is_none() {
+                    let why = format!("rank {rank} (pid {pid}) sent a bad allgather request: {e}");
+                    log(&why);
+                    shared.abort_locked(&mut st, why);
+                    st.blamed = Some(rank);
+                }
+                let why = st.aborted.clone().unwrap_or_default();
+                drop(st);
+                send_error(STATUS_ABORTED, &why);
+                return;
+            }
+        };
+        if st.aborted.is_none() {
+            if let Some(gone) = st.left.iter().position(|&l| l) {
+                let why = format!(
+                    "rank {gone} has left the job, so allgather round {} cannot complete",
+                    st.completed
+                );
+                log(&why);
+                shared.abort_locked(&mut st, why);
+                st.blamed = Some(gone);
+            }
+        }
+        if let Some(why) = st.aborted.clone() {
+            drop(st);
+            send_error(STATUS_ABORTED, &why);
+            return;
+        }
+        let round = st.completed;
+        debug_assert!(st.pending[rank].is_none(), "a rank sent twice in one round");
+        st.pending[rank] = Some(blob);
+        st.pending_count += 1;
+        if st.pending_count == shared.size {
+            let blobs: Vec<Vec<u8>> = st
+                .pending
+                .iter_mut()
+                .map(|b| b.take().unwrap_or_default())
+                .collect();
+            st.last_reply = Arc::new(wire::round_reply(&blobs));
+            st.pending_count = 0;
+            st.completed += 1;
+            shared.round_done.notify_all();
+        }
+        while st.completed == round && st.aborted.is_none() {
+            st = shared
+                .round_done
+                .wait(st)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        if st.completed == round {
+            let why = st.aborted.clone().unwrap_or_default();
+            drop(st);
+            send_error(STATUS_ABORTED, &why);
+            return;
+        }
+        let reply = Arc::clone(&st.last_reply);
+        drop(st);
+        // A failed send means the client is gone: the next read sees it.
+        let _ = send(&reply);
+    }
+}

@@ -1,0 +1,1 @@
+//! goal-cli library part.

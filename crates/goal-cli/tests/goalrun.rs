@@ -1,0 +1,466 @@
+//! goalrun as users run it: the real binary, in a fresh directory (also its
+//! TMPDIR, so cleanup can be checked), with small shell programs as ranks,
+//! or this test binary re-run as a rank where the bootstrap is exercised.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const GOALRUN: &str = env!("CARGO_BIN_EXE_goalrun");
+
+/// A fresh directory, removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new() -> Dir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "goalrun-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+
+    fn goalrun(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(GOALRUN);
+        cmd.args(args)
+            .current_dir(&self.0)
+            .env("TMPDIR", &self.0)
+            .env_remove("GOAL_ABORT_GRACE");
+        cmd
+    }
+
+    /// goalrun left no temporary directory behind.
+    fn assert_clean(&self) {
+        let left: Vec<_> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("goalrun-"))
+            .collect();
+        assert!(left.is_empty(), "goalrun left {left:?} behind");
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+fn run(mut cmd: Command) -> Run {
+    let start = Instant::now();
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.stdin(Stdio::null()).output().unwrap();
+    Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        took: start.elapsed(),
+    }
+}
+
+#[test]
+fn every_rank_gets_its_goal_variables() {
+    for n in [1usize, 3, 7] {
+        let dir = Dir::new();
+        let r = run(dir.goalrun(&[
+            "-n",
+            &n.to_string(),
+            "--progress",
+            "thread",
+            "sh",
+            "-c",
+            "echo \"$GOAL_RANK $GOAL_SIZE $GOAL_JOB $GOAL_BOOTSTRAP $GOAL_PROGRESS\"",
+        ]));
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let mut lines: Vec<Vec<&str>> = r.stdout.lines().map(|l| l.split(' ').collect()).collect();
+        lines.sort_by_key(|f| f[0].parse::<usize>().unwrap());
+        assert_eq!(lines.len(), n, "{}", r.stdout);
+        for (rank, f) in lines.iter().enumerate() {
+            assert_eq!(f[0], rank.to_string());
+            assert_eq!(f[1], n.to_string());
+            assert!(
+                !f[2].is_empty() && f[2] == lines[0][2],
+                "one job id: {}",
+                r.stdout
+            );
+            assert!(
+                f[3].starts_with(dir.0.to_str().unwrap()) && f[3].ends_with("/boot.sock"),
+                "{}",
+                f[3]
+            );
+            assert_eq!(f[4], "thread");
+        }
+        dir.assert_clean();
+    }
+}
+
+#[test]
+fn a_failing_rank_exit_status_is_goalruns() {
+    let dir = Dir::new();
+    let r = run(dir.goalrun(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "[ $GOAL_RANK = 1 ] && exit 3; exit 0",
+    ]));
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    assert!(r.stderr.contains("goalrun: rank 1 (pid "), "{}", r.stderr);
+    assert!(r.stderr.contains(") exited with status 3"), "{}", r.stderr);
+    dir.assert_clean();
+}
+
+#[test]
+fn a_killed_rank_ends_the_job_after_the_grace_period() {
+    let dir = Dir::new();
+    let r = run(dir.goalrun(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "if [ $GOAL_RANK = 2 ]; then sleep 0.2; kill -9 $$; fi; exec sleep 100",
+    ]));
+    assert_eq!(r.code, Some(128 + 9), "{}", r.stderr);
+    assert!(r.took < Duration::from_secs(6), "took {:?}", r.took);
+    assert!(
+        r.took >= Duration::from_secs(3),
+        "the default grace is 3 s, took {:?}",
+        r.took
+    );
+    assert!(
+        r.stderr.contains("goalrun: rank 2 (pid ")
+            && r.stderr.contains("was killed by signal 9 (SIGKILL)"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("sending SIGTERM"), "{}", r.stderr);
+    // The survivors died of goalrun's SIGTERM: not reported as failures.
+    assert_eq!(
+        r.stderr.matches("was killed by signal").count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    dir.assert_clean();
+}
+
+#[test]
+fn survivors_that_ignore_sigterm_get_sigkill() {
+    let dir = Dir::new();
+    let mut cmd = dir.goalrun(&[
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "trap '' TERM; [ $GOAL_RANK = 0 ] && exit 4; while :; do sleep 0.05; done",
+    ]);
+    cmd.env("GOAL_ABORT_GRACE", "0.2");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(4), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("survived SIGTERM; sending SIGKILL"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.took < Duration::from_secs(3), "took {:?}", r.took);
+}
+
+#[test]
+fn timeout_kills_every_rank_with_124() {
+    let dir = Dir::new();
+    let r = run(dir.goalrun(&["-n", "2", "--timeout", "0.5", "sh", "-c", "exec sleep 100"]));
+    assert_eq!(r.code, Some(124), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("goalrun: timeout after 0.5 s; killed ranks [0, 1]"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.took < Duration::from_secs(3), "took {:?}", r.took);
+    dir.assert_clean();
+}
+
+#[test]
+fn tag_output_prefixes_every_line_with_the_rank() {
+    let dir = Dir::new();
+    let r = run(dir.goalrun(&[
+        "-n",
+        "3",
+        "--tag-output",
+        "sh",
+        "-c",
+        "echo one $GOAL_RANK; echo two $GOAL_RANK; printf 'no newline %s' $GOAL_RANK >&2",
+    ]));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    for rank in 0..3 {
+        for word in ["one", "two"] {
+            let want = format!("[{rank}] {word} {rank}\n");
+            assert!(r.stdout.contains(&want), "{want:?} not in {:?}", r.stdout);
+        }
+        let want = format!("[{rank}] no newline {rank}\n");
+        assert!(r.stderr.contains(&want), "{want:?} not in {:?}", r.stderr);
+    }
+    assert_eq!(r.stdout.lines().count(), 6);
+    assert!(r.stdout.lines().all(|l| l.starts_with('[')));
+}
+
+#[test]
+fn bad_arguments_get_clear_errors() {
+    let dir = Dir::new();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--bogus", "true"], 2, "goalrun: unknown option '--bogus'"),
+        (&["-n", "0", "true"], 2, "-n must be at least 1 (got 0)"),
+        (&["-n", "x", "true"], 2, "-n expects a number of ranks"),
+        (&["true"], 2, "missing -n"),
+        (&["-n", "2"], 2, "no program to run"),
+        (
+            &["-n", "2", "--progress", "fast", "true"],
+            2,
+            "--progress must be one of",
+        ),
+        (
+            &["-n", "2", "--timeout", "0", "true"],
+            2,
+            "--timeout expects a positive number of seconds",
+        ),
+        (
+            &["-n", "2", "--timeout"],
+            2,
+            "option '--timeout' needs a value",
+        ),
+        (
+            &["-n", "2", "no-such-program-goal"],
+            127,
+            "goalrun: cannot execute 'no-such-program-goal': No such file or directory",
+        ),
+        (
+            &["-n", "2", "./missing"],
+            127,
+            "cannot execute './missing': No such file or directory",
+        ),
+    ];
+    for (args, code, message) in cases {
+        let r = run(dir.goalrun(args));
+        assert_eq!(r.code, Some(*code), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(message), "{args:?}: {}", r.stderr);
+    }
+    let mut cmd = dir.goalrun(&["-n", "1", "true"]);
+    cmd.env("GOAL_ABORT_GRACE", "later");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        r.stderr.contains("GOAL_ABORT_GRACE='later'"),
+        "{}",
+        r.stderr
+    );
+
+    let r = run(dir.goalrun(&["--help"]));
+    assert_eq!(r.code, Some(0));
+    assert!(r.stdout.contains("Usage: goalrun -n N") && r.stdout.contains("GOAL_ABORT_GRACE"));
+    dir.assert_clean();
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie (reparented, not yet reaped by init) counts as dead.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn wait_for_files(paths: &[PathBuf], limit: Duration) {
+    let start = Instant::now();
+    while !paths.iter().all(|p| p.exists()) {
+        assert!(start.elapsed() < limit, "ranks did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+}
+
+fn rank_pids(dir: &Path, n: usize) -> Vec<i32> {
+    (0..n)
+        .map(|r| {
+            std::fs::read_to_string(dir.join(format!("pid.{r}")))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+const RECORD_PID_AND_SLEEP: &str =
+    "echo $$ > pid.tmp.$GOAL_RANK; mv pid.tmp.$GOAL_RANK pid.$GOAL_RANK; exec sleep 100";
+
+#[test]
+fn ranks_never_outlive_a_killed_goalrun() {
+    let dir = Dir::new();
+    let mut child = dir
+        .goalrun(&["-n", "2", "sh", "-c", RECORD_PID_AND_SLEEP])
+        .spawn()
+        .unwrap();
+    let files: Vec<PathBuf> = (0..2).map(|r| dir.0.join(format!("pid.{r}"))).collect();
+    wait_for_files(&files, Duration::from_secs(10));
+    let pids = rank_pids(&dir.0, 2);
+    child.kill().unwrap(); // SIGKILL: goalrun cannot clean up, the kernel must.
+    child.wait().unwrap();
+    let start = Instant::now();
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "ranks {pids:?} outlived goalrun"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigterm_to_goalrun_is_forwarded_to_the_ranks() {
+    let dir = Dir::new();
+    let child = dir
+        .goalrun(&["-n", "2", "sh", "-c", RECORD_PID_AND_SLEEP])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let files: Vec<PathBuf> = (0..2).map(|r| dir.0.join(format!("pid.{r}"))).collect();
+    wait_for_files(&files, Duration::from_secs(10));
+    let start = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(128 + 15),
+        "{stderr} {:?}",
+        out.status.signal()
+    );
+    assert!(
+        stderr.contains("goalrun: received SIGTERM; forwarding it to the ranks"),
+        "{stderr}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(2));
+    dir.assert_clean();
+}
+
+// ---- ranks that use the bootstrap: this binary, re-run under goalrun ----
+
+/// Not a test on its own: the body of a rank started by the tests below
+/// (which set GOALRUN_TEST_RANK); passes trivially when run directly.
+#[test]
+fn rank_entry() {
+    let Some(mode) = std::env::var_os("GOALRUN_TEST_RANK") else {
+        return;
+    };
+    let mut boot = match goal_boot::from_env() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("rank: bootstrap failed: {e}");
+            std::process::exit(20);
+        }
+    };
+    let (rank, size) = (boot.rank(), boot.size());
+    for round in 0..3u8 {
+        let mine = format!("{}:{rank}:{round}", boot.job_id());
+        let all = boot.allgather(mine.as_bytes()).unwrap();
+        for (r, blob) in all.iter().enumerate() {
+            assert_eq!(blob, format!("{}:{r}:{round}", boot.job_id()).as_bytes());
+        }
+        assert_eq!(all.len(), size);
+    }
+    if mode == "die" {
+        if rank == 0 {
+            std::process::exit(5);
+        }
+        // The others go on to a round rank 0 never joins: it must fail
+        // promptly, and the rank ends with its own error.
+        match boot.allgather(b"again") {
+            Ok(_) => std::process::exit(21),
+            Err(e) => {
+                println!("rank {rank} error: {e}");
+                std::process::exit(7);
+            }
+        }
+    }
+    println!("rank {rank} of {size} ok");
+}
+
+fn rank_command(dir: &Dir, n: &str, mode: &str) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = dir.goalrun(&[
+        "-n",
+        n,
+        "--",
+        exe.to_str().unwrap(),
+        "--exact",
+        "rank_entry",
+        "--nocapture",
+        "--test-threads=1",
+        "--quiet",
+    ]);
+    cmd.env("GOALRUN_TEST_RANK", mode);
+    cmd
+}
+
+#[test]
+fn ranks_bootstrap_through_goalrun() {
+    let dir = Dir::new();
+    let r = run(rank_command(&dir, "4", "ok"));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    for rank in 0..4 {
+        assert!(
+            r.stdout.contains(&format!("rank {rank} of 4 ok")),
+            "{}",
+            r.stdout
+        );
+    }
+    dir.assert_clean();
+}
+
+#[test]
+fn a_dead_rank_makes_the_others_fail_on_their_own_before_the_grace_ends() {
+    let dir = Dir::new();
+    let r = run(rank_command(&dir, "3", "die"));
+    assert_eq!(r.code, Some(5), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("goalrun: rank 0 (pid ") && r.stderr.contains("exited with status 5"),
+        "{}",
+        r.stderr
+    );
+    for rank in 1..3 {
+        assert!(
+            r.stdout.contains(&format!("rank {rank} error: ")),
+            "{}",
+            r.stdout
+        );
+    }
+    assert!(
+        r.stdout.contains("rank 0"),
+        "the error names the dead rank: {}",
+        r.stdout
+    );
+    assert!(!r.stderr.contains("sending SIGTERM"), "{}", r.stderr);
+    assert!(r.took < Duration::from_secs(3), "took {:?}", r.took);
+}
