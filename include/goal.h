@@ -1,7 +1,7 @@
 /* goal.h: the C API of goal, a communication runtime for GOAL dependency graphs.
  *
  * Generated from crates/goal-ffi/src/lib.rs by cbindgen; do not edit.
- * The contract: docs/api.md (the GOAL C API of the ESPGOAL thesis, made exact).
+ * The contract and what goal adds: docs/api.md in the goal repository.
  * Build: cc prog.c $(pkg-config --cflags --libs goal); launch: goalrun -n N ./prog
  */
 
