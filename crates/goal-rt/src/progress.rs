@@ -60,29 +60,23 @@ pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
 
 fn helper_loop(rt: &Runtime) {
     let spin = rt.cfg.spin;
-    let mut last_event = Instant::now();
     loop {
         if rt.shutdown.load(Ordering::Acquire) {
             return;
         }
-        let standing_down = rt.app_waiting.load(Ordering::Acquire) > 0;
-        if !standing_down {
-            match rt.try_progress() {
-                Some(n) if n > 0 => {
-                    last_event = Instant::now();
-                    continue;
-                }
-                None => {
-                    // Someone else is progressing.
-                    std::hint::spin_loop();
-                    if last_event.elapsed() < spin {
-                        continue;
-                    }
-                }
-                Some(_) => {
-                    if last_event.elapsed() < spin && rt.lock_engine().busy() {
+        // Poll while there is news, and for `spin` after the last of it,
+        // unless an application thread is waiting (it drives progress then).
+        {
+            let _polling = rt.bell.polling();
+            let mut last_event = Instant::now();
+            while !rt.shutdown.load(Ordering::Acquire) && rt.app_waiting.load(Ordering::Acquire) == 0 {
+                match rt.try_progress() {
+                    Some(n) if n > 0 => last_event = Instant::now(),
+                    _ => {
+                        if last_event.elapsed() >= spin {
+                            break;
+                        }
                         std::hint::spin_loop();
-                        continue;
                     }
                 }
             }
@@ -98,8 +92,6 @@ fn helper_loop(rt: &Runtime) {
             (made, e.busy(), e.must_poll())
         };
         if made > 0 {
-            drop(guard);
-            last_event = Instant::now();
             continue;
         }
         let timeout = if must_poll {
@@ -113,7 +105,6 @@ fn helper_loop(rt: &Runtime) {
         if busy {
             rt.lock_engine().check_peers_if_due();
         }
-        last_event = Instant::now();
     }
 }
 
@@ -124,27 +115,32 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
     }
     rt.app_waiting.fetch_add(1, Ordering::AcqRel);
     let spin = rt.cfg.spin;
-    let mut since = Instant::now();
-    let mut polls: u32 = 0;
-    while shared.state.load(Ordering::Acquire) == RUNNING {
-        if rt.try_progress().is_some_and(|n| n > 0) {
-            since = Instant::now();
-            continue;
+    loop {
+        // Poll (peers need not ring while we do), for `spin` after the last news.
+        {
+            let _polling = rt.bell.polling();
+            let mut since = Instant::now();
+            let mut polls: u32 = 0;
+            while shared.state.load(Ordering::Acquire) == RUNNING {
+                if rt.try_progress().is_some_and(|n| n > 0) {
+                    since = Instant::now();
+                    continue;
+                }
+                polls = polls.wrapping_add(1);
+                if polls % 32 == 0 && since.elapsed() >= spin {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
         }
-        polls = polls.wrapping_add(1);
-        if polls % 32 != 0 || since.elapsed() < spin {
-            std::hint::spin_loop();
-            continue;
-        }
-        let guard = rt.bell.prepare();
         if shared.state.load(Ordering::Acquire) != RUNNING {
             break;
         }
+        // Sleep: register, re-check, then wait for a ring.
+        let guard = rt.bell.prepare();
         let must_poll = match rt.engine.try_lock() {
             Ok(mut e) => {
                 if e.progress() > 0 {
-                    drop(guard);
-                    since = Instant::now();
                     continue;
                 }
                 e.must_poll()
@@ -156,7 +152,11 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
         }
         guard.sleep(if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         rt.lock_engine().check_peers_if_due();
-        since = Instant::now();
     }
     rt.app_waiting.fetch_sub(1, Ordering::AcqRel);
+    // Data that arrived while we polled did not ring; if a helper sleeps
+    // with executions in flight, hand it over by one more pass.
+    if rt.cfg.progress != ProgressMode::Manual {
+        rt.try_progress();
+    }
 }

@@ -1,0 +1,708 @@
+//! Shared-memory backend: the ranks of one machine.
+//!
+//! CONTRACT (the runtime is written against exactly this surface; the
+//! implementation behind it is free):
+//!
+//! * Each rank creates one *inbox* segment (a memfd) with, for every sender
+//!   `s`, a lock-free single-producer/single-consumer message ring `s -> me`,
+//!   a bulk byte stream `s -> me`, a credit word, and one doorbell word.
+//! * Peers attach to each other's inbox through `/proc/<pid>/fd/<fd>` (no
+//!   file names, nothing to clean up after a crash) and watch each other
+//!   with pidfds.
+//! * Sending to `p` writes into `p`'s inbox; receiving reads my own inbox.
+//! * `flush` wakes the peers written to since the last flush, if they sleep.
+//!
+//! # Implementation
+//!
+//! * `layout`: where everything sits in an inbox segment.
+//! * `ring`: the eager message ring (records lent out in place).
+//! * `stream`: the bulk byte ring, published in chunks for pipelining.
+//! * `doorbell`: the futex-based sleep/wake protocol (no lost wake-ups).
+//! * `heap`: the shared heap peers copy from (`GOAL_Alloc`).
+//! * `map`: an owned shared mapping, which every pointer above keeps alive.
+//!
+//! All state a node keeps for itself (cached counters, the dirty set) is in
+//! `Cell`s: a node is used by one thread at a time, so no local
+//! synchronisation is needed, and the node is `Send` but not `Sync`.
+
+mod doorbell;
+mod heap;
+mod layout;
+mod map;
+mod ring;
+mod stream;
+
+pub use doorbell::{Doorbell, PollGuard, SleepGuard};
+pub use heap::Heap;
+
+use crate::sync::{fence, Ordering};
+use crate::{sys, Envelope, PeerLost};
+use doorbell::RemoteBell;
+use layout::Layout;
+use map::Mapping;
+use ring::{RingConsumer, RingProducer};
+use std::cell::{Cell, OnceCell};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use stream::{StreamConsumer, StreamProducer};
+
+/// Sizes of the shared-memory structures, per ordered pair of ranks.
+#[derive(Debug, Clone)]
+pub struct ShmConfig {
+    /// Bytes of each message ring (a power of two). `GOAL_SHM_RING_BYTES`.
+    pub ring_bytes: usize,
+    /// Bytes of each bulk stream (a power of two). `GOAL_SHM_STREAM_BYTES`.
+    pub stream_bytes: usize,
+    /// Virtual bytes reserved for this rank's shared heap. `GOAL_HEAP_BYTES`.
+    pub heap_bytes: usize,
+}
+
+impl Default for ShmConfig {
+    fn default() -> Self {
+        ShmConfig {
+            ring_bytes: 256 << 10,
+            stream_bytes: 1 << 20,
+            heap_bytes: 64 << 30,
+        }
+    }
+}
+
+/// Smallest ring or stream accepted (one page).
+const MIN_RING_BYTES: usize = 4096;
+/// Largest ring or stream accepted (record lengths are 32-bit).
+const MAX_RING_BYTES: usize = 1 << 30;
+
+impl ShmConfig {
+    /// The defaults, overridden by `GOAL_SHM_RING_BYTES`,
+    /// `GOAL_SHM_STREAM_BYTES` and `GOAL_HEAP_BYTES` when set.
+    ///
+    /// Values are byte counts with an optional `K`, `M`, `G` (or `KiB`,
+    /// `MiB`, `GiB`) suffix, powers of 1024. Ring and stream sizes are
+    /// rounded up to powers of two (4 KiB to 1 GiB); the heap to whole pages.
+    /// Anything else is an `InvalidInput` error naming the variable.
+    pub fn from_env() -> io::Result<ShmConfig> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// [`ShmConfig::from_env`] over any variable lookup (for tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> io::Result<ShmConfig> {
+        let mut cfg = ShmConfig::default();
+        if let Some(v) = get("GOAL_SHM_RING_BYTES") {
+            cfg.ring_bytes = parse_pow2("GOAL_SHM_RING_BYTES", &v)?;
+        }
+        if let Some(v) = get("GOAL_SHM_STREAM_BYTES") {
+            cfg.stream_bytes = parse_pow2("GOAL_SHM_STREAM_BYTES", &v)?;
+        }
+        if let Some(v) = get("GOAL_HEAP_BYTES") {
+            let n = parse_bytes("GOAL_HEAP_BYTES", &v)?;
+            if n == 0 || n > 1 << 46 {
+                return Err(bad_var(
+                    "GOAL_HEAP_BYTES",
+                    &v,
+                    "must be between 1 byte and 64 TiB",
+                ));
+            }
+            let page = sys::page_size() as u64;
+            cfg.heap_bytes = n.div_ceil(page).saturating_mul(page) as usize;
+        }
+        Ok(cfg)
+    }
+
+    /// Checks the sizes `create` relies on.
+    fn validate(&self) -> io::Result<()> {
+        for (name, v) in [
+            ("ring_bytes", self.ring_bytes),
+            ("stream_bytes", self.stream_bytes),
+        ] {
+            if !v.is_power_of_two() || !(MIN_RING_BYTES..=MAX_RING_BYTES).contains(&v) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "ShmConfig::{name} = {v}: must be a power of two between 4 KiB and 1 GiB"
+                    ),
+                ));
+            }
+        }
+        if self.heap_bytes == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "ShmConfig::heap_bytes must not be 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn bad_var(name: &str, value: &str, why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{name}={value:?}: {why}"),
+    )
+}
+
+/// Parses `123`, `64K`, `1M`, `2GiB`, ... into bytes.
+fn parse_bytes(name: &str, value: &str) -> io::Result<u64> {
+    let v = value.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (digits, suffix) = v.split_at(split);
+    let shift = match suffix.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => {
+            return Err(bad_var(
+                name,
+                value,
+                "expected a byte count such as 262144, 256K or 1M",
+            ))
+        }
+    };
+    let n: u64 = digits.parse().map_err(|_| {
+        bad_var(
+            name,
+            value,
+            "expected a byte count such as 262144, 256K or 1M",
+        )
+    })?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| bad_var(name, value, "too large"))
+}
+
+/// Parses a ring or stream size and rounds it up to a power of two.
+fn parse_pow2(name: &str, value: &str) -> io::Result<usize> {
+    let n = parse_bytes(name, value)?;
+    if n == 0 || n > MAX_RING_BYTES as u64 {
+        return Err(bad_var(name, value, "must be between 1 byte and 1 GiB"));
+    }
+    Ok((n as usize).next_power_of_two().max(MIN_RING_BYTES))
+}
+
+/// What `address()` encodes, in this order, as little-endian u64 words.
+struct Address {
+    pid: i32,
+    inbox_fd: RawFd,
+    inbox_len: u64,
+    heap_fd: RawFd,
+    heap_bytes: u64,
+    size: u64,
+    rank: u64,
+    ring_bytes: u64,
+    stream_bytes: u64,
+}
+
+impl Address {
+    const WORDS: usize = 10;
+
+    fn encode(&self) -> Vec<u8> {
+        let words = [
+            layout::MAGIC,
+            self.pid as u64,
+            self.inbox_fd as u64,
+            self.inbox_len,
+            self.heap_fd as u64,
+            self.heap_bytes,
+            self.size,
+            self.rank,
+            self.ring_bytes,
+            self.stream_bytes,
+        ];
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    fn decode(b: &[u8]) -> io::Result<Address> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "not a goal shm address");
+        if b.len() != Self::WORDS * 8 {
+            return Err(bad());
+        }
+        let w: Vec<u64> = b
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        if w[0] != layout::MAGIC {
+            return Err(bad());
+        }
+        let int = |x: u64| i32::try_from(x).map_err(|_| bad());
+        Ok(Address {
+            pid: int(w[1])?,
+            inbox_fd: int(w[2])?,
+            inbox_len: w[3],
+            heap_fd: int(w[4])?,
+            heap_bytes: w[5],
+            size: w[6],
+            rank: w[7],
+            ring_bytes: w[8],
+            stream_bytes: w[9],
+        })
+    }
+}
+
+/// What I hold of a connected peer.
+struct Peer {
+    /// The peer's process id (the pid its address gave, checked against its inbox header).
+    pid: i32,
+    /// Becomes readable when the peer exits.
+    pidfd: OwnedFd,
+    /// Ring `me -> peer`, in the peer's inbox.
+    ring: RingProducer,
+    /// Stream `me -> peer`, in the peer's inbox.
+    stream: StreamProducer,
+    /// The peer's doorbell.
+    bell: RemoteBell,
+    /// The peer's inbox (for the credit word it publishes for me).
+    inbox: Arc<Mapping>,
+    /// The peer's heap memfd, as a descriptor number in the peer, to map it on first use.
+    heap_fd: RawFd,
+    /// Bytes of the peer's heap reserve (the length of that mapping).
+    heap_bytes: u64,
+    /// The peer's heap, mapped read-only on first `read_peer_heap`.
+    heap: OnceCell<Mapping>,
+}
+
+/// My inbox's pair block for one sender.
+struct Incoming {
+    /// Ring `sender -> me`.
+    ring: RingConsumer,
+    /// Stream `sender -> me`.
+    stream: StreamConsumer,
+}
+
+/// This rank's view of the shared-memory transport.
+pub struct ShmNode {
+    /// My rank, `< size`.
+    rank: usize,
+    /// Ranks in the group.
+    size: usize,
+    /// Geometry of every inbox of the group (all ranks agree; `connect` checks).
+    layout: Layout,
+    /// My inbox segment, mapped read-write.
+    inbox: Arc<Mapping>,
+    /// The inbox memfd; stays open so that peers can reopen it through /proc.
+    inbox_fd: OwnedFd,
+    /// The doorbell in my inbox's header.
+    doorbell: Arc<Doorbell>,
+    /// My shared heap.
+    heap: Arc<Heap>,
+    /// Indexed by rank; `None` for myself and unconnected peers.
+    peers: Vec<Option<Peer>>,
+    /// Indexed by sender rank; `None` for myself.
+    incoming: Vec<Option<Incoming>>,
+    /// Bit `p` set: I wrote something peer `p` may be waiting for since the
+    /// last `flush`.
+    dirty: Vec<Cell<u64>>,
+    /// True while `poll` runs callbacks (a nested `poll` returns 0).
+    polling: Cell<bool>,
+}
+
+// SAFETY: a ShmNode owns its mappings and descriptors (all Send) and keeps
+// its local state in Cells and raw pointers into its own mappings; nothing
+// is tied to the creating thread. It is not Sync: it must be used by one
+// thread at a time, which `&self` methods over Cells require and `Send`
+// alone does not break.
+unsafe impl Send for ShmNode {}
+
+impl ShmNode {
+    /// Creates this rank's inbox for a group of `size` ranks.
+    pub fn create(rank: usize, size: usize, cfg: &ShmConfig) -> io::Result<ShmNode> {
+        cfg.validate()?;
+        if rank >= size {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("rank {rank} >= size {size}"),
+            ));
+        }
+        // Lets peers read our memory with CMA even under Yama; harmless if refused.
+        let _ = sys::set_ptracer_any();
+        let layout = Layout {
+            size,
+            ring_bytes: cfg.ring_bytes,
+            stream_bytes: cfg.stream_bytes,
+        };
+        let total = layout
+            .total()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "inbox too large"))?;
+        let inbox_fd = sys::memfd_create(c"goal-inbox")?;
+        sys::ftruncate(inbox_fd.as_fd(), total as u64)?;
+        let inbox = Arc::new(Mapping::new(inbox_fd.as_fd(), total, true)?);
+        // The header, written before anyone can see the segment (the address
+        // is handed out only after `create` returns).
+        for (off, v) in [
+            (layout::H_SIZE, size as u64),
+            (layout::H_RANK, rank as u64),
+            (layout::H_RING_BYTES, cfg.ring_bytes as u64),
+            (layout::H_STREAM_BYTES, cfg.stream_bytes as u64),
+            (layout::H_PID, sys::getpid() as u64),
+            (layout::H_MAGIC, layout::MAGIC),
+        ] {
+            inbox.atomic_u64(off).store(v, Ordering::Release);
+        }
+        let incoming = (0..size)
+            .map(|s| {
+                (s != rank).then(|| Incoming {
+                    ring: RingConsumer::new(inbox.clone(), &layout, s),
+                    stream: StreamConsumer::new(inbox.clone(), &layout, s),
+                })
+            })
+            .collect();
+        let heap = Arc::new(Heap::create(cfg.heap_bytes)?);
+        Ok(ShmNode {
+            rank,
+            size,
+            layout,
+            doorbell: Arc::new(Doorbell::new(inbox.clone())),
+            inbox,
+            inbox_fd,
+            heap,
+            peers: (0..size).map(|_| None).collect(),
+            incoming,
+            dirty: (0..size.div_ceil(64)).map(|_| Cell::new(0)).collect(),
+            polling: Cell::new(false),
+        })
+    }
+
+    /// What peers need to attach to this rank (opaque bytes).
+    pub fn address(&self) -> Vec<u8> {
+        Address {
+            pid: sys::getpid(),
+            inbox_fd: self.inbox_fd.as_raw_fd(),
+            inbox_len: self.inbox.len() as u64,
+            heap_fd: self.heap.raw_fd(),
+            heap_bytes: self.heap.reserve() as u64,
+            size: self.size as u64,
+            rank: self.rank as u64,
+            ring_bytes: self.layout.ring_bytes as u64,
+            stream_bytes: self.layout.stream_bytes as u64,
+        }
+        .encode()
+    }
+
+    /// Attaches to `peer`'s inbox and starts watching it.
+    pub fn connect(&mut self, peer: usize, address: &[u8]) -> io::Result<()> {
+        let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        if peer >= self.size || peer == self.rank {
+            return Err(invalid(format!(
+                "rank {} cannot connect to rank {peer} (size {})",
+                self.rank, self.size
+            )));
+        }
+        let a = Address::decode(address)?;
+        if a.rank != peer as u64 || a.size != self.size as u64 {
+            return Err(invalid(format!(
+                "address is rank {} of {}, expected rank {peer} of {}",
+                a.rank, a.size, self.size
+            )));
+        }
+        if a.ring_bytes != self.layout.ring_bytes as u64
+            || a.stream_bytes != self.layout.stream_bytes as u64
+        {
+            return Err(invalid(format!(
+                "rank {peer} uses ring/stream sizes {}/{}, this rank {}/{}: set GOAL_SHM_RING_BYTES and \
+                 GOAL_SHM_STREAM_BYTES alike on every rank",
+                a.ring_bytes, a.stream_bytes, self.layout.ring_bytes, self.layout.stream_bytes
+            )));
+        }
+        let total = self.layout.total().unwrap_or(usize::MAX);
+        if a.inbox_len != total as u64 {
+            return Err(invalid(format!(
+                "rank {peer}'s inbox is {} bytes, expected {total}",
+                a.inbox_len
+            )));
+        }
+        // Watch first: if the process is gone now, say so rather than maybe
+        // opening a recycled pid's descriptor.
+        let pidfd = sys::pidfd_open(a.pid)?;
+        let fd = sys::open_proc_fd(a.pid, a.inbox_fd, true)?;
+        if sys::file_size(fd.as_fd())? < total as u64 {
+            return Err(invalid(format!(
+                "rank {peer}'s inbox file is shorter than its address says"
+            )));
+        }
+        let inbox = Arc::new(Mapping::new(fd.as_fd(), total, true)?);
+        let header = |off| inbox.atomic_u64(off).load(Ordering::Acquire);
+        if header(layout::H_MAGIC) != layout::MAGIC
+            || header(layout::H_RANK) != peer as u64
+            || header(layout::H_PID) != a.pid as u64
+        {
+            return Err(invalid(format!(
+                "/proc/{}/fd/{} is not rank {peer}'s inbox",
+                a.pid, a.inbox_fd
+            )));
+        }
+        self.peers[peer] = Some(Peer {
+            pid: a.pid,
+            pidfd,
+            ring: RingProducer::new(inbox.clone(), &self.layout, self.rank),
+            stream: StreamProducer::new(inbox.clone(), &self.layout, self.rank),
+            bell: RemoteBell::new(inbox.clone()),
+            inbox,
+            heap_fd: a.heap_fd,
+            heap_bytes: a.heap_bytes,
+            heap: OnceCell::new(),
+        });
+        Ok(())
+    }
+
+    /// The largest payload `try_send` accepts.
+    pub fn max_eager(&self) -> usize {
+        ring::max_payload(self.layout.ring_bytes)
+    }
+
+    fn peer(&self, peer: usize) -> &Peer {
+        match self.peers.get(peer) {
+            Some(Some(p)) => p,
+            _ => panic!(
+                "goal shm: rank {} is not connected to rank {peer}",
+                self.rank
+            ),
+        }
+    }
+
+    fn mark_dirty(&self, peer: usize) {
+        let w = &self.dirty[peer / 64];
+        w.set(w.get() | 1 << (peer % 64));
+    }
+
+    /// Writes one message to `peer`'s ring. `Ok(false)`: the ring is full, try later.
+    pub fn try_send(&self, peer: usize, env: &Envelope, payload: &[&[u8]]) -> io::Result<bool> {
+        let Some(Some(p)) = self.peers.get(peer) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!(
+                    "goal shm: rank {} is not connected to rank {peer}",
+                    self.rank
+                ),
+            ));
+        };
+        let len: usize = payload.iter().map(|s| s.len()).sum();
+        if len > self.max_eager() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "payload of {len} bytes exceeds max_eager {}",
+                    self.max_eager()
+                ),
+            ));
+        }
+        if !p.ring.try_push(env, payload, len) {
+            return Ok(false);
+        }
+        self.mark_dirty(peer);
+        Ok(true)
+    }
+
+    /// Hands every message present to `f` (source rank, envelope, payload in
+    /// place), in order per source; returns how many.
+    pub fn poll(&self, f: &mut dyn FnMut(usize, &Envelope, &[u8])) -> usize {
+        if self.polling.replace(true) {
+            return 0;
+        }
+        // Reset the flag even if a callback panics.
+        struct Reset<'a>(&'a Cell<bool>);
+        impl Drop for Reset<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+        let _reset = Reset(&self.polling);
+        let mut n = 0;
+        for (s, inc) in self.incoming.iter().enumerate() {
+            if let Some(inc) = inc {
+                let k = inc.ring.drain(&mut |env, payload| f(s, env, payload));
+                if k != 0 {
+                    // Ring space freed: the sender may wait for it.
+                    self.mark_dirty(s);
+                    n += k;
+                }
+            }
+        }
+        n
+    }
+
+    /// Copies as much of `data` as fits into the stream to `peer`; returns the bytes taken.
+    ///
+    /// # Panics
+    ///
+    /// If `peer` is not connected.
+    pub fn stream_push(&self, peer: usize, data: &[u8]) -> usize {
+        let n = self.peer(peer).stream.push(data);
+        if n != 0 {
+            self.mark_dirty(peer);
+        }
+        n
+    }
+
+    /// Copies up to `dst.len()` bytes from the stream from `peer`; returns the bytes copied.
+    pub fn stream_pop(&self, peer: usize, dst: &mut [u8]) -> usize {
+        let inc = self.incoming[peer]
+            .as_ref()
+            .expect("goal shm: no stream from myself");
+        let n = inc.stream.pop(dst);
+        if n != 0 {
+            // Stream space freed: the sender may wait for it.
+            self.mark_dirty(peer);
+        }
+        n
+    }
+
+    /// Total bytes `peer` has released for messages from me (monotonic).
+    ///
+    /// # Panics
+    ///
+    /// If `peer` is not connected.
+    pub fn credits_returned(&self, peer: usize) -> u64 {
+        let pair = self.layout.pair(self.rank);
+        self.peer(peer)
+            .inbox
+            .atomic_u64(pair + layout::P_CREDITS)
+            .load(Ordering::Acquire)
+    }
+
+    /// Publishes the total bytes I have released for messages from `peer` (monotonic).
+    pub fn return_credits(&self, peer: usize, total: u64) {
+        assert!(
+            peer < self.size && peer != self.rank,
+            "goal shm: bad peer {peer}"
+        );
+        let pair = self.layout.pair(peer);
+        self.inbox
+            .atomic_u64(pair + layout::P_CREDITS)
+            .store(total, Ordering::Release);
+        self.mark_dirty(peer);
+    }
+
+    /// Wakes the peers written to since the last flush, if they sleep.
+    pub fn flush(&self) {
+        let mut fenced = false;
+        for (i, w) in self.dirty.iter().enumerate() {
+            let mut bits = w.replace(0);
+            if bits == 0 {
+                continue;
+            }
+            if !fenced {
+                // Orders every write above before the loads of the peers'
+                // `sleepers` (see the doorbell protocol).
+                fence(Ordering::SeqCst);
+                fenced = true;
+            }
+            while bits != 0 {
+                let p = i * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(Some(peer)) = self.peers.get(p) {
+                    peer.bell.wake_if_sleeping();
+                }
+            }
+        }
+    }
+
+    /// The doorbell this process sleeps on.
+    pub fn doorbell(&self) -> Arc<Doorbell> {
+        self.doorbell.clone()
+    }
+
+    /// Non-blocking: the first peer found dead, if any.
+    pub fn check_peers(&self) -> Result<(), PeerLost> {
+        let mut ranks = Vec::new();
+        let mut fds: Vec<libc::pollfd> = Vec::new();
+        for (r, p) in self.peers.iter().enumerate() {
+            if let Some(p) = p {
+                ranks.push(r);
+                fds.push(libc::pollfd {
+                    fd: p.pidfd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+        }
+        match sys::poll(&mut fds, 0) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            // Cannot tell (out of memory, say): do not invent a death; the
+            // next call, ~100 ms later, asks again.
+            Err(_) => return Ok(()),
+        }
+        for (i, fd) in fds.iter().enumerate() {
+            if fd.revents != 0 {
+                let rank = ranks[i];
+                let p = self.peers[rank]
+                    .as_ref()
+                    .expect("polled peers are connected");
+                let cause = match sys::waitid_pidfd(p.pidfd.as_fd()) {
+                    Ok(Some(sys::ExitCause::Exited(code))) => format!("exited with status {code}"),
+                    Ok(Some(sys::ExitCause::Killed { signal, dumped })) => {
+                        format!(
+                            "killed by signal {signal}{}",
+                            if dumped { " (core dumped)" } else { "" }
+                        )
+                    }
+                    _ => "exited".to_string(),
+                };
+                return Err(PeerLost { rank, cause });
+            }
+        }
+        Ok(())
+    }
+
+    /// The process id of `peer`.
+    ///
+    /// # Panics
+    ///
+    /// If `peer` is neither this rank nor connected.
+    pub fn peer_pid(&self, peer: usize) -> i32 {
+        if peer == self.rank {
+            return sys::getpid();
+        }
+        self.peer(peer).pid
+    }
+
+    /// This rank's shared heap (`GOAL_Alloc`).
+    pub fn heap(&self) -> Arc<Heap> {
+        self.heap.clone()
+    }
+
+    /// Copies `dst.len()` bytes at `offset` of `peer`'s shared heap into `dst`.
+    ///
+    /// The first call for a peer maps its whole heap read-only (through
+    /// `/proc/<pid>/fd/<fd>`); later calls are a bounds check and a `memcpy`.
+    /// `peer` may be this rank.
+    pub fn read_peer_heap(&self, peer: usize, offset: u64, dst: &mut [u8]) -> io::Result<()> {
+        let (base, reserve) = if peer == self.rank {
+            (self.heap.base() as *const u8, self.heap.reserve())
+        } else {
+            let Some(Some(p)) = self.peers.get(peer) else {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    format!("rank {peer} is not connected"),
+                ));
+            };
+            if p.heap.get().is_none() {
+                let fd = sys::open_proc_fd(p.pid, p.heap_fd, false)?;
+                let len = usize::try_from(p.heap_bytes)
+                    .map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+                let _ = p.heap.set(Mapping::new(fd.as_fd(), len, false)?);
+            }
+            let map = p.heap.get().expect("mapped above");
+            (map.ptr() as *const u8, map.len())
+        };
+        match (offset as usize).checked_add(dst.len()) {
+            Some(end) if offset <= usize::MAX as u64 && end <= reserve => {}
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "range {offset}+{} lies outside rank {peer}'s {reserve}-byte heap",
+                        dst.len()
+                    ),
+                ))
+            }
+        }
+        // SAFETY: (1) `[offset, offset+len)` lies inside a live heap mapping
+        // of `reserve` bytes (checked above; the mapping is owned by `self`);
+        // (2) `copy` tolerates overlap, should `dst` itself live in my heap;
+        // (3) what the owner writes there concurrently is for the runtime's
+        // protocol to exclude: the bytes are plain data, any value is valid.
+        unsafe { std::ptr::copy(base.add(offset as usize), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+}

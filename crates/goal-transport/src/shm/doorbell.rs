@@ -1,0 +1,158 @@
+//! The doorbell: where a rank's threads sleep until someone writes to them.
+//!
+//! Two words in the header of each inbox, each on its own line:
+//!
+//! * `bell`: a futex word, bumped by whoever wants to wake the sleepers;
+//! * `sleepers`: how many threads of the owner are between
+//!   [`Doorbell::prepare`] and the end of their sleep.
+//!
+//! No wake-up is lost, by the usual Dekker-style argument, with SeqCst on
+//! both sides:
+//!
+//! ```text
+//! sleeper                                 waker (a peer, after writing)
+//!   sleepers += 1; fence                    publish data (Release)
+//!   token = bell                            fence
+//!   re-check every source of work           if sleepers > 0:
+//!   futex_wait(bell, token)                     bell += 1; futex_wake(bell)
+//! ```
+//!
+//! Either the waker sees `sleepers > 0` and bumps `bell` (then the futex
+//! wait returns at once or is woken), or the sleeper's re-check comes after
+//! the waker's write in the single SeqCst order and sees the data. Peers
+//! only pay for a wake-up (a syscall) when someone actually sleeps.
+//!
+//! A third word, `polling`, counts the owner's threads that are polling
+//! right now ([`Doorbell::polling`]). While it is non-zero a waker skips the
+//! wake-up even if some other thread of the owner sleeps: the poller will see
+//! the data. This keeps a spinning waiter's peer from paying a system call
+//! per message because a helper thread sleeps beside it. A poller that stops
+//! (the guard drops: `polling -= 1`, SeqCst) must re-check for work once
+//! afterwards; by the same argument as above, data it misses in that
+//! re-check was written after the decrement and its waker saw `polling == 0`.
+//!
+//! The futex is *shared* (no `FUTEX_PRIVATE_FLAG`): the kernel keys it by
+//! the memfd page, so a waker in another process, which maps the inbox at
+//! another address, reaches the same waiters.
+
+use super::layout::{H_BELL, H_POLLING, H_SLEEPERS};
+use super::map::Mapping;
+use crate::sync::{fence, AtomicU32, Ordering};
+use crate::sys;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where a process sleeps until a peer or another of its threads rings.
+///
+/// Invariant: `map` is an inbox mapping, and `bell`/`sleepers` are its header words.
+pub struct Doorbell {
+    map: Arc<Mapping>,
+}
+
+impl Doorbell {
+    /// The doorbell in the header of the inbox `map`.
+    pub(crate) fn new(map: Arc<Mapping>) -> Doorbell {
+        // Check the offsets once (they panic if out of range).
+        let _ = (map.atomic_u32(H_BELL), map.atomic_u32(H_SLEEPERS));
+        Doorbell { map }
+    }
+
+    fn bell(&self) -> &AtomicU32 {
+        self.map.atomic_u32(H_BELL)
+    }
+
+    fn sleepers(&self) -> &AtomicU32 {
+        self.map.atomic_u32(H_SLEEPERS)
+    }
+
+    /// Registers the caller as a sleeper. After this, re-check for work; then
+    /// `sleep` or drop the guard.
+    pub fn prepare(&self) -> SleepGuard<'_> {
+        self.sleepers().fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let token = self.bell().load(Ordering::SeqCst);
+        SleepGuard { bell: self, token }
+    }
+
+    /// Marks the caller as actively polling until the guard drops (see the
+    /// module documentation: after the drop, re-check for work once).
+    pub fn polling(&self) -> PollGuard<'_> {
+        self.map.atomic_u32(H_POLLING).fetch_add(1, Ordering::SeqCst);
+        PollGuard { bell: self }
+    }
+
+    /// Wakes every thread of this process that sleeps here.
+    pub fn ring(&self) {
+        wake(self.bell(), self.sleepers());
+    }
+}
+
+/// Bumps `bell` and wakes its waiters, if `sleepers` says there are any.
+/// The caller has published its data and issued a SeqCst fence, or relies
+/// on the SeqCst RMW below.
+fn wake(bell: &AtomicU32, sleepers: &AtomicU32) {
+    bell.fetch_add(1, Ordering::SeqCst);
+    if sleepers.load(Ordering::SeqCst) > 0 {
+        let _ = sys::futex_wake(bell, i32::MAX);
+    }
+}
+
+/// An active poller (see [`Doorbell::polling`]).
+///
+/// Invariant: while it lives, `polling` counts it.
+pub struct PollGuard<'a> {
+    bell: &'a Doorbell,
+}
+
+impl Drop for PollGuard<'_> {
+    fn drop(&mut self) {
+        self.bell.map.atomic_u32(H_POLLING).fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A registered sleeper (see [`Doorbell::prepare`]).
+///
+/// Invariant: while it lives, `bell.sleepers` counts it; `token` is the
+/// value of `bell` read after registering.
+pub struct SleepGuard<'a> {
+    bell: &'a Doorbell,
+    token: u32,
+}
+
+impl SleepGuard<'_> {
+    /// Sleeps in the kernel until rung or `timeout` has passed.
+    pub fn sleep(self, timeout: Duration) {
+        // A wake-up between `prepare` and here changed `bell`: the wait then
+        // returns at once (EAGAIN). Spurious returns are allowed by the contract.
+        let _ = sys::futex_wait(self.bell.bell(), self.token, Some(timeout));
+        // `self` drops here and unregisters.
+    }
+}
+
+impl Drop for SleepGuard<'_> {
+    fn drop(&mut self) {
+        self.bell.sleepers().fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The waking side of a peer's doorbell, inside the peer's inbox.
+pub(crate) struct RemoteBell {
+    map: Arc<Mapping>,
+}
+
+impl RemoteBell {
+    /// The doorbell in the header of the peer inbox `map`.
+    pub(crate) fn new(map: Arc<Mapping>) -> RemoteBell {
+        let _ = (map.atomic_u32(H_BELL), map.atomic_u32(H_SLEEPERS));
+        RemoteBell { map }
+    }
+
+    /// Wakes the peer if it sleeps. The caller has published its writes and
+    /// issued `fence(SeqCst)` since.
+    pub(crate) fn wake_if_sleeping(&self) {
+        let sleepers = self.map.atomic_u32(H_SLEEPERS);
+        if self.map.atomic_u32(H_POLLING).load(Ordering::SeqCst) == 0 && sleepers.load(Ordering::SeqCst) > 0 {
+            wake(self.map.atomic_u32(H_BELL), sleepers);
+        }
+    }
+}

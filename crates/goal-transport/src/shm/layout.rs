@@ -1,0 +1,88 @@
+//! Byte layout of an inbox segment.
+//!
+//! ```text
+//! inbox of rank r (one memfd, created and sized by r):
+//!
+//!   header page   [magic, version, size, rank, ring_bytes, stream_bytes, pid]   line 0
+//!                 bell: u32      (rung by peers and by r's own threads)      line 1
+//!                 sleepers: u32  (r's threads inside a SleepGuard)            line 2
+//!   pair block s = 0..size, one per sender s (the block s == r is unused):
+//!     control page  ring tail      (written by s, the producer)           line 0
+//!                   ring head      (written by r, the consumer)           line 1
+//!                   stream tail    (written by s)                          line 2
+//!                   stream head    (written by r)                          line 3
+//!                   credits        (written by r, read by s)               line 4
+//!     ring data     ring_bytes     (message records, s -> r)
+//!     stream data   stream_bytes   (bulk bytes, s -> r)
+//! ```
+//!
+//! Each shared word sits alone on a [`LINE`]-byte slot, so that the side
+//! that writes it never invalidates a line the other side polls for another
+//! reason (128 bytes: the x86 spatial prefetcher pulls lines in pairs).
+//! Counters are 64-bit byte counts that only grow, so full and empty are
+//! never confused and no wrap-around arithmetic is needed in practice.
+
+/// Bytes between two independently written shared words.
+pub(crate) const LINE: usize = 128;
+/// Bytes of the segment header (one page).
+pub(crate) const HEADER_BYTES: usize = 4096;
+/// Bytes of a pair block's control area (one page).
+pub(crate) const CONTROL_BYTES: usize = 4096;
+
+/// "GOALSHM1": tells a mapped segment is an inbox of this layout version.
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"GOALSHM1");
+
+/// Header word offsets.
+pub(crate) const H_MAGIC: usize = 0;
+pub(crate) const H_SIZE: usize = 8;
+pub(crate) const H_RANK: usize = 16;
+pub(crate) const H_RING_BYTES: usize = 24;
+pub(crate) const H_STREAM_BYTES: usize = 32;
+pub(crate) const H_PID: usize = 40;
+pub(crate) const H_BELL: usize = LINE;
+pub(crate) const H_SLEEPERS: usize = 2 * LINE;
+/// Threads of the owner polling actively (beside `sleepers`: wakers read both).
+pub(crate) const H_POLLING: usize = 2 * LINE + 8;
+
+/// Control word offsets inside a pair block.
+pub(crate) const P_RING_TAIL: usize = 0;
+pub(crate) const P_RING_HEAD: usize = LINE;
+pub(crate) const P_STREAM_TAIL: usize = 2 * LINE;
+pub(crate) const P_STREAM_HEAD: usize = 3 * LINE;
+pub(crate) const P_CREDITS: usize = 4 * LINE;
+
+/// Geometry of one inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Ranks in the group (pair blocks in the segment).
+    pub size: usize,
+    /// Bytes of each message ring; a power of two.
+    pub ring_bytes: usize,
+    /// Bytes of each stream; a power of two.
+    pub stream_bytes: usize,
+}
+
+impl Layout {
+    /// Bytes of one pair block.
+    pub(crate) fn pair_bytes(&self) -> usize {
+        CONTROL_BYTES + self.ring_bytes + self.stream_bytes
+    }
+    /// Offset of the pair block for sender `s`.
+    pub(crate) fn pair(&self, s: usize) -> usize {
+        HEADER_BYTES + s * self.pair_bytes()
+    }
+    /// Offset of the ring data of the pair block for sender `s`.
+    pub(crate) fn ring_data(&self, s: usize) -> usize {
+        self.pair(s) + CONTROL_BYTES
+    }
+    /// Offset of the stream data of the pair block for sender `s`.
+    pub(crate) fn stream_data(&self, s: usize) -> usize {
+        self.ring_data(s) + self.ring_bytes
+    }
+    /// Total bytes of the segment.
+    pub(crate) fn total(&self) -> Option<usize> {
+        self.pair_bytes()
+            .checked_mul(self.size)?
+            .checked_add(HEADER_BYTES)
+    }
+}

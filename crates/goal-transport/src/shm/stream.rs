@@ -1,0 +1,190 @@
+//! The bulk stream: a single-producer/single-consumer byte ring for large
+//! transfers.
+//!
+//! Unlike the message ring there are no records: the producer copies in as
+//! many bytes as fit and the consumer copies out as many as are there, each
+//! copy split in two at the wrap point. To let both copies run at the same
+//! time on two cores, a push publishes its `tail` every [`CHUNK`] bytes and a
+//! pop releases its `head` every [`CHUNK`] bytes, rather than once at the end.
+//! Same counters, orderings and caching as the ring (see `ring.rs`).
+
+use super::layout::{Layout, P_STREAM_HEAD, P_STREAM_TAIL};
+use super::map::Mapping;
+use crate::sync::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::Arc;
+
+/// Bytes copied between two publications of a counter.
+pub(crate) const CHUNK: usize = 64 << 10;
+
+/// The pointers one side of a stream needs, all inside `map`.
+///
+/// Invariant: `tail`/`head` point at the pair block's stream counters and
+/// `data` at its `cap` stream bytes, all inside `map`, which the struct keeps
+/// alive.
+struct StreamPtrs {
+    _map: Arc<Mapping>,
+    tail: *const AtomicU64,
+    head: *const AtomicU64,
+    data: *mut u8,
+    /// Stream size in bytes: a power of two.
+    cap: u64,
+}
+
+impl StreamPtrs {
+    fn new(map: Arc<Mapping>, layout: &Layout, sender: usize) -> StreamPtrs {
+        let pair = layout.pair(sender);
+        let tail: *const AtomicU64 = map.atomic_u64(pair + P_STREAM_TAIL);
+        let head: *const AtomicU64 = map.atomic_u64(pair + P_STREAM_HEAD);
+        let off = layout.stream_data(sender);
+        assert!(off + layout.stream_bytes <= map.len());
+        // SAFETY: `off + stream_bytes <= map.len()` (checked above).
+        let data = unsafe { map.ptr().add(off) };
+        StreamPtrs {
+            _map: map,
+            tail,
+            head,
+            data,
+            cap: layout.stream_bytes as u64,
+        }
+    }
+    fn tail(&self) -> &AtomicU64 {
+        // SAFETY: points into `_map`, alive as long as `self` (struct invariant).
+        unsafe { &*self.tail }
+    }
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: as for `tail`.
+        unsafe { &*self.head }
+    }
+}
+
+/// The sending side of the stream `me -> peer`, inside the peer's inbox.
+pub(crate) struct StreamProducer {
+    ptrs: StreamPtrs,
+    /// Bytes ever published; equal to the shared `tail` (we are its only writer).
+    local_tail: Cell<u64>,
+    /// A value the shared `head` has had (`<= head`).
+    cached_head: Cell<u64>,
+}
+
+impl StreamProducer {
+    /// The producer of the stream `sender -> owner of map`.
+    pub(crate) fn new(map: Arc<Mapping>, layout: &Layout, sender: usize) -> StreamProducer {
+        let ptrs = StreamPtrs::new(map, layout, sender);
+        let tail = ptrs.tail().load(Ordering::Relaxed);
+        let head = ptrs.head().load(Ordering::Acquire);
+        StreamProducer {
+            ptrs,
+            local_tail: Cell::new(tail),
+            cached_head: Cell::new(head),
+        }
+    }
+
+    /// Copies as much of `src` as fits; returns the bytes taken.
+    pub(crate) fn push(&self, src: &[u8]) -> usize {
+        let cap = self.ptrs.cap;
+        let mut tail = self.local_tail.get();
+        let mut free = cap - (tail - self.cached_head.get());
+        if (free as usize) < src.len() {
+            self.cached_head
+                .set(self.ptrs.head().load(Ordering::Acquire));
+            free = cap - (tail - self.cached_head.get());
+        }
+        let n = src.len().min(free as usize);
+        let mut done = 0;
+        while done < n {
+            let k = (n - done).min(CHUNK);
+            // SAFETY: the `k` bytes from `tail` are free (the consumer
+            // released them: Acquire load of `head`), so only we touch them
+            // until we publish; `copy_in` stays inside the ring.
+            unsafe { copy_in(self.ptrs.data, cap, tail, &src[done..done + k]) };
+            tail += k as u64;
+            done += k;
+            self.ptrs.tail().store(tail, Ordering::Release);
+        }
+        self.local_tail.set(tail);
+        n
+    }
+}
+
+/// The receiving side of the stream `sender -> me`, inside my inbox.
+pub(crate) struct StreamConsumer {
+    ptrs: StreamPtrs,
+    /// Bytes ever consumed; equal to the shared `head` (we are its only writer).
+    local_head: Cell<u64>,
+    /// A value the shared `tail` has had (`<= tail`); bytes below it are published.
+    cached_tail: Cell<u64>,
+}
+
+impl StreamConsumer {
+    /// The consumer of the stream `sender -> owner of map`.
+    pub(crate) fn new(map: Arc<Mapping>, layout: &Layout, sender: usize) -> StreamConsumer {
+        let ptrs = StreamPtrs::new(map, layout, sender);
+        let head = ptrs.head().load(Ordering::Relaxed);
+        StreamConsumer {
+            ptrs,
+            local_head: Cell::new(head),
+            cached_tail: Cell::new(head),
+        }
+    }
+
+    /// Copies up to `dst.len()` available bytes into `dst`; returns how many.
+    pub(crate) fn pop(&self, dst: &mut [u8]) -> usize {
+        let cap = self.ptrs.cap;
+        let mut head = self.local_head.get();
+        let mut avail = self.cached_tail.get() - head;
+        if (avail as usize) < dst.len() {
+            self.cached_tail
+                .set(self.ptrs.tail().load(Ordering::Acquire));
+            avail = self.cached_tail.get() - head;
+        }
+        let n = dst.len().min(avail as usize);
+        let mut done = 0;
+        while done < n {
+            let k = (n - done).min(CHUNK);
+            // SAFETY: the `k` bytes from `head` are published (Acquire load
+            // of `tail`) and the producer leaves them alone until we release
+            // them below; `copy_out` stays inside the ring.
+            unsafe { copy_out(self.ptrs.data, cap, head, &mut dst[done..done + k]) };
+            head += k as u64;
+            done += k;
+            self.ptrs.head().store(head, Ordering::Release);
+        }
+        self.local_head.set(head);
+        n
+    }
+}
+
+/// Copies `src` into the ring of `cap` bytes at `data`, starting at counter `pos`.
+///
+/// # Safety
+///
+/// `data` must point at `cap` writable bytes (`cap` a power of two,
+/// `src.len() <= cap`), and nobody else may access the `src.len()` ring bytes
+/// from `pos` during the call.
+unsafe fn copy_in(data: *mut u8, cap: u64, pos: u64, src: &[u8]) {
+    let off = (pos & (cap - 1)) as usize;
+    let first = src.len().min(cap as usize - off);
+    // SAFETY: both halves lie inside the ring (`off + first <= cap`,
+    // `src.len() - first <= cap`) and are ours alone (caller's contract).
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), data.add(off), first);
+        std::ptr::copy_nonoverlapping(src.as_ptr().add(first), data, src.len() - first);
+    }
+}
+
+/// Copies `dst.len()` bytes out of the ring of `cap` bytes at `data`,
+/// starting at counter `pos`.
+///
+/// # Safety
+///
+/// As for [`copy_in`], with the ring bytes readable.
+unsafe fn copy_out(data: *const u8, cap: u64, pos: u64, dst: &mut [u8]) {
+    let off = (pos & (cap - 1)) as usize;
+    let first = dst.len().min(cap as usize - off);
+    // SAFETY: as in `copy_in`, mirrored.
+    unsafe {
+        std::ptr::copy_nonoverlapping(data.add(off), dst.as_mut_ptr(), first);
+        std::ptr::copy_nonoverlapping(data, dst.as_mut_ptr().add(first), dst.len() - first);
+    }
+}

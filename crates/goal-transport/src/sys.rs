@@ -1,0 +1,380 @@
+//! Thin, safe wrappers over the Linux system calls the transport uses.
+//!
+//! Every call goes through `cvt` (or `cvt_long`), which turns the C
+//! convention (`-1` and `errno`) into an [`io::Error`]. Callers that must
+//! treat "try again" specially (`EAGAIN`, `EINTR`, `ETIMEDOUT`) match on the
+//! raw OS error in one visible arm rather than hiding it in the helper.
+//!
+//! Nothing here knows about rings or ranks: this is the only module that
+//! speaks `libc`, so the rest of the crate reads in terms of file
+//! descriptors, mappings and futex words.
+
+use crate::sync::AtomicU32;
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// Turns a C return value into `io::Result`: `-1` becomes the current `errno`.
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// [`cvt`] for calls returning `long` / `ssize_t` (raw `syscall(2)` and friends).
+fn cvt_long(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Wraps a freshly returned descriptor.
+fn owned(fd: libc::c_int) -> OwnedFd {
+    // SAFETY: the caller passes a descriptor the kernel has just returned to
+    // us (checked by `cvt`), which nothing else owns.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// The calling process's id.
+pub fn getpid() -> i32 {
+    // SAFETY: getpid has no preconditions and cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// The system page size in bytes.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n <= 0 {
+        4096
+    } else {
+        n as usize
+    }
+}
+
+/// `memfd_create(name, MFD_CLOEXEC)`: an anonymous, sparse, shareable file.
+pub fn memfd_create(name: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is a valid NUL-terminated string for the whole call.
+    let fd = cvt(unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) })?;
+    Ok(owned(fd))
+}
+
+/// `ftruncate(fd, len)`.
+pub fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+    let len =
+        libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: plain syscall on a descriptor we borrow; no memory is passed.
+    cvt(unsafe { libc::ftruncate(fd.as_raw_fd(), len) })?;
+    Ok(())
+}
+
+/// Size in bytes of the file behind `fd` (`fstat`).
+pub fn file_size(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    Ok(fstat(fd)?.st_size as u64)
+}
+
+/// Bytes of storage actually allocated to the file behind `fd` (`st_blocks * 512`).
+pub fn allocated_bytes(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    Ok(fstat(fd)?.st_blocks as u64 * 512)
+}
+
+fn fstat(fd: BorrowedFd<'_>) -> io::Result<libc::stat> {
+    // SAFETY: `stat` is plain old data; all-zero is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable `struct stat` for the duration of the call.
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    Ok(st)
+}
+
+/// Opens descriptor `fd` of process `pid` through `/proc/<pid>/fd/<fd>`.
+///
+/// This reopens the *file* the descriptor refers to (a memfd here), with its
+/// own access mode, as long as we may inspect that process (same user).
+pub fn open_proc_fd(pid: i32, fd: RawFd, writable: bool) -> io::Result<OwnedFd> {
+    let path = format!("/proc/{pid}/fd/{fd}\0");
+    let flags = libc::O_CLOEXEC
+        | if writable {
+            libc::O_RDWR
+        } else {
+            libc::O_RDONLY
+        };
+    // SAFETY: `path` is NUL-terminated and outlives the call.
+    let fd = cvt(unsafe { libc::open(path.as_ptr().cast(), flags) })
+        .map_err(|e| io::Error::new(e.kind(), format!("open /proc/{pid}/fd/{fd}: {e}")))?;
+    Ok(owned(fd))
+}
+
+/// Maps `len` bytes of `fd` from offset 0, `MAP_SHARED | MAP_NORESERVE`,
+/// readable, and writable if asked. Returns the base address.
+///
+/// Creating a mapping at an address the kernel chooses cannot disturb any
+/// existing Rust object, so this is safe; *using* the pointer is not.
+pub fn mmap_shared(fd: BorrowedFd<'_>, len: usize, writable: bool) -> io::Result<*mut u8> {
+    let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
+    // SAFETY: a null hint and no MAP_FIXED: the kernel picks a fresh range, so
+    // no existing memory is replaced.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            prot,
+            libc::MAP_SHARED | libc::MAP_NORESERVE,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
+/// `munmap(ptr, len)`.
+///
+/// # Safety
+///
+/// `[ptr, ptr+len)` must be a mapping made by [`mmap_shared`] that no live
+/// reference or pointer will be used to access afterwards.
+pub unsafe fn munmap(ptr: *mut u8, len: usize) -> io::Result<()> {
+    // SAFETY: the caller guarantees the range is ours and unused from now on.
+    cvt(unsafe { libc::munmap(ptr.cast(), len) })?;
+    Ok(())
+}
+
+/// `madvise(ptr, len, advice)`, e.g. `MADV_REMOVE` to free shmem pages.
+///
+/// # Safety
+///
+/// `[ptr, ptr+len)` must be mapped by this process, and the advice must not
+/// invalidate data that live Rust references still rely on (`MADV_REMOVE`
+/// and `MADV_DONTNEED` zero the range).
+pub unsafe fn madvise(ptr: *mut u8, len: usize, advice: libc::c_int) -> io::Result<()> {
+    // SAFETY: the caller guarantees the range is mapped and may be discarded.
+    cvt(unsafe { libc::madvise(ptr.cast(), len, advice) })?;
+    Ok(())
+}
+
+/// Gives the storage of `[offset, offset+len)` of `fd` back to the system;
+/// the range then reads as zeros and the file keeps its size
+/// (`fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)`).
+pub fn punch_hole(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: plain syscall on a borrowed descriptor; no memory is passed.
+    cvt(unsafe {
+        libc::fallocate(
+            fd.as_raw_fd(),
+            mode,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// How a [`futex_wait`] ended. None of these is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FutexWait {
+    /// Woken by `FUTEX_WAKE` (or spuriously).
+    Woken,
+    /// The word no longer held `expected` when the kernel looked (`EAGAIN`).
+    ValueChanged,
+    /// The timeout passed (`ETIMEDOUT`).
+    TimedOut,
+    /// A signal arrived (`EINTR`).
+    Interrupted,
+}
+
+/// `FUTEX_WAIT` on a word in *shared* memory (no `FUTEX_PRIVATE_FLAG`, so
+/// the futex is keyed by the underlying file page and works across processes
+/// mapping the same memfd). Sleeps while `*word == expected`, at most
+/// `timeout` if given.
+pub fn futex_wait(
+    word: &AtomicU32,
+    expected: u32,
+    timeout: Option<Duration>,
+) -> io::Result<FutexWait> {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live, aligned 32-bit atomic; `ts_ptr` is null or
+    // points at `ts`, which outlives the call; the remaining arguments are
+    // ignored by FUTEX_WAIT.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            ts_ptr,
+            0usize,
+            0u32,
+        )
+    };
+    match cvt_long(r) {
+        Ok(_) => Ok(FutexWait::Woken),
+        Err(e) => match e.raw_os_error() {
+            Some(libc::EAGAIN) => Ok(FutexWait::ValueChanged),
+            Some(libc::ETIMEDOUT) => Ok(FutexWait::TimedOut),
+            Some(libc::EINTR) => Ok(FutexWait::Interrupted),
+            _ => Err(e),
+        },
+    }
+}
+
+/// `FUTEX_WAKE` (shared): wakes up to `n` waiters on `word`; returns how many.
+pub fn futex_wake(word: &AtomicU32, n: i32) -> io::Result<usize> {
+    // SAFETY: `word` is a live, aligned 32-bit atomic; FUTEX_WAKE ignores the
+    // timeout and second-word arguments.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            n,
+            0usize,
+            0usize,
+            0u32,
+        )
+    };
+    Ok(cvt_long(r)? as usize)
+}
+
+/// `pidfd_open(pid, 0)`: a descriptor that becomes readable when `pid` exits.
+pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with integer arguments.
+    let r = cvt_long(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) })?;
+    Ok(owned(r as libc::c_int))
+}
+
+/// `poll(fds, timeout_ms)`; retries on `EINTR`/`EAGAIN`. Returns how many
+/// entries have events.
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    loop {
+        // SAFETY: `fds` is a valid, writable array of `fds.len()` pollfd.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        match cvt(r) {
+            Ok(n) => return Ok(n as usize),
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
+                _ => return Err(e),
+            },
+        }
+    }
+}
+
+/// How a process ended, as far as `waitid` could tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCause {
+    /// It called `exit(code)`.
+    Exited(i32),
+    /// A signal killed it (`dumped`: with a core dump).
+    Killed {
+        /// The signal number.
+        signal: i32,
+        /// Whether it dumped core.
+        dumped: bool,
+    },
+}
+
+/// `waitid(P_PIDFD, pidfd, WEXITED | WNOHANG | WNOWAIT)`: how the process
+/// behind `pidfd` ended, without reaping it. `Ok(None)` if it has not ended
+/// yet; `Err(ECHILD)` if it is not our child (only a parent may ask).
+pub fn waitid_pidfd(pidfd: BorrowedFd<'_>) -> io::Result<Option<ExitCause>> {
+    // SAFETY: siginfo_t is plain old data; all-zero is valid.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: `info` is a valid, writable siginfo_t for the duration of the call.
+    cvt(unsafe {
+        libc::waitid(
+            libc::P_PIDFD,
+            pidfd.as_raw_fd() as libc::id_t,
+            &mut info,
+            flags,
+        )
+    })?;
+    // SAFETY: after a successful waitid the SIGCHLD member of the union is
+    // the one the kernel filled (si_pid is 0 when nothing had changed yet).
+    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if pid == 0 {
+        return Ok(None);
+    }
+    Ok(Some(match info.si_code {
+        libc::CLD_EXITED => ExitCause::Exited(status),
+        libc::CLD_DUMPED => ExitCause::Killed {
+            signal: status,
+            dumped: true,
+        },
+        _ => ExitCause::Killed {
+            signal: status,
+            dumped: false,
+        },
+    }))
+}
+
+/// `prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)`: lets any process of ours read
+/// our memory (Cross Memory Attach) even under Yama's ptrace scope 1.
+pub fn set_ptracer_any() -> io::Result<()> {
+    // SAFETY: integer-only prctl; the unused arguments are zero.
+    cvt(unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) })?;
+    Ok(())
+}
+
+/// One `process_vm_readv`: copies up to `dst.len()` bytes from `remote_addr`
+/// in process `pid` into `dst`; returns the bytes copied (maybe fewer).
+pub fn process_vm_readv(pid: i32, remote_addr: u64, dst: &mut [u8]) -> io::Result<usize> {
+    let local = libc::iovec {
+        iov_base: dst.as_mut_ptr().cast(),
+        iov_len: dst.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: remote_addr as usize as *mut libc::c_void,
+        iov_len: dst.len(),
+    };
+    // SAFETY: `local` describes `dst`, which is writable for its whole length
+    // and exclusively ours for the call; the kernel validates `remote` in the
+    // other process's address space and never touches ours through it.
+    let r = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    Ok(cvt_long(r as libc::c_long)? as usize)
+}
+
+/// Copies exactly `dst.len()` bytes from `remote_addr` in process `pid`
+/// (Linux Cross Memory Attach: a single copy, no shared mapping needed),
+/// looping over partial reads.
+///
+/// Fails with the kernel's error (`EFAULT` for an unmapped remote range,
+/// `EPERM` without ptrace rights, `ESRCH` if the process is gone).
+pub fn cma_read(pid: i32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < dst.len() {
+        match process_vm_readv(pid, remote_addr + done as u64, &mut dst[done..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "process_vm_readv from pid {pid} made no progress at {:#x}",
+                        remote_addr + done as u64
+                    ),
+                ))
+            }
+            Ok(n) => done += n,
+            Err(e)
+                if e.raw_os_error() == Some(libc::EINTR)
+                    || e.raw_os_error() == Some(libc::EAGAIN) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! The bulk stream between two nodes of one process (ranks as threads).
+
+mod common;
+
+use common::*;
+use std::time::{Duration, Instant};
+
+const TOTAL: usize = 64 << 20;
+
+/// The byte at absolute stream position `i`: not periodic in the ring size,
+/// so a chunk landing at the wrong offset is caught.
+fn stream_byte(i: usize) -> u8 {
+    (i as u64).wrapping_mul(0x9E37_79B9).wrapping_shr(7) as u8 ^ (i / 4093) as u8
+}
+
+#[test]
+fn stream_moves_64mib_through_a_1mib_stream_concurrently() {
+    let cfg = small_cfg();
+    assert_eq!(cfg.stream_bytes, 1 << 20);
+    let (a, b) = pair(&cfg);
+    let src: Vec<u8> = (0..TOTAL).map(stream_byte).collect();
+    let start = Instant::now();
+    let producer = std::thread::spawn(move || {
+        let mut rng = Rng(7);
+        let mut off = 0;
+        let mut short = 0u64;
+        while off < TOTAL {
+            // Random push sizes: tiny, odd, bigger than the stream.
+            let want = [1, 4093, 65536, 300_000, 3 << 20][rng.below(5)].min(TOTAL - off);
+            let n = a.stream_push(1, &src[off..off + want]);
+            if n < want {
+                short += 1;
+            }
+            off += n;
+            if n == 0 {
+                std::thread::yield_now();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "producer stuck at {off}"
+            );
+        }
+        short
+    });
+    let mut dst = vec![0u8; TOTAL];
+    let mut rng = Rng(11);
+    let mut off = 0;
+    while off < TOTAL {
+        let want = [7, 65536, 1 << 20, 2 << 20][rng.below(4)].min(TOTAL - off);
+        let n = b.stream_pop(0, &mut dst[off..off + want]);
+        if n == 0 {
+            std::thread::yield_now();
+        }
+        off += n;
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "consumer stuck at {off}"
+        );
+    }
+    let elapsed = start.elapsed();
+    let short = producer.join().unwrap();
+    // Nothing more than was pushed.
+    assert_eq!(b.stream_pop(0, &mut [0u8; 16]), 0);
+    if let Some(i) = (0..TOTAL).find(|&i| dst[i] != stream_byte(i)) {
+        panic!("stream byte {i} wrong: {} != {}", dst[i], stream_byte(i));
+    }
+    assert!(short > 0, "the stream never filled: back-pressure untested");
+    eprintln!(
+        "stream: 64 MiB through 1 MiB in {elapsed:?} = {:.2} GB/s (short pushes: {short})",
+        TOTAL as f64 / elapsed.as_secs_f64() / 1e9
+    );
+}
+
+#[test]
+fn stream_push_pop_partial_and_wrapping() {
+    let (a, b) = pair(&small_cfg());
+    let cap = small_cfg().stream_bytes;
+    let mut pos = 0usize; // bytes pushed
+    let mut got = 0usize; // bytes popped
+    let mut rng = Rng(3);
+    for _ in 0..200 {
+        let want = rng.below(cap + cap / 2);
+        let chunk: Vec<u8> = (pos..pos + want).map(stream_byte).collect();
+        let n = a.stream_push(1, &chunk);
+        assert_eq!(n, want.min(cap - (pos - got)), "push took the wrong amount");
+        pos += n;
+        let mut out = vec![0u8; rng.below(cap + 1)];
+        let m = b.stream_pop(0, &mut out);
+        assert_eq!(m, out.len().min(pos - got));
+        for (k, &x) in out[..m].iter().enumerate() {
+            assert_eq!(x, stream_byte(got + k), "byte {}", got + k);
+        }
+        got += m;
+    }
+    assert!(pos > 20 * cap, "too few wraps");
+}
