@@ -522,3 +522,37 @@ fn random_graphs_match_a_sequential_model() {
         goal_rt::finalize().unwrap();
     });
 }
+
+/// The Cross Memory Attach path, which calibration turns off on machines
+/// where it is slower than the stream, forced on by the environment; and the
+/// stream path with a tiny stream, so that transfers wrap many times.
+#[test]
+fn forced_cma_and_tiny_stream_paths_move_data() {
+    let test = "forced_cma_and_tiny_stream_paths_move_data";
+    if !in_job() {
+        for env in [
+            [("GOAL_CMA_MIN", "16K"), ("GOAL_CMA_MAX", "64M"), ("GOAL_PROGRESS", "thread")],
+            [("GOAL_SHM_STREAM_BYTES", "4K"), ("GOAL_EAGER_LIMIT", "512"), ("GOAL_PROGRESS", "manual")],
+        ] {
+            for n in [2, 3] {
+                let job = launch(test, n, &env);
+                assert_eq!(job.status, 0, "{env:?} with {n} ranks\n{}\n{}", job.stdout, job.stderr);
+            }
+        }
+        return;
+    }
+    let rt = rt();
+    let (me, n) = (rt.rank() as usize, rt.size() as usize);
+    let from = (me + n - 1) % n;
+    for &len in &[1000usize, 20_000, 300_000, 2 << 20] {
+        let sb: Vec<u8> = (0..len).map(|i| pattern(me as u64 + 10, i)).collect();
+        let mut rb = vec![0u8; len];
+        let mut g = Graph::new();
+        g.send(Buf::user(sb.as_ptr() as u64), len as i64, ((me + 1) % n) as i64, 0);
+        g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 0);
+        let s = rt.compile(&g).unwrap();
+        run_wait(&rt, &s).unwrap();
+        assert!(rb.iter().enumerate().all(|(i, &b)| b == pattern(from as u64 + 10, i)), "len {len}");
+    }
+    goal_rt::finalize().unwrap();
+}

@@ -221,6 +221,8 @@ struct State {
     last_check: Instant,
     pid: i32,
     discard: Vec<u8>,
+    /// Reused between polls: what arrived, handled after the poll.
+    arrived: Vec<(u32, Head, Option<Vec<u8>>)>,
 }
 
 #[inline]
@@ -274,6 +276,7 @@ impl Engine {
             // SAFETY: getpid has no preconditions.
             pid: unsafe { libc::getpid() },
             discard: Vec::new(),
+            arrived: Vec::new(),
         };
         Engine { rank, size, shm, th, st }
     }
@@ -968,7 +971,7 @@ impl Engine {
 
     fn poll_messages(&mut self) {
         let shm = &self.shm;
-        let mut arrived: Vec<(u32, Head, Option<Vec<u8>>)> = Vec::new();
+        let mut arrived = std::mem::take(&mut self.st.arrived);
         let st = &mut self.st;
         // Fast path: an eager message whose receive is posted is copied straight
         // out of the ring; everything else is handled after the poll.
@@ -985,9 +988,14 @@ impl Engine {
                 arrived.push((src as u32, h, None));
             }
         });
-        for (src, h, data) in arrived {
+        if arrived.is_empty() {
+            self.st.arrived = arrived;
+            return;
+        }
+        for (src, h, data) in arrived.drain(..) {
             self.on_message(src, h, data);
         }
+        self.st.arrived = arrived;
     }
 
     fn on_message(&mut self, src: u32, h: Head, data: Option<Vec<u8>>) {
@@ -1172,12 +1180,43 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived
     last.1 = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
 }
 
-fn slices_of(p: &Pieces) -> Vec<&[u8]> {
-    p.as_slice()
-        .iter()
-        // SAFETY: send buffers are valid for their lengths by the API contract.
-        .map(|&(ptr, len)| if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(ptr as *const u8, len) } })
-        .collect()
+/// The send buffer pieces as slices (a single piece needs no allocation).
+fn slices_of(p: &Pieces) -> smallvec_like::Slices<'_> {
+    smallvec_like::Slices::new(p.as_slice())
+}
+
+mod smallvec_like {
+    /// Up to four slices on the stack, more on the heap.
+    pub enum Slices<'a> {
+        Few([&'a [u8]; 4], usize),
+        Many(Vec<&'a [u8]>),
+    }
+
+    impl<'a> Slices<'a> {
+        pub fn new(pieces: &'a [(*mut u8, usize)]) -> Slices<'a> {
+            // SAFETY: send buffers are valid for their lengths by the API contract.
+            let slice = |&(ptr, len): &(*mut u8, usize)| -> &'a [u8] { if len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(ptr as *const u8, len) } } };
+            if pieces.len() <= 4 {
+                let mut a: [&[u8]; 4] = [&[]; 4];
+                for (i, p) in pieces.iter().enumerate() {
+                    a[i] = slice(p);
+                }
+                Slices::Few(a, pieces.len())
+            } else {
+                Slices::Many(pieces.iter().map(slice).collect())
+            }
+        }
+    }
+
+    impl<'a> std::ops::Deref for Slices<'a> {
+        type Target = [&'a [u8]];
+        fn deref(&self) -> &Self::Target {
+            match self {
+                Slices::Few(a, n) => &a[..*n],
+                Slices::Many(v) => v,
+            }
+        }
+    }
 }
 
 /// Copies the concatenation of `p` into `out`.
