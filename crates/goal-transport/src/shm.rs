@@ -509,11 +509,11 @@ impl ShmNode {
         let mut n = 0;
         for (s, inc) in self.incoming.iter().enumerate() {
             if let Some(inc) = inc {
-                let k = inc.ring.drain(&mut |env, payload| f(s, env, payload));
-                if k != 0 {
-                    // Ring space freed: the sender may wait for it.
+                let (k, was_crowded) = inc.ring.drain(&mut |env, payload| f(s, env, payload));
+                n += k;
+                if was_crowded {
+                    // Space freed in a crowded ring: the sender may wait for it.
                     self.mark_dirty(s);
-                    n += k;
                 }
             }
         }

@@ -183,14 +183,16 @@ impl RingConsumer {
     }
 
     /// Hands every record published so far to `f` (envelope, payload in
-    /// place), releasing each one's space after `f` returns. Returns how many.
+    /// place), releasing each one's space after `f` returns. Returns how many,
+    /// and whether the ring was more than half full (a producer may then be
+    /// waiting for space: a record is at most a quarter of the ring).
     /// Costs one load of the producer's line when the ring is empty.
-    pub(crate) fn drain(&self, f: &mut dyn FnMut(&Envelope, &[u8])) -> usize {
+    pub(crate) fn drain(&self, f: &mut dyn FnMut(&Envelope, &[u8])) -> (usize, bool) {
         let mut head = self.local_head.get();
         if head == self.cached_tail.get() {
             let tail = self.ptrs.tail().load(Ordering::Acquire);
             if tail == head {
-                return 0;
+                return (0, false);
             }
             self.cached_tail.set(tail);
         }
@@ -198,6 +200,7 @@ impl RingConsumer {
         // us here forever.
         let tail = self.cached_tail.get();
         let cap = self.ptrs.cap;
+        let was_crowded = tail - head > cap / 2;
         let base = self.ptrs.data;
         let mut n = 0;
         while head != tail {
@@ -237,6 +240,6 @@ impl RingConsumer {
             self.local_head.set(head);
             self.ptrs.head().store(head, Ordering::Release);
         }
-        n
+        (n, was_crowded)
     }
 }
