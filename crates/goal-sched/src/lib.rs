@@ -14,10 +14,12 @@
 
 #![forbid(unsafe_code)]
 
+pub mod coll;
 mod error;
 mod graph;
 mod ops;
 mod schedule;
+pub mod sim;
 
 pub use error::{CompileError, CompileErrorKind};
 pub use graph::{Buf, Graph, MemType, Vertex, VertexId, ANY_SOURCE, ANY_TAG};

@@ -1,0 +1,751 @@
+//! Collective operations as GOAL graph builders.
+//!
+//! Every collective of the C API (`GOAL_Barrier_init` ... ) is a function
+//! here that *appends* one rank's part of the collective to a caller's
+//! [`Graph`]: sends, receives and local operations joined by "requires"
+//! edges, never anything else. Nothing here touches a transport, so every
+//! algorithm can be checked against a sequential model with the simulator
+//! ([`crate::sim`]) for any group size, root and seed.
+//!
+//! # Composition
+//!
+//! A builder returns a [`Piece`]: an `entry` vertex that every first
+//! operation of the collective requires, and a `done` vertex that requires
+//! every last one (both `Calc 0`, which does nothing). To run the collective
+//! after an operation of your own, make `entry` require it; to run something
+//! after the collective, make it require `done`. The scratchpad the
+//! collective needs is allocated past the graph's current scratchpad (which
+//! is grown), and its messages use only tags in
+//! `[tag_base, tag_base + TAG_SPAN)`, so several collectives can live in one
+//! graph as long as their tag ranges are disjoint.
+//!
+//! # Conventions
+//!
+//! * Buffers are user addresses. `sbuf == rbuf` means in place: for gather,
+//!   allgather and alltoall the rank's own block is already in `rbuf`; for
+//!   reduce, allreduce and reduce_scatter_block `rbuf` holds the input; for
+//!   scatter the root's own block stays in `sbuf`. In place matters only on
+//!   the root for gather, scatter and reduce: at a non-root of gather and
+//!   reduce `rbuf` is never written, at a non-root of scatter `sbuf` is
+//!   never read.
+//! * A collective moving no data (zero bytes or zero elements) is an empty
+//!   piece: `entry` followed by `done`.
+//! * Every algorithm works for every group size (powers of two or not) and
+//!   every root. Blocks that do not divide evenly are split as evenly as
+//!   possible: the first `n % parts` blocks have one element more.
+//! * Within one collective, two messages between the same pair of ranks with
+//!   the same tag are always ordered by dependencies on both sides (the
+//!   builder adds an edge from the previous such send or receive), so
+//!   matching never depends on timing.
+//! * Reductions combine the *lower* part (in the algorithm's rank order) as
+//!   the first operand, always. The order of operations of each algorithm is
+//!   documented with its collective; in particular every allreduce gives
+//!   bit-identical results on every rank (see [`allreduce()`]).
+//!
+//! # Limits
+//!
+//! A message of a schedule holds at most 4 GiB − 1 bytes, so the largest
+//! buffer of a collective (for example `size * bytes_per_rank` of a gather)
+//! must stay below 4 GiB; larger ones are refused with
+//! [`CollError::BadArgument`].
+
+#![allow(clippy::too_many_arguments)]
+
+mod allgather;
+mod allreduce;
+mod alltoall;
+mod barrier;
+mod bcast;
+mod butterfly;
+mod gather;
+mod reduce;
+mod reduce_scatter_block;
+mod scatter;
+
+pub use allgather::allgather;
+pub use allreduce::allreduce;
+pub use alltoall::alltoall;
+pub use barrier::barrier;
+pub use bcast::{bcast, bcast_pipeline, DEFAULT_SEGMENT};
+pub use gather::gather;
+pub use reduce::reduce;
+pub use reduce_scatter_block::reduce_scatter_block;
+pub use scatter::scatter;
+
+use crate::graph::{Buf, Graph, Vertex, VertexId};
+use crate::ops::check_local;
+use crate::{DataType, ReduceOp};
+use std::collections::HashMap;
+use std::fmt;
+
+/// Number of tags a collective may use, from its [`Placement::tag_base`].
+pub const TAG_SPAN: i64 = 4096;
+
+/// A collective algorithm, with the C API's numbering (`GOAL_ALG_AUTO` = 0 ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Algorithm {
+    /// Pick one from the group and message size ([`auto`]).
+    Auto = 0,
+    /// Direct messages between the root and everyone (alltoall: pairwise exchange).
+    Linear = 1,
+    /// Linear, with a synchronisation message and a first segment (Open MPI's linear_sync).
+    LinearSync = 2,
+    /// Binomial (in-order) tree.
+    Binomial = 3,
+    /// Recursive doubling (reduce_scatter_block: recursive halving).
+    RecursiveDoubling = 4,
+    /// Bruck's algorithm (barrier: dissemination).
+    Bruck = 5,
+    /// Ring (bcast: scatter + ring allgather).
+    Ring = 6,
+    /// Pipelined chain of segments.
+    Pipeline = 7,
+    /// Reduce-scatter by recursive halving, then gather or allgather.
+    Rabenseifner = 8,
+}
+
+impl Algorithm {
+    /// All algorithms, in C API order.
+    pub const ALL: [Algorithm; 9] = [
+        Algorithm::Auto,
+        Algorithm::Linear,
+        Algorithm::LinearSync,
+        Algorithm::Binomial,
+        Algorithm::RecursiveDoubling,
+        Algorithm::Bruck,
+        Algorithm::Ring,
+        Algorithm::Pipeline,
+        Algorithm::Rabenseifner,
+    ];
+
+    /// The algorithm with C API number `v`.
+    pub fn from_raw(v: i64) -> Option<Algorithm> {
+        usize::try_from(v).ok().and_then(|i| Self::ALL.get(i).copied())
+    }
+
+    /// The C name ("GOAL_ALG_RING").
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Algorithm::Auto => "GOAL_ALG_AUTO",
+            Algorithm::Linear => "GOAL_ALG_LINEAR",
+            Algorithm::LinearSync => "GOAL_ALG_LINEAR_SYNC",
+            Algorithm::Binomial => "GOAL_ALG_BINOMIAL",
+            Algorithm::RecursiveDoubling => "GOAL_ALG_RECURSIVE_DOUBLING",
+            Algorithm::Bruck => "GOAL_ALG_BRUCK",
+            Algorithm::Ring => "GOAL_ALG_RING",
+            Algorithm::Pipeline => "GOAL_ALG_PIPELINE",
+            Algorithm::Rabenseifner => "GOAL_ALG_RABENSEIFNER",
+        }
+    }
+}
+
+/// A collective operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Coll {
+    /// [`barrier()`]
+    Barrier,
+    /// [`bcast()`]
+    Bcast,
+    /// [`gather()`]
+    Gather,
+    /// [`scatter()`]
+    Scatter,
+    /// [`allgather()`]
+    Allgather,
+    /// [`alltoall()`]
+    Alltoall,
+    /// [`reduce()`]
+    Reduce,
+    /// [`allreduce()`]
+    Allreduce,
+    /// [`reduce_scatter_block()`]
+    ReduceScatterBlock,
+}
+
+impl Coll {
+    /// All collectives.
+    pub const ALL: [Coll; 9] = [
+        Coll::Barrier,
+        Coll::Bcast,
+        Coll::Gather,
+        Coll::Scatter,
+        Coll::Allgather,
+        Coll::Alltoall,
+        Coll::Reduce,
+        Coll::Allreduce,
+        Coll::ReduceScatterBlock,
+    ];
+
+    /// The name used in messages ("barrier").
+    pub fn name(self) -> &'static str {
+        match self {
+            Coll::Barrier => "barrier",
+            Coll::Bcast => "bcast",
+            Coll::Gather => "gather",
+            Coll::Scatter => "scatter",
+            Coll::Allgather => "allgather",
+            Coll::Alltoall => "alltoall",
+            Coll::Reduce => "reduce",
+            Coll::Allreduce => "allreduce",
+            Coll::ReduceScatterBlock => "reduce_scatter_block",
+        }
+    }
+}
+
+/// The algorithms that apply to `coll`, in C API order.
+pub fn algorithms(coll: Coll) -> &'static [Algorithm] {
+    use Algorithm::*;
+    match coll {
+        Coll::Barrier => &[Linear, RecursiveDoubling, Bruck],
+        Coll::Bcast => &[Linear, Binomial, Ring, Pipeline],
+        Coll::Gather | Coll::Scatter => &[Linear, LinearSync, Binomial],
+        Coll::Allgather => &[RecursiveDoubling, Bruck, Ring],
+        Coll::Alltoall => &[Linear, Bruck],
+        Coll::Reduce => &[Binomial, Rabenseifner],
+        Coll::Allreduce => &[RecursiveDoubling, Ring, Rabenseifner],
+        Coll::ReduceScatterBlock => &[RecursiveDoubling, Ring],
+    }
+}
+
+/// What `alg` is called when it implements `coll` ("scatter + ring allgather").
+pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
+    use Algorithm::*;
+    match (coll, alg) {
+        (_, Auto) => "automatic choice",
+        (Coll::Alltoall, Linear) => "pairwise exchange",
+        (_, Linear) => "linear",
+        (_, LinearSync) => "linear_sync",
+        (_, Binomial) => "binomial tree",
+        (Coll::ReduceScatterBlock, RecursiveDoubling) => "recursive halving",
+        (_, RecursiveDoubling) => "recursive doubling",
+        (Coll::Barrier, Bruck) => "Bruck (dissemination)",
+        (_, Bruck) => "Bruck",
+        (Coll::Bcast, Ring) => "scatter + ring allgather",
+        (_, Ring) => "ring",
+        (_, Pipeline) => "pipeline",
+        (_, Rabenseifner) => "Rabenseifner",
+    }
+}
+
+/// The algorithm `GOAL_ALG_AUTO` picks for `coll` on `size` ranks.
+///
+/// `bytes` is the size of one rank's contribution: the message for bcast,
+/// one block for gather, scatter, allgather, alltoall and
+/// reduce_scatter_block, the vector for reduce and allreduce (0 for barrier).
+///
+/// This is a placeholder table, to be replaced by measurements; where it
+/// cites Open MPI it follows `coll_tuned_decision_fixed.c` (1.6).
+///
+/// | collective | choice |
+/// |---|---|
+/// | barrier | recursive doubling for powers of two, else Bruck (Open MPI) |
+/// | bcast | binomial up to 12 KiB or on 2 ranks; scatter + ring allgather up to 512 KiB; pipeline above |
+/// | gather | linear_sync above 6000 bytes; binomial above 60 ranks, or above 10 ranks below 1 KiB; else linear (Open MPI) |
+/// | scatter | binomial above 10 ranks below 300 bytes; else linear (Open MPI) |
+/// | allgather | total (size × bytes) below 50000: recursive doubling for powers of two, else Bruck; above: ring (Open MPI) |
+/// | alltoall | Bruck up to 256 bytes from 8 ranks up; else pairwise exchange |
+/// | reduce | binomial up to 64 KiB or when the vector has fewer bytes than ranks; else Rabenseifner |
+/// | allreduce | recursive doubling up to 16 KiB or fewer bytes than ranks; Rabenseifner up to 1 MiB; ring above |
+/// | reduce_scatter_block | recursive halving up to 12 KiB in total, up to 256 KiB on powers of two, or when `size >= 0.0012 * total + 8`; else ring (Open MPI) |
+pub fn auto(coll: Coll, size: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let p = size.max(1) as u64;
+    match coll {
+        Coll::Barrier => {
+            if p.is_power_of_two() {
+                RecursiveDoubling
+            } else {
+                Bruck
+            }
+        }
+        Coll::Bcast => {
+            if bytes <= 12 << 10 || p <= 2 {
+                Binomial
+            } else if bytes <= 512 << 10 {
+                Ring
+            } else {
+                Pipeline
+            }
+        }
+        Coll::Gather => {
+            if bytes > 6000 {
+                LinearSync
+            } else if p > 60 || (p > 10 && bytes < 1024) {
+                Binomial
+            } else {
+                Linear
+            }
+        }
+        Coll::Scatter => {
+            if p > 10 && bytes < 300 {
+                Binomial
+            } else {
+                Linear
+            }
+        }
+        Coll::Allgather => {
+            if p * bytes < 50000 {
+                if p.is_power_of_two() {
+                    RecursiveDoubling
+                } else {
+                    Bruck
+                }
+            } else {
+                Ring
+            }
+        }
+        Coll::Alltoall => {
+            if bytes <= 256 && p >= 8 {
+                Bruck
+            } else {
+                Linear
+            }
+        }
+        Coll::Reduce => {
+            if bytes <= 64 << 10 || bytes < p {
+                Binomial
+            } else {
+                Rabenseifner
+            }
+        }
+        Coll::Allreduce => {
+            if bytes <= 16 << 10 || bytes < p {
+                RecursiveDoubling
+            } else if bytes <= 1 << 20 {
+                Rabenseifner
+            } else {
+                Ring
+            }
+        }
+        Coll::ReduceScatterBlock => {
+            let total = p.saturating_mul(bytes);
+            if total <= 12 << 10 || (total <= 256 << 10 && p.is_power_of_two()) || p as f64 >= 0.0012 * total as f64 + 8.0 {
+                RecursiveDoubling
+            } else {
+                Ring
+            }
+        }
+    }
+}
+
+/// This rank's place in the group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    /// This rank, `< size`.
+    pub rank: u32,
+    /// Number of ranks, `>= 1`.
+    pub size: u32,
+}
+
+/// The element-wise operation of a reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reduction {
+    /// The operator: MAX, MIN, ADD, MUL, AND, OR or XOR.
+    pub op: ReduceOp,
+    /// The element type.
+    pub dt: DataType,
+    /// The element width in bits.
+    pub width: u8,
+}
+
+impl Reduction {
+    /// The reduction with C API numbers (operator, data type, width in
+    /// bits), checked as [`check`](Self::check) does.
+    pub fn from_raw(op: i64, dt: i64, width: i64) -> Result<Reduction, CollError> {
+        let (op, dt, width) = check_local(op, dt, width).map_err(CollError::BadArgument)?;
+        let red = Reduction { op, dt, width };
+        red.check()?;
+        Ok(red)
+    }
+
+    /// Checks the triple and returns the element size in bytes.
+    ///
+    /// SUB and DIV are refused because they are not associative (the result
+    /// would depend on the algorithm), COPY and WTIME because they do not
+    /// combine two values.
+    pub fn check(&self) -> Result<u64, CollError> {
+        let (op, _, width) = check_local(self.op as i64, self.dt as i64, self.width as i64).map_err(CollError::BadArgument)?;
+        if !matches!(op, ReduceOp::Max | ReduceOp::Min | ReduceOp::Add | ReduceOp::Mul | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
+            return Err(CollError::BadArgument(format!(
+                "{} cannot reduce: a reduction takes an associative, commutative operator (GOAL_MAX, GOAL_MIN, GOAL_ADD, GOAL_MUL, GOAL_AND, GOAL_OR, GOAL_XOR)",
+                op.name()
+            )));
+        }
+        Ok(width as u64 / 8)
+    }
+}
+
+/// Where a collective's messages live in a graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The collective uses tags `tag_base .. tag_base + TAG_SPAN`.
+    pub tag_base: i64,
+}
+
+/// The two vertices through which a collective connects to the rest of its graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// A no-op that every first operation of the collective requires.
+    pub entry: VertexId,
+    /// A no-op that requires every last operation of the collective.
+    pub done: VertexId,
+}
+
+/// Why a collective could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CollError {
+    /// The algorithm does not implement this collective.
+    Unsupported(String),
+    /// An argument is out of range (rank, root, size, tag range, operator, too large a buffer).
+    BadArgument(String),
+}
+
+impl fmt::Display for CollError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CollError::Unsupported(m) | CollError::BadArgument(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for CollError {}
+
+/// `alg`, with [`Algorithm::Auto`] resolved, if it applies to `coll`.
+fn resolve(coll: Coll, alg: Algorithm, size: u32, bytes: u64) -> Result<Algorithm, CollError> {
+    let alg = if alg == Algorithm::Auto { auto(coll, size, bytes) } else { alg };
+    if algorithms(coll).contains(&alg) {
+        return Ok(alg);
+    }
+    let has: Vec<&str> = algorithms(coll).iter().map(|&a| describe(coll, a)).collect();
+    Err(CollError::Unsupported(format!("{} does not apply to {} (it has: {})", alg.c_name(), coll.name(), has.join(", "))))
+}
+
+fn check_root(root: u32, size: u32) -> Result<(), CollError> {
+    if root >= size {
+        return Err(CollError::BadArgument(format!("root {root} is outside the group of {size} ranks")));
+    }
+    Ok(())
+}
+
+/// Refuses a buffer of `n * bytes` that a message could not hold.
+fn check_total(what: &str, n: u64, bytes: u64) -> Result<u64, CollError> {
+    match n.checked_mul(bytes) {
+        Some(t) if t <= u32::MAX as u64 => Ok(t),
+        _ => Err(CollError::BadArgument(format!(
+            "{what} of {n} x {bytes} bytes is larger than 4 GiB - 1, the largest message of a schedule"
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared arithmetic of the algorithms.
+
+/// Block `i` of `total` split into `parts`: (offset, length); the first
+/// `total % parts` blocks are one longer.
+pub(crate) fn split(total: u64, parts: u32, i: u32) -> (u64, u64) {
+    let (q, r) = (total / parts as u64, total % parts as u64);
+    let i = i as u64;
+    (i * q + i.min(r), q + u64::from(i < r))
+}
+
+/// Rank relative to `root` (the root is 0).
+pub(crate) fn vrank(rank: u32, root: u32, size: u32) -> u32 {
+    (rank + size - root) % size
+}
+
+/// Rank of relative rank `v`.
+pub(crate) fn real(v: u32, root: u32, size: u32) -> u32 {
+    (v + root) % size
+}
+
+/// In an in-order binomial tree of `size` nodes rooted at 0 (thesis 5.3),
+/// the number of nodes in the subtree of `v`: `v .. v + subtree(v)`.
+pub(crate) fn subtree(v: u32, size: u32) -> u32 {
+    if v == 0 {
+        size
+    } else {
+        (1u32 << v.trailing_zeros()).min(size - v)
+    }
+}
+
+/// Children of `v` in the in-order binomial tree, nearest first: `v + 1, v + 2, v + 4, ...`.
+pub(crate) fn children(v: u32, size: u32) -> Vec<u32> {
+    let limit = if v == 0 { u64::MAX } else { 1u64 << v.trailing_zeros() };
+    let mut out = Vec::new();
+    let mut m = 1u64;
+    while m < limit && v as u64 + m < size as u64 {
+        out.push(v + m as u32);
+        m <<= 1;
+    }
+    out
+}
+
+/// Parent of `v > 0` in the in-order binomial tree: `v` without its lowest set bit.
+pub(crate) fn parent(v: u32) -> u32 {
+    v & (v - 1)
+}
+
+/// The blocks of relative ranks `first .. first + count` as at most two
+/// address ranges of `base` (rank order), for rank-ordered buffers of
+/// `bytes`-byte blocks: relative rank `v` is rank `(v + root) % size`.
+pub(crate) fn rank_pieces(base: u64, bytes: u64, first: u32, count: u32, root: u32, size: u32) -> Vec<(u64, u64)> {
+    let start = (first + root) % size;
+    let until_wrap = size - start;
+    if count <= until_wrap {
+        vec![(base + start as u64 * bytes, count as u64 * bytes)]
+    } else {
+        vec![(base + start as u64 * bytes, until_wrap as u64 * bytes), (base, (count - until_wrap) as u64 * bytes)]
+    }
+}
+
+/// The largest power of two `<= size` and how to fold the rest onto it, as
+/// MPICH does for recursive doubling: the first `2 * extras` ranks pair up,
+/// even rank `2i` hands its data to odd rank `2i + 1`, which continues as
+/// virtual rank `i`; ranks from `2 * extras` on continue as `rank - extras`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fold {
+    /// The largest power of two `<= size`.
+    pub p2: u32,
+    /// `size - p2`.
+    pub extras: u32,
+}
+
+impl Fold {
+    pub fn new(size: u32) -> Fold {
+        let p2 = 1u32 << (31 - size.leading_zeros());
+        Fold { p2, extras: size - p2 }
+    }
+    /// Virtual rank of `rank`, `None` for the even ranks that fold away.
+    pub fn virt(&self, rank: u32) -> Option<u32> {
+        if rank < 2 * self.extras {
+            (rank % 2 == 1).then_some(rank / 2)
+        } else {
+            Some(rank - self.extras)
+        }
+    }
+    /// The rank that plays virtual rank `v`.
+    pub fn rank_of(&self, v: u32) -> u32 {
+        if v < self.extras {
+            2 * v + 1
+        } else {
+            v + self.extras
+        }
+    }
+    /// The ranks whose data virtual rank `v` stands for: `first ..= last`.
+    pub fn ranks_of(&self, v: u32) -> (u32, u32) {
+        if v < self.extras {
+            (2 * v, 2 * v + 1)
+        } else {
+            (v + self.extras, v + self.extras)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The builder every algorithm emits through.
+
+/// Appends one collective to a graph, keeping the bookkeeping that makes a
+/// [`Piece`]: which vertices have prerequisites and dependents inside the
+/// collective, the scratchpad it took, and the order of messages per
+/// (peer, tag).
+pub(crate) struct Builder<'g> {
+    g: &'g mut Graph,
+    pub rank: u32,
+    pub size: u32,
+    tag_base: i64,
+    scratch_start: u64,
+    scratch_end: u64,
+    entry: VertexId,
+    /// Vertex id of `has_pred[0]`.
+    first: VertexId,
+    has_pred: Vec<bool>,
+    has_succ: Vec<bool>,
+    /// Last send (true) or receive (false) per (peer, tag offset).
+    channel: HashMap<(bool, u32, u32), VertexId>,
+}
+
+impl<'g> Builder<'g> {
+    pub fn new(g: &'g mut Graph, grp: Group, at: Placement) -> Result<Builder<'g>, CollError> {
+        if grp.size == 0 || grp.rank >= grp.size {
+            return Err(CollError::BadArgument(format!("rank {} is outside the group of {} ranks", grp.rank, grp.size)));
+        }
+        if at.tag_base < 0 || at.tag_base > i32::MAX as i64 + 1 - TAG_SPAN {
+            return Err(CollError::BadArgument(format!(
+                "tag base {} is invalid: a collective uses tags tag_base .. tag_base + {TAG_SPAN}, within 0 ..= 2^31-1",
+                at.tag_base
+            )));
+        }
+        let scratch_end = g.scratchpad().div_ceil(64) * 64;
+        let entry = g.add(Vertex::Calc { units: 0 });
+        Ok(Builder {
+            first: entry + 1,
+            g,
+            rank: grp.rank,
+            size: grp.size,
+            tag_base: at.tag_base,
+            scratch_start: scratch_end,
+            scratch_end,
+            entry,
+            has_pred: Vec::new(),
+            has_succ: Vec::new(),
+            channel: HashMap::new(),
+        })
+    }
+
+    /// `bytes` of scratchpad (64-byte aligned) for this collective alone.
+    pub fn scratch(&mut self, bytes: u64) -> u64 {
+        let at = self.scratch_end;
+        self.scratch_end = (at + bytes).div_ceil(64) * 64;
+        at
+    }
+
+    fn add(&mut self, v: Vertex, after: &[VertexId]) -> VertexId {
+        let id = self.g.add(v);
+        self.has_pred.push(false);
+        self.has_succ.push(false);
+        for &p in after {
+            self.dep(p, id);
+        }
+        id
+    }
+
+    /// `post` starts after `pre` finished.
+    pub fn dep(&mut self, pre: VertexId, post: VertexId) {
+        self.g.requires(pre, post).expect("both vertices were added by this builder");
+        self.has_succ[(pre - self.first) as usize] = true;
+        self.has_pred[(post - self.first) as usize] = true;
+    }
+
+    /// `post` starts after `pre` started.
+    pub fn dep_start(&mut self, pre: VertexId, post: VertexId) {
+        self.g.requires_start(pre, post).expect("both vertices were added by this builder");
+        self.has_pred[(post - self.first) as usize] = true;
+    }
+
+    fn tag(&self, off: u32) -> i64 {
+        debug_assert!((off as i64) < TAG_SPAN);
+        self.tag_base + off as i64
+    }
+
+    /// Orders a message after the previous one on the same (direction, peer, tag).
+    fn order(&mut self, send: bool, peer: u32, tag: u32, v: VertexId) {
+        if let Some(prev) = self.channel.insert((send, peer, tag), v) {
+            self.dep(prev, v);
+        }
+    }
+
+    pub fn send(&mut self, buf: Buf, len: u64, peer: u32, tag: u32, after: &[VertexId]) -> VertexId {
+        let v = self.add(Vertex::Send { buf, len: len as i64, peer: peer as i64, tag: self.tag(tag) }, after);
+        self.order(true, peer, tag, v);
+        v
+    }
+
+    pub fn recv(&mut self, buf: Buf, len: u64, peer: u32, tag: u32, after: &[VertexId]) -> VertexId {
+        let v = self.add(Vertex::Recv { buf, len: len as i64, peer: peer as i64, tag: self.tag(tag) }, after);
+        self.order(false, peer, tag, v);
+        v
+    }
+
+    /// A send of the pieces (address or offset, bytes) of memory `mem`, as one message.
+    pub fn send_vec(&mut self, mem: i64, pieces: &[(u64, u64)], peer: u32, tag: u32, after: &[VertexId]) -> VertexId {
+        match pieces {
+            [(a, l)] => self.send(Buf { mem, addr: *a }, *l, peer, tag, after),
+            _ => {
+                let pieces = pieces.iter().map(|&(a, l)| (a, l as i64)).collect();
+                let v = self.add(Vertex::SendVec { mem, pieces, peer: peer as i64, tag: self.tag(tag) }, after);
+                self.order(true, peer, tag, v);
+                v
+            }
+        }
+    }
+
+    /// A receive scattered over the pieces of memory `mem`.
+    pub fn recv_vec(&mut self, mem: i64, pieces: &[(u64, u64)], peer: u32, tag: u32, after: &[VertexId]) -> VertexId {
+        match pieces {
+            [(a, l)] => self.recv(Buf { mem, addr: *a }, *l, peer, tag, after),
+            _ => {
+                let pieces = pieces.iter().map(|&(a, l)| (a, l as i64)).collect();
+                let v = self.add(Vertex::RecvVec { mem, pieces, peer: peer as i64, tag: self.tag(tag) }, after);
+                self.order(false, peer, tag, v);
+                v
+            }
+        }
+    }
+
+    /// `b3[i] = b1[i] op b2[i]` for `count` elements.
+    pub fn combine(&mut self, red: &Reduction, count: u64, b1: Buf, b2: Buf, b3: Buf, after: &[VertexId]) -> VertexId {
+        let v = Vertex::Local { op: red.op as i64, dt: red.dt as i64, width: red.width as i64, count: count as i64, b1, b2, b3 };
+        self.add(v, after)
+    }
+
+    /// Copies `bytes` from `src` to `dst`.
+    pub fn copy(&mut self, src: Buf, dst: Buf, bytes: u64, after: &[VertexId]) -> VertexId {
+        let v = Vertex::Local {
+            op: ReduceOp::Copy as i64,
+            dt: DataType::UInt as i64,
+            width: 8,
+            count: bytes as i64,
+            b1: src,
+            b2: src,
+            b3: dst,
+        };
+        self.add(v, after)
+    }
+
+    /// Copies the pieces of `src` (in order) into the pieces of `dst` (in order).
+    pub fn copy_vec(&mut self, src: (i64, Vec<(u64, u64)>), dst: (i64, Vec<(u64, u64)>), after: &[VertexId]) -> VertexId {
+        let list = |(m, p): (i64, Vec<(u64, u64)>)| (m, p.into_iter().map(|(a, l)| (a, l as i64)).collect());
+        let v = Vertex::LocalVec {
+            op: ReduceOp::Copy as i64,
+            dt: DataType::UInt as i64,
+            width: 8,
+            lists: [list(src), (0, Vec::new()), list(dst)],
+        };
+        self.add(v, after)
+    }
+
+    /// One vertex standing for all of `after` (itself if there is one, none if none).
+    pub fn join(&mut self, after: &[VertexId]) -> Vec<VertexId> {
+        match after {
+            [] | [_] => after.to_vec(),
+            _ => vec![self.add(Vertex::Calc { units: 0 }, after)],
+        }
+    }
+
+    /// Closes the collective: connects `entry` and `done`, grows the scratchpad.
+    pub fn finish(self) -> Piece {
+        let done = self.g.add(Vertex::Calc { units: 0 });
+        let (entry, first) = (self.entry, self.first);
+        for (i, (&p, &s)) in self.has_pred.iter().zip(&self.has_succ).enumerate() {
+            let v = first + i as u64;
+            if !p {
+                self.g.requires(entry, v).expect("valid vertex");
+            }
+            if !s {
+                self.g.requires(v, done).expect("valid vertex");
+            }
+        }
+        if self.has_pred.is_empty() {
+            self.g.requires(entry, done).expect("valid vertex");
+        }
+        if self.scratch_end > self.scratch_start {
+            self.g.set_scratchpad(self.scratch_end.max(self.g.scratchpad()));
+        }
+        Piece { entry, done }
+    }
+}
+
+/// A user buffer.
+pub(crate) fn user(addr: u64) -> Buf {
+    Buf::user(addr)
+}
+
+/// A scratchpad buffer.
+pub(crate) fn scr(off: u64) -> Buf {
+    Buf::scratch(off)
+}
+
+/// Memory type numbers for vector operations.
+pub(crate) const USER: i64 = 0;
+pub(crate) const SCRATCH: i64 = 1;

@@ -1,0 +1,133 @@
+//! Reduce_scatter_block: every rank contributes `size * count` elements at
+//! `sbuf`; rank `r` receives block `r` (`count` elements) of their
+//! element-wise reduction in `rbuf`. In place (`sbuf == rbuf`) `rbuf` holds
+//! the input and the result goes to its start.
+
+use super::butterfly::{at, fold_in, recursive_halving};
+use super::{check_total, resolve, scr, user, Algorithm, Builder, Coll, CollError, Fold, Group, Piece, Placement, Reduction};
+use crate::graph::{Buf, Graph, VertexId};
+
+/// Appends a reduce_scatter_block of `count` elements per rank.
+///
+/// Algorithms: recursive halving ([`Algorithm::RecursiveDoubling`]), ring.
+///
+/// Order of operations (see [`allreduce()`](super::allreduce()) for the terms): recursive
+/// halving computes every block as Rabenseifner's allreduce does (the
+/// fold, then butterfly steps `d = p2/2, ..., 1`); the ring computes block
+/// `b` as the left fold over ranks `b+1, b+2, ..., b` (mod size).
+pub fn reduce_scatter_block(
+    g: &mut Graph,
+    grp: Group,
+    at: Placement,
+    sbuf: u64,
+    rbuf: u64,
+    count: u64,
+    red: Reduction,
+    alg: Algorithm,
+) -> Result<Piece, CollError> {
+    let esz = red.check()?;
+    let alg = resolve(Coll::ReduceScatterBlock, alg, grp.size, count.saturating_mul(esz))?;
+    check_total("the reduction vector", count.saturating_mul(grp.size as u64), esz)?;
+    let mut b = Builder::new(g, grp, at)?;
+    let input = user(sbuf);
+    if count > 0 {
+        if grp.size == 1 {
+            if sbuf != rbuf {
+                b.copy(input, user(rbuf), count * esz, &[]);
+            }
+        } else if alg == Algorithm::Ring {
+            ring(&mut b, &red, esz, count, input, user(rbuf), sbuf == rbuf);
+        } else {
+            recursive_halving_rs(&mut b, &red, esz, count, input, user(rbuf));
+        }
+    }
+    Ok(b.finish())
+}
+
+/// Recursive halving, for short to medium blocks.
+///
+/// The group is folded onto the largest power of two `p2` ([`fold_in`]);
+/// virtual rank `v` then stands for the blocks of the one or two ranks it
+/// folded (its *unit*, contiguous in the vector). Recursive halving
+/// ([`recursive_halving`]) over these units leaves unit `v` reduced on
+/// virtual rank `v`, in a scratchpad *accumulator*; it copies its own block
+/// to `rbuf` and sends its partner's block (if it has one) to the partner.
+///
+/// Order of operations: as Rabenseifner's allreduce: pairs `x_2i op
+/// x_2i+1`, then for `d = p2/2, ..., 2, 1`: `y_v, y_(v^d) <- y_lower op
+/// y_higher`.
+fn recursive_halving_rs(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: Buf) {
+    const FOLD_IN: u32 = 0;
+    const FOLD_OUT: u32 = 1;
+    const HALVING: u32 = 2; // + step
+    let (p, r) = (b.size, b.rank);
+    let fold = Fold::new(p);
+    let block = n * esz;
+    let acc = scr(b.scratch(p as u64 * block));
+    let f = fold_in(b, fold, red, esz, p as u64 * n, input, acc, FOLD_IN);
+    let Some(v) = f.v else {
+        b.recv(rbuf, block, r + 1, FOLD_OUT, &f.ops);
+        return;
+    };
+    let mut units: Vec<u64> = (0..fold.p2).map(|u| fold.ranks_of(u).0 as u64 * n).collect();
+    units.push(p as u64 * n);
+    let h = recursive_halving(b, fold, v, &units, red, esz, f.cur, acc, f.ready, HALVING);
+    let mut all = f.ops;
+    all.extend(&h.ops);
+    let halved = b.join(&all);
+    b.copy(at(h.result, r as u64 * n, esz), rbuf, block, &halved);
+    if v < fold.extras {
+        b.send(at(h.result, (r - 1) as u64 * n, esz), block, r - 1, FOLD_OUT, &h.ready);
+    }
+}
+
+/// Ring, for long blocks: the reduce-scatter half of the ring allreduce.
+///
+/// In step `k` (`0 .. size-1`) rank `r` sends its partial of block `(r - k
+/// - 1) mod size` to its *next* `r + 1`, receives the partial of block `(r
+/// - k - 2) mod size` from its *previous* `r - 1` and combines it with its
+/// own input in place (`received = received op own`); that is what it
+/// sends in the next step. Two receive buffers take turns. The last step's
+/// block is `r` itself, and its combine writes straight into `rbuf`.
+///
+/// Order of operations: block `b` is the left fold over the ranks in ring
+/// order starting after it, `(((x_(b+1) op x_(b+2)) op ...) op x_(b-1)) op
+/// x_b` (indices mod size).
+fn ring(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: Buf, in_place: bool) {
+    let (p, r) = (b.size, b.rank);
+    let block = n * esz;
+    let (next, prev_rank) = ((r + 1) % p, (r + p - 1) % p);
+    let partial = [scr(b.scratch(block)), scr(b.scratch(block))];
+    let mut sends: Vec<VertexId> = Vec::new();
+    let mut sums: Vec<VertexId> = Vec::new();
+    let mut all: Vec<VertexId> = Vec::new();
+    for k in 0..p - 1 {
+        let tag = k % 4096;
+        let (out, inc) = ((r + 2 * p - k - 1) % p, (r + 2 * p - k - 2) % p);
+        let sent = if k == 0 {
+            b.send(at(input, out as u64 * n, esz), block, next, tag, &[])
+        } else {
+            b.send(partial[((k - 1) % 2) as usize], block, next, tag, &[sums[k as usize - 1]])
+        };
+        // The buffer was last read by the previous step's send.
+        let reuse: Vec<VertexId> = if k >= 2 { vec![sends[k as usize - 1]] } else { vec![] };
+        let theirs = partial[(k % 2) as usize];
+        let got = b.recv(theirs, block, prev_rank, tag, &reuse);
+        let own = at(input, inc as u64 * n, esz);
+        let sum = if k + 2 < p {
+            b.combine(red, n, theirs, own, theirs, &[got])
+        } else {
+            // In place, the result overwrites input block 0: wait for every reader.
+            let mut after = vec![got];
+            if in_place {
+                after.extend(&all);
+                after.push(sent);
+            }
+            let after = b.join(&after);
+            b.combine(red, n, theirs, own, rbuf, &after)
+        };
+        sends.push(sent);
+        sums.push(sum);
+        all.extend([sent, got, sum]);
+    }
+}
