@@ -122,6 +122,11 @@
 #define GOAL_EXT_ERRORS 4
 
 /*
+ First tag collectives use; user tags below it never mix with theirs.
+ */
+#define GOAL_COLL_TAG_BASE (1 << 30)
+
+/*
  A graph under construction (opaque).
  */
 typedef struct goal_graph goal_graph;
@@ -170,6 +175,11 @@ typedef goal_schedule *GOAL_Schedule;
  A running execution; NULL is invalid.
  */
 typedef goal_handle *GOAL_Handle;
+
+/*
+ A collective algorithm (`GOAL_ALG_*`).
+ */
+typedef int GOAL_Algorithm;
 
 /*
  No vertex: what the vertex-adding functions return on error.
@@ -255,6 +265,51 @@ typedef goal_handle *GOAL_Handle;
  Writes the time in seconds as one 64-bit double into the result.
  */
 #define GOAL_WTIME 10
+
+/*
+ Pick from the group size and message size (a table measured on this machine).
+ */
+#define GOAL_ALG_AUTO 0
+
+/*
+ Direct messages between the root and everyone (alltoall: pairwise exchange).
+ */
+#define GOAL_ALG_LINEAR 1
+
+/*
+ Linear with a synchronisation message and a first segment (gather, scatter).
+ */
+#define GOAL_ALG_LINEAR_SYNC 2
+
+/*
+ In-order binomial tree.
+ */
+#define GOAL_ALG_BINOMIAL 3
+
+/*
+ Recursive doubling (reduce_scatter_block: recursive halving).
+ */
+#define GOAL_ALG_RECURSIVE_DOUBLING 4
+
+/*
+ Bruck's algorithm (barrier: dissemination).
+ */
+#define GOAL_ALG_BRUCK 5
+
+/*
+ Ring (bcast: scatter + ring allgather).
+ */
+#define GOAL_ALG_RING 6
+
+/*
+ Pipelined chain of segments (bcast).
+ */
+#define GOAL_ALG_PIPELINE 7
+
+/*
+ Reduce-scatter by recursive halving, then gather or allgather.
+ */
+#define GOAL_ALG_RABENSEIFNER 8
 
 #ifdef __cplusplus
 extern "C" {
@@ -462,6 +517,186 @@ const char *GOAL_ErrorString(int code);
  Returns the calling thread's last detailed error message ("" if none); valid until the thread's next failing call.
  */
 const char *GOAL_LastError(void);
+
+/*
+ Barrier: no rank leaves before every rank has entered.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Barrier_init(GOAL_Algorithm alg);
+
+/*
+ Barrier: no rank leaves before every rank has entered.
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Barrier_append(GOAL_Graph g, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Broadcast of `bytes` at `buf` from `root` to every rank's `buf`.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Bcast_init(void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg);
+
+/*
+ Broadcast of `bytes` at `buf` from `root` to every rank's `buf`.
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Bcast_append(GOAL_Graph g, void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Gather_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+
+/*
+ Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Gather_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Scatter_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+
+/*
+ Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Scatter_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Allgather_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+
+/*
+ Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Allgather_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Alltoall_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+
+/*
+ All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Alltoall_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_init(const void *sbuf, void *rbuf, int count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg);
+
+/*
+ Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`.
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Reduce_append(GOAL_Graph g, const void *sbuf, void *rbuf, int count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `sbuf`, bit-identical on every rank.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Allreduce_init(const void *sbuf, void *rbuf, int count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `sbuf`, bit-identical on every rank.
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Allreduce_append(GOAL_Graph g, const void *sbuf, void *rbuf, int count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction.
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Reduce_scatter_block_append(GOAL_Graph g, const void *sbuf, void *rbuf, int count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -24,9 +24,14 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+mod coll;
+pub use coll::*;
+
 /// A graph under construction (opaque).
 pub struct goal_graph {
     g: Graph,
+    /// Tag span for the next collective appended (see `coll`).
+    next_coll_tag: i64,
 }
 
 /// A compiled schedule (opaque).
@@ -255,7 +260,7 @@ pub extern "C" fn GOAL_IsFinalized() -> c_int {
 #[no_mangle]
 pub extern "C" fn GOAL_CreateGraph() -> GOAL_Graph {
     guard("GOAL_CreateGraph", std::ptr::null_mut(), || match goal_rt::runtime("GOAL_CreateGraph") {
-        Ok(_) => Box::into_raw(Box::new(goal_graph { g: Graph::new() })),
+        Ok(_) => Box::into_raw(Box::new(goal_graph { g: Graph::new(), next_coll_tag: coll::GOAL_COLL_TAG_BASE as i64 })),
         Err(e) => {
             fail(e);
             std::ptr::null_mut()
