@@ -215,6 +215,8 @@ struct State {
     /// Peers known to be gone.
     lost: Vec<Option<String>>,
     finished_ops: usize,
+    /// Some released credit may be due for publishing.
+    credit_due: bool,
     /// Bytes of self-sends copied aside and not yet received.
     self_buffered: u64,
     passes: u32,
@@ -270,6 +272,7 @@ impl Engine {
             published: vec![0; n],
             lost: vec![None; n],
             finished_ops: 0,
+            credit_due: false,
             self_buffered: 0,
             passes: 0,
             last_check: Instant::now(),
@@ -377,7 +380,7 @@ impl Engine {
             return;
         }
         self.st.last_check = Instant::now();
-        if let Err(lost) = self.shm.check_peers() {
+        while let Err(lost) = self.shm.check_peers() {
             self.peer_lost(lost);
         }
     }
@@ -494,16 +497,21 @@ impl Engine {
         if trace_on() {
             eprintln!("goal-trace {:.6} rank {} start sched {} exec {} {}", localop::wtime(), self.rank, e.sched.id, e.seq, self.describe(r));
         }
-        let sched = e.sched.clone();
-        let s = &sched.s;
-        for &d in s.start_dependents(r.op as usize) {
-            self.dec(OpRef { op: d, ..r });
+        let (id, seq) = (e.sched.id, e.seq);
+        let o = e.sched.s.ops[r.op as usize];
+        if !e.sched.s.start_index.is_empty() {
+            let sched = e.sched.clone();
+            for &d in sched.s.start_dependents(r.op as usize) {
+                self.dec(OpRef { op: d, ..r });
+            }
         }
-        let o = s.ops[r.op as usize];
         match o.kind() {
-            OpKind::Send | OpKind::SendVec => self.start_send(r, &o, sched.id, e_seq(self, r)),
-            OpKind::Recv | OpKind::RecvVec => self.start_recv(r, &o, sched.id),
+            OpKind::Send | OpKind::SendVec => self.start_send(r, &o, id, seq),
+            OpKind::Recv | OpKind::RecvVec => self.start_recv(r, &o, id, seq),
             OpKind::Local => {
+                let Some(e) = self.exec(r) else { return };
+                let sched = e.sched.clone();
+                let s = &sched.s;
                 let l = s.locals[o.addr as usize];
                 let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
                 let at = |i: u8, a: u64| -> *mut u8 {
@@ -525,7 +533,7 @@ impl Engine {
                     }
                 }
             }
-            OpKind::LocalVec => match self.local_vec(r, &sched, &o) {
+            OpKind::LocalVec => match self.local_vec(r, &self.exec(r).map(|e| e.sched.clone()).unwrap_or_else(|| unreachable!()), &o) {
                 Ok(()) => self.finish(r),
                 Err(KernelError::DivByZero(i)) => {
                     let msg = format!("{}: integer division by zero at element {i}", self.describe(r));
@@ -701,7 +709,8 @@ impl Engine {
             return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
         }
         let p = peer as usize;
-        let ptr = match self.pieces(r) {
+        let pieces = self.pieces(r);
+        let ptr = match pieces {
             Some(Pieces::One([(ptr, _)])) => ptr,
             _ => std::ptr::null_mut(),
         };
@@ -709,8 +718,8 @@ impl Engine {
         if heap_off.is_none() && len <= self.th.eager && self.eager_credit(p, len as u64) {
             self.st.eager_sent[p] += len as u64;
             if self.st.outq[p].is_empty() {
-                if let Some(pieces) = self.pieces(r) {
-                    let slices = slices_of(&pieces);
+                if let Some(pieces) = &pieces {
+                    let slices = slices_of(pieces);
                     match self.shm.try_send(p, &head.encode(), &slices) {
                         Ok(true) => return self.finish(r),
                         Ok(false) => {}
@@ -839,10 +848,11 @@ impl Engine {
 
     // ---- receives ---------------------------------------------------------
 
-    fn start_recv(&mut self, r: OpRef, o: &OpRec, sched: u32) {
-        let seq = e_seq(self, r);
+    fn start_recv(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {
         let k = key(sched, seq);
-        if let Some(q) = self.st.unexp.get_mut(&k) {
+        if self.st.unexp.is_empty() {
+            // (the common case: skip hashing)
+        } else if let Some(q) = self.st.unexp.get_mut(&k) {
             let hit = q.iter().position(|u| (o.peer == -1 || o.peer as u32 == u.src) && (o.tag == -1 || o.tag == u.tag));
             if let Some(i) = hit {
                 let u = q.remove(i).unwrap_or_else(|| unreachable!());
@@ -953,6 +963,7 @@ impl Engine {
     fn release_credit(&mut self, src: u32, n: u64) {
         if src != self.rank {
             self.st.released[src as usize] += n;
+            self.st.credit_due = true;
         } else {
             self.st.self_buffered -= n;
         }
@@ -963,11 +974,18 @@ impl Engine {
     /// wait), so publishing every quarter of the credit keeps the store and
     /// the wake-up check off the per-message path.
     fn publish_credits(&mut self) {
+        if !self.st.credit_due {
+            return;
+        }
+        self.st.credit_due = false;
         let step = (self.th.credit / 4).max(1);
         for p in 0..self.size as usize {
-            if self.st.released[p] - self.st.published[p] >= step {
+            let unpublished = self.st.released[p] - self.st.published[p];
+            if unpublished >= step {
                 self.st.published[p] = self.st.released[p];
                 self.shm.return_credits(p, self.st.released[p]);
+            } else if unpublished > 0 {
+                self.st.credit_due = true;
             }
         }
     }
@@ -1127,10 +1145,6 @@ fn trace_on() -> bool {
 /// copied into its posted receive while still in the ring; finish it now.
 const DELIVERED: u8 = 0xF0;
 
-fn e_seq(e: &Engine, r: OpRef) -> u32 {
-    e.exec(r).map_or(0, |x| x.seq)
-}
-
 fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
     let e = st.execs[slot as usize].as_mut()?;
@@ -1180,6 +1194,7 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived
     }
     if src != st.rank {
         st.released[src as usize] += payload.len() as u64;
+        st.credit_due = true;
     }
     let last = arrived.last_mut().unwrap_or_else(|| unreachable!());
     last.1 = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };

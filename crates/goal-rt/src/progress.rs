@@ -31,6 +31,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Polls made per taking of the engine lock while an application thread waits.
+const POLL_BATCH: u32 = 64;
+
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
 
@@ -116,21 +119,32 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
     rt.app_waiting.fetch_add(1, Ordering::AcqRel);
     let spin = rt.cfg.spin;
     loop {
-        // Poll (peers need not ring while we do), for `spin` after the last news.
+        // Poll (peers need not ring while we do), for `spin` after the last
+        // news. The engine lock is held across a batch of polls: taking it
+        // per poll would add two locked instructions to every hop.
         {
             let _polling = rt.bell.polling();
             let mut since = Instant::now();
-            let mut polls: u32 = 0;
-            while shared.state.load(Ordering::Acquire) == RUNNING {
-                if rt.try_progress().is_some_and(|n| n > 0) {
-                    since = Instant::now();
-                    continue;
+            'spin: while shared.state.load(Ordering::Acquire) == RUNNING {
+                let mut news = false;
+                match rt.engine.try_lock() {
+                    Ok(mut e) => {
+                        for _ in 0..POLL_BATCH {
+                            if e.progress() > 0 {
+                                news = true;
+                                if shared.state.load(Ordering::Acquire) != RUNNING {
+                                    break 'spin;
+                                }
+                            }
+                        }
+                    }
+                    Err(_) => std::hint::spin_loop(),
                 }
-                polls = polls.wrapping_add(1);
-                if polls % 32 == 0 && since.elapsed() >= spin {
+                if news {
+                    since = Instant::now();
+                } else if since.elapsed() >= spin {
                     break;
                 }
-                std::hint::spin_loop();
             }
         }
         if shared.state.load(Ordering::Acquire) != RUNNING {

@@ -35,7 +35,7 @@ mod stream;
 pub use doorbell::{Doorbell, PollGuard, SleepGuard};
 pub use heap::Heap;
 
-use crate::sync::{fence, Ordering};
+use crate::sync::{Ordering, full_fence};
 use crate::{sys, Envelope, PeerLost};
 use doorbell::RemoteBell;
 use layout::Layout;
@@ -292,6 +292,8 @@ pub struct ShmNode {
     /// Bit `p` set: I wrote something peer `p` may be waiting for since the
     /// last `flush`.
     dirty: Vec<Cell<u64>>,
+    /// Peers whose death `check_peers` has already reported.
+    reported: Vec<Cell<bool>>,
     /// True while `poll` runs callbacks (a nested `poll` returns 0).
     polling: Cell<bool>,
 }
@@ -358,6 +360,7 @@ impl ShmNode {
             peers: (0..size).map(|_| None).collect(),
             incoming,
             dirty: (0..size.div_ceil(64)).map(|_| Cell::new(0)).collect(),
+            reported: (0..size).map(|_| Cell::new(false)).collect(),
             polling: Cell::new(false),
         })
     }
@@ -583,7 +586,7 @@ impl ShmNode {
             if !fenced {
                 // Orders every write above before the loads of the peers'
                 // `sleepers` (see the doorbell protocol).
-                fence(Ordering::SeqCst);
+                full_fence();
                 fenced = true;
             }
             while bits != 0 {
@@ -601,12 +604,13 @@ impl ShmNode {
         self.doorbell.clone()
     }
 
-    /// Non-blocking: the first peer found dead, if any.
+    /// Non-blocking: the first peer found dead and not reported before, if any.
+    /// Each death is reported once: call again for the next one.
     pub fn check_peers(&self) -> Result<(), PeerLost> {
         let mut ranks = Vec::new();
         let mut fds: Vec<libc::pollfd> = Vec::new();
         for (r, p) in self.peers.iter().enumerate() {
-            if let Some(p) = p {
+            if let Some(p) = p.as_ref().filter(|_| !self.reported[r].get()) {
                 ranks.push(r);
                 fds.push(libc::pollfd {
                     fd: p.pidfd.as_raw_fd(),
@@ -638,6 +642,7 @@ impl ShmNode {
                     }
                     _ => "exited".to_string(),
                 };
+                self.reported[rank].set(true);
                 return Err(PeerLost { rank, cause });
             }
         }

@@ -37,7 +37,7 @@
 
 use super::layout::{H_BELL, H_POLLING, H_SLEEPERS};
 use super::map::Mapping;
-use crate::sync::{fence, AtomicU32, Ordering};
+use crate::sync::{AtomicU32, Ordering, full_fence};
 use crate::sys;
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,7 +69,7 @@ impl Doorbell {
     /// `sleep` or drop the guard.
     pub fn prepare(&self) -> SleepGuard<'_> {
         self.sleepers().fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        full_fence();
         let token = self.bell().load(Ordering::SeqCst);
         SleepGuard { bell: self, token }
     }

@@ -13,14 +13,24 @@
 //! its callback returns. Because a record is at most a quarter of the ring
 //! ([`max_payload`]), a record plus its padding always fits in an empty ring.
 //!
-//! Synchronisation is the classic SPSC one, on 64-bit byte counters that
-//! only grow: the producer writes the bytes, then publishes with a Release
-//! store of `tail`; the consumer Acquire-loads `tail`, reads, and gives the
-//! bytes back with a Release store of `head`, which the producer
-//! Acquire-loads before reusing them. Each side caches the other's counter
-//! (crossbeam style) and only reloads it when the cached value says "full"
-//! (producer) or "empty" (consumer), so a steady stream touches the other
-//! side's line once per batch rather than once per message.
+//! Publication is in band, as in a fast-box: the consumer polls the header
+//! word of the next record itself, so a message costs the consumer one
+//! cross-core miss (the record's first line) instead of two (a tail counter,
+//! then the record). A header word is never zero (`FLAG_VALID`), and the word
+//! at the consumer's position is always either zero or the header of a record
+//! of the current lap, because the producer keeps this invariant:
+//!
+//! * before it publishes a record (a Release store of its header word), it
+//!   writes a zero *end marker* where the next record's header will go;
+//! * a wrapping record is written at offset 0 (with its own end marker)
+//!   before the padding record that leads the consumer there is published.
+//!
+//! So stale bytes of an earlier lap are never taken for a header. Space is
+//! accounted on 64-bit byte counters that only grow: the producer keeps
+//! `tail` to itself; the consumer gives bytes back with a Release store of
+//! `head`, which the producer Acquire-loads (and caches, crossbeam style)
+//! only when its cached value says "full". A record needs its bytes plus the
+//! 8 bytes of the end marker free.
 
 use super::layout::{Layout, P_RING_HEAD, P_RING_TAIL};
 use super::map::Mapping;
@@ -37,6 +47,8 @@ const ENVELOPE: usize = std::mem::size_of::<Envelope>();
 pub(crate) const RECORD_OVERHEAD: usize = HEADER + ENVELOPE;
 /// Flag bit: the record is padding up to the wrap point, not a message.
 const FLAG_PAD: u64 = 1;
+/// Flag bit set in every published header word, so that none is zero.
+const FLAG_VALID: u64 = 2;
 
 /// The largest payload a ring of `ring_bytes` accepts: a record is at most a
 /// quarter of the ring, so that one always fits even after padding.
@@ -124,40 +136,52 @@ impl RingProducer {
         let to_end = cap - off;
         let pad = if to_end < need { to_end } else { 0 };
         let total = pad + need;
-        if cap - (tail - self.cached_head.get()) < total {
-            self.cached_head
-                .set(self.ptrs.head().load(Ordering::Acquire));
-            if cap - (tail - self.cached_head.get()) < total {
+        // The record, and the end marker after it.
+        let room = total + HEADER as u64;
+        if cap - (tail - self.cached_head.get()) < room {
+            self.cached_head.set(self.ptrs.head().load(Ordering::Acquire));
+            if cap - (tail - self.cached_head.get()) < room {
                 return false;
             }
         }
         let base = self.ptrs.data;
-        let mut at = off as usize;
-        // SAFETY: (1) the `total` bytes from `tail` are free: the consumer
-        // released them (Acquire load of `head` above), so nobody reads or
-        // writes them until we publish; (2) every write stays inside the ring:
-        // padding fills exactly `to_end` bytes, and a record is written from
-        // offset `at` with `at + need <= cap` (either it fit before the wrap
-        // point or it starts at 0 and `need <= cap / 4`); (3) `at` is 8-aligned
-        // (counters advance by multiples of 8), so the u64 writes are aligned.
+        let at = if pad != 0 { 0 } else { off as usize };
+        let next = (at as u64 + need) & (cap - 1);
+        // SAFETY: (1) the `room` bytes from `tail` are free: the consumer
+        // released them (Acquire load of `head` above), and the consumer only
+        // reads a byte after the header word in front of it was published, so
+        // nobody reads these bytes until we publish; (2) every write stays
+        // inside the ring: a record is written from `at` with
+        // `at + need <= cap` (it fit before the wrap point, or it starts at 0
+        // and `need <= cap / 4`), the end marker at `next < cap`, the padding
+        // word at `off < cap`; (3) all offsets are 8-aligned (counters advance
+        // by multiples of 8), so the u64 accesses are aligned.
         unsafe {
-            if pad != 0 {
-                (base.add(at) as *mut u64).write(pad | (FLAG_PAD << 32));
-                at = 0;
-            }
-            (base.add(at) as *mut u64).write(len as u64);
+            (base.add(next as usize) as *mut u64).write(0);
             (base.add(at + HEADER) as *mut Envelope).write(*env);
             let mut p = at + RECORD_OVERHEAD;
             for s in payload {
                 std::ptr::copy_nonoverlapping(s.as_ptr(), base.add(p), s.len());
                 p += s.len();
             }
+            header_word(base, at).store(len as u64 | (FLAG_VALID << 32), Ordering::Release);
+            if pad != 0 {
+                header_word(base, off as usize).store(pad | ((FLAG_PAD | FLAG_VALID) << 32), Ordering::Release);
+            }
         }
-        let new_tail = tail + total;
-        self.local_tail.set(new_tail);
-        self.ptrs.tail().store(new_tail, Ordering::Release);
+        self.local_tail.set(tail + total);
         true
     }
+}
+
+/// The header word at byte `at` of the ring data at `base`.
+///
+/// # Safety
+/// `at` must be 8-aligned and `at + 8` within the ring, whose mapping must
+/// outlive the returned reference.
+unsafe fn header_word<'a>(base: *mut u8, at: usize) -> &'a AtomicU64 {
+    // SAFETY: aligned and in bounds (caller), and AtomicU64 has the layout of u64.
+    unsafe { &*(base.add(at) as *const AtomicU64) }
 }
 
 /// The receiving side of the ring `sender -> me`, inside my inbox.
@@ -165,9 +189,6 @@ pub(crate) struct RingConsumer {
     ptrs: RingPtrs,
     /// Bytes ever consumed; equal to the shared `head` (we are its only writer).
     local_head: Cell<u64>,
-    /// A value the shared `tail` has had: `<= tail`, and every byte below it
-    /// is published.
-    cached_tail: Cell<u64>,
 }
 
 impl RingConsumer {
@@ -178,7 +199,6 @@ impl RingConsumer {
         RingConsumer {
             ptrs,
             local_head: Cell::new(head),
-            cached_tail: Cell::new(head),
         }
     }
 
@@ -188,58 +208,49 @@ impl RingConsumer {
     /// waiting for space: a record is at most a quarter of the ring).
     /// Costs one load of the producer's line when the ring is empty.
     pub(crate) fn drain(&self, f: &mut dyn FnMut(&Envelope, &[u8])) -> (usize, bool) {
-        let mut head = self.local_head.get();
-        if head == self.cached_tail.get() {
-            let tail = self.ptrs.tail().load(Ordering::Acquire);
-            if tail == head {
-                return (0, false);
-            }
-            self.cached_tail.set(tail);
-        }
-        // Only what was published when we looked: a busy producer cannot keep
-        // us here forever.
-        let tail = self.cached_tail.get();
         let cap = self.ptrs.cap;
-        let was_crowded = tail - head > cap / 2;
         let base = self.ptrs.data;
+        let start = self.local_head.get();
+        let mut head = start;
         let mut n = 0;
-        while head != tail {
+        // At most one lap per call: a busy producer cannot keep us here forever.
+        while head - start < cap {
             let off = (head & (cap - 1)) as usize;
-            // SAFETY: `head < tail` and the bytes below `tail` were published
-            // by the producer (Acquire load) and stay untouched until we move
-            // `head` past them; `off` is 8-aligned and `off + 8 <= cap`.
-            let word = unsafe { (base.add(off) as *const u64).read() };
-            let len = (word & 0xffff_ffff) as usize;
-            if (word >> 32) & FLAG_PAD != 0 {
-                assert_eq!(
-                    off + len,
-                    cap as usize,
-                    "shm ring corrupted: bad padding record"
-                );
-                head += len as u64;
-            } else {
-                assert!(
-                    off + RECORD_OVERHEAD + len <= cap as usize,
-                    "shm ring corrupted: record overruns the ring"
-                );
-                // SAFETY: the record lies inside the ring (asserted) in
-                // published bytes that the producer will not touch until we
-                // advance `head`, which happens only after `f` has returned
-                // and the slice is gone.
-                let (env, payload) = unsafe {
-                    let env = (base.add(off + 8) as *const Envelope).read();
-                    (
-                        env,
-                        std::slice::from_raw_parts(base.add(off + RECORD_OVERHEAD), len),
-                    )
-                };
-                f(&env, payload);
-                head += record_bytes(len);
-                n += 1;
+            // SAFETY: `off` is 8-aligned and `off + 8 <= cap`; the mapping lives in `ptrs`.
+            let word = unsafe { header_word(base, off) }.load(Ordering::Acquire);
+            if word == 0 {
+                break;
             }
+            let len = (word & 0xffff_ffff) as usize;
+            let flags = word >> 32;
+            if flags & FLAG_PAD != 0 {
+                assert_eq!(off + len, cap as usize, "shm ring corrupted: bad padding record");
+                head += len as u64;
+                continue;
+            }
+            assert!(off + RECORD_OVERHEAD + len <= cap as usize, "shm ring corrupted: record overruns the ring");
+            // SAFETY: the record lies inside the ring (asserted), published by
+            // the Release store of its header that we Acquire-loaded, and the
+            // producer does not touch it until we advance `head`, which happens
+            // only after `f` has returned and the slice is gone.
+            let (env, payload) = unsafe {
+                let env = (base.add(off + HEADER) as *const Envelope).read();
+                (env, std::slice::from_raw_parts(base.add(off + RECORD_OVERHEAD), len))
+            };
+            f(&env, payload);
+            head += record_bytes(len);
+            n += 1;
             self.local_head.set(head);
             self.ptrs.head().store(head, Ordering::Release);
         }
-        (n, was_crowded)
+        if head != self.local_head.get() {
+            // Trailing padding skipped.
+            self.local_head.set(head);
+            self.ptrs.head().store(head, Ordering::Release);
+        }
+        // A producer waits for space only when the ring is crowded; without a
+        // tail we judge by how much we just consumed (records are at most a
+        // quarter of the ring).
+        (n, head - start > cap / 2)
     }
 }
