@@ -1,0 +1,656 @@
+#!/usr/bin/env python3
+"""Point-to-point benchmark of goal against Open MPI and MPICH on this machine.
+
+    python3 bench/p2p.py --prefix DIR [--out results/p2p] [--quick] [--rounds N]
+    python3 bench/p2p.py --no-goal            # the MPIs only (no goal install needed)
+
+Builds bench/mpi_p2p.c with each MPI's mpicc and bench/goal_p2p.c against the goal
+installed under DIR (pkg-config + rpath), then runs, interleaved over several rounds:
+
+    goal, goal-heap       DIR/bin/goalrun -n 2 build/bench/goal_p2p --pin [--heap]
+    openmpi               mpirun.openmpi -n 2 --bind-to none ... --pin
+    openmpi-nosc          the same with --mca btl_vader_single_copy_mechanism none
+    mpich                 mpirun.mpich -n 2 -bind-to none ... --pin
+
+Binding: the same for every library: launcher binding off, and each program pins all
+of rank r's threads to CPU r (r % ncpus) itself right after init (`--pin`).
+Each round runs every library once (rotating the order); the table shows the median over
+rounds of each run's median, and ratios goal / best Open MPI setting computed per round
+(both runs close in time) and then the median over rounds.
+
+Writes OUT.json (machine, commands, every raw row, the summary, the targets) and OUT.png.
+Exit status: 1 if goal fails to build or run (or, with --strict, misses a target).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as C  # noqa: E402
+
+KiB, MiB = 1 << 10, 1 << 20
+LAT_SIZES = [0, 1, 8, 64, 512, KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB]
+BW_SIZES = [64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB]
+OMPI_LIBS = ("openmpi", "openmpi-nosc")
+DISTURBED_PCT = 10.0  # a run during which other processes used more of the CPUs is repeated
+# On a VM the cache-line latency between the two vCPUs (bench/c2c.c) jumps between states
+# (here ~25 ns and ~165 ns) as the host moves them, and every shared-memory latency moves
+# with it (8 B ping-pong: ~0.13 vs ~0.35 us). Runs whose probes are within this factor are
+# taken to be in the same state; goal is compared with Open MPI runs of its own state.
+STATE_FACTOR = 1.5
+
+
+def same_state(a, b) -> bool:
+    if not (C.isnum(a) and C.isnum(b)) or a <= 0 or b <= 0:
+        return True  # no probe: cannot tell
+    return max(a, b) / min(a, b) <= STATE_FACTOR
+
+# (section, bytes, relation, bound, text); latency compares goal's latency_sched with
+# MPI's ping-pong, bandwidth the streaming test, localop is absolute (us)
+TARGETS = [
+    ("latency", 8, "<=", 1.2, "latency 8 B within 1.2x of Open MPI"),
+    ("latency", KiB, "<=", 1.2, "latency 1 KiB within 1.2x of Open MPI"),
+    ("latency", 64 * KiB, "<=", 1.0, "latency 64 KiB no more than Open MPI"),
+    ("latency", MiB, "<=", 1.0, "latency 1 MiB no more than Open MPI"),
+    ("bandwidth", 64 * KiB, ">=", 1.0, "bandwidth 64 KiB at least Open MPI"),
+    ("bandwidth", MiB, ">=", 1.0, "bandwidth 1 MiB at least Open MPI"),
+    ("bandwidth", 16 * MiB, ">=", 1.0, "bandwidth 16 MiB at least Open MPI"),
+    ("runwait_localop", 8, "<", 1.0, "Run+Wait of one local op under 1 us"),
+]
+
+
+@dataclass
+class Config:
+    name: str
+    kind: str            # "goal" | "mpi"
+    cmd: list[str]
+    env: dict = field(default_factory=dict)
+    note: str = ""
+
+
+# ---------------------------------------------------------------------------------------
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prefix", type=Path, help="goal install prefix (make install PREFIX=DIR)")
+    ap.add_argument("--out", default=str(C.REPO / "results" / "p2p"),
+                    help="output path without extension (default: results/p2p)")
+    ap.add_argument("--quick", action="store_true", help="few repetitions, one round (CI smoke)")
+    ap.add_argument("--rounds", type=int, help="runs of each library, interleaved (default 5, quick 1)")
+    ap.add_argument("--no-goal", action="store_true", help="skip goal (benchmark the MPIs only)")
+    ap.add_argument("--no-heap", action="store_true", help="skip the goal-heap (GOAL_Alloc) variant")
+    ap.add_argument("--goal-progress", default="",
+                    help="comma list of GOAL_PROGRESS modes to run as extra goal variants "
+                         "(e.g. thread,spin); default: goal's own default only")
+    ap.add_argument("--libs", default="", help="comma list: run only these library names")
+    ap.add_argument("--no-pin", action="store_true", help="do not pin ranks (no binding at all)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
+    ap.add_argument("--wait-idle", type=float,
+                    help="before each run wait up to this many seconds for the machine to be idle "
+                         "(default 15, quick 5)")
+    ap.add_argument("--retries", type=int, default=2,
+                    help="repeat a run disturbed by foreign CPU use (>%d%%) up to N times (default 2)"
+                         % 10)
+    ap.add_argument("--strict", action="store_true", help="exit 1 if a goal target is missed")
+    ap.add_argument("--all-states", action="store_true",
+                    help="summarize all runs, also those made while the vCPUs were far apart "
+                         "(default: only the runs in the fastest core-to-core state, if every "
+                         "library has one)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
+    a = ap.parse_args()
+    if not a.no_goal and a.prefix is None:
+        ap.error("--prefix DIR is required (or --no-goal)")
+    if a.rounds is None:
+        a.rounds = 1 if a.quick else 5
+    if a.wait_idle is None:
+        a.wait_idle = 5 if a.quick else 15
+    return a
+
+
+def build_and_configure(a) -> tuple[list[Config], dict, C.Goal | None]:
+    """Build the programs; return the run configurations and library facts."""
+    configs: list[Config] = []
+    libinfo: dict = {}
+    common_args = (["--quick"] if a.quick else []) + ([] if a.no_pin else ["--pin"])
+    deps = [C.BENCH / "p2p_common.h"]
+    goal = None
+
+    if not a.no_goal:
+        try:
+            goal = C.find_goal(a.prefix)
+            exe = C.build_goal_program(goal, C.BENCH / "goal_p2p.c", C.BUILD / "goal_p2p", deps)
+        except C.BenchError as e:
+            C.die(f"goal: {e}")
+        modes = [m.strip() for m in a.goal_progress.split(",") if m.strip()] or [None]
+        for mode in modes:
+            suffix = f"-{mode}" if mode else ""
+            env = {"GOAL_PROGRESS": mode} if mode else {}
+            for heap in ([False] if a.no_heap else [False, True]):
+                name = ("goal-heap" if heap else "goal") + suffix
+                cmd = [str(goal.goalrun), "-n", "2", str(exe), "--name", name, *common_args]
+                if heap:
+                    cmd.append("--heap")
+                configs.append(Config(name, "goal", cmd, env,
+                                      "buffers from GOAL_Alloc" if heap else "buffers from aligned_alloc"))
+        libinfo["goal"] = {"prefix": str(goal.prefix), "version": goal.version,
+                           "cflags": goal.cflags, "libs": goal.libs}
+
+    mpis = C.find_mpis()
+    for name in ("openmpi", "mpich"):
+        if name not in mpis:
+            C.warn(f"{name} not found (run scripts/install-deps.sh); continuing without it")
+    for name, mpi in mpis.items():
+        try:
+            exe = C.build_mpi_program(mpi, C.BENCH / "mpi_p2p.c", C.BUILD / f"mpi_p2p.{name}", deps)
+        except C.BenchError as e:
+            C.warn(f"{name}: build failed, skipping it:\n{e}")
+            continue
+        libinfo[name] = {"mpicc": mpi.mpicc, "mpirun": mpi.mpirun}
+        variants = [(name, {}, "default settings")]
+        if name == "openmpi":
+            variants.append(("openmpi-nosc", {"btl_vader_single_copy_mechanism": "none"},
+                             "btl_vader_single_copy_mechanism none"))
+        for vname, mca, note in variants:
+            cmd, env = mpi.launch(2, [exe, vname, *common_args], mca=mca, bind="none")
+            configs.append(Config(vname, "mpi", cmd, env, note))
+
+    if a.libs:
+        want = {x.strip() for x in a.libs.split(",") if x.strip()}
+        unknown = want - {c.name for c in configs}
+        if unknown:
+            C.warn(f"--libs: no such library here: {', '.join(sorted(unknown))}")
+        configs = [c for c in configs if c.name in want]
+    if not configs:
+        C.die("nothing to run")
+    return configs, libinfo, goal
+
+
+# ---------------------------------------------------------------------------------------
+
+def run_all(a, configs: list[Config]):
+    rows, runs, failures = [], [], []
+    n = len(configs)
+    for r in range(a.rounds):
+        order = configs[r % n:] + configs[:r % n]
+        for pos, cfg in enumerate(order):
+            for attempt in range(a.retries + 1):
+                idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
+                c2c0 = C.c2c_probe()
+                C.log(f"[round {r + 1}/{a.rounds}] {cfg.name} ..."
+                      + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
+                with C.CpuMeter() as meter:
+                    res = C.run(cfg.cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
+                st = meter.result
+                c2c1 = C.c2c_probe()
+                c2c = round((c2c0 + c2c1) / 2, 1) if c2c0 and c2c1 else (c2c0 or c2c1)
+                disturbed = st["foreign_pct"] > DISTURBED_PCT
+                unstable = bool(c2c0 and c2c1 and not same_state(c2c0, c2c1))
+                if not (disturbed or unstable) or not res.ok or attempt == a.retries:
+                    break
+                if disturbed:
+                    C.log(f"    disturbed: {st['foreign_pct']}% of the CPUs used by other processes "
+                          f"({', '.join(C.busy_processes(10)) or '?'}); again")
+                else:
+                    C.log(f"    core-to-core latency changed during the run ({c2c0} -> {c2c1} ns); again")
+            st = dict(st, disturbed=disturbed, unstable=unstable, c2c_before_ns=c2c0, c2c_after_ns=c2c1,
+                      attempts=attempt + 1, idle_wait_s=round(waited, 1))
+            got = C.parse_rows(res.stdout)
+            meta = next((x for x in got if x.get("test") == "meta"), {})
+            data = [x for x in got if x.get("test") != "meta"]
+            for x in data:
+                x["lib"] = cfg.name
+                x["round"] = r
+                x["c2c_ns"] = c2c
+                x["clean_run"] = not (disturbed or unstable)
+            run = {"lib": cfg.name, "round": r, "position": pos, "rc": res.rc,
+                   "timed_out": res.timed_out, "seconds": round(res.seconds, 2),
+                   "c2c_ns": c2c, "rows": len(data), "meta": meta, **st}
+            if not res.ok:
+                run["stderr_tail"] = res.stderr.strip().splitlines()[-30:]
+                failures.append((cfg, res))
+                C.warn(f"{cfg.name} failed: {res.describe()}")
+            elif res.stderr.strip():
+                run["stderr_tail"] = res.stderr.strip().splitlines()[-10:]
+            runs.append(run)
+            rows += data
+            C.log(f"    {len(data)} rows in {res.seconds:.1f} s (c2c {c2c} ns, foreign CPU {st['foreign_pct']}%, "
+                  f"steal {st['steal_pct']}%)")
+    return rows, runs, failures
+
+
+# ---------------------------------------------------------------------------------------
+# aggregation
+
+def index(rows, all_rows=None):
+    """(lib, test, bytes) -> {round: row}; with all_rows, also ("*all*", lib, test, bytes)
+    over every run (for state-matched Open MPI references of a goal run)."""
+    ix: dict = {}
+    for x in rows:
+        ix.setdefault((x["lib"], x["test"], x["bytes"]), {})[x["round"]] = x
+    for x in all_rows or ():
+        ix.setdefault(("*all*", x["lib"], x["test"], x["bytes"]), {})[x["round"]] = x
+    return ix
+
+
+def select_state(rows, runs, libs, all_states: bool):
+    """Which runs the summary uses. Per library, the clean runs: made in the fastest
+    core-to-core state (c2c within STATE_FACTOR of the lowest probe), not disturbed by other
+    processes, state unchanged during the run; a library without any clean run falls back to
+    its undisturbed runs, then to all its runs. Returns (rows, note)."""
+    c2cs = [r["c2c_ns"] for r in runs if C.isnum(r.get("c2c_ns"))]
+    if all_states:
+        return rows, ("summary over all runs" + (f", mixing core-to-core states ({min(c2cs):.0f}.."
+                                                 f"{max(c2cs):.0f} ns)" if c2cs else ""))
+    fast = min(c2cs) if c2cs else None
+
+    def clean(r):
+        return same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
+
+    keep, fallback = set(), []
+    for lib in libs:
+        mine = [r for r in runs if r["lib"] == lib and r.get("rows")]
+        for level, test in (("clean", clean), ("undisturbed", lambda r: not r.get("disturbed")),
+                            ("any", lambda r: True)):
+            chosen = [r for r in mine if test(r)]
+            if chosen:
+                break
+        if level != "clean":
+            fallback.append(f"{lib} ({level})")
+        keep |= {(r["lib"], r["round"]) for r in chosen}
+    if len(keep) == len(runs) and not fallback:
+        return rows, ""
+    note = (f"summary over the {len(keep)} of {len(runs)} runs that were clean (fast core-to-core state"
+            + (f" ~{fast:.0f} ns" if fast else "") + ", no other process busy); --all-states to include all "
+            "(all rows are in the JSON)")
+    if fallback:
+        note += f"; no clean run of: {', '.join(fallback)}: their numbers are suspect"
+    return [x for x in rows if (x["lib"], x["round"]) in keep], note
+
+
+def summarize(rows):
+    out = []
+    for (lib, test, nbytes), per_round in sorted(index(rows).items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
+        us = [x["median_us"] for x in per_round.values()]
+        s = {"lib": lib, "test": test, "bytes": nbytes, "rounds": len(us),
+             "median_us": C.median(us), "min_round_us": min(us), "max_round_us": max(us)}
+        g = [x["gbps"] for x in per_round.values() if "gbps" in x]
+        if g:
+            s.update(gbps=C.median(g), min_round_gbps=min(g), max_round_gbps=max(g))
+        out.append(s)
+    return out
+
+
+def value(ix, lib, test, nbytes, fld="median_us"):
+    """median over rounds and per-round dict of one field"""
+    per = {r: x.get(fld) for r, x in ix.get((lib, test, nbytes), {}).items() if C.isnum(x.get(fld))}
+    return (C.median(per.values()) if per else float("nan")), per
+
+
+def ratio(ix, glib, gtest, mtest, nbytes, libs, fld="median_us", higher_better=False):
+    """goal / best Open MPI setting, state-matched: each goal run is compared with the
+    Open MPI runs made in the same core-to-core state (see STATE_FACTOR; the median of
+    each setting's matching runs, then the better setting): first those in the summary,
+    then any clean run, then any run of that state; else the Open MPI runs of its own
+    round, else all. The result is the median over goal's runs."""
+    g = ix.get((glib, gtest, nbytes), {})
+    ompi = [ix.get((lib, mtest, nbytes), {}) for lib in libs if lib in OMPI_LIBS]
+    ompi_all = [ix.get(("*all*", lib, mtest, nbytes), {}) for lib in libs if lib in OMPI_LIBS]
+    pick = max if higher_better else min
+    ratios = []
+    for r, gx in g.items():
+        gv = gx.get(fld)
+        if not C.isnum(gv):
+            continue
+        best = None
+        st = lambda ox: same_state(gx.get("c2c_ns"), ox.get("c2c_ns"))  # noqa: E731
+        for pool, match in ((ompi, st),                                           # summarized, same state
+                            (ompi_all, lambda ox: st(ox) and ox.get("clean_run", True)),  # any clean run, same state
+                            (ompi_all, st),                                       # any run, same state
+                            (ompi, lambda ox: ox["round"] == r), (ompi, lambda ox: True)):
+            for per in pool:
+                vals = [ox[fld] for ox in per.values() if C.isnum(ox.get(fld)) and match(ox)]
+                if vals:
+                    v = C.median(vals)
+                    best = v if best is None else pick(best, v)
+            if best is not None:
+                break
+        if best:
+            ratios.append(gv / best)
+    return C.median(ratios) if ratios else float("nan")
+
+
+def evaluate_targets(ix, libs):
+    goals = [l for l in libs if l.startswith("goal")]
+    have_ompi = any(l in OMPI_LIBS for l in libs)
+    res = []
+    for sect, nbytes, rel, bound, text in TARGETS:
+        for g in goals:
+            if sect == "runwait_localop":
+                v = value(ix, g, "runwait_localop", nbytes)[0]
+                unit = "us"
+            elif not have_ompi:
+                v, unit = float("nan"), "x"
+            elif sect == "latency":
+                v, unit = ratio(ix, g, "latency_sched", "latency", nbytes, libs), "x"
+            else:
+                v, unit = ratio(ix, g, "bandwidth", "bandwidth", nbytes, libs, "gbps", True), "x"
+            if not C.isnum(v):
+                ok = None
+            else:
+                ok = {"<=": v <= bound, "<": v < bound, ">=": v >= bound}[rel]
+            res.append({"target": text, "lib": g, "section": sect, "bytes": nbytes, "relation": rel,
+                        "bound": bound, "value": v if C.isnum(v) else None, "unit": unit, "ok": ok})
+    return res
+
+
+def verdict_cell(targets, sect, nbytes):
+    ts = [t for t in targets if t["section"] == sect and t["bytes"] == nbytes]
+    if not ts:
+        hit = [t for t in TARGETS if t[0] == sect and t[1] == nbytes]
+        return f"{hit[0][2]}{hit[0][3]:.1f}x (no goal)" if hit else ""
+    t0 = ts[0]
+    unit = "x" if t0["unit"] == "x" else " us"
+    marks = []
+    for t in ts:
+        name = t["lib"].replace("goal-heap", "heap") if len(ts) > 1 else ""
+        m = "n/a" if t["ok"] is None else ("ok" if t["ok"] else "MISS")
+        marks.append(f"{name} {m}".strip())
+    return f"{t0['relation']}{t0['bound']:.1f}{unit}: " + ", ".join(marks)
+
+
+# ---------------------------------------------------------------------------------------
+# report
+
+def short(lib: str) -> str:
+    return {"openmpi": "ompi", "openmpi-nosc": "ompi-nosc"}.get(lib, lib)
+
+
+def report(ix, libs, targets) -> str:
+    mpis = [l for l in ("openmpi", "openmpi-nosc", "mpich") if l in libs]
+    goals = [l for l in libs if l.startswith("goal")]
+    has_ompi = any(l in OMPI_LIBS for l in libs)
+    out = []
+
+    # latency
+    hdr = ["bytes"] + [short(m) for m in mpis]
+    for g in goals:
+        hdr += [f"{g}:sched", f"{g}:rw"]
+    if has_ompi:
+        hdr += [f"{g}/ompi" for g in goals]
+    hdr += ["target"]
+    rows = []
+    for n in LAT_SIZES:
+        row = [C.fmt_bytes(n)] + [C.fmt_num(value(ix, m, "latency", n)[0]) for m in mpis]
+        for g in goals:
+            row += [C.fmt_num(value(ix, g, "latency_sched", n)[0]), C.fmt_num(value(ix, g, "latency_runwait", n)[0])]
+        if has_ompi:
+            for g in goals:
+                rr = ratio(ix, g, "latency_sched", "latency", n, libs)
+                rw = ratio(ix, g, "latency_runwait", "latency", n, libs)
+                row.append(f"{C.fmt_num(rr, 2)} ({C.fmt_num(rw, 2)})" if C.isnum(rr) else "-")
+        row.append(verdict_cell(targets, "latency", n))
+        rows.append(row)
+    out.append("One-way latency [us], median over rounds"
+               + (" (goal: sched = thesis method, one schedule of 100 ping-pongs; rw = one round trip per "
+                  "Run+Wait; ratio = sched/best Open MPI (rw/best Open MPI))" if goals else ""))
+    out.append(C.table(hdr, rows))
+
+    # bandwidth
+    hdr = ["bytes"] + [short(m) for m in mpis] + goals
+    if has_ompi:
+        hdr += [f"{g}/ompi" for g in goals]
+    hdr += ["target"]
+    rows = []
+    for n in BW_SIZES:
+        row = [C.fmt_bytes(n)] + [C.fmt_num(value(ix, m, "bandwidth", n, "gbps")[0]) for m in mpis + goals]
+        if has_ompi:
+            row += [C.fmt_num(ratio(ix, g, "bandwidth", "bandwidth", n, libs, "gbps", True), 2) for g in goals]
+        row.append(verdict_cell(targets, "bandwidth", n))
+        rows.append(row)
+    out.append("")
+    out.append("Streaming bandwidth [GB/s = 1e9 B/s], median over rounds"
+               + (" (ratio = goal / best Open MPI)" if has_ompi and goals else ""))
+    out.append(C.table(hdr, rows))
+
+    if goals:
+        out.append("")
+        out.append("Run+Wait of a schedule with one GOAL_LocalOp (COPY, 8 bytes) [us]")
+        rows = [[g, C.fmt_num(value(ix, g, "runwait_localop", 8)[0]),
+                 C.fmt_num(value(ix, g, "runwait_localop", 8, "min_us")[0]),
+                 verdict_cell([t for t in targets if t["lib"] == g], "runwait_localop", 8)] for g in goals]
+        out.append(C.table(["lib", "median", "min", "target"], rows))
+    return "\n".join(out)
+
+
+def plot(ix, libs, targets, path: Path, title: str, footnote: str) -> bool:
+    """2x2: latency (log-log), small-message latency (linear), bandwidth, ratios to Open MPI."""
+    plt = C.pyplot()
+    if plt is None:
+        return False
+    import matplotlib.ticker as mt
+    mpis = [l for l in ("openmpi", "openmpi-nosc", "mpich") if l in libs]
+    goals = [l for l in libs if l.startswith("goal")]
+    has_ompi = any(l in OMPI_LIBS for l in libs)
+    fig, axes = plt.subplots(2, 2, figsize=(14, 10.5), constrained_layout=True)
+    ax_lat, ax_small, ax_bw, ax_ratio = axes[0][0], axes[0][1], axes[1][0], axes[1][1]
+    lat_sizes = [n for n in LAT_SIZES if n > 0]
+    small_sizes = [n for n in lat_sizes if n <= 16 * KiB]
+
+    def series(lib, test, sizes, fld, label, ax, band=True, **extra):
+        xs, ys, lo, hi = [], [], [], []
+        for n in sizes:
+            med, per = value(ix, lib, test, n, fld)
+            if C.isnum(med):
+                xs.append(n)
+                ys.append(med)
+                lo.append(min(per.values()))
+                hi.append(max(per.values()))
+        if not xs:
+            return
+        st = C.style(lib)
+        st.update(extra)
+        ax.plot(xs, ys, label=label, markersize=4.5, linewidth=1.6, **st)
+        if band and any(h != l for h, l in zip(hi, lo)):
+            ax.fill_between(xs, lo, hi, color=st.get("color"), alpha=0.12, linewidth=0)
+
+    for ax, sizes in ((ax_lat, lat_sizes), (ax_small, small_sizes)):
+        for m in mpis:
+            series(m, "latency", sizes, "median_us", m, ax)
+        for g in goals:
+            series(g, "latency_sched", sizes, "median_us", f"{g} (schedule of 100)", ax)
+            series(g, "latency_runwait", sizes, "median_us", f"{g} (Run+Wait per round trip)", ax,
+                   band=False, linestyle=":", marker=None)
+        C.bytes_axis(ax, sizes)
+        ax.set_ylabel("one-way latency [µs]")
+    ax_lat.set_yscale("log")
+    ax_lat.yaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax_lat.set_title("Ping-pong latency, log-log (size 0 not shown)")
+    ax_small.set_ylim(bottom=0)
+    ax_small.set_title("Small messages, linear scale")
+
+    for lib in mpis + goals:
+        series(lib, "bandwidth", BW_SIZES, "gbps", lib, ax_bw)
+    C.bytes_axis(ax_bw, BW_SIZES, min_step=2)
+    ax_bw.set_ylim(bottom=0)
+    ax_bw.set_ylabel("bandwidth [GB/s]")
+    ax_bw.set_title("Streaming bandwidth (window of sends + 1-byte ack)")
+
+    # ratios of every non-Open-MPI library to the best Open MPI setting, same core-to-core state
+    ax = ax_ratio
+    ys_all = []
+    if has_ompi:
+        for lib in [l for l in libs if l not in OMPI_LIBS]:
+            gtest = "latency_sched" if lib.startswith("goal") else "latency"
+            st = C.style(lib)
+            ys = [ratio(ix, lib, gtest, "latency", n, libs) for n in lat_sizes]
+            ax.plot(lat_sizes, ys, label=f"{lib}: latency ratio (lower is better)", markersize=4.5,
+                    linewidth=1.6, **st)
+            yb = [ratio(ix, lib, "bandwidth", "bandwidth", n, libs, "gbps", True) for n in BW_SIZES]
+            ax.plot(BW_SIZES, yb, label=f"{lib}: bandwidth ratio (higher is better)", markersize=8,
+                    linewidth=1.6, **dict(st, linestyle="--", marker="*"))
+            ys_all += [y for y in ys + yb if C.isnum(y)]
+        ax.axhline(1.0, color="black", linewidth=0.9)
+        if goals:
+            ax.axhline(1.2, color="grey", linewidth=0.8, linestyle=":")
+            ax.annotate("1.2x: 8 B / 1 KiB latency target", (lat_sizes[0], 1.2), xytext=(2, 2),
+                        textcoords="offset points", fontsize=8, color="grey")
+        for t in targets:
+            if t["section"] in ("latency", "bandwidth") and t["ok"] is not None and t["value"] is not None:
+                ax.plot([t["bytes"]], [t["value"]], marker="o", markersize=14, markerfacecolor="none",
+                        markeredgewidth=1.5, markeredgecolor="green" if t["ok"] else "red", linewidth=0)
+        ax.set_yscale("log")
+        lo = min(ys_all + [0.8]) / 1.15
+        hi = max(ys_all + [1.3]) * 1.15
+        ax.set_ylim(lo, hi)
+        ticks = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.5, 2, 3, 5, 10, 20, 50)
+                 if lo <= t <= hi]
+        ax.yaxis.set_major_locator(mt.FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}x"))
+        ax.yaxis.set_minor_locator(mt.NullLocator())
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
+        ax.set_title("Ratio to the best Open MPI setting" + ("; circles: targets (green met, red missed)"
+                                                              if goals else ""))
+    else:
+        ax.text(0.5, 0.5, "no Open MPI results", ha="center", va="center", transform=ax.transAxes)
+    C.bytes_axis(ax, lat_sizes)
+    ax.set_ylabel("ratio to best Open MPI")
+
+    for a_ in (ax_lat, ax_small, ax_bw, ax_ratio):
+        a_.grid(True, which="major", alpha=0.3)
+        if a_ is not ax_ratio:
+            a_.legend(fontsize=8, loc="lower left" if a_ is ax_bw else "upper left")
+    fig.suptitle(title, fontsize=13)
+    fig.text(0.5, -0.005, footnote, ha="center", va="top", fontsize=8, wrap=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+
+def main() -> int:
+    a = parse_args()
+    C.VERBOSE = a.verbose
+    out = Path(a.out)
+    if not out.is_absolute():
+        out = Path.cwd() / out
+    if out.suffix in (".json", ".png"):
+        out = out.with_suffix("")
+
+    machine = C.machine_info()
+    if machine["loadavg_start"] and machine["loadavg_start"][0] > 0.5:
+        C.warn(f"load average is {machine['loadavg_start'][0]:.2f} before starting: "
+               f"something else is running ({', '.join(C.busy_processes()) or 'see top'}); "
+               "results will be noisy")
+
+    configs, libinfo, goal = build_and_configure(a)
+    libs = [c.name for c in configs]
+    C.log(f"libraries: {', '.join(libs)}; {a.rounds} round(s)")
+    t0 = time.time()
+    rows, runs, failures = run_all(a, configs)
+    elapsed = time.time() - t0
+
+    # facts from the programs' meta lines
+    for run in runs:
+        meta = run.get("meta") or {}
+        info = libinfo.setdefault(run["lib"], {})
+        if meta.get("version"):
+            info["version"] = " ".join(str(meta["version"]).split())
+        if meta.get("affinity"):
+            info["affinity_ranks"] = meta["affinity"]
+    for c in configs:
+        info = libinfo.setdefault(c.name, {})
+        info.update(command=c.cmd, env=c.env, note=c.note, kind=c.kind)
+
+    c2cs = [r["c2c_ns"] for r in runs if C.isnum(r.get("c2c_ns"))]
+    selected, state_note = select_state(rows, runs, libs, a.all_states)
+    ix = index(selected, rows)
+    targets = evaluate_targets(ix, libs)
+    text = report(ix, libs, targets)
+    steal = [r.get("steal_pct", 0) for r in runs]
+    notes = [state_note] if state_note else []
+    dist = [f"{r['lib']}#{r['round'] + 1} ({r['foreign_pct']}%)" for r in runs if r.get("disturbed")]
+    if dist:
+        notes.append(f"{len(dist)} of {len(runs)} runs shared the CPUs with other processes even after "
+                     f"retries: {', '.join(dist)}; their numbers are suspect")
+    if c2cs and not same_state(min(c2cs), max(c2cs)):
+        notes.append(f"core-to-core latency changed between runs ({min(c2cs):.0f}..{max(c2cs):.0f} ns): "
+                     "the host moved the vCPUs, and with them every shared-memory latency; ratios "
+                     "compare runs of the same state")
+    unst = [f"{r['lib']}#{r['round'] + 1}" for r in runs if r.get("unstable")]
+    if unst:
+        notes.append(f"core-to-core state changed during {len(unst)} run(s) even after retries: {', '.join(unst)}")
+    if steal and max(steal) > 2:
+        notes.append(f"CPU steal up to {max(steal):.1f}% during some runs (busy host)")
+    machine["loadavg_end"] = C.loadavg()
+
+    print()
+    print(text)
+    print()
+    binding = "none (no pinning)" if a.no_pin else "rank r pinned to CPU r by the program (launcher binding off)"
+    print(f"machine: {machine['hostname']}, {machine['nproc']} CPUs ({machine['cpu_model']}), "
+          f"kernel {machine['kernel']}; binding: {binding}")
+    if c2cs:
+        print(f"core-to-core one-way latency (cache line, CPU 0<->1): {C.median(c2cs):.1f} ns median "
+              f"({min(c2cs):.1f}..{max(c2cs):.1f})")
+    for lib in libs:
+        v = libinfo.get(lib, {}).get("version")
+        if v:
+            print(f"{lib}: {v}")
+    for n in notes:
+        print(f"NOTE: {n}")
+    goal_targets = [t for t in targets if t["ok"] is not None]
+    if goal_targets:
+        met = sum(1 for t in goal_targets if t["ok"])
+        print(f"targets: {met}/{len(goal_targets)} met")
+        for t in goal_targets:
+            if not t["ok"]:
+                print(f"  MISSED  {t['lib']}: {t['target']} (got {C.fmt_num(t['value'])}{t['unit']})")
+    print(f"{len(runs)} runs in {elapsed:.0f} s")
+
+    result = {
+        "benchmark": "p2p",
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+        "machine": machine,
+        "binding": binding,
+        "libraries": libinfo,
+        "targets": targets,
+        "summary": summarize(selected),
+        "summary_all_states": summarize(rows),
+        "runs": runs,
+        "rows": rows,
+        "notes": notes,
+        "table": text,
+    }
+    C.write_json(out.with_suffix(".json"), result)
+    title = (f"goal point-to-point vs MPI — {machine['hostname']}, {machine['nproc']} CPUs, "
+             f"{time.strftime('%Y-%m-%d')}, median of {a.rounds} round(s)" + (" [quick]" if a.quick else ""))
+    foot = (f"2 ranks on one machine; binding: {binding}. Bands: min..max over rounds. "
+            + (f"Core-to-core cache-line latency {C.median(c2cs):.0f} ns. " if c2cs else "")
+            + "; ".join(dict.fromkeys(C.short_version(libinfo[l]["version"]) for l in libs
+                                      if libinfo.get(l, {}).get("version"))))
+    if plot(ix, libs, targets, out.with_suffix(".png"), title, foot):
+        print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
+    else:
+        print(f"wrote {out.with_suffix('.json')}")
+
+    rc = 0
+    goal_fail = [(c, r) for c, r in failures if c.kind == "goal"]
+    if goal_fail:
+        print(f"ERROR: goal failed in {len(goal_fail)} run(s):", file=sys.stderr)
+        for c, r in goal_fail[:3]:
+            print(f"  {c.name}: {r.describe()}", file=sys.stderr)
+        rc = 1
+    if a.strict and any(t["ok"] is False for t in targets):
+        rc = 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
