@@ -311,7 +311,7 @@ impl<'a> Monitor<'a> {
                     // Cannot happen with valid descriptors; degrade to a slow
                     // scan rather than abandon the ranks.
                     if !self.poll_failed {
-                        eprintln!("goalrun: waiting for the ranks failed: {e}");
+                        say!("goalrun: waiting for the ranks failed: {e}");
                         self.poll_failed = true;
                     }
                     std::thread::sleep(Duration::from_millis(50));
@@ -387,7 +387,7 @@ impl<'a> Monitor<'a> {
         if let Some((deadline, text)) = self.timeout {
             if !self.timed_out && now >= deadline {
                 self.timed_out = true;
-                eprintln!(
+                say!(
                     "goalrun: timeout after {text} s; killed ranks {:?}",
                     self.running()
                 );
@@ -399,7 +399,7 @@ impl<'a> Monitor<'a> {
         match self.phase {
             Phase::Grace(until) if now >= until => {
                 let failed = self.first_failure.map_or(0, |(r, _)| r);
-                eprintln!(
+                say!(
                     "goalrun: ranks {:?} still running {} s after rank {failed} failed; \
                      sending SIGTERM",
                     self.running(),
@@ -409,7 +409,7 @@ impl<'a> Monitor<'a> {
                 self.phase = Phase::Term(now + TERM_TO_KILL);
             }
             Phase::Term(until) if now >= until => {
-                eprintln!(
+                say!(
                     "goalrun: ranks {:?} survived SIGTERM; sending SIGKILL",
                     self.running()
                 );
@@ -425,20 +425,20 @@ impl<'a> Monitor<'a> {
                 Ok(Some(sig)) => sig,
                 Ok(None) => return,
                 Err(e) => {
-                    eprintln!("goalrun: reading signals failed: {e}");
+                    say!("goalrun: reading signals failed: {e}");
                     return;
                 }
             };
             let name = sys::signal_name(sig);
             if self.forwarded.is_none() {
-                eprintln!("goalrun: received {name}; forwarding it to the ranks");
+                say!("goalrun: received {name}; forwarding it to the ranks");
                 self.forwarded = Some(sig);
                 self.server.abort(&format!("goalrun received {name}"));
                 for rank in self.ranks.iter().filter(|r| r.status.is_none()) {
                     let _ = sys::kill(rank.pid, sig);
                 }
             } else {
-                eprintln!("goalrun: received {name} again; killing the ranks");
+                say!("goalrun: received {name} again; killing the ranks");
                 self.kill_all();
             }
         }
@@ -452,7 +452,7 @@ impl<'a> Monitor<'a> {
             Err(e) => {
                 // Someone else reaped it (ECHILD). Count it as failed, so
                 // the pidfd, readable forever, is not polled again.
-                eprintln!(
+                say!(
                     "goalrun: cannot get the status of rank {} (pid {}): {e}",
                     rank.index, rank.pid
                 );
@@ -473,7 +473,7 @@ impl<'a> Monitor<'a> {
         // A death by the signal goalrun forwarded was announced already.
         let by_forwarded = matches!(status, ExitStatus::Signaled(s) if self.forwarded == Some(s));
         if !by_forwarded {
-            eprintln!("goalrun: rank {index} (pid {pid}) {how}");
+            say!("goalrun: rank {index} (pid {pid}) {how}");
         }
         self.failures.push((Instant::now(), index, status));
         if self.first_failure.is_none() {

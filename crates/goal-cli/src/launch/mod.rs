@@ -8,6 +8,18 @@
 //! [`output`] is the `--tag-output` plumbing and [`sys`] the system calls.
 //! The bootstrap protocol itself lives in goal-boot, shared with the ranks.
 
+/// Writes one line to stderr with a single `write`, so that it cannot be
+/// torn apart by the ranks' output sharing the same pipe or terminal
+/// (`eprintln!` may issue several writes per line).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut line = format!($($arg)*);
+        line.push('\n');
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }};
+}
+
 mod hiargs;
 mod job;
 mod lowargs;
@@ -62,9 +74,9 @@ pub(crate) struct Failure {
 }
 
 fn report(f: Failure) -> i32 {
-    eprintln!("goalrun: {}", f.message);
+    say!("goalrun: {}", f.message);
     if f.usage {
-        eprintln!("{USAGE}\nTry 'goalrun --help' for more information.");
+        say!("{USAGE}\nTry 'goalrun --help' for more information.");
     }
     f.code
 }
