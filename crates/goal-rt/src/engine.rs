@@ -390,9 +390,23 @@ impl Engine {
         if self.st.lost[r].is_some() {
             return;
         }
-        // Take in whatever the peer sent before it went away.
-        self.poll_messages();
-        self.drain_ready();
+        // Take in whatever the peer left in my inbox before it went away: its
+        // ring messages and stream bytes live in my memory and survive it (a
+        // streamed send finishes once its last byte is in the stream, so a
+        // sender may rightly finish and exit while I still copy). A few
+        // passes, since each may start receives that take more of it.
+        for _ in 0..64 {
+            let before = self.st.finished_ops;
+            self.poll_messages();
+            self.drain_ready();
+            if self.st.streams_active > 0 {
+                self.pump_streams();
+                self.drain_ready();
+            }
+            if self.st.finished_ops == before {
+                break;
+            }
+        }
         self.st.lost[r] = Some(lost.cause.clone());
         let msg = format!("rank {r} {} while this execution still needed it", lost.cause);
         // Fail every execution that still waits on that peer.
@@ -950,6 +964,10 @@ impl Engine {
                 }
             }
             _ => {
+                if let Some(cause) = &self.st.lost[src as usize] {
+                    let msg = format!("{}: rank {src} {cause} before sending its {len} bytes", self.describe(r));
+                    return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+                }
                 self.send_control(src, proto::CTS, token);
                 if len == 0 {
                     return self.finish(r);
