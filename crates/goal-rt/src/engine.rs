@@ -1304,8 +1304,10 @@ fn copy_pieces(src: &Pieces, dst: &Pieces, len: usize) {
     }
 }
 
-/// Pushes bytes `pos..len` of the pieces' concatenation into the stream to `p`.
-fn push_from(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> usize {
+/// Walks bytes `pos..len` of the pieces' concatenation, one contiguous run
+/// per call of `step(pointer, bytes)`, which returns how many it moved; stops
+/// at the first short step. Returns the bytes moved.
+fn walk_pieces(pc: &Pieces, pos: usize, len: usize, mut step: impl FnMut(*mut u8, usize) -> usize) -> usize {
     let mut moved = 0;
     let mut skip = pos;
     for &(ptr, l) in pc.as_slice() {
@@ -1314,9 +1316,8 @@ fn push_from(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> us
             continue;
         }
         let n = (l - skip).min(len - pos - moved);
-        // SAFETY: the send buffer is valid for its length by the API contract.
-        let s = unsafe { std::slice::from_raw_parts(ptr.add(skip) as *const u8, n) };
-        let m = shm.stream_push(p, s);
+        // SAFETY: `skip < l`, so the run stays inside this piece.
+        let m = step(unsafe { ptr.add(skip) }, n);
         moved += m;
         if m < n || pos + moved >= len {
             break;
@@ -1326,24 +1327,18 @@ fn push_from(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> us
     moved
 }
 
+/// Pushes bytes `pos..len` of the pieces' concatenation into the stream to `p`.
+fn push_from(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> usize {
+    walk_pieces(pc, pos, len, |ptr, n| {
+        // SAFETY: the send buffer is valid for its length by the API contract.
+        shm.stream_push(p, unsafe { std::slice::from_raw_parts(ptr as *const u8, n) })
+    })
+}
+
 /// Pops stream bytes from `p` into bytes `pos..len` of the pieces' concatenation.
 fn pop_into(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> usize {
-    let mut moved = 0;
-    let mut skip = pos;
-    for &(ptr, l) in pc.as_slice() {
-        if skip >= l {
-            skip -= l;
-            continue;
-        }
-        let n = (l - skip).min(len - pos - moved);
+    walk_pieces(pc, pos, len, |ptr, n| {
         // SAFETY: the receive buffer is valid for its length by the API contract.
-        let d = unsafe { std::slice::from_raw_parts_mut(ptr.add(skip), n) };
-        let m = shm.stream_pop(p, d);
-        moved += m;
-        if m < n || pos + moved >= len {
-            break;
-        }
-        skip = 0;
-    }
-    moved
+        shm.stream_pop(p, unsafe { std::slice::from_raw_parts_mut(ptr, n) })
+    })
 }
