@@ -77,38 +77,87 @@ fn roots(p: u32) -> Vec<u32> {
     r
 }
 
+/// Ends a job: a handshake through rank 0 (point to point), so that no rank
+/// finalizes and exits while a peer may still be finishing its part of the
+/// last collective. (A rank that leaves right after its part is done should
+/// be fine too, but is not always: see `a_rank_may_exit_once_its_part_is_done`.)
+fn sync_exit(rt: &Rt) {
+    let (p, me) = (rt.size() as usize, rt.rank() as usize);
+    let mut bytes = vec![0u8; p];
+    let mut g = Graph::new();
+    if me == 0 {
+        let recvs: Vec<_> = (1..p).map(|r| g.recv(Buf::user(bytes[r..].as_mut_ptr() as u64), 1, r as i64, 2)).collect();
+        for r in 1..p {
+            let s = g.send(Buf::user(bytes.as_ptr() as u64), 1, r as i64, 3);
+            for &v in &recvs {
+                g.requires(v, s).unwrap();
+            }
+        }
+    } else {
+        let s = g.send(Buf::user(bytes.as_ptr() as u64), 1, 0, 2);
+        let r = g.recv(Buf::user(bytes[1..].as_mut_ptr() as u64), 1, 0, 3);
+        g.requires(s, r).unwrap();
+    }
+    exec(rt, &g, "the closing handshake");
+    goal_rt::finalize().unwrap();
+}
+
 // ---------------------------------------------------------------------------
 // Buffers with guards, and data every rank can compute.
 
 const GUARD: usize = 64;
 const GUARD_BYTE: u8 = 0xA5;
 
-/// A heap buffer with `GUARD` bytes of `GUARD_BYTE` on both sides.
+/// A buffer with `GUARD` bytes of `GUARD_BYTE` on both sides, from the Rust
+/// heap or (see [`HEAP`]) from goal's shared heap, whose memory peers read
+/// directly (the single-copy path).
 struct Region {
-    v: Vec<u8>,
+    ptr: *mut u8,
     len: usize,
+    _vec: Option<Vec<u8>>,
+}
+
+thread_local! {
+    /// Where new regions come from: goal's shared heap when set.
+    static HEAP: std::cell::RefCell<Option<Rt>> = const { std::cell::RefCell::new(None) };
 }
 
 impl Region {
     fn new(len: usize) -> Region {
-        Region { v: vec![GUARD_BYTE; len + 2 * GUARD], len }
+        let total = len + 2 * GUARD;
+        let (ptr, vec) = match HEAP.with(|h| h.borrow().clone()) {
+            Some(rt) => (rt.alloc(total).expect("GOAL_Alloc").as_ptr(), None),
+            None => {
+                let mut v = vec![0u8; total];
+                (v.as_mut_ptr(), Some(v))
+            }
+        };
+        // SAFETY: ptr is valid for `total` bytes.
+        unsafe { std::ptr::write_bytes(ptr, GUARD_BYTE, total) };
+        Region { ptr, len, _vec: vec }
     }
     fn filled(len: usize, seed: u64) -> Region {
         let mut r = Region::new(len);
         fill(r.data_mut(), seed);
         r
     }
+    fn all(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len + 2 * GUARD bytes for the life of self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len + 2 * GUARD) }
+    }
     fn addr(&self) -> u64 {
-        self.v[GUARD..].as_ptr() as u64
+        self.ptr as u64 + GUARD as u64
     }
     fn data(&self) -> &[u8] {
-        &self.v[GUARD..GUARD + self.len]
+        &self.all()[GUARD..GUARD + self.len]
     }
     fn data_mut(&mut self) -> &mut [u8] {
-        &mut self.v[GUARD..GUARD + self.len]
+        // SAFETY: as in `all`; &mut self gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(GUARD), self.len) }
     }
     fn check_guards(&self, ctx: &str) {
-        let (lo, hi) = (&self.v[..GUARD], &self.v[GUARD + self.len..]);
+        let v = self.all();
+        let (lo, hi) = (&v[..GUARD], &v[GUARD + self.len..]);
         if let Some(i) = lo.iter().position(|&b| b != GUARD_BYTE) {
             panic!("{ctx}: written {} bytes before the buffer", GUARD - i);
         }
@@ -116,6 +165,23 @@ impl Region {
             panic!("{ctx}: written {} bytes past the end of the buffer", i + 1);
         }
     }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        if self._vec.is_none() {
+            if let Some(rt) = HEAP.with(|h| h.borrow().clone()) {
+                rt.free(self.ptr);
+            }
+        }
+    }
+}
+
+/// Runs `f` with every new region from goal's shared heap.
+fn with_heap(rt: &Rt, f: impl FnOnce()) {
+    HEAP.with(|h| *h.borrow_mut() = Some(rt.clone()));
+    f();
+    HEAP.with(|h| *h.borrow_mut() = None);
 }
 
 fn mix(mut z: u64) -> u64 {
@@ -299,6 +365,10 @@ fn rooted_collectives_move_the_right_bytes() {
                 }
             }
         }
+        // Nothing to move: an empty piece on every rank.
+        bcast_case(&case("bcast 0 B".into()), 0, 0, Algorithm::Auto);
+        gather_case(&case("gather 0 B".into()), 0, p - 1, Algorithm::Auto, false);
+        scatter_case(&case("scatter 0 B".into()), 0, 0, Algorithm::Auto, true);
         // 1 MiB: every bcast algorithm, AUTO gather and scatter, last root.
         let root = p - 1;
         for alg in algs(Coll::Bcast) {
@@ -306,7 +376,7 @@ fn rooted_collectives_move_the_right_bytes() {
         }
         gather_case(&case(format!("gather Auto 1 MiB root {root}")), MIB, root, Algorithm::Auto, false);
         scatter_case(&case(format!("scatter Auto 1 MiB root {root}")), MIB, root, Algorithm::Auto, true);
-        goal_rt::finalize().unwrap();
+        sync_exit(&rt);
     });
 }
 
@@ -331,10 +401,55 @@ fn allgather_and_alltoall_move_the_right_bytes() {
                 }
             }
         }
+        allgather_case(&case("allgather 0 B".into()), 0, Algorithm::Auto, false);
+        alltoall_case(&case("alltoall 0 B".into()), 0, Algorithm::Auto, true);
         let n = if p <= 4 { MIB } else { 256 * KIB };
         allgather_case(&case(format!("allgather Auto {n} B")), n, Algorithm::Auto, false);
         alltoall_case(&case(format!("alltoall Auto {n} B")), n, Algorithm::Auto, true);
-        goal_rt::finalize().unwrap();
+        sync_exit(&rt);
+    });
+}
+
+/// Buffers from goal's shared heap (peers copy straight out of them): every
+/// data collective and algorithm at 64 KiB and 1 MiB.
+#[test]
+fn collectives_on_goal_heap_buffers() {
+    ranks("collectives_on_goal_heap_buffers", &[2, 3, 4, 5], &["thread"], || {
+        let rt = rt();
+        let p = rt.size();
+        let mut id = 0u64;
+        with_heap(&rt, || {
+            let mut case = |what: String| {
+                id += 1;
+                Case { rt: &rt, id, ctx: format!("{what} (GOAL_Alloc buffers) on {p} ranks, rank {}", rt.rank()) }
+            };
+            for n in [64 * KIB, MIB] {
+                let root = p / 2;
+                for alg in algs(Coll::Bcast) {
+                    bcast_case(&case(format!("bcast {alg:?} {n} B root {root}")), n, root, alg);
+                }
+                for alg in algs(Coll::Gather) {
+                    gather_case(&case(format!("gather {alg:?} {n} B root {root}")), n, root, alg, n == MIB);
+                    scatter_case(&case(format!("scatter {alg:?} {n} B root {root}")), n, root, alg, n == MIB);
+                }
+                for alg in algs(Coll::Allgather) {
+                    allgather_case(&case(format!("allgather {alg:?} {n} B")), n, alg, false);
+                }
+                for alg in algs(Coll::Alltoall) {
+                    alltoall_case(&case(format!("alltoall {alg:?} {n} B")), n, alg, n == MIB);
+                }
+            }
+            let big = [(Ty { dt: DataType::Float, width: 64 }, ReduceOp::Add)];
+            for (which, c) in red_colls(p) {
+                for alg in algs(c) {
+                    id += 1;
+                    let count = if which == RedColl::ReduceScatterBlock { MIB / 8 / p as usize } else { MIB / 8 };
+                    let ctx = format!("{which:?} {alg:?} 1 MiB (GOAL_Alloc buffers) on {p} ranks, rank {}", rt.rank());
+                    reductions_case(&rt, id, which, alg, id % 2 == 0, count, &big, &ctx);
+                }
+            }
+        });
+        sync_exit(&rt);
     });
 }
 
@@ -590,7 +705,7 @@ fn reductions_every_type_operator_and_algorithm() {
         for (which, c) in red_colls(p) {
             for alg in algs(c) {
                 for ip in [false, true] {
-                    for count in [1usize, 7] {
+                    for count in [0usize, 1, 7] {
                         case += 1;
                         let ctx = format!("{which:?} {alg:?} in_place {ip} count {count} on {p} ranks ({} progress), rank {}", mode(), rt.rank());
                         reductions_case(&rt, case, which, alg, ip, count, &all, &ctx);
@@ -616,7 +731,7 @@ fn reductions_every_type_operator_and_algorithm() {
                 }
             }
         }
-        goal_rt::finalize().unwrap();
+        sync_exit(&rt);
     });
 }
 
@@ -649,7 +764,7 @@ fn to_rank0(rt: &Rt, mine: &[u8]) -> Vec<Vec<u8>> {
 /// ends with the same bits, close to the exact sum.
 #[test]
 fn allreduce_floats_are_bit_identical_on_every_rank() {
-    ranks("allreduce_floats_are_bit_identical_on_every_rank", SIZES, &["thread"], || {
+    ranks("allreduce_floats_are_bit_identical_on_every_rank", SIZES, MODES, || {
         let rt = rt();
         let (p, me) = (rt.size(), rt.rank());
         let mut case = 0u64;
@@ -690,7 +805,7 @@ fn allreduce_floats_are_bit_identical_on_every_rank() {
                 }
             }
         }
-        goal_rt::finalize().unwrap();
+        sync_exit(&rt);
     });
 }
 
@@ -729,7 +844,7 @@ fn barriers_hold_every_rank_until_the_last_arrives() {
                 }
             }
         }
-        goal_rt::finalize().unwrap();
+        sync_exit(&rt);
     });
 }
 
@@ -740,7 +855,7 @@ fn barriers_hold_every_rank_until_the_last_arrives() {
 /// each time (the scratchpad is reused, not cleared); AUTO allreduce 300 times.
 #[test]
 fn persistent_collectives_run_many_times() {
-    ranks("persistent_collectives_run_many_times", &[1, 2, 3, 4, 5, 8], MODES, || {
+    ranks("persistent_collectives_run_many_times", SIZES, MODES, || {
         let rt = rt();
         let (p, me) = (rt.size(), rt.rank());
         let pz = p as usize;
@@ -828,7 +943,7 @@ fn persistent_collectives_run_many_times() {
                 }
             }
         }
-        goal_rt::finalize().unwrap();
+        sync_exit(&rt);
     });
 }
 
@@ -836,7 +951,7 @@ fn persistent_collectives_run_many_times() {
 /// reverse order (and with GOAL_Test polling in between), five times.
 #[test]
 fn several_collectives_in_flight_at_once() {
-    ranks("several_collectives_in_flight_at_once", &[1, 2, 3, 4, 7, 9], MODES, || {
+    ranks("several_collectives_in_flight_at_once", SIZES, MODES, || {
         let rt = rt();
         let (p, me) = (rt.size(), rt.rank());
         let pz = p as usize;
@@ -912,7 +1027,7 @@ fn several_collectives_in_flight_at_once() {
                 }
             }
         }
-        goal_rt::finalize().unwrap();
+        sync_exit(&rt);
     });
 }
 
@@ -922,7 +1037,7 @@ fn several_collectives_in_flight_at_once() {
 /// algorithm, run three times each with new inputs.
 #[test]
 fn composed_allreduce_bcast_and_user_ops() {
-    ranks("composed_allreduce_bcast_and_user_ops", &[1, 2, 3, 4, 6, 9], MODES, || {
+    ranks("composed_allreduce_bcast_and_user_ops", SIZES, MODES, || {
         let rt = rt();
         let (p, me) = (rt.size(), rt.rank());
         let g0 = grp(&rt);
@@ -973,6 +1088,52 @@ fn composed_allreduce_bcast_and_user_ops() {
                 }
             }
         }
-        goal_rt::finalize().unwrap();
+        sync_exit(&rt);
     });
+}
+
+// ---------------------------------------------------------------------------
+// A rank whose part is done may finalize and exit.
+
+/// The root of a 1 MiB scatter to 5 ranks finishes its part (all its sends
+/// complete: the bytes are in the receivers' streams), finalizes and exits at
+/// once, while the receivers (more ranks than cores, so some of them are
+/// descheduled) may still be asleep in `wait`. Every receiver must still get
+/// its block: everything it needs is already in its own memory. (Every other
+/// job of this file ends with [`sync_exit`], so that this one alone tests
+/// the rule.) Several jobs, since the timing is not forced.
+#[test]
+fn a_rank_may_exit_once_its_part_is_done() {
+    const NAME: &str = "a_rank_may_exit_once_its_part_is_done";
+    if util::in_job() {
+        let rt = rt();
+        let (p, me) = (rt.size(), rt.rank());
+        let n = MIB;
+        let mut s = Region::new(p as usize * n);
+        if me == 0 {
+            for j in 0..p as usize {
+                fill(&mut s.data_mut()[j * n..(j + 1) * n], sd(1, 0, j as u64));
+            }
+        }
+        let r = Region::new(n);
+        let mut g = Graph::new();
+        coll::scatter(&mut g, grp(&rt), at(0), s.addr(), n as u64, r.addr(), 0, Algorithm::Linear).unwrap();
+        let sched = rt.compile(&g).unwrap();
+        if me != 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50 * me as u64));
+        }
+        run(&rt, &sched, &format!("scatter 1 MiB, rank {me} (the root exits as soon as its sends are done)"));
+        expect_eq(r.data(), &pattern(n, sd(1, 0, me as u64)), &format!("rank {me}"));
+        drop(sched);
+        goal_rt::finalize().unwrap();
+        if me == 0 {
+            // Leave at once, as a C program returning from main would.
+            std::process::exit(0);
+        }
+        return;
+    }
+    for (i, mode) in ["manual", "thread", "manual", "thread", "manual", "thread"].iter().enumerate() {
+        let job = util::launch(NAME, 5, &[("GOAL_PROGRESS", mode)]);
+        assert!(job.status == 0, "{NAME}, job {i}, GOAL_PROGRESS={mode}: exit {}\n--- stderr\n{}", job.status, job.stderr);
+    }
 }

@@ -62,6 +62,8 @@ mod reduce;
 mod reduce_scatter_block;
 mod scatter;
 
+mod auto_table;
+
 pub use allgather::allgather;
 pub use allreduce::allreduce;
 pub use alltoall::alltoall;
@@ -249,6 +251,14 @@ pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
 /// | allreduce | recursive doubling up to 16 KiB or fewer bytes than ranks; Rabenseifner up to 1 MiB; ring above |
 /// | reduce_scatter_block | recursive halving up to 12 KiB in total, up to 256 KiB on powers of two, or when `size >= 0.0012 * total + 8`; else ring (Open MPI) |
 pub fn auto(coll: Coll, size: u32, bytes: u64) -> Algorithm {
+    // The table measured on this machine (`bench/tune.py`) first; the rules
+    // below cover what it does not.
+    auto_table::lookup(coll, size, bytes).unwrap_or_else(|| builtin(coll, size, bytes))
+}
+
+/// The built-in choices (Open MPI's rules and textbook costs) for group and
+/// message sizes the measured table does not cover.
+fn builtin(coll: Coll, size: u32, bytes: u64) -> Algorithm {
     use Algorithm::*;
     let p = size.max(1) as u64;
     match coll {

@@ -1,0 +1,663 @@
+#!/usr/bin/env python3
+"""Collective benchmark of goal against Open MPI and MPICH on this machine.
+
+    python3 bench/coll.py --prefix DIR [--out results/coll] [--quick] [--rounds N] [--ranks 2,4]
+    python3 bench/coll.py --no-goal            # the MPIs only
+
+Method (the ESPGOAL thesis, section 6.5): every rank times each iteration of the
+collective (goal: GOAL_Run + GOAL_Wait of a persistent GOAL_Xxx_init schedule; MPI: the
+blocking call, MPI_Ixxx + MPI_Wait, or MPI_Start + MPI_Wait of a persistent request); for
+bcast, gather, scatter and reduce, which do not synchronise the group, every rank enters a
+barrier before each timed iteration; the times are averaged over the ranks per iteration,
+and the median over iterations is the run's value. See bench/goal_coll.c and
+bench/mpi_coll.c.
+
+Every collective (barrier, bcast, gather, scatter, allgather, alltoall, reduce, allreduce,
+reduce_scatter_block), every goal algorithm and GOAL_ALG_AUTO, sizes 8 B .. 4 MiB per rank
+(gather also 500 KiB per rank), with 2 and 4 ranks, against:
+
+    goal               DIR/bin/goalrun -n N build/bench/goal_coll --pin
+    openmpi            mpirun.openmpi -n N --bind-to none ... --pin   (blocking, nonblocking, persistent)
+    openmpi-nosc       the same with --mca btl_vader_single_copy_mechanism none
+    mpich              mpirun.mpich -n N -bind-to none ... --pin      (blocking, nonblocking, persistent)
+
+Binding as in bench/p2p.py: launcher binding off, each program pins rank r to CPU r % ncpus.
+With more ranks than CPUs (4 ranks on 2 cores) ranks share CPUs; the output says so.
+Each round runs every configuration once (rotating the order); before each run the harness
+waits for an idle machine and probes the core-to-core latency (bench/c2c.c), and repeats a
+run disturbed by other processes or by a change of the vCPUs' state. The summary uses the
+clean runs (fast core-to-core state, undisturbed) and takes the median over rounds.
+
+Writes OUT.json (machine, commands, every row, the summary, the targets) and OUT.png
+(per collective: time vs size, log-log, one line per library and goal algorithm).
+Exit status: 1 if goal fails to build or run (or, with --strict, misses a target).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as C  # noqa: E402
+
+KiB, MiB = 1 << 10, 1 << 20
+COLLS = ["barrier", "bcast", "gather", "scatter", "allgather", "alltoall", "reduce", "allreduce",
+         "reduce_scatter_block"]
+SIZES = [8, 64, 512, 4 * KiB, 32 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB]
+GATHER_EXTRA = 500 * KiB
+QUICK_SIZES = [8, 4 * KiB, 64 * KiB, MiB]
+MPI_LIBS = ("openmpi", "openmpi-nosc", "mpich")
+OMPI_LIBS = ("openmpi", "openmpi-nosc")
+VARIANTS = ("blocking", "nonblocking", "persistent")
+DISTURBED_PCT = 10.0
+STATE_FACTOR = 1.5  # see bench/p2p.py: runs whose c2c probes are within this factor share a state
+
+# Reference points given with the task (best MPI measured on this machine, 2 ranks), in us.
+REFERENCE = {("barrier", 0): 0.17, ("allreduce", 8): 0.23, ("allreduce", MiB): 82.0,
+             ("bcast", MiB): 23.0, ("gather", GATHER_EXTRA): 19.0}
+
+
+def same_state(a, b) -> bool:
+    if not (C.isnum(a) and C.isnum(b)) or a <= 0 or b <= 0:
+        return True
+    return max(a, b) / min(a, b) <= STATE_FACTOR
+
+
+@dataclass
+class Config:
+    name: str            # library name: goal, goal-manual, openmpi, openmpi-nosc, mpich
+    kind: str            # "goal" | "mpi"
+    ranks: int
+    cmd: list[str]
+    env: dict = field(default_factory=dict)
+    note: str = ""
+
+
+# ---------------------------------------------------------------------------------------
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prefix", type=Path, help="goal install prefix (make install PREFIX=DIR)")
+    ap.add_argument("--out", default=str(C.REPO / "results" / "coll"),
+                    help="output path without extension (default: results/coll)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: one round, sizes 8 B/4 KiB/64 KiB/1 MiB, short budgets")
+    ap.add_argument("--rounds", type=int, help="runs of each configuration, interleaved (default 3, quick 1)")
+    ap.add_argument("--ranks", default="2,4", help="comma list of rank counts (default 2,4)")
+    ap.add_argument("--colls", default="", help="comma list of collectives (default: all)")
+    ap.add_argument("--sizes", default="", help="comma list of sizes in bytes, K/M suffixes (default: "
+                    "8,64,512,4K,32K,64K,256K,1M,4M and gather 500K)")
+    ap.add_argument("--no-goal", action="store_true", help="skip goal (benchmark the MPIs only)")
+    ap.add_argument("--goal-algs", default="all", help="goal algorithms: all (default), auto, or a list "
+                    "(AUTO,RING,...)")
+    ap.add_argument("--goal-progress", default="manual",
+                    help="comma list of GOAL_PROGRESS modes to run as extra goal variants, AUTO only "
+                         "(default: manual; 'none' for none)")
+    ap.add_argument("--goal-env", action="append", default=[],
+                    help="NAME:K=V[,K=V]: an extra goal variant with this environment "
+                         "(e.g. goal-spin0:GOAL_SPIN_US=0); repeatable")
+    ap.add_argument("--heap", action="store_true", help="also run goal with GOAL_Alloc buffers (goal-heap)")
+    ap.add_argument("--libs", default="", help="comma list: run only these library names")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="MPI variants (default: all three)")
+    ap.add_argument("--no-pin", action="store_true", help="do not pin ranks (no binding at all)")
+    ap.add_argument("--budget-ms", type=float, help="measuring time per point and run "
+                    "(default 40 with 2 ranks, 25 with more; quick 8)")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
+    ap.add_argument("--wait-idle", type=float, help="wait up to this many seconds for an idle machine "
+                    "before each run (default 15, quick 5)")
+    ap.add_argument("--oversubscribed-mpich-rounds", type=int, default=1,
+                    help="rounds in which MPICH runs with more ranks than CPUs (it stalls for milliseconds "
+                         "there, so one round shows it; default 1)")
+    ap.add_argument("--retries", type=int, default=2, help="repeat a disturbed run up to N times (default 2)")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if a goal target is missed")
+    ap.add_argument("--all-states", action="store_true",
+                    help="summarize every run, also those made in a slow core-to-core state")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
+    a = ap.parse_args()
+    if not a.no_goal and a.prefix is None:
+        ap.error("--prefix DIR is required (or --no-goal)")
+    if a.rounds is None:
+        a.rounds = 1 if a.quick else 3
+    if a.wait_idle is None:
+        a.wait_idle = 5 if a.quick else 15
+    a.ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
+    return a
+
+
+def parse_size(s: str) -> int:
+    s = s.strip().upper()
+    mult = {"K": KiB, "M": MiB}.get(s[-1:], 1)
+    return int(s[:-1] if mult > 1 else s) * mult
+
+
+def program_args(a, ranks: int) -> list[str]:
+    args = []
+    if a.quick:
+        args += ["--quick"]
+    if not a.no_pin:
+        args += ["--pin"]
+    if a.colls:
+        args += ["--colls", a.colls]
+    sizes = a.sizes or (",".join(str(s) for s in QUICK_SIZES) if a.quick else "")
+    if sizes:
+        args += ["--sizes", sizes, "--gather-extra"]
+    budget = a.budget_ms if a.budget_ms is not None else (8 if a.quick else (40 if ranks <= 2 else 25))
+    args += ["--budget-ms", str(budget)]
+    if not a.quick and ranks > 2:
+        args += ["--min-iters", "7", "--max-iters", "500"]
+    return args
+
+
+def build_and_configure(a) -> tuple[list[Config], dict]:
+    configs: list[Config] = []
+    libinfo: dict = {}
+    deps = [C.BENCH / "p2p_common.h"]
+    if not a.no_goal:
+        try:
+            goal = C.find_goal(a.prefix)
+            exe = C.build_goal_program(goal, C.BENCH / "goal_coll.c", C.BUILD / "goal_coll", deps)
+        except C.BenchError as e:
+            C.die(f"goal: {e}")
+        variants = [("goal", {}, "goal's defaults")]
+        for mode in [m.strip() for m in a.goal_progress.split(",") if m.strip() and m.strip() != "none"]:
+            variants.append((f"goal-{mode}", {"GOAL_PROGRESS": mode}, f"GOAL_PROGRESS={mode}"))
+        for spec in a.goal_env:
+            name, _, kv = spec.partition(":")
+            env = dict(x.split("=", 1) for x in kv.split(",") if "=" in x)
+            variants.append((name, env, " ".join(f"{k}={v}" for k, v in env.items())))
+        if a.heap:
+            variants.append(("goal-heap", {}, "buffers from GOAL_Alloc"))
+        for n in a.ranks:
+            for name, env, note in variants:
+                cmd = [str(goal.goalrun), "-n", str(n), str(exe), "--name", name,
+                       "--algs", a.goal_algs if name == "goal" else "auto", *program_args(a, n)]
+                if name == "goal-heap":
+                    cmd.append("--heap")
+                configs.append(Config(name, "goal", n, cmd, env, note))
+        libinfo["goal"] = {"prefix": str(goal.prefix), "version": goal.version}
+
+    mpis = C.find_mpis()
+    for name in ("openmpi", "mpich"):
+        if name not in mpis:
+            C.warn(f"{name} not found (run scripts/install-deps.sh); continuing without it")
+    for name, mpi in mpis.items():
+        try:
+            exe = C.build_mpi_program(mpi, C.BENCH / "mpi_coll.c", C.BUILD / f"mpi_coll.{name}", deps)
+        except C.BenchError as e:
+            C.warn(f"{name}: build failed, skipping it:\n{e}")
+            continue
+        libinfo[name] = {"mpicc": mpi.mpicc, "mpirun": mpi.mpirun}
+        variants = [(name, {}, "default settings")]
+        if name == "openmpi":
+            variants.append(("openmpi-nosc", {"btl_vader_single_copy_mechanism": "none"},
+                             "btl_vader_single_copy_mechanism none"))
+        for n in a.ranks:
+            for vname, mca, note in variants:
+                cmd, env = mpi.launch(n, [exe, vname, "--variants", a.variants, *program_args(a, n)],
+                                      mca=mca, bind="none")
+                configs.append(Config(vname, "mpi", n, cmd, env, note))
+    if a.libs:
+        want = {x.strip() for x in a.libs.split(",") if x.strip()}
+        configs = [c for c in configs if c.name in want]
+    if not configs:
+        C.die("nothing to run")
+    return configs, libinfo
+
+
+# ---------------------------------------------------------------------------------------
+
+def run_all(a, configs: list[Config]):
+    rows, runs, failures = [], [], []
+    by_ranks: dict[int, list[Config]] = {}
+    for c in configs:
+        by_ranks.setdefault(c.ranks, []).append(c)
+    ncpu = os.cpu_count() or 1
+    total = sum(len([c for c in configs if not (c.name == "mpich" and c.ranks > ncpu
+                                               and r >= a.oversubscribed_mpich_rounds)])
+                for r in range(a.rounds))
+    done = 0
+    for r in range(a.rounds):
+        for n in sorted(by_ranks):
+            group = by_ranks[n]
+            if n > (os.cpu_count() or 1) and r >= a.oversubscribed_mpich_rounds:
+                group = [c for c in group if c.name != "mpich"]
+            order = group[r % len(group):] + group[:r % len(group)]
+            for pos, cfg in enumerate(order):
+                done += 1
+                for attempt in range(a.retries + 1):
+                    idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
+                    c2c0 = C.c2c_probe()
+                    C.log(f"[{done}/{total}, round {r + 1}] {cfg.name}, {n} ranks ..."
+                          + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
+                    with C.CpuMeter() as meter:
+                        res = C.run(cfg.cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
+                    st = meter.result
+                    c2c1 = C.c2c_probe()
+                    c2c = round((c2c0 + c2c1) / 2, 1) if c2c0 and c2c1 else (c2c0 or c2c1)
+                    disturbed = st["foreign_pct"] > DISTURBED_PCT
+                    unstable = bool(c2c0 and c2c1 and not same_state(c2c0, c2c1))
+                    if not (disturbed or unstable) or not res.ok or attempt == a.retries:
+                        break
+                    if disturbed:
+                        C.log(f"    disturbed: {st['foreign_pct']}% of the CPUs used by other processes "
+                              f"({', '.join(C.busy_processes(10)) or '?'}); again")
+                    else:
+                        C.log(f"    core-to-core latency changed during the run ({c2c0} -> {c2c1} ns); again")
+                got = C.parse_rows(res.stdout)
+                meta = next((x for x in got if x.get("test") == "meta"), {})
+                skips = [x for x in got if x.get("test") == "skip"]
+                data = [x for x in got if x.get("test") == "coll"]
+                for x in data:
+                    x["lib"] = cfg.name
+                    x["round"] = r
+                    x["c2c_ns"] = c2c
+                    x.setdefault("variant", "")
+                run = {"lib": cfg.name, "ranks": n, "round": r, "position": pos, "rc": res.rc,
+                       "timed_out": res.timed_out, "seconds": round(res.seconds, 2), "c2c_ns": c2c,
+                       "c2c_before_ns": c2c0, "c2c_after_ns": c2c1, "rows": len(data), "meta": meta,
+                       "skips": skips, "attempts": attempt + 1, "idle_wait_s": round(waited, 1),
+                       "disturbed": disturbed, "unstable": unstable, **st}
+                if not res.ok:
+                    run["stderr_tail"] = res.stderr.strip().splitlines()[-30:]
+                    failures.append((cfg, res))
+                    C.warn(f"{cfg.name} ({n} ranks) failed: {res.describe()}")
+                elif res.stderr.strip():
+                    run["stderr_tail"] = res.stderr.strip().splitlines()[-10:]
+                runs.append(run)
+                rows += data
+                C.log(f"    {len(data)} rows in {res.seconds:.1f} s (c2c {c2c} ns, foreign CPU "
+                      f"{st['foreign_pct']}%, steal {st['steal_pct']}%)")
+    return rows, runs, failures
+
+
+# ---------------------------------------------------------------------------------------
+# aggregation
+
+def select_runs(runs, all_states: bool):
+    """(lib, ranks, round) of the runs the summary uses, and a note. Clean = undisturbed, state
+    unchanged during the run, and (with 2 ranks, where it matters most) in the fastest core-to-core
+    state seen; a library without a clean run falls back to its undisturbed runs, then to all."""
+    if all_states:
+        return {(r["lib"], r["ranks"], r["round"]) for r in runs}, "summary over all runs"
+    c2cs = [r["c2c_ns"] for r in runs if C.isnum(r.get("c2c_ns"))]
+    fast = min(c2cs) if c2cs else None
+
+    def clean(r):
+        return same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
+
+    keep, fallback = set(), []
+    for key in sorted({(r["lib"], r["ranks"]) for r in runs}):
+        mine = [r for r in runs if (r["lib"], r["ranks"]) == key and r.get("rows")]
+        chosen, level = [], "none"
+        for level, test in (("clean", clean), ("undisturbed", lambda r: not r.get("disturbed")),
+                            ("any", lambda r: True)):
+            chosen = [r for r in mine if test(r)]
+            if chosen:
+                break
+        if level != "clean":
+            fallback.append(f"{key[0]}/{key[1]} ranks ({level})")
+        keep |= {(r["lib"], r["ranks"], r["round"]) for r in chosen}
+    note = (f"summary over the {len(keep)} of {len(runs)} runs that were clean (fast core-to-core state"
+            + (f" ~{fast:.0f} ns" if fast else "") + ", no other process busy); --all-states for all")
+    if fallback:
+        note += f"; no clean run of: {', '.join(fallback)}: their numbers are suspect"
+    return keep, note
+
+
+def summarize(rows, keep):
+    """key (ranks, coll, bytes, lib, setting) -> {median_us, rounds, min/max over rounds}.
+    setting: goal algorithm (AUTO, RING, ...) or MPI variant (blocking, ...)."""
+    per: dict = {}
+    for x in rows:
+        if (x["lib"], x["ranks"], x["round"]) not in keep or x.get("verified") is False:
+            continue
+        setting = x["variant"] or x["alg"]
+        per.setdefault((x["ranks"], x["coll"], x["bytes"], x["lib"], setting), []).append(x["median_us"])
+    return {k: {"median_us": C.median(v), "rounds": len(v), "min_round_us": min(v), "max_round_us": max(v)}
+            for k, v in per.items()}
+
+
+def points(summary, ranks):
+    return sorted({(k[1], k[2]) for k in summary if k[0] == ranks}, key=lambda p: (COLLS.index(p[0]), p[1]))
+
+
+def value(summary, ranks, coll, nbytes, lib, setting):
+    s = summary.get((ranks, coll, nbytes, lib, setting))
+    return s["median_us"] if s else float("nan")
+
+
+def best_of(summary, ranks, coll, nbytes, libs, settings=None):
+    """(value, lib, setting) of the fastest among libs (and settings)."""
+    best = (float("nan"), None, None)
+    for (rk, c, b, lib, st), s in summary.items():
+        if rk != ranks or c != coll or b != nbytes or lib not in libs:
+            continue
+        if settings is not None and st not in settings:
+            continue
+        if not C.isnum(best[0]) or s["median_us"] < best[0]:
+            best = (s["median_us"], lib, st)
+    return best
+
+
+def targets_for(ranks, coll, nbytes):
+    """[(relation, bound, against, text)] of the figures of merit at this point."""
+    out = []
+    if ranks == 2:
+        if nbytes == 8 or (coll == "barrier" and nbytes == 0):
+            out.append(("<=", 1.2, "mpi", "2 ranks, 8 B: goal AUTO within 1.2x of the best MPI setting"))
+        elif nbytes >= 64 * KiB:
+            out.append(("<=", 1.0, "mpi", "2 ranks, 64 KiB and up: goal AUTO no slower than the best MPI setting"))
+    elif ranks > 2:
+        if coll == "barrier" or nbytes == 8:
+            out.append(("<=", 2.0, "ompi", f"{ranks} ranks, barrier and 8 B: goal AUTO within 2x of the best "
+                        "Open MPI setting (microseconds, like Open MPI)"))
+        if nbytes <= 64 * KiB:
+            out.append(("abs", 1000.0, "", f"{ranks} ranks, up to 64 KiB: goal AUTO below 1 ms (never the "
+                        "milliseconds MPICH stalls for)"))
+    return out
+
+
+def evaluate(summary, ranks_list, goal_lib="goal"):
+    res = []
+    for n in ranks_list:
+        for coll, nb in points(summary, n):
+            g = value(summary, n, coll, nb, goal_lib, "AUTO")
+            if not C.isnum(g):
+                continue
+            for rel, bound, against, text in targets_for(n, coll, nb):
+                if rel == "abs":
+                    v, ok, ref = g, g < bound, None
+                else:
+                    libs = MPI_LIBS if against == "mpi" else OMPI_LIBS
+                    ref, rlib, rset = best_of(summary, n, coll, nb, libs)
+                    if not C.isnum(ref):
+                        continue
+                    v = g / ref
+                    ok = v <= bound
+                res.append({"ranks": n, "coll": coll, "bytes": nb, "target": text, "relation": rel,
+                            "bound": bound, "value": v, "goal_us": g, "ref_us": ref, "ok": ok})
+    return res
+
+
+# ---------------------------------------------------------------------------------------
+# report
+
+VAR_SHORT = {"blocking": "b", "nonblocking": "nb", "persistent": "p"}
+
+
+def setting_label(lib, st):
+    short = {"openmpi": "ompi", "openmpi-nosc": "ompi-nosc", "mpich": "mpich"}.get(lib, lib)
+    return f"{short}:{VAR_SHORT.get(st, st)}"
+
+
+def report(summary, ranks_list, targets, libs) -> str:
+    out = []
+    mpis = [l for l in MPI_LIBS if l in libs]
+    goal_extra = [l for l in libs if l.startswith("goal") and l != "goal"]
+    for n in ranks_list:
+        pts = points(summary, n)
+        if not pts:
+            continue
+        ncpu = os.cpu_count() or 1
+        over = f" - {n} ranks on {ncpu} CPUs: more ranks than cores, ranks share CPUs" if n > ncpu else ""
+        out.append(f"{n} ranks{over}")
+        out.append("times in us, median over rounds of each run's median; MPI columns: the best of that "
+                   "library's variants (b = blocking, nb = MPI_Ixxx+Wait, p = persistent Start+Wait)")
+        hdr = ["collective", "bytes", "goal AUTO", "best goal alg"] + goal_extra + \
+              [{"openmpi": "ompi", "openmpi-nosc": "ompi-nosc"}.get(m, m) for m in mpis] + \
+              ["best MPI", "AUTO/best", "target"]
+        rows = []
+        for coll, nb in pts:
+            g = value(summary, n, coll, nb, "goal", "AUTO")
+            ga, _, galg = best_of(summary, n, coll, nb, ["goal"], None)
+            row = [coll, C.fmt_bytes(nb) if nb else "-", C.fmt_num(g),
+                   f"{C.fmt_num(ga)} {galg.lower()}" if galg else "-"]
+            row += [C.fmt_num(value(summary, n, coll, nb, gl, "AUTO")) for gl in goal_extra]
+            for m in mpis:
+                v, _, st = best_of(summary, n, coll, nb, [m])
+                row.append(f"{C.fmt_num(v)} {VAR_SHORT.get(st, '')}" if st else "-")
+            bv, bl, bs = best_of(summary, n, coll, nb, mpis)
+            row.append(f"{C.fmt_num(bv)} {setting_label(bl, bs)}" if bl else "-")
+            row.append(C.fmt_num(g / bv, 2) if C.isnum(g) and C.isnum(bv) and bv > 0 else "-")
+            marks = []
+            for t in targets:
+                if (t["ranks"], t["coll"], t["bytes"]) == (n, coll, nb):
+                    m = "ok" if t["ok"] else "MISS"
+                    marks.append(f"<1ms {m}" if t["relation"] == "abs" else f"<={t['bound']:g}x {m}")
+            ref = REFERENCE.get((coll, nb)) if n == 2 else None
+            if ref:
+                marks.append(f"(ref {ref:g})")
+            row.append(", ".join(marks))
+            rows.append(row)
+        out.append(C.table(hdr, rows, "ll" + "r" * (len(hdr) - 3) + "l"))
+        out.append("")
+    return "\n".join(out)
+
+
+def plot(summary, ranks_list, libs, path: Path, title: str, footnote: str) -> bool:
+    plt = C.pyplot()
+    if plt is None:
+        return False
+    import matplotlib.ticker as mt
+    ranks_list = [n for n in ranks_list if points(summary, n)]
+    if not ranks_list:
+        return False
+    mpis = [l for l in MPI_LIBS if l in libs]
+    goal_extra = [l for l in libs if l.startswith("goal") and l != "goal"]
+    alg_colors = ["#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"]
+    nr = 3 * len(ranks_list)
+    fig, axes = plt.subplots(nr, 3, figsize=(16, 4.6 * nr), constrained_layout=True)
+    for ri, n in enumerate(ranks_list):
+        for ci, coll in enumerate(COLLS):
+            ax = axes[3 * ri + ci // 3][ci % 3]
+            sizes = sorted({nb for (c, nb) in points(summary, n) if c == coll})
+            if not sizes:
+                ax.set_visible(False)
+                continue
+            algs = sorted({k[4] for k in summary if k[0] == n and k[1] == coll and k[3] == "goal"} - {"AUTO"})
+            series = [("goal", "AUTO", "goal AUTO", dict(C.style("goal"), linewidth=2.6, markersize=6))]
+            for i, alg in enumerate(algs):
+                series.append(("goal", alg, f"goal {alg.lower().replace('_', ' ')}",
+                               dict(color=alg_colors[i % len(alg_colors)], marker=".", linestyle="--",
+                                    linewidth=1.0, markersize=5)))
+            for i, gl in enumerate(goal_extra):
+                series.append((gl, "AUTO", f"{gl} AUTO", dict(C.style(gl), color=["#ff7f0e", "#17a589", "#7d3c98"][i % 3],
+                                                             linewidth=1.4)))
+            for m in mpis:
+                series.append((m, None, f"{m} (best variant)", dict(C.style(m), linewidth=1.6, markersize=5)))
+            if coll == "barrier":
+                labels, vals, colors = [], [], []
+                for lib, st, label, sty in series:
+                    v = (best_of(summary, n, coll, 0, [lib])[0] if st is None
+                         else value(summary, n, coll, 0, lib, st))
+                    if C.isnum(v):
+                        labels.append(label)
+                        vals.append(v)
+                        colors.append(sty.get("color", "grey"))
+                ax.barh(range(len(vals)), vals, color=colors)
+                ax.set_yticks(range(len(vals)))
+                ax.set_yticklabels(labels, fontsize=8)
+                ax.invert_yaxis()
+                ax.set_xscale("log")
+                ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+                ax.xaxis.set_minor_formatter(mt.NullFormatter())
+                for i, v in enumerate(vals):
+                    ax.text(v, i, f" {C.fmt_num(v)}", va="center", fontsize=8)
+                ax.set_xlabel("time [µs] (log)")
+                ax.set_title(f"barrier, {n} ranks", fontsize=11)
+                ax.grid(True, axis="x", alpha=0.3)
+                continue
+            for lib, st, label, sty in series:
+                xs, ys = [], []
+                for nb in sizes:
+                    v = (best_of(summary, n, coll, nb, [lib])[0] if st is None
+                         else value(summary, n, coll, nb, lib, st))
+                    if C.isnum(v):
+                        xs.append(nb)
+                        ys.append(v)
+                if xs:
+                    ax.plot(xs, ys, label=label, **sty)
+            C.bytes_axis(ax, sizes, min_step=8)
+            ax.set_xlabel("bytes per rank" if coll != "bcast" else "message [bytes]")
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.set_ylabel("time [µs]")
+            ax.set_title(f"{coll}, {n} ranks", fontsize=11)
+            ax.grid(True, which="major", alpha=0.3)
+            ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=13)
+    fig.text(0.5, -0.003, footnote, ha="center", va="top", fontsize=8, wrap=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+
+def main() -> int:
+    a = parse_args()
+    C.VERBOSE = a.verbose
+    out = Path(a.out)
+    if not out.is_absolute():
+        out = Path.cwd() / out
+    if out.suffix in (".json", ".png"):
+        out = out.with_suffix("")
+    machine = C.machine_info()
+    if machine["loadavg_start"] and machine["loadavg_start"][0] > 0.5:
+        C.warn(f"load average is {machine['loadavg_start'][0]:.2f} before starting: something else is "
+               f"running ({', '.join(C.busy_processes()) or 'see top'}); results will be noisy")
+    ncpu = machine["nproc"] or 1
+    for n in a.ranks:
+        if n > ncpu:
+            C.log(f"NOTE: {n} ranks on {ncpu} CPUs: more ranks than cores; ranks share CPUs "
+                  "(Open MPI gets --oversubscribe)")
+
+    configs, libinfo = build_and_configure(a)
+    libs = list(dict.fromkeys(c.name for c in configs))
+    C.log(f"configurations: {', '.join(f'{c.name}/{c.ranks}' for c in configs)}; {a.rounds} round(s)")
+    t0 = time.time()
+    rows, runs, failures = run_all(a, configs)
+    elapsed = time.time() - t0
+
+    for run in runs:
+        meta = run.get("meta") or {}
+        info = libinfo.setdefault(run["lib"], {})
+        for k in ("version", "persistent", "mpi_version", "progress"):
+            if meta.get(k) not in (None, ""):
+                info[k] = " ".join(str(meta[k]).split()) if isinstance(meta[k], str) else meta[k]
+        for s in run.get("skips") or []:
+            info.setdefault("skipped", []).append(f"{s.get('variant')}: {s.get('why')}")
+    for c in configs:
+        info = libinfo.setdefault(c.name, {})
+        info.setdefault("commands", {})[str(c.ranks)] = c.cmd
+        info.update(env=c.env, note=c.note, kind=c.kind)
+        if "skipped" in info:
+            info["skipped"] = sorted(set(info["skipped"]))
+
+    keep, state_note = select_runs(runs, a.all_states)
+    summary = summarize(rows, keep)
+    targets = evaluate(summary, a.ranks)
+    text = report(summary, a.ranks, targets, libs)
+    notes = [state_note] if state_note else []
+    c2cs = [r["c2c_ns"] for r in runs if C.isnum(r.get("c2c_ns"))]
+    dist = [f"{r['lib']}/{r['ranks']}#{r['round'] + 1} ({r['foreign_pct']}%)" for r in runs if r.get("disturbed")]
+    if dist:
+        notes.append(f"{len(dist)} of {len(runs)} runs shared the CPUs with other processes even after "
+                     f"retries: {', '.join(dist)}")
+    if c2cs and not same_state(min(c2cs), max(c2cs)):
+        notes.append(f"core-to-core latency changed between runs ({min(c2cs):.0f}..{max(c2cs):.0f} ns): "
+                     "the host moved the vCPUs; the summary prefers runs in the fast state")
+    for lib, info in libinfo.items():
+        for s in info.get("skipped", []):
+            notes.append(f"{lib}: skipped {s}")
+    wrong = sorted({(x["lib"], x["ranks"], x["variant"] or x["alg"], x["coll"], x["bytes"]) for x in rows
+                    if x.get("verified") is False})
+    if wrong:
+        notes.append(f"{len(wrong)} points gave WRONG RESULTS in the verification run and are left out of the "
+                     "summary: " + "; ".join(f"{l}/{n} {st} {c} {b} B" for l, n, st, c, b in wrong[:20])
+                     + (" ..." if len(wrong) > 20 else ""))
+    goal_wrong = [w for w in wrong if w[0].startswith("goal")]
+    for lib in ("openmpi", "mpich"):
+        if lib in libinfo and libinfo[lib].get("persistent"):
+            notes.append(f"{lib} persistent collectives: {libinfo[lib]['persistent']}")
+    machine["loadavg_end"] = C.loadavg()
+
+    print()
+    print(text)
+    binding = "none (no pinning)" if a.no_pin else "rank r pinned to CPU r % ncpus by the program (launcher binding off)"
+    print(f"machine: {machine['hostname']}, {ncpu} CPUs ({machine['cpu_model']}), kernel {machine['kernel']}; "
+          f"binding: {binding}")
+    if c2cs:
+        print(f"core-to-core one-way latency (cache line, CPU 0<->1): {C.median(c2cs):.1f} ns median "
+              f"({min(c2cs):.1f}..{max(c2cs):.1f})")
+    for lib in libs:
+        v = libinfo.get(lib, {}).get("version")
+        if v:
+            print(f"{lib}: {C.short_version(v)}")
+    for nt in notes:
+        print(f"NOTE: {nt}")
+    if targets:
+        met = sum(1 for t in targets if t["ok"])
+        print(f"targets: {met}/{len(targets)} met")
+        for t in targets:
+            if not t["ok"]:
+                what = (f"{C.fmt_num(t['value'])} us" if t["relation"] == "abs"
+                        else f"{C.fmt_num(t['value'], 2)}x: goal {C.fmt_num(t['goal_us'])} us vs {C.fmt_num(t['ref_us'])} us")
+                print(f"  MISSED  {t['ranks']} ranks {t['coll']} {C.fmt_bytes(t['bytes']) if t['bytes'] else ''}: {what}")
+    print(f"{len(runs)} runs in {elapsed:.0f} s")
+
+    result = {
+        "benchmark": "coll",
+        "method": "thesis 6.5: per-iteration time of Run+Wait (MPI: call / Ixxx+Wait / Start+Wait) on every "
+                  "rank, barrier before each iteration of bcast/gather/scatter/reduce, mean over ranks per "
+                  "iteration, median over iterations; summary: median over rounds",
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+        "machine": machine,
+        "binding": binding,
+        "libraries": libinfo,
+        "targets": targets,
+        "reference_us": [{"coll": c, "bytes": b, "us": v} for (c, b), v in REFERENCE.items()],
+        "summary": [{"ranks": k[0], "coll": k[1], "bytes": k[2], "lib": k[3], "setting": k[4], **v}
+                    for k, v in sorted(summary.items(), key=lambda kv: (kv[0][0], COLLS.index(kv[0][1]),
+                                                                        kv[0][2], kv[0][3], kv[0][4]))],
+        "runs": runs,
+        "rows": rows,
+        "notes": notes,
+        "table": text,
+    }
+    C.write_json(out.with_suffix(".json"), result)
+    title = (f"goal collectives vs MPI — {machine['hostname']}, {ncpu} CPUs, {time.strftime('%Y-%m-%d')}, "
+             f"median of {a.rounds} round(s)" + (" [quick]" if a.quick else ""))
+    foot = ("Thesis 6.5 method: Run+Wait per iteration on every rank, mean over ranks, median over iterations; "
+            "barrier before bcast/gather/scatter/reduce iterations. MPI lines: best of blocking, non-blocking "
+            "and persistent. " + "; ".join(f"{n} ranks on {ncpu} CPUs (oversubscribed)" for n in a.ranks if n > ncpu)
+            + ". " + "; ".join(dict.fromkeys(C.short_version(libinfo[l]["version"]) for l in libs
+                                              if libinfo.get(l, {}).get("version"))))
+    if plot(summary, a.ranks, libs, out.with_suffix(".png"), title, foot):
+        print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
+    else:
+        print(f"wrote {out.with_suffix('.json')}")
+    rc = 0
+    if goal_wrong:
+        print(f"ERROR: goal gave wrong results at {len(goal_wrong)} point(s): "
+              + "; ".join(f"{l}/{n} {st} {c} {b} B" for l, n, st, c, b in goal_wrong[:10]), file=sys.stderr)
+        rc = 1
+    goal_fail = [(c, r) for c, r in failures if c.kind == "goal"]
+    if goal_fail:
+        print(f"ERROR: goal failed in {len(goal_fail)} run(s):", file=sys.stderr)
+        for c, r in goal_fail[:3]:
+            print(f"  {c.name} ({c.ranks} ranks): {r.describe()}", file=sys.stderr)
+        rc = 1
+    if a.strict and any(not t["ok"] for t in targets):
+        rc = 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+//! GOAL_ALG_AUTO's decision table, measured on this machine by `bench/tune.py`
+//! ("goal tune"); regenerate it with `python3 bench/tune.py --prefix DIR`.
+//!
+//! Measured 2026-11-22T11:13:44Z on vm: 2 CPUs (AMD EPYC), docker, kernel 6.18.44-fc-v669; group sizes 2, 3, 4, 3 round(s), progress default, ranks pinned to CPU r % ncpus.
+//! Group sizes above 2 ran more ranks than CPUs: their choices reflect ranks sharing CPUs.
+//!
+//! A rule applies to `coll` on `min_size ..= max_size` ranks when `bytes <= max_bytes`
+//! (`bytes` as in [`auto`](super::auto): one rank's contribution); the first rule that
+//! applies wins. Group sizes no rule covers are left to `auto`'s built-in choices.
+
+use super::{Algorithm, Coll};
+
+/// One row of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rule {
+    /// The collective.
+    pub coll: Coll,
+    /// Smallest group size the rule covers.
+    pub min_size: u32,
+    /// Largest group size the rule covers.
+    pub max_size: u32,
+    /// Largest contribution (bytes) the rule covers.
+    pub max_bytes: u64,
+    /// The algorithm measured fastest there.
+    pub alg: Algorithm,
+}
+
+/// The measured rules, by collective, group size and size.
+pub(crate) const TABLE: &[Rule] = &[
+    Rule { coll: Coll::Barrier, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Barrier, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::Barrier, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Bruck },
+    Rule { coll: Coll::Bcast, min_size: 2, max_size: 2, max_bytes: 131072, alg: Algorithm::Linear },
+    Rule { coll: Coll::Bcast, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Ring },
+    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: 32768, alg: Algorithm::Pipeline },
+    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: 131072, alg: Algorithm::Ring },
+    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Pipeline },
+    Rule { coll: Coll::Bcast, min_size: 4, max_size: 4, max_bytes: 32768, alg: Algorithm::Linear },
+    Rule { coll: Coll::Bcast, min_size: 4, max_size: 4, max_bytes: 65536, alg: Algorithm::Ring },
+    Rule { coll: Coll::Bcast, min_size: 4, max_size: 4, max_bytes: 262144, alg: Algorithm::Pipeline },
+    Rule { coll: Coll::Bcast, min_size: 4, max_size: 4, max_bytes: 1048576, alg: Algorithm::Linear },
+    Rule { coll: Coll::Bcast, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Ring },
+    Rule { coll: Coll::Gather, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Gather, min_size: 3, max_size: 3, max_bytes: 32768, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Gather, min_size: 3, max_size: 3, max_bytes: 65536, alg: Algorithm::LinearSync },
+    Rule { coll: Coll::Gather, min_size: 3, max_size: 3, max_bytes: 2097152, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Gather, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::LinearSync },
+    Rule { coll: Coll::Gather, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Scatter, min_size: 2, max_size: 2, max_bytes: 1024, alg: Algorithm::Linear },
+    Rule { coll: Coll::Scatter, min_size: 2, max_size: 2, max_bytes: 131072, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Scatter, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Scatter, min_size: 3, max_size: 3, max_bytes: 128, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Scatter, min_size: 3, max_size: 3, max_bytes: 262144, alg: Algorithm::Linear },
+    Rule { coll: Coll::Scatter, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Scatter, min_size: 4, max_size: 4, max_bytes: 32768, alg: Algorithm::Linear },
+    Rule { coll: Coll::Scatter, min_size: 4, max_size: 4, max_bytes: 65536, alg: Algorithm::LinearSync },
+    Rule { coll: Coll::Scatter, min_size: 4, max_size: 4, max_bytes: 1048576, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Scatter, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::LinearSync },
+    Rule { coll: Coll::Allgather, min_size: 2, max_size: 2, max_bytes: 8192, alg: Algorithm::Ring },
+    Rule { coll: Coll::Allgather, min_size: 2, max_size: 2, max_bytes: 65536, alg: Algorithm::Bruck },
+    Rule { coll: Coll::Allgather, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::Allgather, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::Allgather, min_size: 4, max_size: 4, max_bytes: 32768, alg: Algorithm::Ring },
+    Rule { coll: Coll::Allgather, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::Alltoall, min_size: 2, max_size: 2, max_bytes: 32768, alg: Algorithm::Linear },
+    Rule { coll: Coll::Alltoall, min_size: 2, max_size: 2, max_bytes: 65536, alg: Algorithm::Bruck },
+    Rule { coll: Coll::Alltoall, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Alltoall, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Alltoall, min_size: 4, max_size: 4, max_bytes: 16384, alg: Algorithm::Bruck },
+    Rule { coll: Coll::Alltoall, min_size: 4, max_size: 4, max_bytes: 32768, alg: Algorithm::Linear },
+    Rule { coll: Coll::Alltoall, min_size: 4, max_size: 4, max_bytes: 131072, alg: Algorithm::Bruck },
+    Rule { coll: Coll::Alltoall, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Reduce, min_size: 2, max_size: 2, max_bytes: 1048576, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Reduce, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Rabenseifner },
+    Rule { coll: Coll::Reduce, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Reduce, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Allreduce, min_size: 2, max_size: 2, max_bytes: 65536, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::Allreduce, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Ring },
+    Rule { coll: Coll::Allreduce, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::Allreduce, min_size: 4, max_size: 4, max_bytes: 524288, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::Allreduce, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Rabenseifner },
+    Rule { coll: Coll::ReduceScatterBlock, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Ring },
+    Rule { coll: Coll::ReduceScatterBlock, min_size: 3, max_size: 3, max_bytes: 524288, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::ReduceScatterBlock, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Ring },
+    Rule { coll: Coll::ReduceScatterBlock, min_size: 4, max_size: 4, max_bytes: 32768, alg: Algorithm::Ring },
+    Rule { coll: Coll::ReduceScatterBlock, min_size: 4, max_size: 4, max_bytes: 262144, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::ReduceScatterBlock, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Ring },
+];
+
+/// The measured choice for `coll` on `size` ranks with `bytes` per rank, if the table has one.
+pub(crate) fn lookup(coll: Coll, size: u32, bytes: u64) -> Option<Algorithm> {
+    TABLE.iter().find(|r| r.coll == coll && (r.min_size..=r.max_size).contains(&size) && bytes <= r.max_bytes).map(|r| r.alg)
+}
