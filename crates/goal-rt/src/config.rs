@@ -3,7 +3,7 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `GOAL_PROGRESS` | `manual`, `thread`, `spin` (`kernel`, `auto`: see below) | `thread` |
-//! | `GOAL_SPIN_US` | how long a waiting thread polls before it sleeps | 50 (thread, manual), 2000 (spin) |
+//! | `GOAL_SPIN_US` | how long a waiting thread polls before it sleeps | 50 (thread, manual), 2000 (spin); 2 with more ranks than cores |
 //! | `GOAL_EAGER_LIMIT` | largest message sent eagerly through the rings | calibrated |
 //! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream | calibrated |
 //! | `GOAL_UNEXPECTED_BYTES` | eager bytes a rank buffers for receives not yet started, before senders must wait | 64 MiB |
@@ -45,6 +45,8 @@ pub struct Config {
     pub progress: ProgressMode,
     /// Poll this long before sleeping.
     pub spin: Duration,
+    /// Whether `GOAL_SPIN_US` was given (then it is used as is, oversubscribed or not).
+    pub spin_explicit: bool,
     /// Largest eager message (None: calibrate).
     pub eager_limit: Option<usize>,
     /// CMA size range (None: calibrate).
@@ -120,6 +122,7 @@ impl Config {
         Ok(Config {
             progress,
             spin: Duration::from_micros(spin_us),
+            spin_explicit: var("GOAL_SPIN_US").is_some(),
             eager_limit: parse_bytes("GOAL_EAGER_LIMIT")?,
             cma_range,
             unexpected_bytes: parse_bytes("GOAL_UNEXPECTED_BYTES")?.unwrap_or(64 << 20) as u64,

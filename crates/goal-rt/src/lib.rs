@@ -55,6 +55,9 @@ pub struct Runtime {
     /// Application threads inside `wait`.
     pub(crate) app_waiting: AtomicU32,
     pub(crate) shutdown: AtomicBool,
+    /// More ranks on this machine than cores this process may run on: a
+    /// waiting thread polls only briefly before sleeping.
+    pub(crate) oversubscribed: bool,
     helper: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -162,7 +165,8 @@ impl Runtime {
         let th = progress::thresholds(&cfg, &shm, size);
         if cfg.debug && rank == 0 {
             eprintln!(
-                "goal: {size} ranks, progress={}, spin={:?}, eager<={} B (heap {} B), cma={:?}, credit={} B per sender",
+                "goal: {size} ranks on {} cores, progress={}, spin={:?}, eager<={} B (heap {} B), cma={:?}, credit={} B per sender",
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
                 cfg.progress.name(),
                 cfg.spin,
                 th.eager,
@@ -183,6 +187,8 @@ impl Runtime {
             next_sched: AtomicU32::new(0),
             app_waiting: AtomicU32::new(0),
             shutdown: AtomicBool::new(false),
+            // Every rank is local for now (shared memory only).
+            oversubscribed: size > std::thread::available_parallelism().map_or(1, |n| n.get()),
             helper: Mutex::new(None),
             cfg,
         });
