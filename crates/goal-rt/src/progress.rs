@@ -86,7 +86,7 @@ fn helper_loop(rt: &Runtime) {
         }
         // Poll while there is news, and for `spin` after the last of it,
         // unless an application thread is waiting (it drives progress then).
-        {
+        if rt.app_waiting.load(Ordering::Acquire) == 0 {
             let _polling = rt.bell.polling();
             let mut last_event = Instant::now();
             while !rt.shutdown.load(Ordering::Acquire) && rt.app_waiting.load(Ordering::Acquire) == 0 {
@@ -100,6 +100,11 @@ fn helper_loop(rt: &Runtime) {
                     }
                 }
             }
+        }
+        // While we polled, peers skipped ringing; an application thread that
+        // waits (and now drives progress) may sleep through that: wake it.
+        if rt.app_waiting.load(Ordering::Acquire) > 0 {
+            rt.bell.ring();
         }
         // Sleep: register, re-check, then wait for a ring.
         let guard = rt.bell.prepare();
