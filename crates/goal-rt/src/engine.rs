@@ -221,7 +221,6 @@ struct State {
     self_buffered: u64,
     passes: u32,
     last_check: Instant,
-    pid: i32,
     discard: Vec<u8>,
     /// Reused between polls: what arrived, handled after the poll.
     arrived: Vec<(u32, Head, Option<Vec<u8>>)>,
@@ -276,8 +275,6 @@ impl Engine {
             self_buffered: 0,
             passes: 0,
             last_check: Instant::now(),
-            // SAFETY: getpid has no preconditions.
-            pid: unsafe { libc::getpid() },
             discard: Vec::new(),
             arrived: Vec::new(),
         };
@@ -889,11 +886,7 @@ impl Engine {
 
     /// Finds and removes the first posted receive of execution (sched, seq) matching src/tag.
     fn match_posted(&mut self, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
-        let slot = self.st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
-        let e = self.st.execs[slot as usize].as_mut()?;
-        let i = e.posted.iter().position(|p| (p.peer == -1 || p.peer as u32 == src) && (p.tag == -1 || p.tag == tag))?;
-        let p = e.posted.remove(i);
-        Some(OpRef { slot, gen: e.gen, op: p.op })
+        st_match_posted(&mut self.st, sched, seq, src, tag)
     }
 
     fn stash(&mut self, sched: u32, seq: u32, u: Unexp) {
@@ -1139,18 +1132,6 @@ impl Engine {
             }
         }
     }
-
-    /// Number of ranks.
-    #[allow(dead_code)]
-    pub fn group_size(&self) -> u32 {
-        self.size
-    }
-
-    /// This process' id (for diagnostics).
-    #[allow(dead_code)]
-    pub fn pid(&self) -> i32 {
-        self.st.pid
-    }
 }
 
 /// Whether `GOAL_TRACE` asks for a line per operation started and finished.
@@ -1163,6 +1144,9 @@ fn trace_on() -> bool {
 /// copied into its posted receive while still in the ring; finish it now.
 const DELIVERED: u8 = 0xF0;
 
+/// Finds and removes the first posted receive of execution (sched, seq)
+/// matching src/tag (a free function so the poll callback can use it while
+/// the transport is borrowed).
 fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
     let e = st.execs[slot as usize].as_mut()?;
