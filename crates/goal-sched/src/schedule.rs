@@ -328,6 +328,97 @@ pub struct CompileOptions {
 /// operator, type, width or memory type that does not exist, a negative count
 /// or tag.
 pub fn compile(g: &Graph, opts: &CompileOptions) -> Result<Schedule, CompileError> {
+    if let Some((reduced, kept)) = elide_nops(g) {
+        // Errors are reported against the graph the user wrote: on any
+        // failure, compile that one for the message.
+        if let Ok(mut s) = compile_exact(&reduced, opts) {
+            for o in &mut s.origin {
+                *o = kept[*o as usize];
+            }
+            return Ok(s);
+        }
+    }
+    compile_exact(g, opts)
+}
+
+/// Removes the vertices that do nothing (`Calc 0`), joining each one's
+/// prerequisites to its dependents, where that does not add edges: a vertex
+/// with p prerequisites and d dependents is replaced by p x d edges, so it
+/// goes when p x d <= p + d (always for the entry and exit vertices of a
+/// stand-alone collective, which have p = 0 or d = 0). Each such vertex would
+/// otherwise cost a pass through the executor on every run, about a tenth of
+/// a microsecond, as much as a whole shared-memory hop. Vertices with
+/// start edges (irequires) keep their meaning only as vertices, so they stay.
+///
+/// Returns the reduced graph and, for each of its vertices, the original
+/// index; `None` when there is nothing to remove.
+fn elide_nops(g: &Graph) -> Option<(Graph, Vec<u32>)> {
+    let is_nop = |v: &Vertex| matches!(v, Vertex::Calc { units: 0 });
+    if !g.vertices.iter().any(is_nop) {
+        return None;
+    }
+    let n = g.vertices.len();
+    let mut pinned = vec![false; n];
+    for &(p, t) in &g.start_edges {
+        pinned[p as usize] = true;
+        pinned[t as usize] = true;
+    }
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut succs: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for &(p, t) in &g.edges {
+        if !succs[p as usize].contains(&t) {
+            succs[p as usize].push(t);
+            preds[t as usize].push(p);
+        }
+    }
+    let mut gone = vec![false; n];
+    for x in 0..n {
+        if !is_nop(&g.vertices[x]) || pinned[x] || succs[x].contains(&(x as u32)) {
+            continue;
+        }
+        let (np, nd) = (preds[x].len(), succs[x].len());
+        if np * nd > np + nd {
+            continue;
+        }
+        gone[x] = true;
+        let (ps, ds) = (std::mem::take(&mut preds[x]), std::mem::take(&mut succs[x]));
+        let xu = x as u32;
+        for &p in &ps {
+            succs[p as usize].retain(|&t| t != xu);
+        }
+        for &d in &ds {
+            preds[d as usize].retain(|&q| q != xu);
+        }
+        for &p in &ps {
+            for &d in &ds {
+                if !succs[p as usize].contains(&d) {
+                    succs[p as usize].push(d);
+                    preds[d as usize].push(p);
+                }
+            }
+        }
+    }
+    let kept: Vec<u32> = (0..n as u32).filter(|&v| !gone[v as usize]).collect();
+    if kept.len() == n {
+        return None;
+    }
+    let mut new_id = vec![u32::MAX; n];
+    for (i, &v) in kept.iter().enumerate() {
+        new_id[v as usize] = i as u32;
+    }
+    let mut r = Graph { scratch: g.scratch, ..Graph::default() };
+    r.vertices = kept.iter().map(|&v| g.vertices[v as usize].clone()).collect();
+    for &v in &kept {
+        for &t in &succs[v as usize] {
+            r.edges.push((new_id[v as usize], new_id[t as usize]));
+        }
+    }
+    r.start_edges = g.start_edges.iter().map(|&(p, t)| (new_id[p as usize], new_id[t as usize])).collect();
+    Some((r, kept))
+}
+
+/// [`compile`] without removing anything: every vertex becomes an operation.
+fn compile_exact(g: &Graph, opts: &CompileOptions) -> Result<Schedule, CompileError> {
     let n = g.vertices.len();
     if n > u32::MAX as usize - 1 {
         return Err(CompileError { kind: K::TooLarge, vertex: None, message: format!("{n} vertices: a schedule holds at most 2^32-2") });
@@ -708,6 +799,75 @@ mod tests {
             assert!(e.message.starts_with("vertex 1 ("), "{}", e.message);
             assert!(e.message.contains(needle), "{:?} lacks {needle:?}", e.message);
         }
+    }
+
+    #[test]
+    fn empty_vertices_are_removed_and_their_order_kept() {
+        // user op -> entry (Calc 0) -> {a, b} -> done (Calc 0) -> user op
+        let mut g = Graph::new();
+        let first = g.send(Buf::user(8), 1, 1, 0);
+        let entry = g.add(Vertex::Calc { units: 0 });
+        let a = g.send(Buf::user(8), 1, 1, 1);
+        let b = g.recv(Buf::user(8), 1, 1, 1);
+        let done = g.add(Vertex::Calc { units: 0 });
+        let last = g.recv(Buf::user(8), 1, 1, 2);
+        for (p, t) in [(first, entry), (entry, a), (entry, b), (a, done), (b, done), (done, last)] {
+            g.requires(p, t).unwrap();
+        }
+        let s = compile(&g, &opts(2)).unwrap();
+        assert_eq!(s.origin, vec![first as u32, a as u32, b as u32, last as u32]);
+        assert_eq!(s.independent, 1);
+        assert_eq!(s.dependents(0), &[1, 2]);
+        assert_eq!(s.dependents(1), &[3]);
+        assert_eq!(s.dependents(2), &[3]);
+        assert_eq!(s.ops[3].deps, 2);
+    }
+
+    #[test]
+    fn empty_vertices_stay_where_removing_them_adds_edges_or_changes_meaning() {
+        // 3 x 3 through one Calc 0: 6 edges, 9 without it
+        let mut g = Graph::new();
+        let hub = g.add(Vertex::Calc { units: 0 });
+        for i in 0..3 {
+            let p = g.send(Buf::user(8), 1, 0, i);
+            let d = g.recv(Buf::user(8), 1, 0, i);
+            g.requires(p, hub).unwrap();
+            g.requires(hub, d).unwrap();
+        }
+        assert_eq!(compile(&g, &opts(1)).unwrap().ops.len(), 7);
+        // a start edge (irequires) names it
+        let mut g = Graph::new();
+        let c = g.add(Vertex::Calc { units: 0 });
+        let x = g.send(Buf::user(8), 1, 0, 0);
+        g.requires_start(c, x).unwrap();
+        assert_eq!(compile(&g, &opts(1)).unwrap().ops.len(), 2);
+        // an empty graph stays empty; a graph of nothing but Calc 0 becomes empty
+        let mut g = Graph::new();
+        let c = g.add(Vertex::Calc { units: 0 });
+        let d = g.add(Vertex::Calc { units: 0 });
+        g.requires(c, d).unwrap();
+        assert!(compile(&g, &opts(1)).unwrap().ops.is_empty());
+    }
+
+    #[test]
+    fn a_cycle_through_an_empty_vertex_is_named_in_the_graph_as_written() {
+        let mut g = Graph::new();
+        let a = g.send(Buf::user(8), 1, 0, 0);
+        let nop = g.add(Vertex::Calc { units: 0 });
+        let b = g.recv(Buf::user(8), 1, 0, 0);
+        g.requires(a, nop).unwrap();
+        g.requires(nop, b).unwrap();
+        g.requires(b, nop).unwrap();
+        let e = compile(&g, &opts(1)).unwrap_err();
+        assert_eq!(e.kind, K::Cycle);
+        assert!(e.message.contains("1 -> 2 -> 1"), "{}", e.message);
+        // and a bad vertex behind one keeps its own number
+        let mut g = Graph::new();
+        let nop = g.add(Vertex::Calc { units: 0 });
+        let bad = g.send(Buf::user(8), 1, 9, 0);
+        g.requires(nop, bad).unwrap();
+        let e = compile(&g, &opts(2)).unwrap_err();
+        assert_eq!(e.vertex, Some(1), "{}", e.message);
     }
 
     #[test]
