@@ -99,6 +99,37 @@ fn spin_mode_moves_data_too() {
     });
 }
 
+/// With a helper, executions finish while the application does not call
+/// goal at all: right after a Wait (whose polling mark lingers), the next
+/// exchange, eager or streamed, completes on every rank without Test or Wait.
+#[test]
+fn the_helper_finishes_executions_the_application_never_waits_for() {
+    ranks("the_helper_finishes_executions_the_application_never_waits_for", &[2, 3], &["thread", "spin"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let (to, from) = ((me + 1) % n, (me + n - 1) % n);
+        for len in [100usize, 1 << 20] {
+            let sb = vec![me as u8; len];
+            let mut rb = vec![0u8; len];
+            let mut g = Graph::new();
+            g.send(Buf::user(sb.as_ptr() as u64), len as i64, to as i64, 3);
+            g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 3);
+            let s = rt.compile(&g).unwrap();
+            run_wait(&rt, &s).unwrap();
+            // SAFETY: the buffers outlive the execution (waited for below).
+            let h = unsafe { rt.run(&s) }.unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while !h.is_finished() {
+                assert!(std::time::Instant::now() < deadline, "rank {me}: len {len} did not finish without Wait");
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            h.wait().unwrap();
+            assert!(rb.iter().all(|&b| b == from as u8), "rank {me}: wrong data");
+        }
+        goal_rt::finalize().unwrap();
+    });
+}
+
 /// Two executions of one schedule in flight at once: the k-th execution here
 /// pairs with the k-th execution on the peers, whatever order they finish in.
 #[test]

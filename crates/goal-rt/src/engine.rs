@@ -76,9 +76,21 @@ impl SchedInner {
 #[repr(C, align(64))]
 struct Line([u8; 64]);
 
+/// What an execution owns, kept between executions so that a rerun
+/// allocates nothing.
 struct ExecBufs {
     counters: Vec<u32>,
     scratch: Vec<Line>,
+    /// Posted receives, in posting order.
+    posted: Vec<Posted>,
+    /// The state the handle watches; reused once no handle holds it.
+    shared: Arc<ExecShared>,
+}
+
+impl ExecShared {
+    fn new() -> Arc<ExecShared> {
+        Arc::new(ExecShared { state: AtomicI32::new(RUNNING), error: Mutex::new(None) })
+    }
 }
 
 /// The state of an execution that its handle observes.
@@ -116,8 +128,6 @@ struct Exec {
     gen: u32,
     bufs: ExecBufs,
     remaining: u32,
-    posted: Vec<Posted>,
-    shared: Arc<ExecShared>,
 }
 
 enum UnexpKind {
@@ -285,15 +295,27 @@ impl Engine {
     pub fn start(&mut self, sched: &Arc<SchedInner>) -> Arc<ExecShared> {
         let seq = sched.runs.fetch_add(1, Ordering::Relaxed);
         sched.running.fetch_add(1, Ordering::Relaxed);
-        let shared = Arc::new(ExecShared { state: AtomicI32::new(RUNNING), error: Mutex::new(None) });
         let s = &sched.s;
         let n = s.ops.len();
         let mut bufs = sched.pool.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| ExecBufs {
             counters: Vec::with_capacity(n),
             scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
+            posted: Vec::new(),
+            shared: ExecShared::new(),
         });
         bufs.counters.clear();
         bufs.counters.extend(s.ops.iter().map(|o| o.deps));
+        bufs.posted.clear();
+        // A handle of an earlier execution may still hold the state (it was
+        // not waited for yet); only an unshared one can be reset.
+        match Arc::get_mut(&mut bufs.shared) {
+            Some(sh) => {
+                *sh.state.get_mut() = RUNNING;
+                *sh.error.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+            }
+            None => bufs.shared = ExecShared::new(),
+        }
+        let shared = bufs.shared.clone();
         if n == 0 {
             sched.running.fetch_sub(1, Ordering::Relaxed);
             shared.state.store(DONE, Ordering::Release);
@@ -316,8 +338,6 @@ impl Engine {
             gen,
             bufs,
             remaining: n as u32,
-            posted: Vec::new(),
-            shared: shared.clone(),
         });
         let id = sched.id as usize;
         if self.st.active.len() <= id {
@@ -410,7 +430,7 @@ impl Engine {
         let mut victims = Vec::new();
         for (slot, e) in self.st.execs.iter().enumerate() {
             let Some(e) = e else { continue };
-            let waits_recv = e.posted.iter().any(|p| p.peer == r as i32 || p.peer == -1);
+            let waits_recv = e.bufs.posted.iter().any(|p| p.peer == r as i32 || p.peer == -1);
             if waits_recv {
                 victims.push(slot as u32);
             }
@@ -689,10 +709,10 @@ impl Engine {
                     self.drop_unexpected(u);
                 }
             }
-            *e.shared.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(err.clone());
+            *e.bufs.shared.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(err.clone());
         }
         e.sched.running.fetch_sub(1, Ordering::Release);
-        e.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
+        e.bufs.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
         let sched = e.sched.clone();
         self.recycle(&sched, e.bufs);
     }
@@ -880,7 +900,7 @@ impl Engine {
             }
         }
         if let Some(e) = self.exec_mut(r) {
-            e.posted.push(Posted { op: r.op, peer: o.peer, tag: o.tag });
+            e.bufs.posted.push(Posted { op: r.op, peer: o.peer, tag: o.tag });
         }
     }
 
@@ -1150,8 +1170,8 @@ const DELIVERED: u8 = 0xF0;
 fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
     let e = st.execs[slot as usize].as_mut()?;
-    let i = e.posted.iter().position(|p| (p.peer == -1 || p.peer as u32 == src) && (p.tag == -1 || p.tag == tag))?;
-    let p = e.posted.remove(i);
+    let i = e.bufs.posted.iter().position(|p| (p.peer == -1 || p.peer as u32 == src) && (p.tag == -1 || p.tag == tag))?;
+    let p = e.bufs.posted.remove(i);
     Some(OpRef { slot, gen: e.gen, op: p.op })
 }
 

@@ -54,6 +54,8 @@ pub struct Runtime {
     next_sched: AtomicU32,
     /// Application threads inside `wait`.
     pub(crate) app_waiting: AtomicU32,
+    /// The application's lingering polling mark (see `progress::AppMark`).
+    pub(crate) app_mark: progress::AppMark,
     pub(crate) shutdown: AtomicBool,
     /// More ranks on this machine than cores this process may run on: a
     /// waiting thread polls only briefly before sleeping.
@@ -186,6 +188,7 @@ impl Runtime {
             heap,
             next_sched: AtomicU32::new(0),
             app_waiting: AtomicU32::new(0),
+            app_mark: progress::AppMark::default(),
             shutdown: AtomicBool::new(false),
             // Every rank is local for now (shared memory only).
             oversubscribed: size > std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -235,10 +238,14 @@ impl Runtime {
     /// unaliased by Rust references while it is written) until the execution
     /// has finished.
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
-        let shared = {
-            let mut e = self.lock_engine();
-            e.start(&s.inner)
-        };
+        if self.cfg.progress == ProgressMode::Manual {
+            let shared = self.lock_engine().start(&s.inner);
+            return Ok(Handle { shared, rt: self.clone() });
+        }
+        // The peers' messages of this execution tend to arrive while we are
+        // still in Run or about to Wait: spare them the wake-up of our helper.
+        self.app_mark.touch(&self.bell);
+        let shared = self.lock_engine().start(&s.inner);
         Ok(Handle { shared, rt: self.clone() })
     }
 

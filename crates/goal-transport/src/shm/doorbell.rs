@@ -77,8 +77,19 @@ impl Doorbell {
     /// Marks the caller as actively polling until the guard drops (see the
     /// module documentation: after the drop, re-check for work once).
     pub fn polling(&self) -> PollGuard<'_> {
-        self.map.atomic_u32(H_POLLING).fetch_add(1, Ordering::SeqCst);
+        self.mark_polling();
         PollGuard { bell: self }
+    }
+
+    /// Counts one more poller, without a guard: the caller pairs it with
+    /// [`unmark_polling`](Self::unmark_polling) and re-checks for work after that.
+    pub fn mark_polling(&self) {
+        self.map.atomic_u32(H_POLLING).fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Undoes one [`mark_polling`](Self::mark_polling).
+    pub fn unmark_polling(&self) {
+        self.map.atomic_u32(H_POLLING).fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Wakes every thread of this process that sleeps here.
@@ -106,7 +117,7 @@ pub struct PollGuard<'a> {
 
 impl Drop for PollGuard<'_> {
     fn drop(&mut self) {
-        self.bell.map.atomic_u32(H_POLLING).fetch_sub(1, Ordering::SeqCst);
+        self.bell.unmark_polling();
     }
 }
 
