@@ -45,8 +45,6 @@ pub struct Config {
     pub progress: ProgressMode,
     /// Poll this long before sleeping.
     pub spin: Duration,
-    /// Whether `GOAL_SPIN_US` was given (then it is used as is, oversubscribed or not).
-    pub spin_explicit: bool,
     /// Largest eager message (None: calibrate).
     pub eager_limit: Option<usize>,
     /// CMA size range (None: calibrate).
@@ -122,7 +120,6 @@ impl Config {
         Ok(Config {
             progress,
             spin: Duration::from_micros(spin_us),
-            spin_explicit: var("GOAL_SPIN_US").is_some(),
             eager_limit: parse_bytes("GOAL_EAGER_LIMIT")?,
             cma_range,
             unexpected_bytes: parse_bytes("GOAL_UNEXPECTED_BYTES")?.unwrap_or(64 << 20) as u64,
