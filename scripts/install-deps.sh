@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what goal's benchmarks and tests need, side by side:
 #   - Debian's Open MPI (openmpi-bin, libopenmpi-dev) and MPICH (mpich, libmpich-dev)
-#   - pkg-config, iproute2
+#   - pkg-config, iproute2 (ip, tc) and iputils-ping (ping) for the emulated
+#     cluster of crates/goal-netns
 #   - Python's matplotlib (for the benchmark plots)
 # and write scripts/mpi-env.sh, which names each MPI's compiler wrapper and
 # launcher explicitly (mpicc.openmpi / mpirun.openmpi, mpicc.mpich / mpirun.mpich),
@@ -31,7 +32,7 @@ done
 export DEBIAN_FRONTEND=noninteractive
 PY="${PYTHON:-python3}"
 
-DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2)
+DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping)
 
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
