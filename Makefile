@@ -1,7 +1,8 @@
 # goal: build, install, test, demonstrate.
 #
 #   make demo                  build goal, install the MPI peers, run the main job
-#   make test                  every test (cargo tests + C acceptance suite)
+#   make test                  every test (cargo tests + C acceptance suite); installs
+#                              the Debian packages the tests use first (MPIs, iproute2)
 #   make install PREFIX=DIR    DIR/include/goal.h, DIR/lib/libgoal.{so,a},
 #                              DIR/lib/pkgconfig/goal.pc, DIR/bin/goalrun
 PREFIX ?= $(CURDIR)/build/prefix
@@ -32,7 +33,8 @@ cargo-test:
 ctest: install
 	ctests/run.sh $(PREFIX)
 
-test: cargo-test ctest
+test: deps
+	$(MAKE) cargo-test ctest
 
 demo: deps install
 	python3 bench/p2p.py --prefix $(PREFIX) --out results/p2p

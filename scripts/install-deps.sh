@@ -3,6 +3,8 @@
 #   - Debian's Open MPI (openmpi-bin, libopenmpi-dev) and MPICH (mpich, libmpich-dev)
 #   - pkg-config, iproute2 (ip, tc) and iputils-ping (ping) for the emulated
 #     cluster of crates/goal-netns
+#   - libpmix2 (crates/goal-boot loads it under PMIx launchers) and libpmix-dev
+#     (its layout test compiles against pmix.h)
 #   - Python's matplotlib (for the benchmark plots)
 # and write scripts/mpi-env.sh, which names each MPI's compiler wrapper and
 # launcher explicitly (mpicc.openmpi / mpirun.openmpi, mpicc.mpich / mpirun.mpich),
@@ -24,7 +26,7 @@ for a in "$@"; do
     case "$a" in
         --check) CHECK=1 ;;
         --verify) VERIFY=1 ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "install-deps.sh: unknown argument $a" >&2; exit 2 ;;
     esac
 done
@@ -32,7 +34,7 @@ done
 export DEBIAN_FRONTEND=noninteractive
 PY="${PYTHON:-python3}"
 
-DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping)
+DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping libpmix2 libpmix-dev)
 
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -32,46 +32,72 @@
 //! disagreeing with the server's) is logged to stderr and answered with an
 //! error reply; that connection is dropped and the job goes on, the slot
 //! still open for the right client.
+//!
+//! # Two ways in
+//!
+//! goalrun's server listens on a Unix socket in a directory only its user
+//! can enter, so whoever connects is trusted, and the reply that admits a
+//! HELLO hands out the job secret, fresh from the kernel's CSPRNG for every
+//! server. The TCP store (crate `store` module) runs this same server inside
+//! rank 0, reachable by anyone on the network: there a client must first
+//! prove it knows the secret (the challenge-response described in the crate
+//! documentation), the server proves the same in return, and the secret
+//! itself is never sent.
 
 use std::collections::HashMap;
 use std::io::{self, BufReader, Read};
-use std::net::Shutdown;
+use std::net::{Shutdown, TcpListener};
 use std::os::fd::AsRawFd;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::os::unix::net::UnixListener;
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::conn::{Conn, Listener};
+use crate::secret::{Secret, SECRET_LEN};
+use crate::sha256;
 use crate::sys::{self, EventFd};
-use crate::wire::{self, Hello, HELLO_LEN, STATUS_ABORTED, STATUS_OK, STATUS_REJECTED};
+use crate::wire::{
+    self, Hello, Role, ANSWER_LEN, CHALLENGE_MAGIC, HELLO_LEN, NONCE_LEN, STATUS_ABORTED,
+    STATUS_OK, STATUS_REJECTED,
+};
 
-/// How long a fresh connection may take to send its HELLO.
+/// How long a fresh connection may take to send its HELLO (and, over TCP,
+/// to answer the challenge).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A bound, not yet serving, bootstrap server for a job of `size` ranks.
 #[derive(Debug)]
 pub struct Server {
-    listener: UnixListener,
-    path: PathBuf,
+    listener: Listener,
     size: usize,
+    admission: Admission,
+}
+
+/// How a connection earns a rank, and what the reply that admits it carries.
+#[derive(Debug, Clone, Copy)]
+enum Admission {
+    /// goalrun's private Unix socket: anyone who can connect is trusted and
+    /// is handed the job secret.
+    HandOut(Secret),
+    /// The TCP store: a client proves it knows the secret before its HELLO
+    /// is read; the secret field of the reply is zeros.
+    Prove(Secret),
 }
 
 impl Server {
     /// Binds a Unix stream socket at `path` (which must not exist) for a job
     /// of `size` ranks. Clients that connect before [`Server::spawn`] wait in
     /// the listen backlog.
+    ///
+    /// The server makes a fresh job secret and hands it to every rank it
+    /// admits; the socket's directory must therefore be private to the user
+    /// (goalrun makes it with mode 0700).
     pub fn bind(path: impl AsRef<Path>, size: usize) -> io::Result<Server> {
         let path = path.as_ref();
-        if size == 0 || u32::try_from(size).is_err() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "a bootstrap server needs 1 to {} ranks, not {size}",
-                    u32::MAX
-                ),
-            ));
-        }
+        check_size(size)?;
+        let secret = Secret::random()?;
         let listener = UnixListener::bind(path).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -79,22 +105,37 @@ impl Server {
             )
         })?;
         Ok(Server {
-            listener,
-            path: path.to_owned(),
+            listener: Listener::Unix(listener, path.to_owned()),
             size,
+            admission: Admission::HandOut(secret),
         })
     }
 
-    /// The socket's path, what ranks find in `GOAL_BOOTSTRAP`.
+    /// A server for the TCP store on a bound `listener`: clients must prove
+    /// they know `secret`.
+    pub(crate) fn on_tcp(listener: TcpListener, size: usize, secret: Secret) -> io::Result<Server> {
+        check_size(size)?;
+        Ok(Server {
+            listener: Listener::Tcp(listener),
+            size,
+            admission: Admission::Prove(secret),
+        })
+    }
+
+    /// The socket's path, what ranks find in `GOAL_BOOTSTRAP` (empty for a
+    /// TCP store's server, which only this crate makes).
     pub fn path(&self) -> &Path {
-        &self.path
+        match &self.listener {
+            Listener::Unix(_, path) => path,
+            Listener::Tcp(_) => Path::new(""),
+        }
     }
 
     /// Starts serving on a background thread.
     pub fn spawn(self) -> io::Result<ServerHandle> {
         let shared = Arc::new(Shared {
             size: self.size,
-            path: self.path,
+            admission: self.admission,
             wake: EventFd::new()?,
             state: Mutex::new(State {
                 conns: HashMap::new(),
@@ -107,6 +148,7 @@ impl Server {
                 last_reply: Arc::new(Vec::new()),
                 aborted: None,
                 blamed: None,
+                serving: 0,
                 workers: Vec::new(),
             }),
             round_done: Condvar::new(),
@@ -157,6 +199,33 @@ impl ServerHandle {
         self.shared.lock().completed
     }
 
+    /// Waits until the server has said its last word to every rank: every
+    /// rank has joined and closed its connection again, or, if the job was
+    /// aborted, every admitted rank has been sent the reason. Gives up after
+    /// `limit`; returns whether it got there. The store's rank 0 calls it
+    /// before stopping the server, so that no rank loses the last reply (or
+    /// the reason for an abort) to a connection cut too early.
+    pub(crate) fn wait_all_served(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut st = self.shared.lock();
+        loop {
+            let all_in = st.aborted.is_some() || st.joined.iter().all(|&j| j);
+            if all_in && st.serving == 0 {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            st = self
+                .shared
+                .round_done
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
     /// Stops the server (aborting the job if ranks still use it), closes
     /// every connection and joins every thread.
     pub fn shutdown(mut self) {
@@ -187,9 +256,9 @@ impl Drop for ServerHandle {
 #[derive(Debug)]
 struct Shared {
     size: usize,
-    path: PathBuf,
+    admission: Admission,
     state: Mutex<State>,
-    /// Signalled when a round completes or the job is aborted.
+    /// Signalled when a round completes, a rank leaves, or the job is aborted.
     round_done: Condvar,
     /// Readable once the accept loop must stop.
     wake: EventFd,
@@ -199,7 +268,7 @@ struct Shared {
 struct State {
     /// A clone of every open connection, by connection number, so that
     /// aborting can shut them all down.
-    conns: HashMap<u64, UnixStream>,
+    conns: HashMap<u64, Conn>,
     next_conn: u64,
     /// `joined[r]`: a client has been admitted as rank `r`.
     joined: Vec<bool>,
@@ -216,6 +285,9 @@ struct State {
     aborted: Option<String>,
     /// The rank whose leaving (or bad request) aborted the job, if one did.
     blamed: Option<usize>,
+    /// Admitted connections whose worker has not yet finished (sent its
+    /// last reply).
+    serving: usize,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -247,7 +319,20 @@ fn log(msg: &str) {
     eprintln!("goal-boot server: {msg}");
 }
 
-fn accept_loop(shared: &Arc<Shared>, listener: UnixListener) {
+fn check_size(size: usize) -> io::Result<()> {
+    if size == 0 || u32::try_from(size).is_err() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a bootstrap server needs 1 to {} ranks, not {size}",
+                u32::MAX
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: Listener) {
     loop {
         let fds = [listener.as_raw_fd(), shared.wake.as_raw_fd()];
         let revents = match sys::poll_readable(&fds) {
@@ -265,8 +350,8 @@ fn accept_loop(shared: &Arc<Shared>, listener: UnixListener) {
         if revents[0] == 0 {
             continue;
         }
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
             Err(e)
                 if matches!(
                     e.kind(),
@@ -302,7 +387,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: UnixListener) {
             thread::Builder::new()
                 .name(format!("goal-boot-conn{id}"))
                 .spawn(move || {
-                    serve(&shared, stream);
+                    serve(&shared, stream, &peer);
                     shared.lock().conns.remove(&id);
                 })
         };
@@ -316,26 +401,82 @@ fn accept_loop(shared: &Arc<Shared>, listener: UnixListener) {
             }
         }
     }
-    let _ = std::fs::remove_file(&shared.path);
+    listener.cleanup();
+}
+
+/// The server's side of the TCP handshake: challenge the client, check its
+/// MAC, prove our own knowledge of the secret in return.
+fn challenge(stream: &Conn, secret: &Secret) -> io::Result<()> {
+    let mut server_nonce = [0u8; NONCE_LEN];
+    sys::fill_random(&mut server_nonce)?;
+    let mut challenge = Vec::with_capacity(wire::CHALLENGE_LEN);
+    challenge.extend_from_slice(&CHALLENGE_MAGIC);
+    challenge.extend_from_slice(&server_nonce);
+    stream.send_all(&challenge)?;
+    let mut answer = [0u8; ANSWER_LEN];
+    (&*stream).read_exact(&mut answer)?;
+    let (client_nonce, mac) = answer.split_at(NONCE_LEN);
+    let client_nonce: &[u8; NONCE_LEN] = client_nonce.try_into().map_err(|_| bad_len())?;
+    let want = wire::handshake_mac(&secret.0, Role::Client, &server_nonce, client_nonce);
+    if !sha256::equal_ct(mac, &want) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "it does not know the job secret (its GOAL_SECRET differs from rank 0's)",
+        ));
+    }
+    let mut proof = STATUS_OK.to_le_bytes().to_vec();
+    proof.extend_from_slice(&wire::handshake_mac(
+        &secret.0,
+        Role::Server,
+        &server_nonce,
+        client_nonce,
+    ));
+    stream.send_all(&proof)
+}
+
+fn bad_len() -> io::Error {
+    wire::invalid("handshake nonce of the wrong length".into())
+}
+
+/// Counts an admitted connection out of `State::serving` when its worker ends.
+struct Serving<'a>(&'a Shared);
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        self.0.lock().serving -= 1;
+        self.0.round_done.notify_all();
+    }
 }
 
 /// Serves one connection from HELLO to close.
-fn serve(shared: &Shared, stream: UnixStream) {
-    let fd = stream.as_raw_fd();
-    let send = |bytes: &[u8]| sys::send_all(fd, bytes);
+fn serve(shared: &Shared, stream: Conn, peer: &str) {
+    let send = |bytes: &[u8]| stream.send_all(bytes);
     let send_error = |status: u32, why: &str| {
         let _ = send(&wire::error_reply(status, why));
     };
 
-    let mut hello = [0u8; HELLO_LEN];
+    // Failing to tune only loses the prompt detection of a vanished host.
+    let _ = stream.tune();
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
+    let secret_field = match shared.admission {
+        Admission::HandOut(secret) => secret.0,
+        Admission::Prove(secret) => {
+            if let Err(e) = challenge(&stream, &secret) {
+                log(&format!("refused a connection from {peer}: {e}"));
+                send_error(STATUS_REJECTED, &e.to_string());
+                return;
+            }
+            [0u8; SECRET_LEN]
+        }
+    };
+    let mut hello = [0u8; HELLO_LEN];
     let hello = match (&stream)
         .read_exact(&mut hello)
         .and_then(|()| Hello::decode(&hello))
     {
         Ok(h) => h,
         Err(e) => {
-            let why = format!("dropped a connection that sent no valid HELLO: {e}");
+            let why = format!("dropped a connection from {peer} that sent no valid HELLO: {e}");
             log(&why);
             send_error(STATUS_REJECTED, &why);
             return;
@@ -372,6 +513,7 @@ fn serve(shared: &Shared, stream: UnixStream) {
             ))
         } else {
             st.joined[rank] = true;
+            st.serving += 1;
             None
         };
         drop(st);
@@ -383,7 +525,9 @@ fn serve(shared: &Shared, stream: UnixStream) {
             return;
         }
     }
-    if send(&STATUS_OK.to_le_bytes()).is_err() {
+    // Counted out when this function returns, after its last reply.
+    let _serving = Serving(shared);
+    if send(&wire::hello_ok(&secret_field)).is_err() {
         // The client is gone; reading will see it and account for it.
     }
 
@@ -396,6 +540,7 @@ fn serve(shared: &Shared, stream: UnixStream) {
             Ok(None) => {
                 // The client closed (or abort shut our reading side).
                 st.left[rank] = true;
+                shared.round_done.notify_all();
                 if st.aborted.is_none() && st.pending_count > 0 {
                     let why = format!(
                         "rank {rank} (pid {pid}) left the job during allgather round {}",
@@ -414,6 +559,7 @@ fn serve(shared: &Shared, stream: UnixStream) {
             }
             Err(e) => {
                 st.left[rank] = true;
+                shared.round_done.notify_all();
                 if st.aborted.is_none() {
                     let why = format!("rank {rank} (pid {pid}) sent a bad allgather request: {e}");
                     log(&why);

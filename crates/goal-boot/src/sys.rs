@@ -7,6 +7,10 @@
 //! raise `SIGPIPE` and kill the rank instead of returning an error. The server's
 //! accept loop waits on an `eventfd` next to the listening socket so that
 //! [`crate::server::ServerHandle::abort`] can wake it without a timeout.
+//! The rest are what std has no word for: random bytes for the job secret,
+//! the host name, TCP keepalive timing (so that a store connection to a host
+//! that vanished fails instead of hanging), and checking a descriptor number
+//! that a launcher handed over in `PMI_FD`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -122,4 +126,75 @@ pub(crate) fn poll_readable(fds: &[RawFd]) -> io::Result<Vec<libc::c_short>> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Fills `buf` from the kernel's CSPRNG (`getrandom`, blocking only until
+/// the pool is first initialised, early in boot).
+pub(crate) fn fill_random(mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: `buf` is a live, writable slice of `buf.len()` bytes for
+        // the duration of the call; getrandom keeps no pointer.
+        let ret = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+        match cvt(ret) {
+            Ok(n) => buf = &mut buf[n as usize..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// This machine's host name (of the UTS namespace the process is in).
+pub(crate) fn hostname() -> io::Result<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is writable for `buf.len()` bytes; gethostname writes at
+    // most that many and keeps no pointer.
+    cvt(unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) })?;
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+fn setsockopt_int(fd: RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
+    // SAFETY: the option value is a live `c_int` whose size is passed
+    // alongside; setsockopt copies it and keeps no pointer. A bad `fd` only
+    // makes the call fail.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// Turns on TCP keepalive with short timers: a peer whose host died (no FIN,
+/// no RST) is declared gone after about `idle + count * interval` seconds.
+pub(crate) fn set_keepalive(fd: RawFd, idle: i32, interval: i32, count: i32) -> io::Result<()> {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle)?;
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, interval)?;
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, count)
+}
+
+/// Whether `fd` is an open socket in this process.
+pub(crate) fn is_socket(fd: RawFd) -> io::Result<bool> {
+    // SAFETY: an all-zero `stat` is a valid value of that plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a live, writable stat buffer; fstat on a number that
+    // is not an open descriptor fails with EBADF and touches nothing else.
+    cvt(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok(st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
+}
+
+/// Sets close-on-exec on `fd`, so that programs the rank starts do not
+/// inherit its launcher connection.
+pub(crate) fn set_cloexec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFD/F_SETFD take and return plain integers; a bad `fd`
+    // only makes the call fail.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) }).map(drop)
 }

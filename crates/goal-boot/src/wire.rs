@@ -1,13 +1,18 @@
 //! The bootstrap wire protocol: frames and their encoding, shared by the
 //! client and the server so the two cannot disagree. The protocol itself is
-//! described in the crate documentation.
+//! described in the crate documentation; it is the same over goalrun's Unix
+//! socket and the TCP store, which adds a handshake in front.
 
 use std::io::{self, Read};
 
+use crate::secret::SECRET_LEN;
+use crate::sha256;
+
 /// First four bytes of a HELLO.
 pub(crate) const MAGIC: [u8; 4] = *b"GOAL";
-/// Protocol version carried in HELLO.
-pub(crate) const VERSION: u32 = 1;
+/// Protocol version carried in HELLO. Version 2 added the secret to the
+/// HELLO reply and the TCP handshake.
+pub(crate) const VERSION: u32 = 2;
 /// Size of a HELLO frame: magic, version, rank, size, pid.
 pub(crate) const HELLO_LEN: usize = 20;
 /// The largest blob one rank may contribute to one allgather round.
@@ -21,6 +26,46 @@ pub(crate) const STATUS_OK: u32 = 0;
 pub(crate) const STATUS_REJECTED: u32 = 1;
 /// Reply status: the job was aborted; a message follows, then the server closes.
 pub(crate) const STATUS_ABORTED: u32 = 2;
+
+/// First four bytes of the TCP store's challenge.
+pub(crate) const CHALLENGE_MAGIC: [u8; 4] = *b"GOAS";
+/// Bytes in a handshake nonce and in a MAC.
+pub(crate) const NONCE_LEN: usize = 32;
+/// Size of the server's challenge: magic, nonce.
+pub(crate) const CHALLENGE_LEN: usize = 4 + NONCE_LEN;
+/// Size of the client's answer: its nonce, its MAC.
+pub(crate) const ANSWER_LEN: usize = 2 * NONCE_LEN;
+
+/// The MAC with which one side of the TCP handshake proves it knows the job
+/// secret. The role label keeps a MAC from being reflected back as the
+/// other side's; the two fresh nonces keep it from being replayed.
+pub(crate) fn handshake_mac(
+    secret: &[u8; SECRET_LEN],
+    role: Role,
+    server_nonce: &[u8; NONCE_LEN],
+    client_nonce: &[u8; NONCE_LEN],
+) -> [u8; NONCE_LEN] {
+    let label: &[u8] = match role {
+        Role::Client => b"goal store handshake: client\0",
+        Role::Server => b"goal store handshake: server\0",
+    };
+    sha256::hmac(secret, &[label, server_nonce, client_nonce])
+}
+
+/// Which side of the handshake a MAC speaks for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Role {
+    Client,
+    Server,
+}
+
+/// The reply that admits a HELLO: status 0 and the 32-byte secret field.
+pub(crate) fn hello_ok(secret_field: &[u8; SECRET_LEN]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + SECRET_LEN);
+    out.extend_from_slice(&STATUS_OK.to_le_bytes());
+    out.extend_from_slice(secret_field);
+    out
+}
 
 /// What a client says when it connects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,7 +52,7 @@ fn blob(rank: usize, round: usize) -> Vec<u8> {
         .collect()
 }
 
-fn run_rank(path: &Path, rank: usize, size: usize, rounds: usize) -> io::Result<()> {
+fn run_rank(path: &Path, rank: usize, size: usize, rounds: usize) -> io::Result<[u8; 32]> {
     let mut client = UnixClient::connect(path, rank, size, "job-1".into())?;
     assert_eq!(
         (client.rank(), client.size(), client.job_id()),
@@ -63,11 +63,13 @@ fn run_rank(path: &Path, rank: usize, size: usize, rounds: usize) -> io::Result<
         let want: Vec<Vec<u8>> = (0..size).map(|r| blob(r, round)).collect();
         assert!(all == want, "rank {rank} round {round}: wrong blobs");
     }
-    Ok(())
+    assert_eq!(client.kind(), "goalrun");
+    Ok(client.secret())
 }
 
 #[test]
 fn allgather_rounds_carry_every_ranks_blob() {
+    let mut job_secrets = Vec::new();
     for size in [1, 3, 7] {
         let dir = TempDir::new();
         let server = Server::bind(dir.sock(), size).unwrap().spawn().unwrap();
@@ -77,12 +79,23 @@ fn allgather_rounds_carry_every_ranks_blob() {
                 thread::spawn(move || run_rank(&path, rank, size, 5))
             })
             .collect();
-        for r in ranks {
-            r.join().unwrap().unwrap();
-        }
+        let secrets: Vec<[u8; 32]> = ranks
+            .into_iter()
+            .map(|r| r.join().unwrap().unwrap())
+            .collect();
+        assert!(
+            secrets.iter().all(|s| *s == secrets[0]),
+            "one secret per job"
+        );
+        assert_ne!(secrets[0], [0u8; 32]);
+        job_secrets.push(secrets[0]);
         assert_eq!(server.rounds_completed(), 5);
         server.shutdown();
     }
+    assert!(
+        job_secrets[0] != job_secrets[1] && job_secrets[1] != job_secrets[2],
+        "every server makes its own secret"
+    );
 }
 
 #[test]
@@ -191,9 +204,15 @@ fn client_fails_promptly_when_the_server_closes() {
         let mut hello = [0u8; 20];
         s.read_exact(&mut hello).unwrap();
         s.write_all(&0u32.to_le_bytes()).unwrap();
+        s.write_all(&[7u8; 32]).unwrap();
         thread::sleep(Duration::from_millis(200));
     });
     let mut c = UnixClient::connect(&dir.sock(), 0, 2, "j".into()).unwrap();
+    assert_eq!(
+        c.secret(),
+        [7u8; 32],
+        "the secret comes from the HELLO reply"
+    );
     let e = c.allgather(b"x").unwrap_err();
     assert!(e.to_string().contains("closed the connection"), "{e}");
     fake.join().unwrap();

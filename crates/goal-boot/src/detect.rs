@@ -1,0 +1,942 @@
+//! Reading the environment into a [`Plan`]: which launcher started this
+//! process, what it says our rank and size are, and how addresses will be
+//! exchanged.
+//!
+//! Kept apart from the clients and free of I/O (it only reads variables) so
+//! that every launcher's environment, and every broken one, is a unit test:
+//! the clients then never guess, they carry out a plan. The precedence and
+//! the variables are documented in the crate documentation; this module is
+//! where they are decided, in [`Plan::from_env`] and [`auto`].
+//!
+//! Two rules shape the errors. A half-set environment (a launcher's rank
+//! without its size, `MASTER_ADDR` without `MASTER_PORT`, PMIx's rank without
+//! its namespace) is an error naming the variable that is missing, never a
+//! silent group of one: that would hide a broken launch until ranks wait on
+//! each other forever. And a value that is present but garbled is named
+//! together with its value (except `GOAL_SECRET`'s, which is never shown).
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::env;
+use crate::secret::Secret;
+
+/// How long ranks wait for the store when `GOAL_STORE_TIMEOUT` is unset.
+pub(crate) const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The process environment, or a test's stand-in for it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Env {
+    vars: HashMap<String, OsString>,
+}
+
+impl Env {
+    /// A snapshot of this process' environment (names that are not UTF-8
+    /// cannot be any of ours and are left out).
+    pub(crate) fn from_process() -> Env {
+        Env {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| k.into_string().ok().map(|k| (k, v)))
+                .collect(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn from_pairs(pairs: &[(&str, &str)]) -> Env {
+        Env {
+            vars: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), OsString::from(v)))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.vars.contains_key(name)
+    }
+
+    /// The variable as text; not UTF-8 is an error that names it.
+    pub(crate) fn text(&self, name: &str) -> io::Result<Option<String>> {
+        match self.vars.get(name) {
+            None => Ok(None),
+            Some(v) => v.clone().into_string().map(Some).map_err(|v| {
+                bad(format!(
+                    "{name}='{}' is not valid UTF-8",
+                    v.to_string_lossy()
+                ))
+            }),
+        }
+    }
+
+    /// The variable as a number; garbled is an error naming it and its value.
+    pub(crate) fn number(&self, name: &str) -> io::Result<Option<usize>> {
+        let Some(value) = self.text(name)? else {
+            return Ok(None);
+        };
+        value
+            .trim()
+            .parse::<usize>()
+            .map(Some)
+            .map_err(|e| bad(format!("{name}='{value}' is not a count: {e}")))
+    }
+
+    /// The first of `names` that is set, with its name.
+    fn first_text(&self, names: &[&'static str]) -> io::Result<Option<(&'static str, String)>> {
+        for &name in names {
+            if let Some(v) = self.text(name)? {
+                return Ok(Some((name, v)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Names of the set variables that start with `prefix`, sorted.
+    fn with_prefix(&self, prefix: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .vars
+            .keys()
+            .map(String::as_str)
+            .filter(|k| k.starts_with(prefix))
+            .collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+/// What the environment asks for, validated, before any connection is made.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub(crate) launch: Launch,
+    /// `GOAL_SECRET`, parsed, if set.
+    pub(crate) secret: Option<Secret>,
+}
+
+/// Who launched us and how the ranks will find each other.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Launch {
+    /// No launcher, or one that started a single process.
+    Single,
+    /// goalrun: its Unix socket.
+    Goalrun {
+        path: PathBuf,
+        rank: usize,
+        size: usize,
+        job: String,
+    },
+    /// A PMIx server (Open MPI's mpirun, srun --mpi=pmix, prterun), through
+    /// libpmix loaded at run time. The size comes from the server.
+    Pmix {
+        rank: usize,
+        namespace: String,
+        /// What to do if libpmix cannot be loaded: `None` if no store is
+        /// configured, else the store plan or why it could not be made.
+        fallback: Option<Result<StorePlan, String>>,
+    },
+    /// A PMI-1 server (MPICH's hydra, srun --mpi=pmi2).
+    Pmi {
+        conn: PmiConn,
+        /// Rank and size from `PMI_RANK`/`PMI_SIZE`; `None` in `PMI_PORT`
+        /// mode with `PMI_ID`, where the server tells them.
+        identity: Option<(usize, usize)>,
+    },
+    /// goal's TCP store, served by rank 0.
+    Store(StorePlan),
+}
+
+/// Where the PMI-1 server is.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum PmiConn {
+    /// An inherited socket (`PMI_FD`).
+    Fd(i32),
+    /// A TCP address (`PMI_PORT`, "host:port"), and our id (`PMI_ID`).
+    Port { addr: String, id: Option<usize> },
+}
+
+/// Everything the TCP store needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StorePlan {
+    /// "host:port", as given.
+    pub(crate) addr: String,
+    /// Where the address came from, for messages: `GOAL_STORE='h:p'`.
+    pub(crate) origin: String,
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
+    /// Which variables gave the rank and size, for messages.
+    pub(crate) identity_from: String,
+    pub(crate) job: String,
+    /// How long to keep trying to reach rank 0's store.
+    pub(crate) timeout: Duration,
+}
+
+/// A launcher's pair of rank and size variables.
+struct IdentityVars {
+    rank: &'static str,
+    /// Accepted names of the size, the preferred first.
+    size: &'static [&'static str],
+    launcher: &'static str,
+}
+
+const GOAL_IDENTITY: IdentityVars = IdentityVars {
+    rank: env::RANK,
+    size: &[env::SIZE],
+    launcher: "goalrun or by hand",
+};
+const OMPI_IDENTITY: IdentityVars = IdentityVars {
+    rank: "OMPI_COMM_WORLD_RANK",
+    size: &["OMPI_COMM_WORLD_SIZE"],
+    launcher: "Open MPI's mpirun",
+};
+const PMI_IDENTITY: IdentityVars = IdentityVars {
+    rank: "PMI_RANK",
+    size: &["PMI_SIZE"],
+    launcher: "a PMI launcher (MPICH's mpiexec, srun --mpi=pmi2)",
+};
+const SLURM_IDENTITY: IdentityVars = IdentityVars {
+    rank: "SLURM_PROCID",
+    size: &["SLURM_NTASKS", "SLURM_NPROCS"],
+    launcher: "Slurm's srun",
+};
+const TORCH_IDENTITY: IdentityVars = IdentityVars {
+    rank: "RANK",
+    size: &["WORLD_SIZE"],
+    launcher: "torchrun",
+};
+
+/// Rank and size as some launcher gave them.
+#[derive(Debug, Clone, Copy)]
+struct Identity {
+    rank: usize,
+    size: usize,
+    rank_var: &'static str,
+    size_var: &'static str,
+    launcher: &'static str,
+}
+
+impl Identity {
+    fn vars(&self) -> String {
+        format!("{}/{}", self.rank_var, self.size_var)
+    }
+}
+
+/// Reads one launcher's rank and size. Neither set is `None`; one without
+/// the other, a garbled number, a size of 0 or a rank out of range is an
+/// error that names the variables.
+fn identity(env: &Env, vars: &IdentityVars) -> io::Result<Option<Identity>> {
+    let size_var = vars
+        .size
+        .iter()
+        .copied()
+        .find(|n| env.has(n))
+        .unwrap_or(vars.size[0]);
+    let (rank, size) = (env.number(vars.rank)?, env.number(size_var)?);
+    let (rank, size) = match (rank, size) {
+        (None, None) => return Ok(None),
+        (Some(r), Some(s)) => (r, s),
+        (Some(_), None) => {
+            return Err(bad(format!(
+                "{} is set (by {}) but {} is not",
+                vars.rank,
+                vars.launcher,
+                vars.size.join(" or ")
+            )))
+        }
+        (None, Some(_)) => {
+            return Err(bad(format!(
+                "{size_var} is set (by {}) but {} is not",
+                vars.launcher, vars.rank
+            )))
+        }
+    };
+    if size == 0 {
+        return Err(bad(format!("{size_var}='0': a job has at least one rank")));
+    }
+    if rank >= size {
+        return Err(bad(format!(
+            "{}='{rank}' is out of range for {size_var}='{size}'",
+            vars.rank
+        )));
+    }
+    Ok(Some(Identity {
+        rank,
+        size,
+        rank_var: vars.rank,
+        size_var,
+        launcher: vars.launcher,
+    }))
+}
+
+/// The first launcher identity present, in the order a store plan trusts
+/// them: set by hand, Open MPI, PMI, Slurm, and torchrun's generic names.
+fn store_identity(env: &Env) -> io::Result<Option<Identity>> {
+    for vars in [
+        &GOAL_IDENTITY,
+        &OMPI_IDENTITY,
+        &PMI_IDENTITY,
+        &SLURM_IDENTITY,
+        &TORCH_IDENTITY,
+    ] {
+        if let Some(id) = identity(env, vars)? {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+impl Plan {
+    /// The plan for `env`. See the crate documentation for the precedence.
+    pub(crate) fn from_env(env: &Env) -> io::Result<Plan> {
+        let secret = match env.text(env::SECRET)? {
+            Some(text) => Some(Secret::from_hex(&text, env::SECRET)?),
+            None => None,
+        };
+        let forced = env.text(env::BOOT)?;
+        let launch = match forced.as_deref().map(str::trim) {
+            None | Some("") | Some("auto") => auto(env)?,
+            Some("single") => Launch::Single,
+            Some(name @ ("goalrun" | "pmix" | "pmi" | "store")) => {
+                let found = match name {
+                    "goalrun" => goalrun(env)?,
+                    "pmix" => pmix(env, false)?,
+                    "pmi" => pmi(env)?,
+                    _ => Some(Launch::Store(store(env)?.ok_or_else(|| {
+                        bad(format!(
+                            "{}=store but neither {} nor MASTER_ADDR is set",
+                            env::BOOT,
+                            env::STORE
+                        ))
+                    })?)),
+                };
+                found.ok_or_else(|| {
+                    let needs = match name {
+                        "goalrun" => env::BOOTSTRAP,
+                        "pmix" => "PMIX_RANK",
+                        _ => "PMI_FD or PMI_PORT",
+                    };
+                    bad(format!("{}={name} but {needs} is not set", env::BOOT))
+                })?
+            }
+            Some(other) => {
+                return Err(bad(format!(
+                    "{}='{other}' is not one of auto, single, goalrun, pmix, pmi, store",
+                    env::BOOT
+                )))
+            }
+        };
+        Ok(Plan { launch, secret })
+    }
+}
+
+/// The precedence, first match wins:
+///
+/// 1. `GOAL_BOOTSTRAP`: goalrun.
+/// 2. `OMPI_COMM_WORLD_RANK`: Open MPI's mpirun, through its PMIx server.
+///    First because Open MPI sets it only for the ranks it starts itself,
+///    so it marks the innermost launcher even inside a Slurm step.
+/// 3. `PMI_FD` or `PMI_PORT`: a PMI-1 server (MPICH's hydra, srun
+///    --mpi=pmi2). Before PMIx's variables because hydra run inside a Slurm
+///    step started with --mpi=pmix passes the step's PMIX_ variables on to
+///    its ranks, while the PMI socket is its own.
+/// 4. `PMIX_RANK` or `PMIX_NAMESPACE`: a PMIx server (srun --mpi=pmix, prterun).
+/// 5. `GOAL_STORE`, or `MASTER_ADDR` and `MASTER_PORT`: goal's TCP store.
+/// 6. A launcher's rank and size with no way to exchange addresses: an
+///    error if the size is over 1, a group of one otherwise.
+/// 7. Nothing: a group of one.
+fn auto(env: &Env) -> io::Result<Launch> {
+    if let Some(launch) = goalrun(env)? {
+        return Ok(launch);
+    }
+    if env.has(OMPI_IDENTITY.rank) {
+        if let Some(launch) = pmix(env, true)? {
+            return Ok(launch);
+        }
+        if let Some(plan) = store(env)? {
+            return Ok(Launch::Store(plan));
+        }
+        return Err(bad(format!(
+            "{} is set (by Open MPI's mpirun) but PMIX_RANK is not: this Open MPI \
+             offers no PMIx server to exchange addresses through; {}",
+            OMPI_IDENTITY.rank, STORE_HINT
+        )));
+    }
+    if let Some(launch) = pmi(env)? {
+        return Ok(launch);
+    }
+    if let Some(launch) = pmix(env, true)? {
+        return Ok(launch);
+    }
+    if let Some(plan) = store(env)? {
+        return Ok(Launch::Store(plan));
+    }
+    let goal_vars: Vec<&str> = [env::RANK, env::SIZE, env::JOB]
+        .into_iter()
+        .filter(|n| env.has(n))
+        .collect();
+    if !goal_vars.is_empty() {
+        return Err(bad(format!(
+            "{} is set but {} is not: start the program with goalrun, set {} \
+             for goal's TCP store, or unset the GOAL_ variables to run it as a group of one",
+            goal_vars.join(" and "),
+            env::BOOTSTRAP,
+            env::STORE
+        )));
+    }
+    for vars in [&PMI_IDENTITY, &SLURM_IDENTITY] {
+        let Some(id) = identity(env, vars)? else {
+            continue;
+        };
+        if id.size == 1 {
+            return Ok(Launch::Single);
+        }
+        let why = if vars.rank == PMI_IDENTITY.rank {
+            "neither PMI_FD nor PMI_PORT is, so there is no PMI server to exchange addresses through"
+                .to_owned()
+        } else {
+            "this step has no PMI: run it with srun --mpi=pmix (or --mpi=pmi2)".to_owned()
+        };
+        return Err(bad(format!(
+            "{}='{}' and {}='{}' are set (by {}) but {why}; {STORE_HINT}",
+            id.rank_var, id.rank, id.size_var, id.size, id.launcher
+        )));
+    }
+    Ok(Launch::Single)
+}
+
+const STORE_HINT: &str = "or set GOAL_STORE=host:port (rank 0's host and a free port) and \
+     GOAL_SECRET (64 hex digits) for goal's TCP store";
+
+/// goalrun's plan, if `GOAL_BOOTSTRAP` is set.
+fn goalrun(env: &Env) -> io::Result<Option<Launch>> {
+    let Some(path) = env.vars.get(env::BOOTSTRAP) else {
+        return Ok(None);
+    };
+    if path.is_empty() {
+        return Err(bad(format!("{} is set but empty", env::BOOTSTRAP)));
+    }
+    let Some(id) = identity(env, &GOAL_IDENTITY)
+        .map_err(|e| io::Error::new(e.kind(), format!("{} is set, but: {e}", env::BOOTSTRAP)))?
+    else {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{} is set but {} is not", env::BOOTSTRAP, env::RANK),
+        ));
+    };
+    let Some(job) = env.text(env::JOB)? else {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{} is set but {} is not", env::BOOTSTRAP, env::JOB),
+        ));
+    };
+    if job.is_empty() {
+        return Err(bad(format!("{} is set but empty", env::JOB)));
+    }
+    Ok(Some(Launch::Goalrun {
+        path: PathBuf::from(path),
+        rank: id.rank,
+        size: id.size,
+        job,
+    }))
+}
+
+/// The PMIx plan, if `PMIX_RANK` or `PMIX_NAMESPACE` is set. With
+/// `with_fallback`, a configured store becomes the fallback for a missing
+/// libpmix.
+fn pmix(env: &Env, with_fallback: bool) -> io::Result<Option<Launch>> {
+    let (rank, namespace) = (env.number("PMIX_RANK")?, env.text("PMIX_NAMESPACE")?);
+    let (rank, namespace) = match (rank, namespace) {
+        (None, None) => return Ok(None),
+        (Some(r), Some(n)) if !n.is_empty() => (r, n),
+        (Some(_), _) => return Err(bad("PMIX_RANK is set but PMIX_NAMESPACE is not".into())),
+        (None, Some(_)) => return Err(bad("PMIX_NAMESPACE is set but PMIX_RANK is not".into())),
+    };
+    if env.with_prefix("PMIX_SERVER_URI").is_empty() {
+        return Err(bad(format!(
+            "PMIX_RANK='{rank}' and PMIX_NAMESPACE='{namespace}' are set but no \
+             PMIX_SERVER_URI variable is, so the PMIx server cannot be found"
+        )));
+    }
+    let fallback = if with_fallback {
+        match store(env) {
+            Ok(None) => None,
+            Ok(Some(plan)) => Some(Ok(plan)),
+            Err(e) => Some(Err(e.to_string())),
+        }
+    } else {
+        None
+    };
+    Ok(Some(Launch::Pmix {
+        rank,
+        namespace,
+        fallback,
+    }))
+}
+
+/// The PMI-1 plan, if `PMI_FD` or `PMI_PORT` is set (`PMI_FD` wins, as in
+/// MPICH's own client).
+fn pmi(env: &Env) -> io::Result<Option<Launch>> {
+    let conn = if let Some(fd) = env.text("PMI_FD")? {
+        match fd.trim().parse::<i32>() {
+            Ok(n) if n >= 0 => PmiConn::Fd(n),
+            _ => {
+                return Err(bad(format!(
+                    "PMI_FD='{fd}' is not a file descriptor number"
+                )))
+            }
+        }
+    } else if let Some(addr) = env.text("PMI_PORT")? {
+        check_host_port(&addr, "PMI_PORT")?;
+        PmiConn::Port {
+            addr,
+            id: env.number("PMI_ID")?,
+        }
+    } else {
+        return Ok(None);
+    };
+    let identity = match identity(env, &PMI_IDENTITY)? {
+        Some(id) => Some((id.rank, id.size)),
+        None if matches!(conn, PmiConn::Port { id: Some(_), .. }) => None,
+        None => {
+            let set = if matches!(conn, PmiConn::Fd(_)) {
+                "PMI_FD"
+            } else {
+                "PMI_PORT"
+            };
+            return Err(bad(format!(
+                "{set} is set but PMI_RANK is not{}",
+                if set == "PMI_PORT" {
+                    " (nor PMI_ID)"
+                } else {
+                    ""
+                }
+            )));
+        }
+    };
+    Ok(Some(Launch::Pmi { conn, identity }))
+}
+
+/// The store plan, if `GOAL_STORE` or `MASTER_ADDR`/`MASTER_PORT` is set.
+fn store(env: &Env) -> io::Result<Option<StorePlan>> {
+    let (addr, origin) = if let Some(addr) = env.text(env::STORE)? {
+        check_host_port(&addr, env::STORE)?;
+        let origin = format!("{}='{addr}'", env::STORE);
+        (addr, origin)
+    } else {
+        match (env.text("MASTER_ADDR")?, env.text("MASTER_PORT")?) {
+            (None, None) => return Ok(None),
+            (Some(_), None) => return Err(bad("MASTER_ADDR is set but MASTER_PORT is not".into())),
+            (None, Some(_)) => return Err(bad("MASTER_PORT is set but MASTER_ADDR is not".into())),
+            (Some(host), Some(port)) => {
+                let addr = if host.contains(':') && !host.starts_with('[') {
+                    format!("[{host}]:{port}")
+                } else {
+                    format!("{host}:{port}")
+                };
+                check_host_port(&addr, "MASTER_ADDR/MASTER_PORT")?;
+                (
+                    addr,
+                    format!("MASTER_ADDR='{host}' and MASTER_PORT='{port}'"),
+                )
+            }
+        }
+    };
+    let Some(id) = store_identity(env)? else {
+        return Err(bad(format!(
+            "{origin} is set but nothing says this process' rank: set {} and {}, \
+             or start it with srun or mpirun",
+            env::RANK,
+            env::SIZE
+        )));
+    };
+    let timeout = match env.text(env::STORE_TIMEOUT)? {
+        None => DEFAULT_STORE_TIMEOUT,
+        Some(t) => match t.trim().parse::<f64>() {
+            Ok(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s),
+            _ => {
+                return Err(bad(format!(
+                    "{}='{t}' is not a positive number of seconds",
+                    env::STORE_TIMEOUT
+                )))
+            }
+        },
+    };
+    let job = if let Some(job) = env.text(env::JOB)?.filter(|j| !j.is_empty()) {
+        job
+    } else if let Some((_, job)) = env.first_text(&["SLURM_JOB_ID", "SLURM_JOBID"])? {
+        match env.first_text(&["SLURM_STEP_ID", "SLURM_STEPID"])? {
+            Some((_, step)) => format!("slurm-{job}.{step}"),
+            None => format!("slurm-{job}"),
+        }
+    } else if let Some(job) = env.text("OMPI_MCA_ess_base_jobid")? {
+        format!("ompi-{job}")
+    } else if let Some(job) = env.text("TORCHELASTIC_RUN_ID")? {
+        format!("torch-{job}")
+    } else {
+        format!("store-{addr}")
+    };
+    Ok(Some(StorePlan {
+        addr,
+        origin,
+        rank: id.rank,
+        size: id.size,
+        identity_from: format!("{} ({})", id.vars(), id.launcher),
+        job,
+        timeout,
+    }))
+}
+
+/// Checks the shape "host:port" (IPv6 hosts in brackets) with a port from
+/// 1 to 65535; resolving the host is left to the connection.
+fn check_host_port(addr: &str, name: &str) -> io::Result<()> {
+    let shape = || {
+        bad(format!(
+            "{name}='{addr}' is not host:port (an IPv6 address goes in brackets: [::1]:29500)"
+        ))
+    };
+    let (host, port) = addr.rsplit_once(':').ok_or_else(shape)?;
+    let host_ok =
+        !host.is_empty() && (!host.contains(':') || (host.starts_with('[') && host.ends_with(']')));
+    match port.parse::<u16>() {
+        Ok(p) if p != 0 && host_ok => Ok(()),
+        _ => Err(shape()),
+    }
+}
+
+fn bad(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(vars: &[(&str, &str)]) -> io::Result<Plan> {
+        Plan::from_env(&Env::from_pairs(vars))
+    }
+
+    fn launch(vars: &[(&str, &str)]) -> Launch {
+        plan(vars).unwrap().launch
+    }
+
+    fn error_with(vars: &[(&str, &str)]) -> String {
+        plan(vars).unwrap_err().to_string()
+    }
+
+    const FULL: [(&str, &str); 4] = [
+        ("GOAL_BOOTSTRAP", "/tmp/x/boot.sock"),
+        ("GOAL_RANK", "2"),
+        ("GOAL_SIZE", "3"),
+        ("GOAL_JOB", "42-1"),
+    ];
+
+    const SECRET_HEX: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+    #[test]
+    fn no_variables_is_a_group_of_one() {
+        assert_eq!(launch(&[]), Launch::Single);
+        // GOAL_PROGRESS is for the runtime, not the bootstrap.
+        assert_eq!(launch(&[("GOAL_PROGRESS", "spin")]), Launch::Single);
+    }
+
+    #[test]
+    fn all_variables_give_a_launcher_client() {
+        assert_eq!(
+            launch(&FULL),
+            Launch::Goalrun {
+                path: "/tmp/x/boot.sock".into(),
+                rank: 2,
+                size: 3,
+                job: "42-1".into()
+            }
+        );
+    }
+
+    #[test]
+    fn garbled_variables_are_named_with_their_value() {
+        let mut vars = FULL;
+        vars[1] = ("GOAL_RANK", "two");
+        let e = error_with(&vars);
+        assert!(e.contains("GOAL_RANK='two'"), "{e}");
+
+        vars[1] = ("GOAL_RANK", "3");
+        let e = error_with(&vars);
+        assert!(
+            e.contains("GOAL_RANK='3'") && e.contains("GOAL_SIZE='3'"),
+            "{e}"
+        );
+
+        let mut vars = FULL;
+        vars[2] = ("GOAL_SIZE", "0");
+        assert!(error_with(&vars).contains("GOAL_SIZE='0'"));
+    }
+
+    #[test]
+    fn missing_goalrun_variables_are_named() {
+        let e = error_with(&FULL[..3]);
+        assert!(e.contains("GOAL_JOB"), "{e}");
+        let e = error_with(&FULL[1..]);
+        assert!(e.contains("GOAL_BOOTSTRAP is not"), "{e}");
+        let e = error_with(&[FULL[0], FULL[2], FULL[3]]);
+        assert!(
+            e.contains("GOAL_SIZE is set") && e.contains("GOAL_RANK is not"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn open_mpi_uses_pmix() {
+        let vars = [
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "3"),
+            ("PMIX_RANK", "1"),
+            ("PMIX_NAMESPACE", "1770913793"),
+            ("PMIX_SERVER_URI41", "1770913792.0;tcp4://127.0.0.1:59903"),
+        ];
+        assert_eq!(
+            launch(&vars),
+            Launch::Pmix {
+                rank: 1,
+                namespace: "1770913793".into(),
+                fallback: None
+            }
+        );
+        // Open MPI inside a Slurm step with --mpi=pmi2: mpirun's ranks win.
+        let mut nested = vars.to_vec();
+        nested.extend([("PMI_FD", "7"), ("PMI_RANK", "0"), ("PMI_SIZE", "2")]);
+        assert!(matches!(launch(&nested), Launch::Pmix { rank: 1, .. }));
+    }
+
+    #[test]
+    fn pmix_needs_its_namespace_and_server() {
+        let e = error_with(&[("PMIX_RANK", "0")]);
+        assert!(e.contains("PMIX_NAMESPACE is not"), "{e}");
+        let e = error_with(&[("PMIX_NAMESPACE", "x")]);
+        assert!(e.contains("PMIX_RANK is not"), "{e}");
+        let e = error_with(&[("PMIX_RANK", "0"), ("PMIX_NAMESPACE", "x")]);
+        assert!(e.contains("PMIX_SERVER_URI"), "{e}");
+        let e = error_with(&[("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "2")]);
+        assert!(
+            e.contains("PMIX_RANK is not") && e.contains("GOAL_STORE"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pmix_falls_back_to_a_configured_store() {
+        let vars = [
+            ("PMIX_RANK", "2"),
+            ("PMIX_NAMESPACE", "slurm.pmix.77.0"),
+            ("PMIX_SERVER_URI2", "x"),
+            ("SLURM_PROCID", "2"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_STEP_ID", "0"),
+            ("GOAL_STORE", "node1:29500"),
+        ];
+        let Launch::Pmix {
+            fallback: Some(Ok(store)),
+            ..
+        } = launch(&vars)
+        else {
+            panic!("expected a PMIx plan with a store fallback");
+        };
+        assert_eq!((store.rank, store.size), (2, 4));
+        assert_eq!(store.job, "slurm-77.0");
+    }
+
+    #[test]
+    fn hydra_uses_pmi() {
+        let vars = [("PMI_FD", "6"), ("PMI_RANK", "1"), ("PMI_SIZE", "2")];
+        assert_eq!(
+            launch(&vars),
+            Launch::Pmi {
+                conn: PmiConn::Fd(6),
+                identity: Some((1, 2))
+            }
+        );
+        let port = [("PMI_PORT", "vm:41483"), ("PMI_ID", "1")];
+        assert_eq!(
+            launch(&port),
+            Launch::Pmi {
+                conn: PmiConn::Port {
+                    addr: "vm:41483".into(),
+                    id: Some(1)
+                },
+                identity: None
+            }
+        );
+        // hydra inside a Slurm step started with --mpi=pmix: hydra's PMI wins.
+        let mut nested = vars.to_vec();
+        nested.extend([("PMIX_RANK", "0"), ("PMIX_NAMESPACE", "slurm.pmix.1.0")]);
+        assert!(matches!(launch(&nested), Launch::Pmi { .. }));
+    }
+
+    #[test]
+    fn pmi_errors_name_the_variable() {
+        let e = error_with(&[("PMI_FD", "6")]);
+        assert!(e.contains("PMI_FD is set but PMI_RANK is not"), "{e}");
+        let e = error_with(&[("PMI_FD", "six"), ("PMI_RANK", "0"), ("PMI_SIZE", "1")]);
+        assert!(e.contains("PMI_FD='six'"), "{e}");
+        let e = error_with(&[("PMI_FD", "6"), ("PMI_RANK", "0")]);
+        assert!(e.contains("PMI_SIZE is not"), "{e}");
+        let e = error_with(&[("PMI_PORT", "nocolon")]);
+        assert!(e.contains("PMI_PORT='nocolon' is not host:port"), "{e}");
+        let e = error_with(&[("PMI_RANK", "0"), ("PMI_SIZE", "2")]);
+        assert!(e.contains("neither PMI_FD nor PMI_PORT"), "{e}");
+    }
+
+    /// srun's environment by hand: what it sets for each --mpi choice.
+    #[test]
+    fn srun_environments() {
+        let slurm = [
+            ("SLURM_PROCID", "3"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "1234"),
+            ("SLURM_STEP_ID", "5"),
+            ("SLURM_LOCALID", "1"),
+        ];
+        // --mpi=pmix
+        let mut pmix = slurm.to_vec();
+        pmix.extend([
+            ("PMIX_RANK", "3"),
+            ("PMIX_NAMESPACE", "slurm.pmix.1234.5"),
+            ("PMIX_SERVER_URI2", "pmix-server.99;tcp4://10.0.0.1:4242"),
+        ]);
+        assert!(matches!(launch(&pmix), Launch::Pmix { rank: 3, .. }));
+        // --mpi=pmi2: Slurm's PMI-2 plugin also answers the PMI-1 wire protocol.
+        let mut pmi2 = slurm.to_vec();
+        pmi2.extend([
+            ("PMI_FD", "9"),
+            ("PMI_RANK", "3"),
+            ("PMI_SIZE", "4"),
+            ("PMI_JOBID", "1234.5"),
+        ]);
+        assert_eq!(
+            launch(&pmi2),
+            Launch::Pmi {
+                conn: PmiConn::Fd(9),
+                identity: Some((3, 4))
+            }
+        );
+        // --mpi=none with goal's store.
+        let mut store = slurm.to_vec();
+        store.push(("GOAL_STORE", "node001:29500"));
+        let Launch::Store(p) = launch(&store) else {
+            panic!("expected a store plan")
+        };
+        assert_eq!((p.rank, p.size, p.job.as_str()), (3, 4, "slurm-1234.5"));
+        assert_eq!(p.addr, "node001:29500");
+        assert!(
+            p.identity_from.contains("SLURM_PROCID/SLURM_NTASKS"),
+            "{}",
+            p.identity_from
+        );
+        // --mpi=none alone cannot work: say so, and how to fix it.
+        let e = error_with(&slurm);
+        assert!(
+            e.contains("SLURM_PROCID='3'") && e.contains("--mpi=pmix") && e.contains("GOAL_STORE"),
+            "{e}"
+        );
+        // A one-task step is a group of one.
+        assert_eq!(
+            launch(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1")]),
+            Launch::Single
+        );
+        // Half-set.
+        let e = error_with(&[("SLURM_PROCID", "0")]);
+        assert!(e.contains("SLURM_NTASKS or SLURM_NPROCS is not"), "{e}");
+        let e = error_with(&[("SLURM_NTASKS", "4")]);
+        assert!(e.contains("SLURM_PROCID is not"), "{e}");
+        // The old name of the size.
+        let Launch::Store(p) = launch(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NPROCS", "2"),
+            ("GOAL_STORE", "h:1"),
+        ]) else {
+            panic!()
+        };
+        assert_eq!((p.rank, p.size), (1, 2));
+    }
+
+    #[test]
+    fn store_addresses_and_their_errors() {
+        let Launch::Store(p) = launch(&[
+            ("MASTER_ADDR", "10.1.2.3"),
+            ("MASTER_PORT", "29500"),
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("GOAL_STORE_TIMEOUT", "2.5"),
+        ]) else {
+            panic!()
+        };
+        assert_eq!(p.addr, "10.1.2.3:29500");
+        assert_eq!(p.timeout, Duration::from_millis(2500));
+        let Launch::Store(p) = launch(&[
+            ("MASTER_ADDR", "::1"),
+            ("MASTER_PORT", "5"),
+            ("GOAL_RANK", "0"),
+            ("GOAL_SIZE", "2"),
+        ]) else {
+            panic!()
+        };
+        assert_eq!(p.addr, "[::1]:5");
+        assert_eq!(p.timeout, DEFAULT_STORE_TIMEOUT);
+
+        let e = error_with(&[("MASTER_ADDR", "h")]);
+        assert!(e.contains("MASTER_PORT is not"), "{e}");
+        let e = error_with(&[
+            ("GOAL_STORE", "h:0"),
+            ("GOAL_RANK", "0"),
+            ("GOAL_SIZE", "2"),
+        ]);
+        assert!(e.contains("GOAL_STORE='h:0' is not host:port"), "{e}");
+        let e = error_with(&[("GOAL_STORE", "h:1")]);
+        assert!(
+            e.contains("GOAL_STORE='h:1' is set but nothing says this process' rank"),
+            "{e}"
+        );
+        let e = error_with(&[
+            ("GOAL_STORE", "h:1"),
+            ("GOAL_RANK", "0"),
+            ("GOAL_SIZE", "2"),
+            ("GOAL_STORE_TIMEOUT", "soon"),
+        ]);
+        assert!(e.contains("GOAL_STORE_TIMEOUT='soon'"), "{e}");
+        // GOAL_RANK/GOAL_SIZE with a store need no goalrun.
+        assert!(matches!(
+            launch(&[
+                ("GOAL_STORE", "h:1"),
+                ("GOAL_RANK", "0"),
+                ("GOAL_SIZE", "2")
+            ]),
+            Launch::Store(_)
+        ));
+    }
+
+    #[test]
+    fn goal_secret_is_parsed_and_checked() {
+        let p = plan(&[("GOAL_SECRET", SECRET_HEX)]).unwrap();
+        assert_eq!(p.secret.unwrap().to_hex(), SECRET_HEX);
+        let e = error_with(&[("GOAL_SECRET", "abc")]);
+        assert!(e.contains("GOAL_SECRET must be 64 hex digits"), "{e}");
+    }
+
+    #[test]
+    fn goal_boot_forces_a_method() {
+        let mpich = [("PMI_FD", "6"), ("PMI_RANK", "1"), ("PMI_SIZE", "2")];
+        let mut forced = mpich.to_vec();
+        forced.push(("GOAL_BOOT", "single"));
+        assert_eq!(launch(&forced), Launch::Single);
+        let mut forced = mpich.to_vec();
+        forced.extend([("GOAL_BOOT", "store"), ("GOAL_STORE", "127.0.0.1:9")]);
+        let Launch::Store(p) = launch(&forced) else {
+            panic!()
+        };
+        assert_eq!((p.rank, p.size), (1, 2));
+        let e = error_with(&[("GOAL_BOOT", "pmix")]);
+        assert!(e.contains("GOAL_BOOT=pmix but PMIX_RANK is not set"), "{e}");
+        let e = error_with(&[("GOAL_BOOT", "mpi")]);
+        assert!(e.contains("GOAL_BOOT='mpi' is not one of"), "{e}");
+    }
+}
