@@ -191,10 +191,14 @@ fn helper_loop(rt: &Runtime) {
         if rt.shutdown.load(Ordering::Acquire) {
             return;
         }
-        let (made, busy, must_poll) = {
+        // While an application thread waits it drives progress and holds
+        // the engine lock most of the time: do not queue up on that lock
+        // (the hand-over would cost it two context switches on its CPU).
+        let (made, busy, must_poll) = if rt.app_waiting.load(Ordering::Acquire) > 0 {
+            (0, false, false)
+        } else {
             let mut e = rt.lock_engine();
-            let made = if rt.app_waiting.load(Ordering::Acquire) > 0 { 0 } else { e.progress() };
-            (made, e.busy(), e.must_poll())
+            (e.progress(), e.busy(), e.must_poll())
         };
         if made > 0 {
             continue;
