@@ -21,7 +21,6 @@ use std::time::Duration;
 use crate::conn::Conn;
 use crate::rounds::{self, Exchange, Rounds};
 use crate::secret::{Secret, SECRET_LEN};
-use crate::sha256;
 use crate::sys;
 use crate::wire::{
     self, Hello, Role, CHALLENGE_LEN, CHALLENGE_MAGIC, MAX_BLOB, MAX_MESSAGE, NONCE_LEN, STATUS_OK,
@@ -179,7 +178,7 @@ impl Session {
         let mut mac = [0u8; NONCE_LEN];
         reader.read_exact(&mut mac)?;
         let want = wire::handshake_mac(&secret.0, Role::Server, &server_nonce, &client_nonce);
-        if !sha256::equal_ct(&mac, &want) {
+        if !goal_auth::ct_eq(&mac, &want) {
             return Err(fail(format!(
                 "{} does not know this job's secret: it serves another job, \
                  or GOAL_SECRET differs between rank 0 and this rank",

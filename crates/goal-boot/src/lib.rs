@@ -145,7 +145,6 @@ mod pmix;
 mod rounds;
 mod secret;
 pub mod server;
-mod sha256;
 mod store;
 mod sys;
 mod wire;

@@ -11,7 +11,6 @@
 use std::fmt;
 use std::io;
 
-use crate::sha256;
 use crate::sys;
 
 /// Bytes in a job secret.
@@ -24,7 +23,7 @@ pub(crate) struct Secret(pub [u8; SECRET_LEN]);
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let fp = sha256::sha256(&[b"goal secret fingerprint", &self.0]);
+        let fp = goal_auth::sha256(&[b"goal secret fingerprint", &self.0]);
         write!(f, "Secret(fingerprint {})", to_hex(&fp[..4]))
     }
 }
@@ -116,7 +115,7 @@ pub(crate) fn agree(
 /// implementations that do not provide one. Anyone who knows the job id can
 /// compute it: it keeps jobs apart, it does not keep anyone out.
 pub(crate) fn derived_from_job(job: &str) -> [u8; SECRET_LEN] {
-    sha256::sha256(&[b"goal job secret derived from the job id\0", job.as_bytes()])
+    goal_auth::sha256(&[b"goal job secret derived from the job id\0", job.as_bytes()])
 }
 
 /// Lower-case hex.

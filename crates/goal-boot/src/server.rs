@@ -56,7 +56,6 @@ use std::time::{Duration, Instant};
 
 use crate::conn::{Conn, Listener};
 use crate::secret::{Secret, SECRET_LEN};
-use crate::sha256;
 use crate::sys::{self, EventFd};
 use crate::wire::{
     self, Hello, Role, ANSWER_LEN, CHALLENGE_MAGIC, HELLO_LEN, NONCE_LEN, STATUS_ABORTED,
@@ -418,7 +417,7 @@ fn challenge(stream: &Conn, secret: &Secret) -> io::Result<()> {
     let (client_nonce, mac) = answer.split_at(NONCE_LEN);
     let client_nonce: &[u8; NONCE_LEN] = client_nonce.try_into().map_err(|_| bad_len())?;
     let want = wire::handshake_mac(&secret.0, Role::Client, &server_nonce, client_nonce);
-    if !sha256::equal_ct(mac, &want) {
+    if !goal_auth::ct_eq(mac, &want) {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             "it does not know the job secret (its GOAL_SECRET differs from rank 0's)",

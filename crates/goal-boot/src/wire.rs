@@ -6,7 +6,6 @@
 use std::io::{self, Read};
 
 use crate::secret::SECRET_LEN;
-use crate::sha256;
 
 /// First four bytes of a HELLO.
 pub(crate) const MAGIC: [u8; 4] = *b"GOAL";
@@ -49,7 +48,7 @@ pub(crate) fn handshake_mac(
         Role::Client => b"goal store handshake: client\0",
         Role::Server => b"goal store handshake: server\0",
     };
-    sha256::hmac(secret, &[label, server_nonce, client_nonce])
+    goal_auth::hmac_sha256(secret, &[label, server_nonce, client_nonce])
 }
 
 /// Which side of the handshake a MAC speaks for.

@@ -1,0 +1,161 @@
+//! Bulk transfers of 0 B to 64 MiB over 1, 2 and 3 rails arrive whole,
+//! read from and written to the callers' buffers (including scattered ones).
+
+mod common;
+
+use common::*;
+use goal_net::NetNode;
+use std::time::Duration;
+
+/// Sends `src` from `a` to `b` as one transfer into `dst_pieces` (lengths of
+/// the receiver's pieces); returns the received bytes, concatenated.
+fn transfer(a: &mut NetNode, b: &mut NetNode, token: u64, src: &[u8], src_split: &[usize], dst_split: &[usize]) -> Vec<u8> {
+    let mut dst: Vec<Vec<u8>> = dst_split.iter().map(|&n| vec![0u8; n]).collect();
+    let dst_list: Vec<(*mut u8, usize)> = dst.iter_mut().map(|d| (d.as_mut_ptr(), d.len())).collect();
+    // SAFETY: `dst` lives until the end of this function, after BulkDone.
+    unsafe { b.expect_bulk(0, token, dst_list).unwrap() };
+    let mut src_list = Vec::new();
+    let mut at = 0;
+    for &n in src_split {
+        src_list.push((src[at..].as_ptr(), n));
+        at += n;
+    }
+    assert_eq!(at, src.len());
+    // SAFETY: `src` outlives the transfer: we wait for BulkSent below.
+    unsafe { a.send_bulk(1, token, src_list).unwrap() };
+    let mut logs = [Log::default(), Log::default()];
+    let ok = pump(&mut [a, b], &mut logs, Duration::from_secs(60), |l| l[0].sent.contains(&(1, token)) && l[1].done.contains(&(0, token)));
+    assert!(ok, "transfer of {} bytes did not finish: {:?}", src.len(), logs);
+    assert!(logs.iter().all(|l| l.rail_lost.is_empty() && l.peer_lost.is_empty()));
+    dst.concat()
+}
+
+fn sizes_over(nrails: usize) {
+    let (mut a, mut b) = pair(nrails);
+    for (i, &size) in [0usize, 1, 1 << 20, 64 << 20].iter().enumerate() {
+        let src = pattern(i as u64, size);
+        let got = transfer(&mut a, &mut b, 100 + i as u64, &src, &[size], &[size]);
+        assert_eq!(checksum(&got), checksum(&src), "{size} bytes over {nrails} rails");
+        assert!(got == src);
+    }
+    if nrails > 1 {
+        let st = a.rail_stats();
+        assert!(st.iter().all(|r| r.counters.frags_out > 0), "every rail carries fragments: {st:?}");
+    }
+}
+
+#[test]
+fn sizes_over_one_rail() {
+    sizes_over(1);
+}
+
+#[test]
+fn sizes_over_two_rails() {
+    sizes_over(2);
+}
+
+#[test]
+fn sizes_over_three_rails() {
+    sizes_over(3);
+}
+
+#[test]
+fn scattered_buffers_and_a_longer_destination() {
+    let (mut a, mut b) = pair(3);
+    let src = pattern(9, 3 << 20);
+    // Source in uneven pieces, destination in other uneven pieces, the last
+    // one longer than needed.
+    let got = transfer(&mut a, &mut b, 1, &src, &[1, 1 << 20, 77, (3 << 20) - (1 << 20) - 78], &[5000, 1 << 21, 1 << 21]);
+    assert_eq!(&got[..src.len()], &src[..]);
+    assert!(got[src.len()..].iter().all(|&x| x == 0));
+}
+
+#[test]
+fn many_transfers_at_once_both_ways() {
+    let (mut a, mut b) = pair(2);
+    let n = 16u64;
+    let srcs_a: Vec<Vec<u8>> = (0..n).map(|i| pattern(i, 100_000 * i as usize + 3)).collect();
+    let srcs_b: Vec<Vec<u8>> = (0..n).map(|i| pattern(i + 50, 70_000 * i as usize + 1)).collect();
+    let mut dst_b: Vec<Vec<u8>> = srcs_a.iter().map(|s| vec![0; s.len()]).collect();
+    let mut dst_a: Vec<Vec<u8>> = srcs_b.iter().map(|s| vec![0; s.len()]).collect();
+    for i in 0..n as usize {
+        // SAFETY: all buffers live until the end of the test, after completion.
+        unsafe {
+            b.expect_bulk(0, i as u64, vec![(dst_b[i].as_mut_ptr(), dst_b[i].len())]).unwrap();
+            a.expect_bulk(1, i as u64, vec![(dst_a[i].as_mut_ptr(), dst_a[i].len())]).unwrap();
+            a.send_bulk(1, i as u64, vec![(srcs_a[i].as_ptr(), srcs_a[i].len())]).unwrap();
+            b.send_bulk(0, i as u64, vec![(srcs_b[i].as_ptr(), srcs_b[i].len())]).unwrap();
+        }
+        a.send_am(1, H_DATA, &(i as u64).to_le_bytes(), &[]).unwrap();
+    }
+    let mut logs = [Log::default(), Log::default()];
+    let ok = pump(&mut [&mut a, &mut b], &mut logs, Duration::from_secs(60), |l| {
+        l.iter().all(|x| x.sent.len() == n as usize && x.done.len() == n as usize) && l[1].ams.len() == n as usize
+    });
+    assert!(ok, "{logs:?}");
+    assert_eq!(dst_b, srcs_a);
+    assert_eq!(dst_a, srcs_b);
+}
+
+#[test]
+fn duplicate_token_is_refused_and_cancel_works() {
+    let (mut a, mut b) = pair(1);
+    let mut d = vec![0u8; 10];
+    // SAFETY: `d` lives until the end of the test; the registration is
+    // cancelled before that and nothing is sent to it.
+    unsafe {
+        b.expect_bulk(0, 5, vec![(d.as_mut_ptr(), 10)]).unwrap();
+        assert!(b.expect_bulk(0, 5, vec![(d.as_mut_ptr(), 10)]).is_err());
+    }
+    assert!(b.cancel_expect(0, 5));
+    // A transfer into a cancelled registration is read and dropped.
+    let src = pattern(1, 10);
+    // SAFETY: `src` outlives the transfer (we wait for BulkSent).
+    unsafe { a.send_bulk(1, 5, vec![(src.as_ptr(), 10)]).unwrap() };
+    let mut logs = [Log::default(), Log::default()];
+    assert!(pump(&mut [&mut a, &mut b], &mut logs, Duration::from_secs(10), |l| l[0].sent.len() == 1));
+    assert!(logs[1].done.is_empty());
+    assert_eq!(d, vec![0; 10]);
+    assert!(!b.cancel_expect(0, 5), "finished registrations are gone");
+}
+
+#[test]
+fn crossover_is_measured_and_other_traffic_is_kept() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (mut a, mut b) = pair(2);
+    let stop = AtomicBool::new(false);
+    let c = std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..5u64 {
+                b.send_am(0, H_DATA, &i.to_le_bytes(), &[]).unwrap();
+            }
+            while !stop.load(Ordering::Relaxed) {
+                b.poll(&mut |_| {});
+            }
+        });
+        let c = a.measure_crossover(1, &[1024, 65536, 262144], 3).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        c
+    });
+    assert_eq!(c.points.len(), 3);
+    assert!(c.points.iter().all(|p| p.eager_us > 0.0 && p.rndv_us > 0.0), "{c:?}");
+    // The messages that came in meanwhile are delivered, in order.
+    let mut logs = [Log::default(), Log::default()];
+    assert!(pump(&mut [&mut a, &mut b], &mut logs, Duration::from_secs(5), |l| l[0].ams.len() == 5));
+    for (i, m) in logs[0].ams.iter().enumerate() {
+        assert_eq!(m.2, (i as u64).to_le_bytes());
+    }
+}
+
+#[test]
+fn hundreds_of_pieces_on_both_sides() {
+    // More pieces than one readv/sendmsg takes (64 iovecs), of odd sizes.
+    let (mut a, mut b) = pair(2);
+    let src = pattern(11, 300 * 997);
+    let src_split: Vec<usize> = (0..300).map(|_| 997).collect();
+    let mut dst_split: Vec<usize> = (0..400).map(|i| 500 + i % 300).collect();
+    let have: usize = dst_split.iter().sum();
+    dst_split.push(src.len().saturating_sub(have) + 1);
+    let got = transfer(&mut a, &mut b, 3, &src, &src_split, &dst_split);
+    assert!(got[..src.len()] == src[..]);
+}

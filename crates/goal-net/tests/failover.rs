@@ -1,0 +1,83 @@
+//! Rails that fail mid-transfer: the transfer finishes on the others,
+//! messages are neither lost nor duplicated nor reordered; with no rail
+//! left the peer is reported lost within seconds.
+
+mod common;
+
+use common::*;
+use goal_net::NetNode;
+use std::time::{Duration, Instant};
+
+fn survive(nrails: usize, after: u64, cut: impl Fn(&mut NetNode, &mut NetNode, &mut [Log; 2])) -> [Log; 2] {
+    let (a, b) = pair(nrails);
+    survive_cut(a, b, after, cut)
+}
+
+#[test]
+fn one_of_three_rails_shut_down_by_the_sender() {
+    let logs = survive(3, 16 << 20, |a, _, _| assert!(a.test_shutdown_rail(1, 1)));
+    assert_eq!(logs[0].rail_lost.len(), 1, "{:?}", logs[0].rail_lost);
+    assert_eq!(logs[0].rail_lost[0].1, "lo2");
+    assert_eq!(logs[1].rail_lost.len(), 1, "the receiver sees it too");
+}
+
+#[test]
+fn one_of_three_rails_shut_down_by_the_receiver() {
+    let logs = survive(3, 8 << 20, |_, b, _| assert!(b.test_shutdown_rail(0, 2)));
+    assert_eq!(logs[0].rail_lost.len(), 1);
+    assert_eq!(logs[1].rail_lost.len(), 1);
+}
+
+#[test]
+fn two_of_three_rails_at_different_times() {
+    let logs = survive(3, 4 << 20, |a, b, logs| {
+        assert!(a.test_shutdown_rail(1, 0));
+        // A second failure while the first one's fragments are being resent.
+        for _ in 0..50 {
+            a.poll(&mut |e| logs[0].record(e));
+            b.poll(&mut |e| logs[1].record(e));
+        }
+        assert!(b.test_shutdown_rail(0, 2));
+    });
+    assert_eq!(logs[0].rail_lost.len(), 2);
+}
+
+#[test]
+fn all_rails_dead_loses_the_peer_within_seconds() {
+    let (mut a, mut b) = pair(2);
+    let size = 32 << 20;
+    let src = pattern(4, size);
+    let mut dst = vec![0u8; size];
+    // SAFETY: both buffers outlive the node's use of them: PeerLost ends it.
+    unsafe {
+        b.expect_bulk(0, 1, vec![(dst.as_mut_ptr(), size)]).unwrap();
+        a.send_bulk(1, 1, vec![(src.as_ptr(), size)]).unwrap();
+    }
+    let mut logs = [Log::default(), Log::default()];
+    assert!(pump(&mut [&mut a, &mut b], &mut logs, Duration::from_secs(10), |_| true));
+    let t = Instant::now();
+    assert!(a.test_shutdown_rail(1, 0));
+    assert!(a.test_shutdown_rail(1, 1));
+    assert!(pump(&mut [&mut a, &mut b], &mut logs, Duration::from_secs(5), |l| l.iter().all(|x| !x.peer_lost.is_empty())), "{logs:?}");
+    for l in &logs {
+        let (_, why, at) = &l.peer_lost[0];
+        assert!(why.contains("no rail left"), "{why}");
+        assert!(at.duration_since(t) < Duration::from_secs(5));
+        assert_eq!(l.rail_lost.len(), 2, "{:?}", l.rail_lost);
+    }
+    assert!(logs[0].sent.is_empty() && logs[1].done.is_empty());
+    let e = a.send_am(1, H_DATA, b"", &[]).unwrap_err();
+    assert!(e.to_string().contains("lost"), "{e}");
+}
+
+#[test]
+fn a_node_that_is_dropped_says_goodbye() {
+    let (mut a, b) = pair(2);
+    drop(b);
+    let mut logs = [Log::default()];
+    assert!(pump(&mut [&mut a], &mut logs, Duration::from_secs(5), |l| !l[0].peer_lost.is_empty()));
+    let log = &logs[0];
+    assert_eq!(log.peer_lost.len(), 1, "{log:?}");
+    assert!(log.peer_lost[0].1.contains("closed its connections"), "{:?}", log.peer_lost);
+    assert!(log.rail_lost.is_empty(), "a goodbye is not a failure: {:?}", log.rail_lost);
+}
