@@ -53,6 +53,10 @@ pub struct Config {
     pub unexpected_bytes: u64,
     /// Shared-memory sizes.
     pub shm: goal_transport::shm::ShmConfig,
+    /// Largest eager message to a peer on another machine (`GOAL_NET_EAGER`).
+    pub net_eager: usize,
+    /// Rails to use between machines (`GOAL_RAILS`: interface names; None: every up, non-loopback IPv4 interface).
+    pub rails: Option<String>,
     /// Print decisions.
     pub debug: bool,
 }
@@ -124,7 +128,14 @@ impl Config {
             cma_range,
             unexpected_bytes: parse_bytes("GOAL_UNEXPECTED_BYTES")?.unwrap_or(64 << 20) as u64,
             shm,
+            net_eager: parse_bytes("GOAL_NET_EAGER")?.unwrap_or(NET_EAGER_DEFAULT),
+            rails: var("GOAL_RAILS"),
             debug,
         })
     }
 }
+
+/// Default eager limit between machines. Over 1 Gbit/s TCP the RTS/CTS
+/// round trip costs as much as sending about 16 KiB, and an eager message is
+/// copied once more at a receiver that has not posted yet.
+const NET_EAGER_DEFAULT: usize = 16 << 10;

@@ -44,6 +44,7 @@ use crate::error::{Error, ErrorKind};
 use crate::localop::{self, KernelError};
 use crate::proto::{self, Head};
 use goal_sched::{OpKind, OpRec, ReduceOp};
+use goal_net::{Event, NetNode};
 use goal_transport::shm::ShmNode;
 use goal_transport::PeerLost;
 use std::collections::{HashMap, VecDeque};
@@ -185,6 +186,8 @@ pub struct Thresholds {
     pub cma: (usize, usize),
     /// Eager credit per sender.
     pub credit: u64,
+    /// Largest eager message to a peer on another machine.
+    pub net_eager: usize,
 }
 
 /// Everything the progress engine owns; one thread at a time.
@@ -192,6 +195,10 @@ pub(crate) struct Engine {
     pub rank: u32,
     pub size: u32,
     pub shm: ShmNode,
+    /// The network, when some peers are on other machines.
+    pub net: Option<NetNode>,
+    /// Per peer: reached through `net` rather than `shm`.
+    remote: Vec<bool>,
     pub th: Thresholds,
     st: State,
 }
@@ -234,6 +241,17 @@ struct State {
     discard: Vec<u8>,
     /// Reused between polls: what arrived, handled after the poll.
     arrived: Vec<(u32, Head, Option<Vec<u8>>)>,
+    /// Receives whose bytes arrive by network bulk transfer, by (source, token).
+    net_in: HashMap<(u32, u32), OpRef>,
+    /// Network events other than messages, handled after the poll.
+    net_events: Vec<NetNote>,
+}
+
+/// What the network reported besides messages.
+enum NetNote {
+    BulkDone { src: u32, token: u32 },
+    BulkSent { token: u32 },
+    PeerLost { peer: u32, why: String },
 }
 
 #[inline]
@@ -287,8 +305,16 @@ impl Engine {
             last_check: Instant::now(),
             discard: Vec::new(),
             arrived: Vec::new(),
+            net_in: HashMap::new(),
+            net_events: Vec::new(),
         };
-        Engine { rank, size, shm, th, st }
+        Engine { rank, size, shm, net: None, remote: vec![false; n], th, st }
+    }
+
+    /// Reaches the peers marked in `remote` through `net`.
+    pub fn attach_net(&mut self, net: NetNode, remote: Vec<bool>) {
+        self.net = Some(net);
+        self.remote = remote;
     }
 
     /// Starts an execution of `sched`; returns its shared state.
@@ -386,6 +412,7 @@ impl Engine {
         !self.st.outq_peers.is_empty()
     }
 
+
     /// Whether any execution is in flight.
     pub fn busy(&self) -> bool {
         self.st.execs.len() > self.st.free_slots.len()
@@ -426,11 +453,13 @@ impl Engine {
         }
         self.st.lost[r] = Some(lost.cause.clone());
         let msg = format!("rank {r} {} while this execution still needed it", lost.cause);
+        // A wildcard receive fails only once no other peer is left to send it.
+        let others_left = (0..self.size as usize).any(|p| p != self.rank as usize && self.st.lost[p].is_none());
         // Fail every execution that still waits on that peer.
         let mut victims = Vec::new();
         for (slot, e) in self.st.execs.iter().enumerate() {
             let Some(e) = e else { continue };
-            let waits_recv = e.bufs.posted.iter().any(|p| p.peer == r as i32 || p.peer == -1);
+            let waits_recv = e.bufs.posted.iter().any(|p| p.peer == r as i32 || (p.peer == -1 && !others_left));
             if waits_recv {
                 victims.push(slot as u32);
             }
@@ -448,6 +477,12 @@ impl Engine {
         for s in self.st.stream_in[r].iter() {
             victims.push(s.r.slot);
         }
+        for (&(src, _), x) in self.st.net_in.iter() {
+            if src as usize == r {
+                victims.push(x.slot);
+            }
+        }
+        self.st.net_in.retain(|&(src, _), _| src as usize != r);
         self.st.outq[r].clear();
         self.st.stream_in[r].clear();
         self.st.stream_out[r].clear();
@@ -702,6 +737,15 @@ impl Engine {
         }
         let k = key(e.sched.id, e.seq);
         if let Err(err) = &res {
+            if !self.st.net_in.is_empty() {
+                let mine: Vec<(u32, u32)> = self.st.net_in.iter().filter(|(_, x)| x.slot == slot).map(|(&k, _)| k).collect();
+                for (src, token) in mine {
+                    self.st.net_in.remove(&(src, token));
+                    if let Some(n) = self.net.as_mut() {
+                        n.cancel_expect(src, token as u64);
+                    }
+                }
+            }
             self.st.dead.insert(k);
             // Messages that already arrived for it will never be received.
             if let Some(q) = self.st.unexp.remove(&k) {
@@ -741,6 +785,9 @@ impl Engine {
         }
         let p = peer as usize;
         let pieces = self.pieces(r);
+        if self.remote[p] {
+            return self.net_send(r, head, pieces);
+        }
         let ptr = match pieces {
             Some(Pieces::One([(ptr, _)])) => ptr,
             _ => std::ptr::null_mut(),
@@ -775,6 +822,50 @@ impl Engine {
         self.post_message(p, head);
     }
 
+    /// A send to a peer on another machine: eager as one active message
+    /// (copied into the network's queue, so it finishes at once), else RTS;
+    /// the bytes then flow, once the receiver has answered CTS, as a bulk
+    /// transfer straight from this buffer into the receive's (no FIN: the
+    /// network's acknowledgement of the last fragment finishes the send).
+    fn net_send(&mut self, r: OpRef, mut head: Head, pieces: Option<Pieces>) {
+        let peer = head_peer(self, r);
+        let len = head.len as usize;
+        let res = if len <= self.th.net_eager {
+            let slices: Vec<&[u8]> = match &pieces {
+                // SAFETY: a send buffer is valid for its length (API contract).
+                Some(p) => p.as_slice().iter().map(|&(ptr, l)| unsafe { std::slice::from_raw_parts(ptr as *const u8, l) }).collect(),
+                None => Vec::new(),
+            };
+            self.net_am(peer, &head, &slices).map(|_| true)
+        } else {
+            head.kind = proto::RTS;
+            head.mode = proto::MODE_NET;
+            head.token = self.new_token(RdvSend { r, peer });
+            self.net_am(peer, &head, &[]).map(|_| false)
+        };
+        match res {
+            Ok(true) => self.finish(r),
+            Ok(false) => {}
+            Err(e) => {
+                let msg = format!("{}: sending to rank {peer} over the network: {e}", self.describe(r));
+                self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+            }
+        }
+    }
+
+    /// Sends one protocol message to a peer on another machine; its handler is `16 + kind`.
+    fn net_am(&mut self, peer: u32, head: &Head, payload: &[&[u8]]) -> std::io::Result<()> {
+        let env = head.encode();
+        let mut bytes = [0u8; 32];
+        for (i, w) in env.iter().enumerate() {
+            bytes[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        match self.net.as_mut() {
+            Some(n) => n.send_am(peer, NET_HANDLER_BASE + head.kind, &bytes, payload),
+            None => Err(std::io::Error::other("no network")),
+        }
+    }
+
     fn eager_credit(&mut self, p: usize, len: u64) -> bool {
         let st = &mut self.st;
         if st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit {
@@ -805,6 +896,11 @@ impl Engine {
 
     /// Sends a message without payload (RTS, CTS, FIN), in order behind any queued ones.
     fn post_message(&mut self, p: usize, head: Head) {
+        if self.remote[p] {
+            // A lost peer is reported by the network itself.
+            let _ = self.net_am(p as u32, &head, &[]);
+            return;
+        }
         if self.st.outq[p].is_empty() {
             match self.shm.try_send(p, &head.encode(), &[]) {
                 Ok(true) => return,
@@ -944,6 +1040,34 @@ impl Engine {
 
     fn fetch(&mut self, r: OpRef, src: u32, len: u32, mode: u8, token: u32, addr: u64, dst: &Pieces) {
         match mode {
+            proto::MODE_NET => {
+                if len > 0 {
+                    let mut left = len as usize;
+                    let mut cut = Vec::new();
+                    for &(p, l) in dst.as_slice() {
+                        if left == 0 {
+                            break;
+                        }
+                        cut.push((p, l.min(left)));
+                        left -= l.min(left);
+                    }
+                    let res = match self.net.as_mut() {
+                        // SAFETY: the receive buffer stays valid until the execution
+                        // ends; an execution that fails first cancels this (`complete`).
+                        Some(n) => unsafe { n.expect_bulk(src, token as u64, cut) },
+                        None => Err(std::io::Error::other("no network")),
+                    };
+                    if let Err(e) = res {
+                        let msg = format!("{}: receiving {len} bytes from rank {src}: {e}", self.describe(r));
+                        return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+                    }
+                    self.st.net_in.insert((src, token), r);
+                }
+                self.send_control(src, proto::CTS, token);
+                if len == 0 {
+                    self.finish(r);
+                }
+            }
             proto::MODE_HEAP | proto::MODE_CMA => {
                 let mut off = 0u64;
                 let mut left = len as usize;
@@ -1042,14 +1166,46 @@ impl Engine {
                 arrived.push((src as u32, h, None));
             }
         });
-        if arrived.is_empty() {
-            self.st.arrived = arrived;
-            return;
+        if let Some(net) = self.net.as_mut() {
+            let notes = &mut self.st.net_events;
+            net.poll(&mut |ev| match ev {
+                Event::Am { src, handler, head, payload } => {
+                    let Some(h) = net_head(handler, head) else { return };
+                    let data = (h.kind == proto::EAGER).then(|| payload.to_vec());
+                    arrived.push((src, h, data));
+                }
+                Event::BulkDone { src, token } => notes.push(NetNote::BulkDone { src, token: token as u32 }),
+                Event::BulkSent { token, .. } => notes.push(NetNote::BulkSent { token: token as u32 }),
+                Event::PeerLost { peer, why } => notes.push(NetNote::PeerLost { peer, why }),
+                Event::RailLost { peer, rail, why } => {
+                    if trace_on() {
+                        eprintln!("goal: rail {rail} to rank {peer} lost: {why}");
+                    }
+                }
+            });
         }
         for (src, h, data) in arrived.drain(..) {
             self.on_message(src, h, data);
         }
         self.st.arrived = arrived;
+        if !self.st.net_events.is_empty() {
+            for note in std::mem::take(&mut self.st.net_events) {
+                match note {
+                    NetNote::BulkDone { src, token } => {
+                        if let Some(r) = self.st.net_in.remove(&(src, token)) {
+                            self.finish(r);
+                        }
+                    }
+                    NetNote::BulkSent { token } => {
+                        if let Some(s) = self.take_token(token) {
+                            self.finish(s.r);
+                        }
+                    }
+                    NetNote::PeerLost { peer, why } => self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}") }),
+                }
+            }
+            self.drain_ready();
+        }
     }
 
     fn on_message(&mut self, src: u32, h: Head, data: Option<Vec<u8>>) {
@@ -1084,7 +1240,22 @@ impl Engine {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     let len = self.rec(s.r).map_or(0, |o| o.len as usize);
                     let peer = s.peer as usize;
-                    if len == 0 {
+                    if len > 0 && self.remote[peer] {
+                        let r = s.r;
+                        let src: Vec<(*const u8, usize)> = self.pieces(r).map(|p| p.as_slice().iter().map(|&(p, l)| (p as *const u8, l)).collect()).unwrap_or_default();
+                        let res = match self.net.as_mut() {
+                            // SAFETY: the send buffer stays valid and unmodified until
+                            // the execution ends (API contract); it ends only after
+                            // BulkSent or the peer's loss.
+                            Some(n) => unsafe { n.send_bulk(peer as u32, h.token as u64, src) },
+                            None => Err(std::io::Error::other("no network")),
+                        };
+                        if let Err(e) = res {
+                            self.take_token(h.token);
+                            let msg = format!("{}: sending {len} bytes to rank {peer}: {e}", self.describe(r));
+                            self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+                        }
+                    } else if len == 0 {
                         if let Some(s) = self.take_token(h.token) {
                             self.finish(s.r);
                         }
@@ -1345,4 +1516,31 @@ fn pop_into(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> usi
         // SAFETY: the receive buffer is valid for its length by the API contract.
         shm.stream_pop(p, unsafe { std::slice::from_raw_parts_mut(ptr, n) })
     })
+}
+
+/// Network handlers are `NET_HANDLER_BASE + kind` (goal-net reserves 0..=15).
+pub(crate) const NET_HANDLER_BASE: u8 = 16;
+
+/// The handler ids the executor accepts from the network.
+pub(crate) fn net_handlers() -> Vec<u8> {
+    [proto::EAGER, proto::RTS, proto::CTS, proto::FIN].iter().map(|k| NET_HANDLER_BASE + k).collect()
+}
+
+/// Decodes a protocol message from the network; `None` if it does not fit
+/// (goal-net already refused unknown handlers and oversized headers).
+fn net_head(handler: u8, head: &[u8]) -> Option<Head> {
+    if head.len() != 32 {
+        return None;
+    }
+    let mut env = [0u64; 4];
+    for (i, w) in env.iter_mut().enumerate() {
+        *w = u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().ok()?);
+    }
+    let h = Head::decode(&env);
+    (handler == NET_HANDLER_BASE + h.kind).then_some(h)
+}
+
+/// The destination rank of send `r`.
+fn head_peer(e: &Engine, r: OpRef) -> u32 {
+    e.rec(r).map_or(0, |o| o.peer as u32)
 }

@@ -50,6 +50,8 @@ pub struct Runtime {
     th: Thresholds,
     engine: Mutex<Engine>,
     bell: Arc<Doorbell>,
+    /// Readable when the network has news (with peers on other machines).
+    pub(crate) net_fd: Option<std::os::fd::RawFd>,
     heap: Arc<Heap>,
     next_sched: AtomicU32,
     /// Application threads inside `wait`.
@@ -146,6 +148,19 @@ pub fn finalize() -> Result<()> {
     if let Some(h) = rt.helper.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = h.join();
     }
+    // Sends finish once their bytes are queued; over the network, stay
+    // until the receivers have acknowledged them (bounded: a receiver that
+    // never polls again is not waited for forever).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut e = rt.lock_engine();
+        if e.net.as_ref().is_none_or(|n| n.is_quiet()) || std::time::Instant::now() >= deadline {
+            break;
+        }
+        e.progress();
+        drop(e);
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
     Ok(())
 }
 
@@ -156,12 +171,33 @@ impl Runtime {
         let mut boot = goal_boot::from_env().map_err(|e| sys("bootstrap", e))?;
         let (rank, size) = (boot.rank(), boot.size());
         let mut shm = ShmNode::create(rank, size, &cfg.shm).map_err(|e| sys("creating the shared-memory inbox", e))?;
-        let all = boot.allgather(&shm.address()).map_err(|e| sys("exchanging addresses", e))?;
-        for (peer, addr) in all.iter().enumerate() {
-            if peer != rank {
+        // Round 1: which machine each rank is on, and its inbox. Ranks on
+        // this machine are reached through shared memory, the others by TCP.
+        let host = goal_boot::host_id();
+        let all = boot.allgather(&addr_blob(&host, &shm.address())).map_err(|e| sys("exchanging addresses", e))?;
+        let mut remote = vec![false; size];
+        for (peer, blob) in all.iter().enumerate() {
+            let (their_host, addr) = split_blob(blob).ok_or_else(|| sys("exchanging addresses", std::io::Error::other(format!("rank {peer} sent a malformed address"))))?;
+            remote[peer] = their_host != host.as_bytes();
+            if peer != rank && !remote[peer] {
                 shm.connect(peer, addr).map_err(|e| sys(&format!("attaching to rank {peer}"), e))?;
             }
         }
+        let local_ranks = remote.iter().filter(|&&r| !r).count();
+        // Round 2 (only with several machines, which every rank then sees):
+        // the network addresses, then the connections.
+        let net = if remote.iter().any(|&r| r) {
+            let rails = goal_net::discover_rails(cfg.rails.as_deref()).map_err(|e| sys("finding the network interfaces (GOAL_RAILS)", e))?;
+            let ncfg = goal_net::NetConfig::new(rank as u32, size as u32, boot.secret(), rails, engine::net_handlers())
+                .with_overrides(|k| std::env::var(k).ok())
+                .map_err(|e| sys("network settings", e))?;
+            let (mut node, blob) = goal_net::NetNode::bind(ncfg).map_err(|e| sys("listening on the network", e))?;
+            let blobs = boot.allgather(&blob).map_err(|e| sys("exchanging network addresses", e))?;
+            node.connect(&blobs, &remote).map_err(|e| sys("connecting to the ranks on other machines", e))?;
+            Some(node)
+        } else {
+            None
+        };
         // Everyone is attached before anyone sends.
         boot.allgather(&[]).map_err(|e| sys("waiting for the group", e))?;
         let th = progress::thresholds(&cfg, &shm, size);
@@ -179,19 +215,26 @@ impl Runtime {
         }
         let bell = shm.doorbell();
         let heap = shm.heap();
+        let net_fd = net.as_ref().map(|n| n.as_raw_fd());
         let rt = Arc::new(Runtime {
             rank: rank as u32,
             size: size as u32,
             th,
-            engine: Mutex::new(Engine::new(rank as u32, size as u32, shm, th)),
+            engine: Mutex::new({
+                let mut e = Engine::new(rank as u32, size as u32, shm, th);
+                if let Some(n) = net {
+                    e.attach_net(n, remote);
+                }
+                e
+            }),
             bell,
+            net_fd,
             heap,
             next_sched: AtomicU32::new(0),
             app_waiting: AtomicU32::new(0),
             app_mark: progress::AppMark::default(),
             shutdown: AtomicBool::new(false),
-            // Every rank is local for now (shared memory only).
-            oversubscribed: size > std::thread::available_parallelism().map_or(1, |n| n.get()),
+            oversubscribed: local_ranks > std::thread::available_parallelism().map_or(1, |n| n.get()),
             helper: Mutex::new(None),
             cfg,
         });
@@ -310,4 +353,20 @@ impl Handle {
 /// Seconds on the clock `GOAL_WTIME` uses.
 pub fn wtime() -> f64 {
     localop::wtime()
+}
+
+/// Round 1's blob: this machine's identity, then the shared-memory address.
+fn addr_blob(host: &str, shm: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(4 + host.len() + shm.len());
+    b.extend_from_slice(&(host.len() as u32).to_le_bytes());
+    b.extend_from_slice(host.as_bytes());
+    b.extend_from_slice(shm);
+    b
+}
+
+/// Splits a round-1 blob into (machine identity, shared-memory address).
+fn split_blob(b: &[u8]) -> Option<(&[u8], &[u8])> {
+    let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+    let host = b.get(4..4 + n)?;
+    Some((host, &b[4 + n..]))
 }

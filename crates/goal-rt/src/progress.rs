@@ -100,7 +100,7 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize) -> Thresholds
     let heap_eager = measured.heap_eager.min(eager);
     let cma = cfg.cma_range.unwrap_or(measured.cma);
     let credit = (cfg.unexpected_bytes / (size.max(2) as u64 - 1)).max(eager as u64);
-    Thresholds { eager, heap_eager, cma, credit }
+    Thresholds { eager, heap_eager, cma, credit, net_eager: cfg.net_eager }
 }
 
 /// Starts the helper thread of the `thread` and `spin` modes.
@@ -212,7 +212,7 @@ fn helper_loop(rt: &Runtime) {
         } else {
             Duration::from_secs(1)
         };
-        guard.sleep(timeout);
+        sleep(rt, guard, timeout);
         if busy {
             rt.lock_engine().check_peers_if_due();
         }
@@ -292,10 +292,19 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
         if shared.state.load(Ordering::Acquire) != RUNNING {
             break;
         }
-        guard.sleep(if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
+        sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         rt.lock_engine().check_peers_if_due();
     }
     rt.app_waiting.fetch_sub(1, Ordering::AcqRel);
     // Data that arrives from now on does not ring while the mark lingers;
     // the helper sleeps at most MARK_LINGER then, and takes over.
+}
+
+/// Sleeps until rung, until the network has news (with peers on other
+/// machines), or until `timeout`.
+fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Duration) {
+    match rt.net_fd {
+        Some(fd) => guard.sleep_or_readable(fd, timeout),
+        None => guard.sleep(timeout),
+    }
 }

@@ -41,6 +41,9 @@ pub const MODE_HEAP: u8 = 1;
 pub const MODE_CMA: u8 = 2;
 /// RTS mode: the bytes come on the pair's stream after a CTS.
 pub const MODE_STREAM: u8 = 3;
+/// RTS mode: the sender is on another machine; after the CTS the bytes
+/// come as a network bulk transfer straight into the receive buffer.
+pub const MODE_NET: u8 = 4;
 
 /// A decoded envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

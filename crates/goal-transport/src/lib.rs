@@ -30,7 +30,9 @@
 
 #![deny(missing_docs)]
 
+mod dualwait;
 pub mod shm;
+pub use dualwait::io_uring_allowed;
 mod sync;
 pub mod sys;
 

@@ -28,7 +28,7 @@ impl Job {
 
 /// Whether this process is a rank of a job (rather than the test driver).
 pub fn in_job() -> bool {
-    std::env::var_os("GOAL_RANK").is_some()
+    ["GOAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
 /// Launches `test` (its full path name in the harness) as `n` ranks with the given extra env.

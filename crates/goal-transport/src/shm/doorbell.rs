@@ -131,6 +131,12 @@ pub struct SleepGuard<'a> {
 }
 
 impl SleepGuard<'_> {
+    /// Sleeps until rung, `fd` is readable, or `timeout` has passed (see
+    /// the `dualwait` module: io_uring, or 1 ms steps without it).
+    pub fn sleep_or_readable(self, fd: std::os::fd::RawFd, timeout: Duration) {
+        crate::dualwait::wait(self.bell.bell(), self.token, fd, timeout);
+    }
+
     /// Sleeps in the kernel until rung or `timeout` has passed.
     pub fn sleep(self, timeout: Duration) {
         // A wake-up between `prepare` and here changed `bell`: the wait then

@@ -1,0 +1,354 @@
+//! goal across machines: an emulated cluster of 4 hosts (network
+//! namespaces, 1 Gbit/s rails, see goal-netns) with 2 ranks each, launched by
+//! Open MPI's `mpirun` across the hosts, with 1 and 2 rails. Ranks on one host
+//! talk through shared memory, ranks on different hosts over TCP.
+//!
+//! Needs root (namespaces) and Open MPI; without them every test says
+//! "skipped" and passes.
+
+mod util;
+
+use goal_netns::{Cluster, Spec};
+use goal_sched::{Buf, Graph};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+use util::{in_job, pattern};
+
+const HOSTS: usize = 4;
+const PER_HOST: usize = 2;
+
+/// The cluster, or why there is none (then the test is skipped).
+fn cluster(rails: usize) -> Option<Cluster> {
+    if let Err(why) = goal_netns::available() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    if Command::new("mpirun.openmpi").arg("--version").output().is_err() {
+        eprintln!("skipped: mpirun.openmpi not found (scripts/install-deps.sh installs it)");
+        return None;
+    }
+    Some(Cluster::create(&Spec::new(HOSTS, rails).rate("1gbit".parse().expect("rate"))).expect("creating the emulated cluster"))
+}
+
+fn rail_names(rails: usize) -> String {
+    (0..rails).map(|r| format!("rail{r}")).collect::<Vec<_>>().join(",")
+}
+
+/// Runs `program args` as HOSTS x PER_HOST ranks under mpirun on `c`, with
+/// goal using `rails` rails; returns the output (killed after `limit`).
+fn mpirun(c: &Cluster, rails: usize, env: &[(&str, &str)], program: &Path, args: &[&str], limit: Duration) -> Output {
+    let mut a: Vec<String> = vec!["-x".into(), format!("GOAL_RAILS={}", rail_names(rails))];
+    for (k, v) in env {
+        a.push("-x".into());
+        a.push(format!("{k}={v}"));
+    }
+    a.push(program.display().to_string());
+    a.extend(args.iter().map(|s| s.to_string()));
+    let rails_idx: Vec<usize> = (0..rails).collect();
+    let mut cmd = c.mpirun_openmpi(HOSTS * PER_HOST, PER_HOST, Some(&rails_idx), &a).expect("mpirun command");
+    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("starting mpirun");
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = done.clone();
+    let watchdog = std::thread::spawn(move || {
+        let t = Instant::now();
+        while t.elapsed() < limit {
+            if d2.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: kill on a pid we started; at worst it is already gone.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().expect("waiting for mpirun");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = watchdog.join();
+    out
+}
+
+fn check(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs this test binary's test `name` as the ranks of a job on the cluster.
+fn run_self(c: &Cluster, rails: usize, name: &str, env: &[(&str, &str)]) -> Output {
+    let exe = std::env::current_exe().expect("test binary");
+    mpirun(c, rails, env, &exe, &[name, "--exact", "--nocapture", "--test-threads=1"], Duration::from_secs(120))
+}
+
+/// Every rank sends to rank+1 and receives from rank-1 (neighbours on the
+/// same host and across hosts alike), every size from one byte to 16 MiB:
+/// eager and rendezvous, shared memory and TCP.
+#[test]
+fn ring_exchange_across_hosts() {
+    if in_job() {
+        let rt = goal_rt::init().expect("GOAL_Init");
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let (to, from) = ((me + 1) % n, (me + n - 1) % n);
+        for len in [0usize, 1, 8, 4096, 65536, 1 << 20, 16 << 20] {
+            let mut sb = vec![0u8; len];
+            for (i, b) in sb.iter_mut().enumerate() {
+                *b = pattern(me as u64, i);
+            }
+            let mut rb = vec![0u8; len];
+            let mut g = Graph::new();
+            g.send(Buf::user(sb.as_mut_ptr() as u64), len as i64, to as i64, 5);
+            g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 5);
+            let s = rt.compile(&g).unwrap();
+            for run in 0..2 {
+                // SAFETY: the buffers outlive the execution.
+                unsafe { rt.run(&s) }.unwrap().wait().unwrap_or_else(|e| panic!("rank {me} len {len} run {run}: {e}"));
+                if let Some(i) = rb.iter().enumerate().position(|(i, &b)| b != pattern(from as u64, i)) {
+                    panic!("rank {me}: len {len}: byte {i} from rank {from} is wrong");
+                }
+            }
+        }
+        goal_rt::finalize().unwrap();
+        return;
+    }
+    for rails in [1, 2] {
+        let Some(c) = cluster(rails) else { return };
+        for mode in ["manual", "thread"] {
+            let out = run_self(&c, rails, "ring_exchange_across_hosts", &[("GOAL_PROGRESS", mode)]);
+            check(&out, &format!("ring exchange, {rails} rail(s), {mode}"));
+        }
+    }
+}
+
+/// The C acceptance programs of `ctests/` that run at 8 ranks and expect
+/// success, built against this build's library, across the hosts.
+#[test]
+fn c_acceptance_programs_across_hosts() {
+    if in_job() {
+        return;
+    }
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = std::env::current_exe().expect("exe").parent().and_then(Path::parent).expect("target dir").to_path_buf();
+    // `cargo test` builds the crates the tests link, not the C library: build
+    // it now, into the same target directory, so that it is this version.
+    let release = lib.ends_with("release");
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build.current_dir(&repo).args(["build", "-q", "-p", "goal-ffi"]);
+    if release {
+        build.arg("--release");
+    }
+    let b = build.output().expect("running cargo build -p goal-ffi");
+    assert!(b.status.success(), "cargo build -p goal-ffi: {}", String::from_utf8_lossy(&b.stderr));
+    let progs = acceptance_programs(&repo.join("ctests"));
+    assert!(progs.len() >= 10, "found only {progs:?}");
+    let out_dir = std::env::temp_dir().join(format!("goal-multihost-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut bins = Vec::new();
+    for src in &progs {
+        let bin = out_dir.join(src.file_stem().unwrap());
+        let cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args(["-O2", "-std=c11", "-D_GNU_SOURCE"])
+            .arg(src)
+            .arg(format!("-I{}", repo.join("include").display()))
+            .arg(format!("-I{}", repo.join("ctests").display()))
+            .arg(format!("-L{}", lib.display()))
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .args(["-lgoal", "-lm", "-o"])
+            .arg(&bin)
+            .output()
+            .expect("running cc");
+        assert!(cc.status.success(), "cc {}: {}", src.display(), String::from_utf8_lossy(&cc.stderr));
+        bins.push(bin);
+    }
+    for rails in [1, 2] {
+        let Some(c) = cluster(rails) else { break };
+        for bin in &bins {
+            let out = mpirun(&c, rails, &[], bin, &[], Duration::from_secs(120));
+            check(&out, &format!("{} on {HOSTS} hosts x {PER_HOST} ranks, {rails} rail(s)", bin.display()));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+/// `ctests/t_*.c` whose `// ranks:` directive (if any) allows 8 ranks and
+/// that have no `// expect-fail:`.
+fn acceptance_programs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("ctests/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("t_") && n.ends_with(".c")))
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let head: Vec<&str> = text.lines().take(40).collect();
+            let fails = head.iter().any(|l| l.starts_with("// expect-fail:"));
+            let ranks_ok = head
+                .iter()
+                .find_map(|l| l.strip_prefix("// ranks:"))
+                .is_none_or(|r| r.split_whitespace().any(|n| n == (HOSTS * PER_HOST).to_string()));
+            !fails && ranks_ok
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Starts this test binary's test `name` as one rank per host, through the
+/// TCP store (rank 0 serves it on its rail 0), with `env`.
+fn spawn_per_host(c: &Cluster, name: &str, rails: usize, port: u16, env: &[(&str, &str)]) -> Vec<std::process::Child> {
+    let exe = std::env::current_exe().expect("test binary");
+    let secret: String = (0..32).map(|i| format!("{:02x}", (std::process::id() as usize * 31 + i * 7) as u8)).collect();
+    (0..c.hosts())
+        .map(|h| {
+            let mut cmd = c.host(h).command(&exe);
+            cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+                .env("GOAL_STORE", format!("{}:{port}", c.host(0).addr(0)))
+                .env("GOAL_RANK", h.to_string())
+                .env("GOAL_SIZE", c.hosts().to_string())
+                .env("GOAL_SECRET", &secret)
+                .env("GOAL_RAILS", rail_names(rails))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            cmd.spawn().expect("starting a rank")
+        })
+        .collect()
+}
+
+/// Waits for every child, at most `limit` in all; returns (status, stderr).
+fn wait_all(children: Vec<std::process::Child>, limit: Duration) -> Vec<(Option<i32>, String)> {
+    let t = Instant::now();
+    children
+        .into_iter()
+        .map(|mut ch| loop {
+            if let Some(st) = ch.try_wait().expect("try_wait") {
+                let mut err = String::new();
+                if let Some(mut e) = ch.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                break (st.code(), err);
+            }
+            if t.elapsed() > limit {
+                let _ = ch.kill();
+                let _ = ch.wait();
+                break (None, "timed out".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        })
+        .collect()
+}
+
+/// Rank 0 streams 5 x 64 MiB to rank 1 over two rails; one rail of host 1
+/// goes down in the middle. Its fragments are sent again on the other rail:
+/// every byte arrives, the executions finish.
+#[test]
+fn a_rail_that_goes_down_mid_transfer_loses_nothing() {
+    const LEN: usize = 64 << 20;
+    if in_job() {
+        let rt = goal_rt::init().expect("GOAL_Init");
+        let me = rt.rank();
+        let mut buf = vec![0u8; LEN];
+        if me == 0 {
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = pattern(9, i);
+            }
+        }
+        let mut g = Graph::new();
+        if me == 0 {
+            g.send(Buf::user(buf.as_mut_ptr() as u64), LEN as i64, 1, 1);
+        } else {
+            g.recv(Buf::user(buf.as_mut_ptr() as u64), LEN as i64, 0, 1);
+        }
+        let s = rt.compile(&g).unwrap();
+        for run in 0..5 {
+            // SAFETY: the buffer outlives the execution.
+            unsafe { rt.run(&s) }.unwrap().wait().unwrap_or_else(|e| panic!("rank {me} run {run}: {e}"));
+            if me == 1 {
+                if let Some(i) = buf.iter().enumerate().position(|(i, &b)| b != pattern(9, i)) {
+                    panic!("run {run}: byte {i} is wrong");
+                }
+                buf.fill(0);
+            }
+        }
+        goal_rt::finalize().unwrap();
+        return;
+    }
+    let Some(c) = cluster_of(2, 2) else { return };
+    let ranks = spawn_per_host(&c, "a_rail_that_goes_down_mid_transfer_loses_nothing", 2, 29701, &[("GOAL_NET_DEAD_AFTER", "1")]);
+    std::thread::sleep(Duration::from_millis(700));
+    c.set_rail(1, 1, false).expect("taking rail 1 of host 1 down");
+    let res = wait_all(ranks, Duration::from_secs(60));
+    for (r, (code, err)) in res.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {err}");
+    }
+}
+
+/// Four hosts in a loop of barriers; rank 2 is killed. Every other rank
+/// ends with an error within seconds, the first to notice naming rank 2.
+#[test]
+fn a_rank_killed_on_another_host_fails_the_others_quickly() {
+    if in_job() {
+        let rt = goal_rt::init().expect("GOAL_Init");
+        let s = rt.compile(&barrier_graph(&rt)).unwrap();
+        loop {
+            // SAFETY: a barrier has no buffers.
+            if let Err(e) = unsafe { rt.run(&s) }.unwrap().wait() {
+                eprintln!("rank {}: {e}", rt.rank());
+                std::process::exit(3);
+            }
+        }
+    }
+    let Some(c) = cluster_of(4, 1) else { return };
+    let mut ranks = spawn_per_host(&c, "a_rank_killed_on_another_host_fails_the_others_quickly", 1, 29702, &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    ranks[2].kill().expect("killing rank 2");
+    let t = Instant::now();
+    let res = wait_all(ranks, Duration::from_secs(30));
+    let took = t.elapsed();
+    // Survivors that stop in turn may name the one that left before them;
+    // whoever noticed first names rank 2.
+    for (r, (code, err)) in res.iter().enumerate() {
+        if r == 2 {
+            continue;
+        }
+        assert_eq!(*code, Some(3), "rank {r} did not end with an error: {err}");
+    }
+    assert!(res.iter().enumerate().any(|(r, (_, err))| r != 2 && err.contains("rank 2")), "no survivor names rank 2: {res:?}");
+    assert!(took < Duration::from_secs(15), "the survivors took {took:?}");
+}
+
+/// A dissemination barrier over the whole group, written directly.
+fn barrier_graph(rt: &goal_rt::Runtime) -> Graph {
+    let (me, n) = (rt.rank() as i64, rt.size() as i64);
+    let mut g = Graph::new();
+    let mut prev: Option<u64> = None;
+    let mut d = 1;
+    while d < n {
+        let s = g.send(Buf::user(0), 0, (me + d) % n, d);
+        let r = g.recv(Buf::user(0), 0, (me - d + n) % n, d);
+        if let Some(p) = prev {
+            g.requires(p, s).unwrap();
+            g.requires(p, r).unwrap();
+        }
+        let join = g.add(goal_sched::Vertex::Calc { units: 0 });
+        g.requires(s, join).unwrap();
+        g.requires(r, join).unwrap();
+        prev = Some(join);
+        d *= 2;
+    }
+    g
+}
+
+/// A cluster of `hosts` hosts with `rails` 1 Gbit/s rails (no MPI needed), or None (skipped).
+fn cluster_of(hosts: usize, rails: usize) -> Option<Cluster> {
+    if let Err(why) = goal_netns::available() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(Cluster::create(&Spec::new(hosts, rails).rate("1gbit".parse().expect("rate"))).expect("creating the emulated cluster"))
+}
