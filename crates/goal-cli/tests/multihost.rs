@@ -352,3 +352,19 @@ fn cluster_of(hosts: usize, rails: usize) -> Option<Cluster> {
     }
     Some(Cluster::create(&Spec::new(hosts, rails).rate("1gbit".parse().expect("rate"))).expect("creating the emulated cluster"))
 }
+
+/// Eager data a receiver on another machine must buffer is bounded too: past
+/// its credit (GOAL_UNEXPECTED_BYTES) a sender switches to rendezvous and
+/// waits for the receiver, here 512 x 1 KiB against a 64 KiB bound.
+#[test]
+fn senders_to_another_host_wait_past_the_unexpected_bound() {
+    if in_job() {
+        util::unexpected_bound_rank(Duration::from_millis(500), Duration::from_millis(1000));
+        return;
+    }
+    let Some(c) = cluster_of(2, 1) else { return };
+    let ranks = spawn_per_host(&c, "senders_to_another_host_wait_past_the_unexpected_bound", 1, 29703, &[("GOAL_UNEXPECTED_BYTES", "64K")]);
+    for (r, (code, err)) in wait_all(ranks, Duration::from_secs(60)).iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {err}");
+    }
+}

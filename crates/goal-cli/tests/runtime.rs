@@ -390,40 +390,7 @@ fn senders_wait_past_the_unexpected_bound() {
         assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
         return;
     }
-    let rt = rt();
-    let me = rt.rank();
-    let k = 512usize; // 512 x 1 KiB = 512 KiB, far past the 64 KiB bound
-    let mut buf = vec![0u8; k * 1024];
-    let mut g = Graph::new();
-    for i in 0..k {
-        let b = Buf::user(buf[i * 1024..].as_mut_ptr() as u64);
-        if me == 0 {
-            g.send(b, 1024, 1, i as i64);
-        } else {
-            g.recv(b, 1024, 0, i as i64);
-        }
-    }
-    if me == 0 {
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = pattern(1, i);
-        }
-    }
-    let s = rt.compile(&g).unwrap();
-    if me == 0 {
-        // SAFETY: buf outlives the execution.
-        let h = unsafe { rt.run(&s) }.unwrap();
-        let t = std::time::Instant::now();
-        while t.elapsed() < std::time::Duration::from_millis(300) {
-            assert!(!h.test().unwrap(), "all 512 KiB went out although the receiver buffers at most 64 KiB");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        h.wait().unwrap();
-    } else {
-        std::thread::sleep(std::time::Duration::from_millis(600));
-        run_wait(&rt, &s).unwrap();
-        assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern(1, i)));
-    }
-    goal_rt::finalize().unwrap();
+    util::unexpected_bound_rank(std::time::Duration::from_millis(300), std::time::Duration::from_millis(600));
 }
 
 /// Rank 1 is killed in the middle of an execution: the others fail with an

@@ -830,7 +830,8 @@ impl Engine {
     fn net_send(&mut self, r: OpRef, mut head: Head, pieces: Option<Pieces>) {
         let peer = head_peer(self, r);
         let len = head.len as usize;
-        let res = if len <= self.th.net_eager {
+        let res = if len <= self.th.net_eager && self.eager_credit(peer as usize, len as u64) {
+            self.st.eager_sent[peer as usize] += len as u64;
             let slices: Vec<&[u8]> = match &pieces {
                 // SAFETY: a send buffer is valid for its length (API contract).
                 Some(p) => p.as_slice().iter().map(|&(ptr, l)| unsafe { std::slice::from_raw_parts(ptr as *const u8, l) }).collect(),
@@ -870,6 +871,10 @@ impl Engine {
         let st = &mut self.st;
         if st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit {
             return true;
+        }
+        if self.remote[p] {
+            // Refreshed by CREDIT messages as they arrive.
+            return false;
         }
         st.eager_returned[p] = self.shm.credits_returned(p);
         st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit
@@ -1138,7 +1143,13 @@ impl Engine {
             let unpublished = self.st.released[p] - self.st.published[p];
             if unpublished >= step {
                 self.st.published[p] = self.st.released[p];
-                self.shm.return_credits(p, self.st.released[p]);
+                if self.remote[p] {
+                    let mut h = Head::control(proto::CREDIT, 0);
+                    h.addr = self.st.released[p];
+                    let _ = self.net_am(p as u32, &h, &[]);
+                } else {
+                    self.shm.return_credits(p, self.st.released[p]);
+                }
             } else if unpublished > 0 {
                 self.st.credit_due = true;
             }
@@ -1269,6 +1280,10 @@ impl Engine {
                 if let Some(s) = self.take_token(h.token) {
                     self.finish(s.r);
                 }
+            }
+            proto::CREDIT => {
+                let r = &mut self.st.eager_returned[src as usize];
+                *r = (*r).max(h.addr);
             }
             _ => {}
         }
@@ -1523,7 +1538,7 @@ pub(crate) const NET_HANDLER_BASE: u8 = 16;
 
 /// The handler ids the executor accepts from the network.
 pub(crate) fn net_handlers() -> Vec<u8> {
-    [proto::EAGER, proto::RTS, proto::CTS, proto::FIN].iter().map(|k| NET_HANDLER_BASE + k).collect()
+    [proto::EAGER, proto::RTS, proto::CTS, proto::FIN, proto::CREDIT].iter().map(|k| NET_HANDLER_BASE + k).collect()
 }
 
 /// Decodes a protocol message from the network; `None` if it does not fit

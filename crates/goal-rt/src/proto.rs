@@ -34,6 +34,10 @@ pub const RTS: u8 = 2;
 pub const CTS: u8 = 3;
 /// Rendezvous finished; the sender's buffer is free.
 pub const FIN: u8 = 4;
+/// Between machines only: the receiver has released eager bytes of this
+/// sender (cumulative count in `addr`); over shared memory the count is a
+/// word the sender reads instead.
+pub const CREDIT: u8 = 5;
 
 /// RTS mode: copy from the sender's shared heap at offset `w3`.
 pub const MODE_HEAP: u8 = 1;

@@ -87,3 +87,44 @@ impl Rng {
 pub fn pattern(m: u64, i: usize) -> u8 {
     (m.wrapping_mul(131).wrapping_add(i as u64 * 7) ^ (i as u64 >> 8)) as u8
 }
+
+/// One rank of the unexpected-bound check: rank 0 sends 512 x 1 KiB eagerly
+/// sized messages to rank 1, which posts its receives only after `late`.
+/// With `GOAL_UNEXPECTED_BYTES=64K` the sender must not finish within `hold`
+/// (past its credit it switches to rendezvous and waits); then all arrives.
+pub fn unexpected_bound_rank(hold: std::time::Duration, late: std::time::Duration) {
+    use goal_sched::{Buf, Graph};
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let me = rt.rank();
+    let k = 512usize; // 512 x 1 KiB = 512 KiB, far past the 64 KiB bound
+    let mut buf = vec![0u8; k * 1024];
+    let mut g = Graph::new();
+    for i in 0..k {
+        let b = Buf::user(buf[i * 1024..].as_mut_ptr() as u64);
+        if me == 0 {
+            g.send(b, 1024, 1, i as i64);
+        } else {
+            g.recv(b, 1024, 0, i as i64);
+        }
+    }
+    if me == 0 {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = pattern(1, i);
+        }
+    }
+    let s = rt.compile(&g).unwrap();
+    // SAFETY: buf outlives the execution (waited for below).
+    let h = if me == 0 { unsafe { rt.run(&s) }.unwrap() } else { std::thread::sleep(late); unsafe { rt.run(&s) }.unwrap() };
+    if me == 0 {
+        let t = std::time::Instant::now();
+        while t.elapsed() < hold {
+            assert!(!h.test().unwrap(), "all 512 KiB went out although the receiver buffers at most 64 KiB");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    h.wait().unwrap();
+    if me == 1 {
+        assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern(1, i)), "wrong data");
+    }
+    goal_rt::finalize().unwrap();
+}
