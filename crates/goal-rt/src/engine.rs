@@ -1200,7 +1200,12 @@ impl Engine {
         }
         self.st.arrived = arrived;
         if !self.st.net_events.is_empty() {
-            for note in std::mem::take(&mut self.st.net_events) {
+            // A loss last: goal-net may report a peer's departure in the same
+            // poll before a transfer of its that had completed (the peer
+            // left because we acknowledged it); that transfer did arrive.
+            let mut notes = std::mem::take(&mut self.st.net_events);
+            notes.sort_by_key(|n| matches!(n, NetNote::PeerLost { .. }));
+            for note in notes {
                 match note {
                     NetNote::BulkDone { src, token } => {
                         if let Some(r) = self.st.net_in.remove(&(src, token)) {
