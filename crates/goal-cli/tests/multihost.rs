@@ -20,15 +20,11 @@ const PER_HOST: usize = 2;
 
 /// The cluster, or why there is none (then the test is skipped).
 fn cluster(rails: usize) -> Option<Cluster> {
-    if let Err(why) = goal_netns::available() {
-        eprintln!("skipped: {why}");
-        return None;
-    }
     if Command::new("mpirun.openmpi").arg("--version").output().is_err() {
         eprintln!("skipped: mpirun.openmpi not found (scripts/install-deps.sh installs it)");
         return None;
     }
-    Some(Cluster::create(&Spec::new(HOSTS, rails).rate("1gbit".parse().expect("rate"))).expect("creating the emulated cluster"))
+    cluster_of(HOSTS, rails)
 }
 
 fn rail_names(rails: usize) -> String {

@@ -786,7 +786,7 @@ impl Engine {
         let p = peer as usize;
         let pieces = self.pieces(r);
         if self.remote[p] {
-            return self.net_send(r, head, pieces);
+            return self.net_send(r, peer, head, pieces);
         }
         let ptr = match pieces {
             Some(Pieces::One([(ptr, _)])) => ptr,
@@ -827,8 +827,7 @@ impl Engine {
     /// the bytes then flow, once the receiver has answered CTS, as a bulk
     /// transfer straight from this buffer into the receive's (no FIN: the
     /// network's acknowledgement of the last fragment finishes the send).
-    fn net_send(&mut self, r: OpRef, mut head: Head, pieces: Option<Pieces>) {
-        let peer = head_peer(self, r);
+    fn net_send(&mut self, r: OpRef, peer: u32, mut head: Head, pieces: Option<Pieces>) {
         let len = head.len as usize;
         let res = if len <= self.th.net_eager && self.eager_credit(peer as usize, len as u64) {
             self.st.eager_sent[peer as usize] += len as u64;
@@ -856,13 +855,8 @@ impl Engine {
 
     /// Sends one protocol message to a peer on another machine; its handler is `16 + kind`.
     fn net_am(&mut self, peer: u32, head: &Head, payload: &[&[u8]]) -> std::io::Result<()> {
-        let env = head.encode();
-        let mut bytes = [0u8; 32];
-        for (i, w) in env.iter().enumerate() {
-            bytes[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
-        }
         match self.net.as_mut() {
-            Some(n) => n.send_am(peer, NET_HANDLER_BASE + head.kind, &bytes, payload),
+            Some(n) => n.send_am(peer, NET_HANDLER_BASE + head.kind, &head.to_bytes(), payload),
             None => Err(std::io::Error::other("no network")),
         }
     }
@@ -1549,18 +1543,5 @@ pub(crate) fn net_handlers() -> Vec<u8> {
 /// Decodes a protocol message from the network; `None` if it does not fit
 /// (goal-net already refused unknown handlers and oversized headers).
 fn net_head(handler: u8, head: &[u8]) -> Option<Head> {
-    if head.len() != 32 {
-        return None;
-    }
-    let mut env = [0u64; 4];
-    for (i, w) in env.iter_mut().enumerate() {
-        *w = u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().ok()?);
-    }
-    let h = Head::decode(&env);
-    (handler == NET_HANDLER_BASE + h.kind).then_some(h)
-}
-
-/// The destination rank of send `r`.
-fn head_peer(e: &Engine, r: OpRef) -> u32 {
-    e.rec(r).map_or(0, |o| o.peer as u32)
+    Head::from_bytes(head).filter(|h| handler == NET_HANDLER_BASE + h.kind)
 }

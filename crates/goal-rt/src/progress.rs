@@ -72,13 +72,11 @@ impl AppMark {
         }
     }
 
-    /// Lifts the mark if it is set; true if it was. The caller re-checks for work.
-    pub(crate) fn lift(&self, bell: &goal_transport::shm::Doorbell) -> bool {
+    /// Lifts the mark if it is set. The caller re-checks for work.
+    pub(crate) fn lift(&self, bell: &goal_transport::shm::Doorbell) {
         if self.set.load(Ordering::Relaxed) && self.set.swap(false, Ordering::AcqRel) {
             bell.unmark_polling();
-            return true;
         }
-        false
     }
 
     fn is_set(&self) -> bool {
@@ -117,20 +115,15 @@ pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
     Ok(())
 }
 
-/// How long a waiting thread polls before it sleeps: `GOAL_SPIN_US`.
-///
-/// With more ranks than cores, the rank we wait for may need the very CPU
-/// our polling holds, so a poller then calls `sched_yield` after every
-/// batch of polls without news ([`yields`]). Measured here (4 ranks on 2
+/// Whether pollers hand the CPU over between batches of polls without
+/// news. A waiting thread polls for `GOAL_SPIN_US` before it sleeps; with
+/// more ranks than cores, the rank we wait for may need the very CPU our
+/// polling holds, so a poller then calls `sched_yield` after every batch.
+/// Measured here (4 ranks on 2
 /// cores, kernel 6.18, ranks pinned or not): a barrier took 14-16 us when
 /// polling 2 us without yielding and then sleeping (each hop a futex
 /// wake-up), 6.2 us pinned / 13 us unpinned when yielding for 50 us; with
 /// a helper thread per rank, 55-96 us against 6.3-13 us.
-fn spin_budget(rt: &Runtime) -> Duration {
-    rt.cfg.spin
-}
-
-/// Whether pollers hand the CPU over between batches (see [`spin_budget`]).
 fn yields(rt: &Runtime) -> bool {
     rt.oversubscribed
 }
@@ -142,7 +135,7 @@ fn yield_now() {
 }
 
 fn helper_loop(rt: &Runtime) {
-    let spin = spin_budget(rt);
+    let spin = rt.cfg.spin;
     let yield_polls = yields(rt);
     let mut seen_epoch = rt.app_mark.epoch();
     loop {
@@ -232,7 +225,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
         return;
     }
     let others = rt.app_waiting.fetch_add(1, Ordering::AcqRel);
-    let spin = spin_budget(rt);
+    let spin = rt.cfg.spin;
     let yield_polls = yields(rt);
     // The polling mark tells peers to skip waking a sleeper of ours while we
     // poll. With a helper, the lingering mark does (see `AppMark`). Without

@@ -97,6 +97,26 @@ impl Head {
         }
     }
 
+    /// The envelope as the 32 little-endian bytes that travel between
+    /// machines (the network carries bytes, the rings carry words).
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for (i, w) in self.encode().iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    /// The inverse of [`to_bytes`](Self::to_bytes); `None` unless `b` is 32 bytes.
+    pub fn from_bytes(b: &[u8]) -> Option<Head> {
+        let b: &[u8; 32] = b.try_into().ok()?;
+        let mut e: Envelope = [0; 4];
+        for (i, w) in e.iter_mut().enumerate() {
+            *w = u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().ok()?);
+        }
+        Some(Head::decode(&e))
+    }
+
     /// A control message (CTS, FIN) for `token`.
     pub fn control(kind: u8, token: u32) -> Head {
         Head { kind, mode: 0, tag: 0, sched: 0, seq: 0, len: 0, token, addr: 0 }
@@ -111,5 +131,7 @@ mod tests {
     fn envelope_round_trips() {
         let h = Head { kind: RTS, mode: MODE_CMA, tag: -1, sched: 7, seq: u32::MAX, len: 1 << 31, token: 99, addr: 0xdead_beef_0000 };
         assert_eq!(Head::decode(&h.encode()), h);
+        assert_eq!(Head::from_bytes(&h.to_bytes()), Some(h));
+        assert_eq!(Head::from_bytes(&h.to_bytes()[..31]), None);
     }
 }
