@@ -8,14 +8,14 @@ use common::*;
 use goal_net::NetNode;
 use std::time::{Duration, Instant};
 
-fn survive(nrails: usize, after: u64, cut: impl Fn(&mut NetNode, &mut NetNode, &mut [Log; 2])) -> [Log; 2] {
+fn survive(nrails: usize, after: u64, sender_losses: usize, cut: impl Fn(&mut NetNode, &mut NetNode, &mut [Log; 2])) -> [Log; 2] {
     let (a, b) = pair(nrails);
-    survive_cut(a, b, after, cut)
+    survive_cut(a, b, after, sender_losses, cut)
 }
 
 #[test]
 fn one_of_three_rails_shut_down_by_the_sender() {
-    let logs = survive(3, 16 << 20, |a, _, _| assert!(a.test_shutdown_rail(1, 1)));
+    let logs = survive(3, 16 << 20, 1, |a, _, _| assert!(a.test_shutdown_rail(1, 1)));
     assert_eq!(logs[0].rail_lost.len(), 1, "{:?}", logs[0].rail_lost);
     assert_eq!(logs[0].rail_lost[0].1, "lo2");
     assert_eq!(logs[1].rail_lost.len(), 1, "the receiver sees it too");
@@ -23,14 +23,14 @@ fn one_of_three_rails_shut_down_by_the_sender() {
 
 #[test]
 fn one_of_three_rails_shut_down_by_the_receiver() {
-    let logs = survive(3, 8 << 20, |_, b, _| assert!(b.test_shutdown_rail(0, 2)));
+    let logs = survive(3, 8 << 20, 1, |_, b, _| assert!(b.test_shutdown_rail(0, 2)));
     assert_eq!(logs[0].rail_lost.len(), 1);
     assert_eq!(logs[1].rail_lost.len(), 1);
 }
 
 #[test]
 fn two_of_three_rails_at_different_times() {
-    let logs = survive(3, 4 << 20, |a, b, logs| {
+    let logs = survive(3, 4 << 20, 2, |a, b, logs| {
         assert!(a.test_shutdown_rail(1, 0));
         // A second failure while the first one's fragments are being resent.
         for _ in 0..50 {

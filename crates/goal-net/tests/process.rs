@@ -189,7 +189,7 @@ fn netns_child() {
     let b = g.pop().unwrap();
     let a = g.pop().unwrap();
     let cut_at = std::cell::Cell::new(None);
-    let logs = survive_cut(a, b, 4 << 20, |_, _, _| {
+    let logs = survive_cut(a, b, 4 << 20, 1, |_, _, _| {
         sh(BLACKHOLE);
         cut_at.set(Some(Instant::now()));
     });
