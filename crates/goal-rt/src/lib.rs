@@ -33,7 +33,7 @@ pub mod localop;
 mod progress;
 pub mod proto;
 
-pub use config::{Config, ProgressMode};
+pub use config::{Config, ProgressMode, Requested};
 pub use error::{Error, ErrorKind, Result};
 
 use engine::{Engine, ExecShared, SchedInner, Thresholds, DONE, FAILED, RUNNING};
@@ -166,7 +166,7 @@ pub fn finalize() -> Result<()> {
 
 impl Runtime {
     fn start() -> Result<Arc<Runtime>> {
-        let cfg = Config::from_env()?;
+        let mut cfg = Config::from_env()?;
         let sys = |what: &str, e: std::io::Error| Error::new(ErrorKind::System, format!("GOAL_Init: {what}: {e}"));
         let mut boot = goal_boot::from_env().map_err(|e| sys("bootstrap", e))?;
         let (rank, size) = (boot.rank(), boot.size());
@@ -184,6 +184,11 @@ impl Runtime {
             }
         }
         let local_ranks = remote.iter().filter(|&&r| !r).count();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        cfg.resolve_progress(local_ranks, cores);
+        if rank == 0 && (cfg.debug || cfg.requested == config::Requested::Kernel) {
+            eprintln!("goal: progress mode '{}' ({})", cfg.progress.name(), cfg.progress_reason);
+        }
         // Round 2 (only with several machines, which every rank then sees):
         // the network addresses, then the connections.
         let net = if remote.iter().any(|&r| r) {
@@ -203,10 +208,10 @@ impl Runtime {
         let th = progress::thresholds(&cfg, &shm, size);
         if cfg.debug && rank == 0 {
             eprintln!(
-                "goal: {size} ranks on {} cores, progress={}, spin={:?}, eager<={} B (heap {} B), cma={:?}, credit={} B per sender",
-                std::thread::available_parallelism().map_or(1, |n| n.get()),
+                "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?}, credit={} B per sender",
                 cfg.progress.name(),
                 cfg.spin,
+                cfg.helper_spin.unwrap_or_default(),
                 th.eager,
                 th.heap_eager,
                 th.cma,
@@ -234,7 +239,7 @@ impl Runtime {
             app_waiting: AtomicU32::new(0),
             app_mark: progress::AppMark::default(),
             shutdown: AtomicBool::new(false),
-            oversubscribed: local_ranks > std::thread::available_parallelism().map_or(1, |n| n.get()),
+            oversubscribed: local_ranks > cores,
             helper: Mutex::new(None),
             cfg,
         });

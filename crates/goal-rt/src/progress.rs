@@ -15,7 +15,18 @@
 //!   arriving data. While an application thread is inside Wait, the helper
 //!   stands down and the waiting thread drives progress itself (so the two
 //!   never fight over the engine lock or a core).
+//!   The helper polls only briefly after an event (`GOAL_HELPER_SPIN_US`):
+//!   20 us when it has a core of its own, not at all when it shares one with
+//!   a computing rank, whose CPU every polled microsecond would take. With
+//!   nothing in flight it sleeps until rung (bounded at 10 s), so an idle
+//!   runtime costs the application nothing measurable.
+//!   `GOAL_PROGRESS_CPU` pins it, `GOAL_PROGRESS_RT=1` makes it a
+//!   real-time thread (Hoefler and Lumsdaine's RT threads: a woken helper
+//!   preempts the computing application at once instead of waiting for its
+//!   time slice).
 //! * `spin`: like `thread` with a long polling spell, for a spare core.
+//! * `auto` (the default) picks `spin` when every rank here has a spare core
+//!   for its helper, else `thread` (see `Config::resolve_progress`).
 //!
 //! The engine lock admits one progressing thread at a time; a thread that
 //! finds it taken simply checks its own handle again, since the holder is
@@ -88,6 +99,9 @@ impl AppMark {
     }
 }
 
+/// How long the helper sleeps when nothing is in flight (a Run rings it).
+const IDLE_SLEEP: Duration = Duration::from_secs(10);
+
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
 
@@ -109,10 +123,47 @@ pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
     let r = rt.clone();
     let h = std::thread::Builder::new()
         .name("goal-progress".into())
-        .spawn(move || helper_loop(&r))
+        .spawn(move || {
+            place_helper(&r.cfg, r.rank);
+            helper_loop(&r)
+        })
         .map_err(|e| Error::new(ErrorKind::System, format!("GOAL_Init: starting the progress thread: {e}")))?;
     *rt.helper.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
     Ok(())
+}
+
+/// Applies `GOAL_PROGRESS_CPU` and `GOAL_PROGRESS_RT` to the calling
+/// (helper) thread. Neither is essential: a refusal is said once, on the
+/// rank it happened to, and the helper runs on as an ordinary thread.
+fn place_helper(cfg: &Config, rank: u32) {
+    if let Some(cpu) = cfg.helper_cpu {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
+        // inside it (the index is checked against its capacity first), and
+        // sched_setaffinity(0, ..) only reads it, for this thread.
+        let err = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+                Some(std::io::Error::from_raw_os_error(libc::EINVAL))
+            } else {
+                libc::CPU_SET(cpu, &mut set);
+                (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0).then(std::io::Error::last_os_error)
+            }
+        };
+        if let Some(e) = err {
+            eprintln!("goal (rank {rank}): GOAL_PROGRESS_CPU={cpu}: cannot pin the progress thread there ({e}); it runs unpinned");
+        }
+    }
+    if cfg.helper_rt {
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: pthread_self() is this thread; `param` is a valid sched_param.
+        let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        if rc != 0 {
+            eprintln!(
+                "goal (rank {rank}): GOAL_PROGRESS_RT=1: the progress thread cannot run as real-time (SCHED_FIFO: {}); it runs as an ordinary thread",
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+    }
 }
 
 /// Whether pollers hand the CPU over between batches of polls without
@@ -135,7 +186,7 @@ fn yield_now() {
 }
 
 fn helper_loop(rt: &Runtime) {
-    let spin = rt.cfg.spin;
+    let spin = rt.cfg.helper_spin.unwrap_or_default();
     let yield_polls = yields(rt);
     let mut seen_epoch = rt.app_mark.epoch();
     loop {
@@ -203,7 +254,7 @@ fn helper_loop(rt: &Runtime) {
         } else if busy {
             LIVENESS_TICK
         } else {
-            Duration::from_secs(1)
+            IDLE_SLEEP
         };
         if rt.app_waiting.load(Ordering::Acquire) > 0 {
             // The waiting application polls the network itself: a helper
