@@ -93,7 +93,7 @@ fn body() {
                 g.recv(Buf::user(slot), 8, peer as i64, 7)
             };
             if let Some(p) = prev {
-                g.requires(v, p).unwrap();
+                g.requires(p, v).unwrap();
             }
             prev = Some(v);
         }

@@ -18,6 +18,7 @@ pub mod coll;
 mod error;
 mod graph;
 mod ops;
+pub mod chains;
 mod schedule;
 pub mod sim;
 
