@@ -26,9 +26,9 @@ use std::time::Duration;
 
 /// `FUTEX2_SIZE_U32`: the futex word is 32 bits (futex2 flags; no
 /// `FUTEX2_PRIVATE`, since peers in other processes wake it).
-const FUTEX2_SIZE_U32: u32 = 0x02;
+pub(crate) const FUTEX2_SIZE_U32: u32 = 0x02;
 /// `FUTEX_BITSET_MATCH_ANY`.
-const MATCH_ANY: u64 = 0xffff_ffff;
+pub(crate) const MATCH_ANY: u64 = 0xffff_ffff;
 
 const UD_FUTEX: u64 = 1;
 const UD_POLL: u64 = 2;

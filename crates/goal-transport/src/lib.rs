@@ -23,6 +23,11 @@
 //! Attach ([`sys::cma_read`]) and goal's own shared heap
 //! ([`shm::Heap`], `GOAL_Alloc`), from which a receiver copies directly.
 //!
+//! [`kchain`] hands whole chains of sends, receives and futex operations to
+//! the kernel as linked io_uring operations, which it carries forward while
+//! the process sleeps or computes, over sockets (local `SOCK_SEQPACKET`
+//! pairs, or any stream) and shared futex words.
+//!
 //! # Threading
 //!
 //! A [`shm::ShmNode`] is used by one thread at a time (the runtime keeps it
@@ -31,6 +36,7 @@
 #![deny(missing_docs)]
 
 mod dualwait;
+pub mod kchain;
 pub mod shm;
 pub use dualwait::io_uring_allowed;
 mod sync;

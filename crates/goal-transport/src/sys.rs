@@ -378,3 +378,164 @@ pub fn cma_read(pid: i32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// `socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC)`: two connected
+/// message sockets.
+pub fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid, writable array of two ints.
+    cvt(unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    })?;
+    Ok((owned(fds[0]), owned(fds[1])))
+}
+
+/// `socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC)`: an unbound, unconnected
+/// message socket.
+pub fn seqpacket_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with integer arguments.
+    let fd =
+        cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) })?;
+    Ok(owned(fd))
+}
+
+/// The `sockaddr_un` of the abstract address `name` (Linux: a leading NUL,
+/// then `name`; no file is created and the name vanishes with the socket).
+fn abstract_addr(name: &[u8]) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: `sockaddr_un` is plain old data; all-zero is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    if name.len() + 1 > addr.sun_path.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "abstract socket name of {} bytes is longer than the {} AF_UNIX allows",
+                name.len(),
+                addr.sun_path.len() - 1
+            ),
+        ));
+    }
+    for (dst, &src) in addr.sun_path[1..].iter_mut().zip(name) {
+        *dst = src as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+    Ok((addr, len as libc::socklen_t))
+}
+
+/// `bind(fd, @name)` to the abstract address `name`.
+pub fn bind_abstract(fd: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
+    let (addr, len) = abstract_addr(name)?;
+    // SAFETY: `addr` is a valid sockaddr_un of which `len` bytes are used.
+    cvt(unsafe { libc::bind(fd.as_raw_fd(), (&raw const addr).cast(), len) })?;
+    Ok(())
+}
+
+/// `connect(fd, @name)` to the abstract address `name`.
+pub fn connect_abstract(fd: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
+    let (addr, len) = abstract_addr(name)?;
+    // SAFETY: `addr` is a valid sockaddr_un of which `len` bytes are used.
+    cvt(unsafe { libc::connect(fd.as_raw_fd(), (&raw const addr).cast(), len) })?;
+    Ok(())
+}
+
+/// `listen(fd, backlog)`.
+pub fn listen(fd: BorrowedFd<'_>, backlog: i32) -> io::Result<()> {
+    // SAFETY: plain syscall on a borrowed descriptor.
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
+    Ok(())
+}
+
+/// `accept4(fd, NULL, NULL, SOCK_CLOEXEC)`: the next pending connection.
+pub fn accept(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    // SAFETY: null address pointers ask the kernel not to report the peer.
+    let fd = cvt(unsafe {
+        libc::accept4(
+            fd.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_CLOEXEC,
+        )
+    })?;
+    Ok(owned(fd))
+}
+
+/// `setsockopt(fd, SOL_SOCKET, opt, &val)` for an integer option.
+pub fn set_socket_int(fd: BorrowedFd<'_>, opt: libc::c_int, val: libc::c_int) -> io::Result<()> {
+    // SAFETY: `val` is a live int and its size is passed with it.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&raw const val).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// `getsockopt(fd, SOL_SOCKET, opt)` for an integer option.
+pub fn socket_int(fd: BorrowedFd<'_>, opt: libc::c_int) -> io::Result<libc::c_int> {
+    let mut val: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `val` and `len` are live and writable; `len` holds val's size.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&raw mut val).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(val)
+}
+
+/// The effective user id of the process at the other end of a connected
+/// AF_UNIX socket, as the kernel recorded it at `connect`/`listen` time
+/// (`SO_PEERCRED`).
+pub fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    // SAFETY: `ucred` is plain old data; all-zero is a valid value.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are live and writable; `len` holds cred's size.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(cred.uid)
+}
+
+/// The calling process's effective user id.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// `send(fd, buf, flags)`: returns the bytes sent. `EAGAIN` (with
+/// `MSG_DONTWAIT`) and `EINTR` come back as errors for the caller to match.
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: `buf` is readable for `buf.len()` bytes for the whole call.
+    let r = unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) };
+    Ok(cvt_long(r as libc::c_long)? as usize)
+}
+
+/// `recv(fd, buf, flags)`: returns the bytes received (with `MSG_TRUNC` on
+/// a message socket: the message's real length, which may exceed
+/// `buf.len()`). 0 means the peer closed the connection.
+pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: `buf` is writable for `buf.len()` bytes and exclusively ours
+    // for the whole call.
+    let r = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) };
+    Ok(cvt_long(r as libc::c_long)? as usize)
+}
