@@ -290,9 +290,9 @@ impl Runtime {
             let shared = self.lock_engine().start(&s.inner);
             return Ok(Handle { shared, rt: self.clone() });
         }
-        // The peers' messages of this execution tend to arrive while we are
-        // still in Run or about to Wait: spare them the wake-up of our helper.
-        self.app_mark.touch(&self.bell);
+        // Whether the application computes from here on, and arriving data
+        // must wake the helper (see `progress::AppMark`).
+        self.app_mark.at_run(&self.bell);
         let shared = self.lock_engine().start(&s.inner);
         Ok(Handle { shared, rt: self.clone() })
     }

@@ -52,16 +52,24 @@ const MARK_LINGER: Duration = Duration::from_micros(200);
 ///
 /// Marking the doorbell as polled spares peers the futex wake-up of our
 /// sleeping helper while an application thread polls anyway. Marking and
-/// unmarking on every Wait, though, moves the doorbell's cache line between
-/// us and every peer that sends to us twice per call: at 8 bytes, a third
-/// of the cost of a whole exchange (measured on a VM whose cores pass a line
-/// in 160 ns). So an application thread sets the mark when it enters Run or
-/// Wait and leaves it set; the helper, which then sleeps for at most
-/// [`MARK_LINGER`], lifts it once no Run or Wait happened for that long, and
-/// re-checks for work as the doorbell protocol requires. The price: a
-/// message that arrives while the application computes right after a Wait
-/// is progressed up to 200 us late, once per burst of calls. An application
-/// thread that goes to sleep lifts the mark first.
+/// unmarking on every call, though, moves the doorbell's cache line between
+/// us and every peer that sends to us (measured: a third of an 8-byte
+/// exchange on a VM whose cores pass a line in 160 ns). So an application
+/// thread sets the mark when it enters Wait and leaves it set while nothing
+/// else is in flight: messages that arrive then belong to executions not yet
+/// started, and wait for their Run in any case. The mark is lifted
+/// * by Run, before the execution starts, unless the last Run was under
+///   30 us ago (see [`AppMark::at_run`]): the application computes between
+///   Run and Wait, and arriving data must wake the helper (a mark left set
+///   stopped all background progress for 200 us after every call, most of
+///   a short computation: 0-20 % overlap measured);
+/// * when Wait returns while other executions are still running;
+/// * by an application thread that goes to sleep;
+/// * by the helper, after [`MARK_LINGER`] without a Run or Wait (a safety
+///   net for executions started by another thread).
+///
+/// A Run+Wait loop thus moves the line twice per iteration (lift, set),
+/// where polling marks on every poll moved it far more often.
 #[derive(Default)]
 pub(crate) struct AppMark {
     /// Whether the mark is set (counted once in the doorbell's `polling`).
@@ -69,17 +77,52 @@ pub(crate) struct AppMark {
     /// Bumped by every Run and Wait: the helper lifts the mark only when
     /// this did not move during a whole linger period.
     epoch: std::sync::atomic::AtomicU64,
+    /// CLOCK_MONOTONIC of the last Run, in nanoseconds.
+    last_run: std::sync::atomic::AtomicU64,
+}
+
+/// Runs closer together than this are a loop of Run and Wait with nothing
+/// between them; farther apart, the application computes between its Run
+/// and its Wait.
+const TIGHT_LOOP: Duration = Duration::from_micros(30);
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for clock_gettime to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl AppMark {
-    /// Notes application activity and sets the mark if it is not set. On
-    /// setting it, wakes the helper if it sleeps: it may have chosen a long
-    /// sleep before the mark existed, and peers will not ring it now.
-    pub(crate) fn touch(&self, bell: &goal_transport::shm::Doorbell) {
+    /// Notes application activity and sets the mark if it is not set. With
+    /// `ring`, wakes the helper on setting it: it may have chosen a long
+    /// sleep before the mark existed, and must lift the mark after
+    /// [`MARK_LINGER`] if nobody else does.
+    pub(crate) fn touch(&self, bell: &goal_transport::shm::Doorbell, ring: bool) {
         self.epoch.fetch_add(1, Ordering::Relaxed);
         if !self.set.load(Ordering::Relaxed) && !self.set.swap(true, Ordering::AcqRel) {
             bell.mark_polling();
-            bell.ring();
+            if ring {
+                bell.ring();
+            }
+        }
+    }
+
+    /// Called by Run before the execution starts. In a loop of Runs and
+    /// Waits with nothing between them the mark stays (the Wait follows at
+    /// once); when the application computed since its last Run, it will
+    /// likely compute again now, and arriving data must wake the helper.
+    /// One clock read per Run (50 ns in this VM) buys that: without it,
+    /// either every hop of a latency loop paid a futex wake-up (8-byte
+    /// barrier 0.4 us -> 25 us) or background progress stalled for
+    /// [`MARK_LINGER`] after every call (0-20 % overlap).
+    pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell) {
+        let now = monotonic_ns();
+        let prev = self.last_run.swap(now, Ordering::Relaxed);
+        if now.saturating_sub(prev) < TIGHT_LOOP.as_nanos() as u64 {
+            self.touch(bell, true);
+        } else {
+            self.lift(bell);
         }
     }
 
@@ -289,7 +332,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
     if helper {
         // Once per call: after a sleep the mark stays lifted (touching it
         // again would ring the helper on every wake-up).
-        rt.app_mark.touch(&rt.bell);
+        rt.app_mark.touch(&rt.bell, false);
     }
     loop {
         // Poll (peers need not ring while we do), for `spin` after the last
@@ -347,8 +390,10 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
         rt.lock_engine().check_peers_if_due();
     }
     rt.app_waiting.fetch_sub(1, Ordering::AcqRel);
-    // Data that arrives from now on does not ring while the mark lingers;
-    // the helper sleeps at most MARK_LINGER then, and takes over.
+    // Data for executions still running must wake the helper from now on.
+    if helper && rt.lock_engine().busy() {
+        rt.app_mark.lift(&rt.bell);
+    }
 }
 
 /// Sleeps until rung, until the network has news (with peers on other
