@@ -9,7 +9,7 @@ PREFIX ?= $(CURDIR)/build/prefix
 CARGO ?= cargo
 RELEASE := target/release
 
-.PHONY: all build install test cargo-test ctest demo bench-p2p deps clean
+.PHONY: all build install test cargo-test ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
@@ -41,6 +41,9 @@ demo: deps install
 
 bench-p2p: install
 	python3 bench/p2p.py --prefix $(PREFIX) --out results/p2p
+
+bench-overlap: install
+	python3 bench/overlap.py --prefix $(PREFIX) --out results/overlap
 
 clean:
 	$(CARGO) clean
