@@ -10,7 +10,8 @@
  * --pin: every thread of rank r on CPU r % ncpus (before init from the launcher's rank variable
  * GOAL_RANK / OMPI_COMM_WORLD_RANK / PMI_RANK, and again after init so that the library's
  * threads are included: helper threads share their rank's core, "fully subscribed").
- * --max-s: a point (op, test) not begun after X s of run time is skipped ({"test": "skipped"}).
+ * --max-s: a test point not begun after X s of run time is skipped with the rest of its test
+ * ({"test": "skipped"}).
  *
  * Operations (--ops, default all): barrier, bcast:8, bcast:64K, bcast:1M, allreduce:8,
  * allreduce:64K, allreduce:1M (float32 sum; the size is the vector's bytes), pingpong200.
@@ -66,11 +67,13 @@
  *                 (variant "progress": compute(K) in chunks, a progress call after each)
  *        overlap% = 100 * max(0, min(1, (t_pure + t_cpu - t_ovrl) / min(t_pure, t_cpu)))
  *    t_cpu and both t_ovrl are timed in interleaved repetitions, clamp(budget / (2 t_pure +
- *    3 t_cpu), I); I = 10..300 (quick: 5..100).
+ *    3 t_cpu), I); I = 10..300 (quick: 5..100). Slow operations: repetitions are cut so that a
+ *    point takes about 2 s (but at least 5 repetitions), here and for t_pure.
  *
  * 3. cpu (KACC; Hoefler/Lumsdaine work-based). Per op, quantum Q = K units (test 2's t_cpu,
- *    ~max(t_pure, 50 us) of work), n = max(3, window / t_cpu) quanta (the same n on every rank;
- *    --window-ms, default 20, quick 10). Each repetition (5; quick 3) times, one after the other:
+ *    ~max(t_pure, 50 us) of work), n = max(2, window / t_cpu) quanta (the same n on every rank;
+ *    --window-ms, default 20, quick 10). Each repetition (5; quick 3; fewer, down to 3, where
+ *    they would take more than 2 s) times, one after the other:
  *        idle: barrier; t0; n x compute(Q); T_idle = now - t0
  *        comm: barrier; t0; n x [start; compute(Q); wait]; T_comm = now - t0  (ops back to back)
  *              variants "none" and "progress" (compute(Q) in chunks, a progress call after each)
@@ -159,6 +162,13 @@ static void fail(const char *what, int code) {
     fprintf(stderr, "overlap (%s, rank %d): %s failed", lib, rank, what);
     if (code < 0) fprintf(stderr, " (code %d: %s)", code, GOAL_ErrorString(code));
     fprintf(stderr, ": %s\n", last && *last ? last : "(no GOAL_LastError message)");
+    fflush(stderr);
+    exit(1);
+}
+
+/* an error that is not a GOAL call's */
+static void die(const char *msg) {
+    fprintf(stderr, "overlap (%s, rank %d): %s\n", lib, rank, msg);
     fflush(stderr);
     exit(1);
 }
@@ -299,9 +309,9 @@ static void mpi_fail(const char *what, int rc) {
         if (rc_ != MPI_SUCCESS) mpi_fail(#call, rc_); \
     } while (0)
 
-static void fail(const char *what, int code) {
-    (void)code;
-    fprintf(stderr, "overlap (%s, rank %d): %s\n", lib, rank, what);
+/* an error that is not an MPI call's */
+static void die(const char *msg) {
+    fprintf(stderr, "overlap (%s, rank %d): %s\n", lib, rank, msg);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
@@ -350,7 +360,7 @@ static void op_start(op_t *o) {
     case ALLREDUCE:
         MPICHK(MPI_Iallreduce(o->sbuf, o->rbuf, (int)(o->bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &o->req));
         break;
-    default: fail("pingpong200 has no MPI form", 0);
+    default: die("pingpong200 has no MPI form");
     }
 }
 
@@ -420,7 +430,7 @@ static double work_rate(double seconds, double *helper_pct) {
         r[w] = (double)units / (t - t0);
     }
     double others = (cpu_s(CLOCK_PROCESS_CPUTIME_ID) - p0) - (cpu_s(CLOCK_THREAD_CPUTIME_ID) - th0);
-    *helper_pct = 100.0 * others / (now_s() - w0);
+    *helper_pct = fmax(0.0, 100.0 * others / (now_s() - w0)); /* clock granularity: never < 0 */
     return median(r, 10);
 }
 
@@ -480,6 +490,16 @@ static long units_for(double us) {
 
 static double clampd(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
+#define POINT_CAP_S 2.0 /* slow operations: a point's repetitions take about this long at most */
+
+/* clamp(budget / per_rep, lo, hi) repetitions, cut to POINT_CAP_S / per_rep (but not below floor) */
+static int reps_for(double budget_s, double per_rep_s, int lo, int hi, int floor) {
+    int r = (int)clampd(budget_s / per_rep_s, lo, hi);
+    int cap = (int)(POINT_CAP_S / per_rep_s);
+    if (cap < floor) cap = floor;
+    return r < cap ? r : cap;
+}
+
 static void print_head(const char *test) {
     printf("{\"lib\": ");
     json_str(stdout, lib);
@@ -490,7 +510,8 @@ static void print_op(const op_t *o) { printf(", \"op\": \"%s\", \"bytes\": %zu",
 
 static double t_start, max_s; /* --max-s: points not begun by then are skipped */
 
-/* 1 (on every rank) if the run is past --max-s; then rank 0 reports the point as skipped */
+/* 1 (on every rank) if the run is past --max-s; then rank 0 reports the point as skipped (the
+ * caller skips the rest of the test too) */
 static int out_of_time(const char *test, const char *op, size_t bytes, int n) {
     if (max_s <= 0) return 0;
     double e[1] = {now_s() - t_start};
@@ -498,7 +519,7 @@ static int out_of_time(const char *test, const char *op, size_t bytes, int n) {
     if (e[0] < max_s) return 0;
     if (rank == 0) {
         print_head("skipped");
-        printf(", \"what\": \"%s\", \"op\": \"%s\", \"bytes\": %zu, \"n\": %d, \"why\": \"past --max-s %g\"}\n",
+        printf(", \"what\": \"%s\", \"op\": \"%s\", \"bytes\": %zu, \"n\": %d, \"why\": \"past --max-s %g: this and the test's later points skipped\"}\n",
                test, op, bytes, n, max_s);
         fflush(stdout);
     }
@@ -679,7 +700,7 @@ static calib_t calibrate_op(op_t *o, double budget_s, int min_it, int max_it, do
     }
     double e[1] = {est};
     allreduce(e, 1, 0);
-    int iters = (int)clampd(budget_s / e[0], min_it, max_it);
+    int iters = reps_for(budget_s, e[0], min_it, max_it, 5);
     for (int i = 0; i < iters; i++) {
         barrier();
         double t = now_s();
@@ -697,7 +718,7 @@ static calib_t calibrate_op(op_t *o, double budget_s, int min_it, int max_it, do
 
 static void test_overlap(op_t *o, calib_t *cb, double budget_s, int min_it, int max_it, double *tc, double *tn,
                          double *tp) {
-    int iters = (int)clampd(budget_s / ((2 * cb->t_pure_us + 3 * cb->t_cpu_us) * 1e-6), min_it, max_it);
+    int iters = reps_for(budget_s, (2 * cb->t_pure_us + 3 * cb->t_cpu_us) * 1e-6, min_it, max_it, 5);
     for (int i = 0; i < iters; i++) {
         barrier();
         double t = now_s();
@@ -736,7 +757,8 @@ static void test_overlap(op_t *o, calib_t *cb, double budget_s, int min_it, int 
 
 static void test_cpu(op_t *o, const calib_t *cb, double window_s, int reps) {
     long n = (long)(window_s / (cb->t_cpu_us * 1e-6));
-    if (n < 3) n = 3;
+    if (n < 2) n = 2;
+    reps = reps_for(1e9, 3.0 * (double)n * (cb->t_cpu_us + cb->t_pure_us) * 1e-6, reps, reps, 3);
     double ti[MAX_CPU_REPS], ratio[2][MAX_CPU_REPS];
     for (int r = 0; r < reps; r++) {
         barrier();
@@ -888,8 +910,8 @@ int main(int argc, char **argv) {
     if (do_idle) rate_before = work_rate(idle_s, &helper_before);
 
     lib_init(&argc, &argv);
-    if (nranks < 2) fail("overlap needs at least 2 ranks", 0);
-    if (pin && pin_process((int)(rank % ncpu)) != 0) fail("pinning the rank's threads", 0);
+    if (nranks < 2) die("overlap needs at least 2 ranks");
+    if (pin && pin_process((int)(rank % ncpu)) != 0) die("pinning the rank's threads to one CPU failed");
     calibrate();
 
     if (rank == 0) {

@@ -22,7 +22,7 @@ only, pingpong200 (one schedule of 200 dependent 8-byte ping-pongs; n/a for MPI)
 
 Libraries and modes:
     goal-MODE      DIR/bin/goalrun -n 2 overlap.goal --pin, GOAL_PROGRESS=MODE for manual, thread,
-                   spin, auto, kernel (kernel and auto run as thread in this version of goal)
+                   spin, auto, kernel (what each does in this version: docs/api.md, quoted in the output)
     openmpi        mpirun.openmpi -n 2 --bind-to none overlap.openmpi --pin (no progress thread)
     mpich          mpirun.mpich -n 2 -bind-to none overlap.mpich --pin
     mpich-async    the same with MPIR_CVAR_ASYNC_PROGRESS=1 (MPI_THREAD_MULTIPLE; a progress thread)
@@ -35,7 +35,8 @@ tcp,self) under goal-cluster's Open MPI mpirun, MPICH under its hydra (--mpich; 
 Noise: each round runs every configuration once, in rotating order; before each run the harness
 waits for an idle machine, probes the core-to-core latency (bench/c2c.c) before and after, and
 repeats a run during which other processes took >10% of the CPUs. The tables show medians over
-rounds (of the clean runs, see select_runs). A failed or timed-out run is reported with its
+rounds of the clean runs in one vCPU state (see state_choice); locally, a library without such a
+run gets up to --catch-up more runs at the end. A failed or timed-out run is reported with its
 stderr tail.
 """
 from __future__ import annotations
@@ -76,7 +77,6 @@ SETUPS = {  # name: (ranks, hosts or None for local, title)
 class Config:
     setup: str
     lib: str
-    kind: str           # "goal" | "mpi"
     cmd: list[str]
     env: dict = field(default_factory=dict)
     note: str = ""
@@ -106,15 +106,17 @@ def parse_args():
     ap.add_argument("--no-goal", action="store_true", help="the MPIs only")
     ap.add_argument("--tests", default="", help="comma list of tests for the program (default all)")
     ap.add_argument("--ops", default="", help="comma list of ops for the program, e.g. barrier,bcast:1M")
-    ap.add_argument("--mm-sizes", default="", help="matrix sizes for hostoverhead (default: the program's; "
-                    "cluster 64,256,512,768)")
+    ap.add_argument("--mm-sizes", default="", help="matrix sizes for hostoverhead (default: the program's, "
+                    "64,128,256,512 (quick 64,256,512); cluster 64,256,512)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin ranks")
-    ap.add_argument("--timeout", type=float, help="seconds per run (default 240, quick 120, cluster 300)")
+    ap.add_argument("--timeout", type=float, help="seconds per run (default 240, local quick 120)")
     ap.add_argument("--max-s", type=float, help="the program skips points it has not begun after this "
-                    "many seconds (default 90, quick 40, cluster 100)")
+                    "many seconds (default 90, quick 40; cluster 50, quick 30)")
     ap.add_argument("--wait-idle", type=float, help="wait up to this many seconds for an idle machine "
                     "before each run (default 15, quick 5)")
     ap.add_argument("--retries", type=int, help="repeat a disturbed run up to N times (default 2, quick 1)")
+    ap.add_argument("--catch-up", type=int, help="extra runs (at most, per library) for libraries without a "
+                    "clean run in the vCPU state the summary uses (default 2; quick and cluster 0)")
     ap.add_argument("--all-states", action="store_true", help="summarize every run, not only the clean ones")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
     a = ap.parse_args()
@@ -131,13 +133,15 @@ def parse_args():
     if a.rounds is None:
         a.rounds = 1 if a.quick else 2 if cluster else 3
     if a.timeout is None:
-        a.timeout = 300 if cluster else 120 if a.quick else 240
+        a.timeout = 240 if cluster else 120 if a.quick else 240
     if a.max_s is None:
-        a.max_s = 100 if cluster else 40 if a.quick else 90
+        a.max_s = (30 if a.quick else 50) if cluster else 40 if a.quick else 90
     if a.wait_idle is None:
         a.wait_idle = 5 if a.quick else 15
     if a.retries is None:
         a.retries = 1 if a.quick else 2
+    if a.catch_up is None:
+        a.catch_up = 0 if a.quick or cluster else 2
     return a
 
 
@@ -151,7 +155,7 @@ def program_args(a, setup: str, lib: str) -> list[str]:
         args += ["--tests", a.tests]
     if a.ops:
         args += ["--ops", a.ops]
-    mm = a.mm_sizes or ("" if SETUPS[setup][1] is None else "64,256,512" if a.quick else "64,256,512,768")
+    mm = a.mm_sizes or ("" if SETUPS[setup][1] is None else "64,256,512")
     if mm:
         args += ["--mm-sizes", mm]
     return args
@@ -223,10 +227,10 @@ def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None)
         if hosts is None:
             if base == "goal":
                 cmd = [str(a.prefix.resolve() / "bin" / "goalrun"), "-n", str(ranks), *prog]
-                out.append(Config(setup, lib, "goal", cmd, env, note))
+                out.append(Config(setup, lib, cmd, env, note))
             else:
                 cmd, _ = mpis[base].launch(ranks, prog, bind="none")
-                out.append(Config(setup, lib, "mpi", cmd, env, note))
+                out.append(Config(setup, lib, cmd, env, note))
             continue
         head = [str(tool), "mpirun", "--name", cname, "--np", str(ranks), "--per-host", "1", "--rails", "0"]
         if base == "goal":
@@ -240,7 +244,7 @@ def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None)
             gs = [x for k, v in env.items() for x in ("-genv", k, v)]
             cmd = head + ["--mpich", "--", *gs, *prog]
             note += " under goal-cluster's hydra (UCX_TLS=self,tcp,posix,sysv)"
-        out.append(Config(setup, lib, "goal" if base == "goal" else "mpi", cmd, {}, note.strip()))
+        out.append(Config(setup, lib, cmd, {}, note.strip()))
     if a.libs:
         want = {x.strip() for x in a.libs.split(",") if x.strip()}
         out = [c for c in out if c.lib in want]
@@ -304,57 +308,80 @@ def run_watched(cmd, env: dict, timeout: float) -> tuple[C.Result, bool]:
     return C.Result(cmd, rc, "".join(out), "".join(err), time.monotonic() - t0, timed_out), hung
 
 
+def run_one(a, setup: str, cfg: Config, rnd: int, pos: int, label: str) -> tuple[dict, list[dict]]:
+    """One run of cfg (repeated up to --retries times while disturbed): (run record, rows)."""
+    for attempt in range(a.retries + 1):
+        idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
+        c2c0 = C.c2c_probe()
+        C.log(f"[{label}] {cfg.lib} ..." + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
+        with C.CpuMeter() as meter:
+            res, hung = run_watched(cfg.cmd, cfg.env, a.timeout)
+        st = meter.result
+        c2c1 = C.c2c_probe()
+        # Other processes' CPU use = busy CPU time minus this process' children's. No verdict
+        # for a run killed in finalize (its ranks' CPU time is never reported) nor across the
+        # emulated hosts (their launcher daemons are not waited for by this process).
+        disturbed = st["foreign_pct"] > DISTURBED_PCT and not hung and SETUPS[setup][1] is None
+        unstable = bool(c2c0 and c2c1 and not same_state(c2c0, c2c1))
+        # between emulated hosts the data goes through the kernel's TCP: a run whose vCPU
+        # state changed is recorded but not repeated there
+        again = disturbed or (unstable and SETUPS[setup][1] is None)
+        if not again or not (res.ok or hung) or attempt == a.retries:
+            break
+        if disturbed:
+            C.log(f"    disturbed: {st['foreign_pct']}% of the CPUs used by other processes "
+                  f"({', '.join(C.busy_processes(10)) or '?'}); again")
+        else:
+            C.log(f"    core-to-core latency changed during the run ({c2c0} -> {c2c1} ns); again")
+    c2c = round((c2c0 + c2c1) / 2, 1) if c2c0 and c2c1 else (c2c0 or c2c1)
+    got = C.parse_rows(res.stdout)
+    meta = next((x for x in got if x.get("test") == "meta"), {})
+    data = [x for x in got if x.get("test") not in ("meta", "done")]
+    for x in data:
+        x.update(setup=setup, lib=cfg.lib, round=rnd, c2c_ns=c2c)
+    run = {"setup": setup, "lib": cfg.lib, "round": rnd, "position": pos, "rc": res.rc,
+           "timed_out": res.timed_out, "seconds": round(res.seconds, 2), "c2c_ns": c2c,
+           "c2c_before_ns": c2c0, "c2c_after_ns": c2c1, "rows": len(data), "meta": meta,
+           "attempts": attempt + 1, "idle_wait_s": round(waited, 1), "disturbed": disturbed,
+           "unstable": unstable, "ok": res.ok or hung, "finalize_hang": hung, **st}
+    tail = res.stderr.strip().splitlines()[-30 if not res.ok else -10:]
+    if tail:
+        run["stderr_tail"] = tail
+    if hung:
+        C.warn(f"{setup}/{cfg.lib} round {rnd + 1}: all rows printed, but the program did not exit within "
+               f"{FINALIZE_GRACE:.0f} s (hangs in finalize); killed, rows kept")
+    elif not res.ok:
+        run["failure"] = res.describe()
+        C.warn(f"{setup}/{cfg.lib} round {rnd + 1} failed: {res.describe()}")
+    skipped = [x for x in data if x.get("test") == "skipped"]
+    if skipped:
+        C.warn(f"{setup}/{cfg.lib}: {len(skipped)} point(s) skipped after --max-s {a.max_s}")
+    C.log(f"    {len(data)} rows in {res.seconds:.1f} s (c2c {c2c} ns, foreign CPU {st['foreign_pct']}%)")
+    return run, data
+
+
 def run_setup(a, setup: str, configs: list[Config], counter: list[int], total: int):
+    """--rounds rounds of every configuration (rotating order), then up to --catch-up more runs of
+    each library that has no clean run in the vCPU state the summary will use."""
     rows, runs = [], []
     for r in range(a.rounds):
         order = configs[r % len(configs):] + configs[:r % len(configs)]
         for pos, cfg in enumerate(order):
             counter[0] += 1
-            for attempt in range(a.retries + 1):
-                idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
-                c2c0 = C.c2c_probe()
-                C.log(f"[{counter[0]}/{total}, {setup}, round {r + 1}] {cfg.lib} ..."
-                      + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
-                with C.CpuMeter() as meter:
-                    res, hung = run_watched(cfg.cmd, cfg.env, a.timeout)
-                st = meter.result
-                c2c1 = C.c2c_probe()
-                # a run killed in finalize never reports its ranks' CPU time: no verdict then
-                disturbed = st["foreign_pct"] > DISTURBED_PCT and not hung
-                unstable = bool(c2c0 and c2c1 and not same_state(c2c0, c2c1))
-                if not (disturbed or unstable) or not (res.ok or hung) or attempt == a.retries:
-                    break
-                if disturbed:
-                    C.log(f"    disturbed: {st['foreign_pct']}% of the CPUs used by other processes "
-                          f"({', '.join(C.busy_processes(10)) or '?'}); again")
-                else:
-                    C.log(f"    core-to-core latency changed during the run ({c2c0} -> {c2c1} ns); again")
-            c2c = round((c2c0 + c2c1) / 2, 1) if c2c0 and c2c1 else (c2c0 or c2c1)
-            got = C.parse_rows(res.stdout)
-            meta = next((x for x in got if x.get("test") == "meta"), {})
-            data = [x for x in got if x.get("test") not in ("meta", "done")]
-            for x in data:
-                x.update(setup=setup, lib=cfg.lib, round=r, c2c_ns=c2c)
-            run = {"setup": setup, "lib": cfg.lib, "round": r, "position": pos, "rc": res.rc,
-                   "timed_out": res.timed_out, "seconds": round(res.seconds, 2), "c2c_ns": c2c,
-                   "c2c_before_ns": c2c0, "c2c_after_ns": c2c1, "rows": len(data), "meta": meta,
-                   "attempts": attempt + 1, "idle_wait_s": round(waited, 1), "disturbed": disturbed,
-                   "unstable": unstable, "ok": res.ok or hung, "finalize_hang": hung, **st}
-            tail = res.stderr.strip().splitlines()[-30 if not res.ok else -10:]
-            if tail:
-                run["stderr_tail"] = tail
-            if hung:
-                C.warn(f"{setup}/{cfg.lib} round {r + 1}: all rows printed, but the program did not exit within "
-                       f"{FINALIZE_GRACE:.0f} s (hangs in finalize); killed, rows kept")
-            elif not res.ok:
-                run["failure"] = res.describe()
-                C.warn(f"{setup}/{cfg.lib} round {r + 1} failed: {res.describe()}")
-            skipped = [x for x in data if x.get("test") == "skipped"]
-            if skipped:
-                C.warn(f"{setup}/{cfg.lib}: {len(skipped)} point(s) skipped after --max-s {a.max_s}")
+            run, data = run_one(a, setup, cfg, r, pos, f"{counter[0]}/{total}, {setup}, round {r + 1}")
             runs.append(run)
             rows += data
-            C.log(f"    {len(data)} rows in {res.seconds:.1f} s (c2c {c2c} ns, foreign CPU {st['foreign_pct']}%)")
+    for extra in range(a.catch_up):
+        missing = set(state_choice(runs)[setup]["missing"])
+        todo = [c for c in configs if c.lib in missing]
+        if not todo:
+            break
+        C.log(f"{setup}: no clean run in the {state_choice(runs)[setup]['state']} vCPU state yet: "
+              f"{', '.join(sorted(missing))}; catch-up run {extra + 1}/{a.catch_up}")
+        for pos, cfg in enumerate(todo):
+            run, data = run_one(a, setup, cfg, a.rounds + extra, pos, f"catch-up {extra + 1}, {setup}")
+            runs.append(run)
+            rows += data
     return rows, runs
 
 
@@ -368,41 +395,56 @@ NUMERIC = ("t_pure_us", "t_cpu_us", "t_ovrl_us", "overlap_pct", "quantum_us", "t
            "mm_us", "wait_us", "mm_alone_us", "loss_pct")
 
 
-def select_runs(runs, all_states: bool):
-    """(setup, lib, round) of the runs to summarize, notes, and {setup: vCPU state summarized}.
+def state_choice(runs) -> dict:
+    """{setup: {"state", "c2c_ns", "runs_per_state", "fast_ns", "missing"}}: the vCPU state the
+    summary uses and the libraries without a clean run in it.
 
     The VM's two vCPUs jump between a fast and a slow state (core-to-core latency ~25 vs ~165 ns,
     bench/README.md), and shared-memory transfers move with it, so one state is summarized per
     setup: the one in which more libraries have a clean run (undisturbed, state unchanged during
-    the run; ties: the fast one). A library without a clean run there falls back to its
-    undisturbed runs in that state, then to its clean runs in the other state, then to all."""
+    the run; ties: the fast one)."""
+    out = {}
     ok = [r for r in runs if r["rows"]]
-    if all_states:
-        return {(r["setup"], r["lib"], r["round"]) for r in ok}, ["summary over all runs"], {}
-    keep, notes, states = set(), [], {}
     for setup in sorted({r["setup"] for r in ok}):
         mine = [r for r in ok if r["setup"] == setup]
         c2cs = [r["c2c_ns"] for r in mine if C.isnum(r.get("c2c_ns"))]
         fast = min(c2cs) if c2cs else None
-
-        def state(r):
-            return "fast" if same_state(fast, r.get("c2c_ns")) else "slow"
-
-        def clean(r):
-            return not r["disturbed"] and not r["unstable"]
-
         libs = sorted({r["lib"] for r in mine})
-        count = {st: sum(any(r["lib"] == lib and state(r) == st and clean(r) for r in mine) for lib in libs)
-                 for st in ("fast", "slow")}
+        count = {st: sum(any(r["lib"] == lib and run_state(r, fast) == st and run_clean(r) for r in mine)
+                         for lib in libs) for st in ("fast", "slow")}
         ref = "fast" if count["fast"] >= count["slow"] else "slow"
-        in_ref = [r["c2c_ns"] for r in mine if state(r) == ref and C.isnum(r.get("c2c_ns"))]
-        states[setup] = {"state": ref, "c2c_ns": round(C.median(in_ref), 1) if in_ref else None,
-                         "runs_per_state": {st: sum(state(r) == st for r in mine) for st in ("fast", "slow")}}
-        for lib in libs:
-            rs = [r for r in mine if r["lib"] == lib]
-            for level, test in (("clean", lambda r: clean(r) and state(r) == ref),
-                                ("undisturbed", lambda r: not r["disturbed"] and state(r) == ref),
-                                ("other vCPU state", clean), ("any", None)):
+        in_ref = [r["c2c_ns"] for r in mine if run_state(r, fast) == ref and C.isnum(r.get("c2c_ns"))]
+        out[setup] = {"state": ref, "c2c_ns": round(C.median(in_ref), 1) if in_ref else None, "fast_ns": fast,
+                      "runs_per_state": {st: sum(run_state(r, fast) == st for r in mine) for st in ("fast", "slow")},
+                      "missing": [lib for lib in libs if not any(r["lib"] == lib and run_clean(r)
+                                                                 and run_state(r, fast) == ref for r in mine)]}
+    return out
+
+
+def run_state(r, fast) -> str:
+    return "fast" if same_state(fast, r.get("c2c_ns")) else "slow"
+
+
+def run_clean(r) -> bool:
+    return not r["disturbed"] and not r["unstable"]
+
+
+def select_runs(runs, all_states: bool):
+    """(setup, lib, round) of the runs to summarize, notes, and state_choice(runs). A library
+    without a clean run in the chosen state falls back to its undisturbed runs in that state,
+    then to its clean runs in the other state, then to all."""
+    ok = [r for r in runs if r["rows"]]
+    if all_states:
+        return {(r["setup"], r["lib"], r["round"]) for r in ok}, ["summary over all runs"], {}
+    keep, notes = set(), []
+    states = state_choice(runs)
+    for setup, info in states.items():
+        ref, fast = info["state"], info["fast_ns"]
+        for lib in sorted({r["lib"] for r in ok if r["setup"] == setup}):
+            rs = [r for r in ok if (r["setup"], r["lib"]) == (setup, lib)]
+            for level, test in (("clean", lambda r: run_clean(r) and run_state(r, fast) == ref),
+                                ("undisturbed", lambda r: not r["disturbed"] and run_state(r, fast) == ref),
+                                ("other vCPU state", run_clean), ("any", None)):
                 chosen = [r for r in rs if test is None or test(r)]
                 if chosen:
                     break
@@ -603,12 +645,12 @@ def plot_bars(plt, summary, setup, libs, path: Path, title: str) -> None:
             for b, h in zip(bars, hatch):
                 if h:
                     b.set_alpha(0.35)
-        for j, o in enumerate(ops):
-            if o[0] == "pingpong200":
-                ax.text(j, 2, "MPI: n/a", ha="center", fontsize=7, color="grey")
         ax.set_xticks(range(len(ops)))
         ax.set_xticklabels([op_label(*o) for o in ops], fontsize=8)
         ax.set_ylim(0, 105 if test == "overlap" else max(100, ax.get_ylim()[1]))
+        for j, o in enumerate(ops):
+            if o[0] == "pingpong200":
+                ax.text(j, 0.9 * ax.get_ylim()[1], "MPI: n/a", ha="center", fontsize=8, color="grey")
         ax.axhline(0, color="black", linewidth=0.6)
         ax.set_ylabel("%")
         ax.set_title(ttl, fontsize=10)
@@ -623,6 +665,7 @@ def plot_bars(plt, summary, setup, libs, path: Path, title: str) -> None:
 
 
 def plot_hostoverhead(plt, summary, setup, libs, path: Path, title: str) -> None:
+    import matplotlib.ticker as mt
     ops = [o for o in ops_in(summary, setup)
            if any(k[0] == setup and k[2] == "hostoverhead" and (k[3], k[4]) == o for k in summary)]
     if not ops:
@@ -657,6 +700,9 @@ def plot_hostoverhead(plt, summary, setup, libs, path: Path, title: str) -> None
         al.set_title(f"{op_label(*o)}: multiply slowed by", fontsize=10)
         al.set_ylabel("loss % (symlog)")
         al.set_yscale("symlog", linthresh=10)
+        lo, hi = al.get_ylim()
+        al.set_ylim(min(lo, -10), max(hi, 30))
+        al.yaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
         al.set_xlabel("matrix size N")
         al.axhline(0, color="black", linewidth=0.6)
     for idx in range(len(ops), prow * cols):
@@ -791,14 +837,23 @@ def main() -> int:
     dist = [f"{r['setup']}/{r['lib']}#{r['round'] + 1} ({r['foreign_pct']}%)" for r in runs if r["disturbed"]]
     if dist:
         notes.append(f"{len(dist)} run(s) shared the CPUs with other processes even after retries: {', '.join(dist)}")
-    if any(l.startswith("goal-") and l.split("-", 1)[1] in ("auto", "kernel") for l in libs):
-        notes.append("GOAL_PROGRESS=kernel and auto run as thread in this version of goal (docs/api.md)")
+    doc = next((ln for ln in (C.REPO / "docs" / "api.md").read_text().splitlines()
+                if ln.startswith("| `GOAL_PROGRESS` |")), "") if (C.REPO / "docs" / "api.md").exists() else ""
+    if doc and any(l.startswith("goal-") for l in libs):
+        cells = [c.strip().replace("`", "") for c in doc.strip("|").split("|")]
+        notes.append(f"GOAL_PROGRESS, as docs/api.md describes it: {cells[1]}; default {cells[2]}")
     if "mpich-async" in libs:
         notes.append("mpich-async: MPIR_CVAR_ASYNC_PROGRESS=1 starts a progress thread per rank that polls "
                      "continuously (MPI_THREAD_MULTIPLE)")
+    provided = {r["meta"].get("thread_provided") for r in runs if r["lib"] == "mpich-async" and r.get("meta")}
+    if provided - {"MPI_THREAD_MULTIPLE"}:
+        notes.append(f"mpich-async: MPI_Init_thread provided {', '.join(sorted(map(str, provided)))}, not "
+                     "MPI_THREAD_MULTIPLE: MPICH's asynchronous progress may not have been on")
     if cluster:
         notes.append(f"cluster: goal-cluster {cname}, one rail at {RATE} (tc tbf) per host; the emulated hosts "
-                     f"share this machine's {ncpu} CPUs")
+                     f"share this machine's {ncpu} CPUs; goal (GOAL_RAILS=rail0) and Open MPI (btl tcp,self) run "
+                     "under goal-cluster's Open MPI mpirun, MPICH under its hydra (goal-cluster mpirun --mpich: "
+                     "UCX over TCP, UCX_TLS=self,tcp,posix,sysv)")
     notes.append("the VM's vCPUs are time-shared by its host: the work rate can drop by up to 3x for seconds "
                  "without any sign in /proc/stat, so the program compares adjacent, interleaved measurements "
                  "and the tables take medians over rounds")

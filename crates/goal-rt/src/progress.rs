@@ -121,8 +121,13 @@ impl AppMark {
         let prev = self.last_run.swap(now, Ordering::Relaxed);
         if now.saturating_sub(prev) < TIGHT_LOOP.as_nanos() as u64 {
             self.touch(bell, true);
-        } else {
+        } else if self.set.load(Ordering::Relaxed) {
+            // The helper may sleep on the doorbell alone (it does while an
+            // application thread waits): wake it so that it sleeps again
+            // on the network too. Without this, 1 MiB across hosts moved
+            // only inside Wait (overlap 71 % -> 8 %).
             self.lift(bell);
+            bell.ring();
         }
     }
 
@@ -393,6 +398,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
     // Data for executions still running must wake the helper from now on.
     if helper && rt.lock_engine().busy() {
         rt.app_mark.lift(&rt.bell);
+        rt.bell.ring();
     }
 }
 
