@@ -16,12 +16,23 @@ pub enum KernelError {
     DivByZero(usize),
 }
 
-/// Seconds on the monotonic clock, as `GOAL_WTIME` writes them.
-pub fn wtime() -> f64 {
+fn monotonic() -> libc::timespec {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts
+}
+
+/// Seconds on the monotonic clock, as `GOAL_WTIME` writes them.
+pub fn wtime() -> f64 {
+    let ts = monotonic();
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Nanoseconds on the same clock as [`wtime`].
+pub(crate) fn monotonic_ns() -> u64 {
+    let ts = monotonic();
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 macro_rules! int_kernel {

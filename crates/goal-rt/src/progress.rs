@@ -86,12 +86,6 @@ pub(crate) struct AppMark {
 /// and its Wait.
 const TIGHT_LOOP: Duration = Duration::from_micros(30);
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid timespec for clock_gettime to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 impl AppMark {
     /// Notes application activity and sets the mark if it is not set. With
@@ -117,25 +111,27 @@ impl AppMark {
     /// barrier 0.4 us -> 25 us) or background progress stalled for
     /// [`MARK_LINGER`] after every call (0-20 % overlap).
     pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell) {
-        let now = monotonic_ns();
+        let now = crate::localop::monotonic_ns();
         let prev = self.last_run.swap(now, Ordering::Relaxed);
         if now.saturating_sub(prev) < TIGHT_LOOP.as_nanos() as u64 {
             self.touch(bell, true);
-        } else if self.set.load(Ordering::Relaxed) {
+        } else if self.lift(bell) {
             // The helper may sleep on the doorbell alone (it does while an
             // application thread waits): wake it so that it sleeps again
             // on the network too. Without this, 1 MiB across hosts moved
             // only inside Wait (overlap 71 % -> 8 %).
-            self.lift(bell);
             bell.ring();
         }
     }
 
-    /// Lifts the mark if it is set. The caller re-checks for work.
-    pub(crate) fn lift(&self, bell: &goal_transport::shm::Doorbell) {
-        if self.set.load(Ordering::Relaxed) && self.set.swap(false, Ordering::AcqRel) {
+    /// Lifts the mark if it is set, saying whether it was. The caller
+    /// re-checks for work, or wakes a thread that will.
+    pub(crate) fn lift(&self, bell: &goal_transport::shm::Doorbell) -> bool {
+        let lifted = self.set.load(Ordering::Relaxed) && self.set.swap(false, Ordering::AcqRel);
+        if lifted {
             bell.unmark_polling();
         }
+        lifted
     }
 
     fn is_set(&self) -> bool {
