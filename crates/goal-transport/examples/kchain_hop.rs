@@ -72,6 +72,7 @@ fn send_op(user_data: u64, fd: BorrowedFd<'_>, buf: *const u64) -> KOp {
             len: 8,
         },
         link: Link::Soft,
+        quiet: false,
     }
 }
 
@@ -85,6 +86,7 @@ fn recv_op(user_data: u64, fd: BorrowedFd<'_>, buf: *mut u64) -> KOp {
             sock: SockType::Seqpacket,
         },
         link: Link::Soft,
+        quiet: false,
     }
 }
 

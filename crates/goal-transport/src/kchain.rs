@@ -103,6 +103,15 @@
 //!
 //! # Completions and the ring's descriptor
 //!
+//! An operation marked [`KOp::quiet`] (`IOSQE_CQE_SKIP_SUCCESS`) posts a
+//! completion only when it fails: a long chain then wakes its waiter once,
+//! at its end. When a quiet operation fails, the kernel cancels the rest of
+//! its chain without posting their completions either; [`KRing::reap`]
+//! reports them as `-ECANCELED` itself, so the caller sees every operation
+//! end exactly once, as without quiet ones. Quiet operations must be
+//! soft-linked and not last, and their `user_data` unique among those in
+//! flight.
+//!
 //! [`KRing::reap`] reads the completion queue without a system call.
 //! [`KRing::wait`] sleeps in the kernel until a completion or a timeout.
 //! [`KRing::fd`] is readable (`POLLIN`, level-triggered) while completions
@@ -124,6 +133,7 @@ use crate::dualwait::{io_uring_allowed, FUTEX2_SIZE_U32, MATCH_ANY};
 use crate::sync::AtomicU32;
 use crate::sys;
 use io_uring::{opcode, squeue, types, IoUring, Probe};
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -132,6 +142,10 @@ use std::time::{Duration, Instant};
 /// The `user_data` of the ring's own cancel requests; refused for the
 /// caller's operations.
 pub const RESERVED_USER_DATA: u64 = u64::MAX;
+
+/// Marks the `user_data` of a quiet operation inside the ring, so that its
+/// failure completion is not counted against [`KRing::in_flight`].
+const QUIET_BIT: u64 = 1 << 63;
 
 /// How long a submission refused by the kernel for a transient reason
 /// (`EINTR`, `EAGAIN`, `EBUSY`) is retried before the error is returned.
@@ -268,6 +282,11 @@ pub struct KOp {
     pub kind: KOpKind,
     /// How it is tied to the next operation of the chain.
     pub link: Link,
+    /// Posts a completion only if it fails (`IOSQE_CQE_SKIP_SUCCESS`): its
+    /// success is implied by the completion of a later operation of the
+    /// same chain, which therefore cannot be quiet itself. Spares the
+    /// waiter a wake-up per step of a long chain.
+    pub quiet: bool,
 }
 
 impl KOp {
@@ -293,7 +312,16 @@ impl KOp {
             )
             .build(),
         }
-        .user_data(self.user_data);
+        .user_data(if self.quiet {
+            self.user_data | QUIET_BIT
+        } else {
+            self.user_data
+        });
+        let entry = if self.quiet {
+            entry.flags(squeue::Flags::SKIP_SUCCESS)
+        } else {
+            entry
+        };
         match (linked, self.link) {
             (false, _) => entry,
             (true, Link::Soft) => entry.flags(squeue::Flags::IO_LINK),
@@ -310,14 +338,23 @@ impl KOp {
 /// to the caller's memory afterwards.
 pub struct KRing {
     ring: IoUring,
-    /// The caller's operations queued or submitted whose completions have
-    /// not been reaped yet (every entry posts exactly one completion).
+    /// The caller's loud operations queued or submitted whose completions
+    /// have not been reaped yet (each posts exactly one completion; quiet
+    /// ones post only on failure, before the loud one that ends their chain).
     in_flight: usize,
     /// The same for the ring's own cancel requests.
     cancels: usize,
     /// Scratch space for the entries of one chain, kept to avoid an
     /// allocation per submission.
     entries: Vec<squeue::Entry>,
+    /// Per quiet operation in flight: the operations after it in its chain
+    /// (`user_data`, quiet). When a quiet operation fails after a soft
+    /// link, the kernel cancels the rest of its chain *without* posting
+    /// their completions; [`KRing::reap`] reports them from here.
+    quiet_rest: HashMap<u64, Vec<(u64, bool)>>,
+    /// Per chain with quiet operations, by its last operation: those quiet
+    /// operations, forgotten when the chain ends.
+    quiet_of_chain: HashMap<u64, Vec<u64>>,
 }
 
 impl KRing {
@@ -370,6 +407,9 @@ impl KRing {
         if !params.is_feature_ext_arg() {
             missing.push("IORING_FEAT_EXT_ARG");
         }
+        if !params.is_feature_skip_cqe_on_success() {
+            missing.push("IORING_FEAT_CQE_SKIP");
+        }
         if !missing.is_empty() {
             return Err(Unavailable::Missing(missing));
         }
@@ -389,6 +429,8 @@ impl KRing {
             in_flight: 0,
             cancels: 0,
             entries: Vec::new(),
+            quiet_rest: HashMap::new(),
+            quiet_of_chain: HashMap::new(),
         })
     }
 
@@ -453,12 +495,24 @@ impl KRing {
                 ),
             ));
         }
-        if ops.iter().any(|op| op.user_data == RESERVED_USER_DATA) {
+        if ops.iter().any(|op| op.user_data & QUIET_BIT != 0) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "user_data {RESERVED_USER_DATA:#x} is reserved for the ring's own requests"
+                    "user_data values from {QUIET_BIT:#x} up are reserved for the ring's own use"
                 ),
+            ));
+        }
+        if ops[last].quiet {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the last operation of a chain cannot be quiet: nothing would report the chain's end",
+            ));
+        }
+        if ops.iter().any(|op| op.quiet && op.link == Link::Hard) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a quiet operation must be soft-linked (its failure then ends the chain)",
             ));
         }
         self.reserve_completions(ops.len())?;
@@ -475,7 +529,22 @@ impl KRing {
         unsafe { self.ring.submission().push_multiple(&self.entries) }.map_err(|_| {
             io::Error::other("the submission queue is still occupied after a flush")
         })?;
-        self.in_flight += ops.len();
+        self.in_flight += ops.iter().filter(|op| !op.quiet).count();
+        let quiet: Vec<u64> = ops
+            .iter()
+            .filter(|op| op.quiet)
+            .map(|op| op.user_data)
+            .collect();
+        if !quiet.is_empty() {
+            for (i, op) in ops.iter().enumerate().filter(|(_, op)| op.quiet) {
+                let rest = ops[i + 1..]
+                    .iter()
+                    .map(|o| (o.user_data, o.quiet))
+                    .collect();
+                self.quiet_rest.insert(op.user_data, rest);
+            }
+            self.quiet_of_chain.insert(ops[last].user_data, quiet);
+        }
         self.flush()
     }
 
@@ -485,11 +554,34 @@ impl KRing {
     pub fn reap(&mut self, out: &mut Vec<(u64, i32)>) -> usize {
         let before = out.len();
         for cqe in self.ring.completion() {
-            if cqe.user_data() == RESERVED_USER_DATA {
+            let ud = cqe.user_data();
+            if ud == RESERVED_USER_DATA {
                 self.cancels -= 1;
+            } else if ud & QUIET_BIT != 0 {
+                // A quiet operation failed: the kernel cancelled the rest of
+                // its chain silently; report those here.
+                let ud = ud & !QUIET_BIT;
+                out.push((ud, cqe.result()));
+                let rest = self.quiet_rest.remove(&ud).unwrap_or_default();
+                for &(next, quiet) in &rest {
+                    out.push((next, -libc::ECANCELED));
+                    if !quiet {
+                        self.in_flight -= 1;
+                    }
+                }
+                if let Some(&(end, _)) = rest.last() {
+                    for q in self.quiet_of_chain.remove(&end).unwrap_or_default() {
+                        self.quiet_rest.remove(&q);
+                    }
+                }
             } else {
                 self.in_flight -= 1;
-                out.push((cqe.user_data(), cqe.result()));
+                out.push((ud, cqe.result()));
+                if !self.quiet_of_chain.is_empty() {
+                    for q in self.quiet_of_chain.remove(&ud).unwrap_or_default() {
+                        self.quiet_rest.remove(&q);
+                    }
+                }
             }
         }
         out.len() - before
@@ -518,8 +610,10 @@ impl KRing {
     /// a chain through its current operation. A cancelled futex wait does
     /// not fail its link (module documentation).
     pub fn cancel(&mut self, user_data: u64) -> io::Result<()> {
-        self.reserve_completions(1)?;
-        self.push_cancel(types::CancelBuilder::user_data(user_data).all())
+        // A quiet operation carries the quiet bit inside the ring.
+        self.reserve_completions(2)?;
+        self.push_cancel(types::CancelBuilder::user_data(user_data).all())?;
+        self.push_cancel(types::CancelBuilder::user_data(user_data | QUIET_BIT).all())
     }
 
     /// The ring's descriptor: readable (`POLLIN`) while completions are
@@ -613,6 +707,16 @@ pub fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let (a, b) = sys::seqpacket_pair()?;
     size_send_buffer(a.as_fd())?;
     size_send_buffer(b.as_fd())?;
+    Ok((a, b))
+}
+
+/// Two connected `SOCK_SEQPACKET` sockets for messages in one direction,
+/// from the first to the second: only the sending end gets the large send
+/// buffer (AF_UNIX charges queued messages to the sender), which saves a
+/// system call per channel.
+pub fn seqpacket_channel() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (a, b) = sys::seqpacket_pair()?;
+    size_send_buffer(a.as_fd())?;
     Ok((a, b))
 }
 
@@ -791,6 +895,7 @@ mod tests {
                 count: 1,
             },
             link: Link::Soft,
+            quiet: false,
         };
         let long: Vec<KOp> = (0..5).map(wake).collect();
         // SAFETY: every op refers to `word`, which outlives the ring.
@@ -826,6 +931,7 @@ mod tests {
                 val: 0,
             },
             link: Link::Soft,
+            quiet: false,
         };
         // The completion queue holds 8: two chains of 4 waits fill it.
         // SAFETY: `word` outlives the ring, whose drop cancels the waits.

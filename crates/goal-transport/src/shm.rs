@@ -661,6 +661,28 @@ impl ShmNode {
         self.peer(peer).pid
     }
 
+    /// A duplicate of `peer`'s descriptor `fd`, taken through its pidfd
+    /// (`pidfd_getfd`: allowed where Cross Memory Attach is). A descriptor
+    /// number alone is meaningless in another process; this is how a
+    /// socket made by one rank becomes the other end of a channel here.
+    pub fn take_peer_fd(&self, peer: usize, fd: i32) -> io::Result<OwnedFd> {
+        let Some(Some(p)) = self.peers.get(peer) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("rank {peer} is not attached"),
+            ));
+        };
+        sys::pidfd_getfd(p.pidfd.as_fd(), fd).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "taking descriptor {fd} of rank {peer} (pid {}) with pidfd_getfd: {e}",
+                    p.pid
+                ),
+            )
+        })
+    }
+
     /// This rank's shared heap (`GOAL_Alloc`).
     pub fn heap(&self) -> Arc<Heap> {
         self.heap.clone()

@@ -256,6 +256,15 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     Ok(owned(r as libc::c_int))
 }
 
+/// `pidfd_getfd(pidfd, fd, 0)`: a duplicate, in this process, of descriptor
+/// `fd` of the process behind `pidfd` (allowed where `ptrace` would be, the
+/// same rule as Cross Memory Attach; Linux 5.6 or later).
+pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with integer arguments.
+    let r = cvt_long(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0u32) })?;
+    Ok(owned(r as libc::c_int))
+}
+
 /// `poll(fds, timeout_ms)`; retries on `EINTR`/`EAGAIN`. Returns how many
 /// entries have events.
 pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {

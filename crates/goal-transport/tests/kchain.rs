@@ -216,6 +216,7 @@ fn send(user_data: u64, fd: BorrowedFd<'_>, buf: &[u8], link: Link) -> KOp {
             len: buf.len() as u32,
         },
         link,
+        quiet: false,
     }
 }
 
@@ -229,6 +230,7 @@ fn recv(user_data: u64, fd: BorrowedFd<'_>, buf: &mut [u8], link: Link) -> KOp {
             sock: SockType::Seqpacket,
         },
         link,
+        quiet: false,
     }
 }
 
@@ -469,6 +471,7 @@ fn futex_wait_hard_linked_to_a_send_lets_it_leave_only_after_the_wake() {
                 val: 0,
             },
             link: Link::Hard,
+            quiet: false,
         },
         send(2, to_waker.as_fd(), msg, Link::Soft),
     ];
@@ -544,6 +547,7 @@ fn recv_into_a_shared_word_linked_to_futex_wake_wakes_a_waiter() {
                 sock: SockType::Seqpacket,
             },
             link: Link::Soft,
+            quiet: false,
         },
         KOp {
             user_data: 2,
@@ -552,6 +556,7 @@ fn recv_into_a_shared_word_linked_to_futex_wake_wakes_a_waiter() {
                 count: u32::MAX,
             },
             link: Link::Soft,
+            quiet: false,
         },
     ];
     // SAFETY: the page is never unmapped; nothing in this process touches the
@@ -624,6 +629,63 @@ fn a_message_that_does_not_fit_is_reported_and_stops_the_chain() {
 }
 
 #[test]
+fn quiet_operations_report_only_their_failures() {
+    if !available() {
+        return;
+    }
+    let (a, b) = seqpacket_pair().unwrap();
+    let mut ring = kring();
+    let (mut first, mut second) = ([0u8; 4], [0u8; 4]);
+    let quiet = |op: KOp| KOp { quiet: true, ..op };
+    // recv, recv, send: the two receives are quiet, the send reports.
+    let chain = |first: &mut [u8], second: &mut [u8]| {
+        [
+            quiet(recv(1, b.as_fd(), first, Link::Soft)),
+            quiet(recv(2, b.as_fd(), second, Link::Soft)),
+            send(3, b.as_fd(), b"done", Link::Soft),
+        ]
+    };
+    // SAFETY: the buffers and sockets outlive the ring; the buffers are read
+    // only after the chain's last completion is reaped.
+    unsafe { ring.submit_chain(&chain(&mut first, &mut second)) }.unwrap();
+    assert_eq!(ring.in_flight(), 1, "only the loud operation is counted");
+    sys::send(a.as_fd(), b"one.", 0).unwrap();
+    sys::send(a.as_fd(), b"two.", 0).unwrap();
+    assert_eq!(reap_n(&mut ring, 1, LIMIT), [(3, 4)]);
+    assert_eq!((&first, &second), (b"one.", b"two."));
+    let mut got = [0u8; 8];
+    assert_eq!(recv_within(a.as_fd(), &mut got, LIMIT), 4);
+    // A quiet receive that fails reports itself (with the user_data the
+    // caller gave), and the rest of the chain is cancelled.
+    // SAFETY: as above.
+    unsafe { ring.submit_chain(&chain(&mut first, &mut second)) }.unwrap();
+    sys::send(a.as_fd(), b"too long", 0).unwrap();
+    assert_eq!(
+        reap_n(&mut ring, 3, LIMIT),
+        [(1, 8), (2, ECANCELED), (3, ECANCELED)]
+    );
+    assert_eq!(ring.in_flight(), 0);
+    // A quiet receive still waiting is cancelled by its user_data.
+    // SAFETY: as above.
+    unsafe { ring.submit_chain(&chain(&mut first, &mut second)) }.unwrap();
+    ring.cancel(1).unwrap();
+    assert_eq!(
+        reap_n(&mut ring, 3, LIMIT),
+        [(1, ECANCELED), (2, ECANCELED), (3, ECANCELED)]
+    );
+    // A chain must end with a loud operation, and user_data keeps clear of
+    // the ring's own bit.
+    let q = quiet(send(4, b.as_fd(), b"x", Link::Soft));
+    // SAFETY: refused before anything is queued.
+    let e = unsafe { ring.submit_chain(&[q]) }.unwrap_err();
+    assert!(e.to_string().contains("cannot be quiet"), "{e}");
+    // SAFETY: as above.
+    let e =
+        unsafe { ring.submit_chain(&[send(1 << 63, b.as_fd(), b"x", Link::Soft)]) }.unwrap_err();
+    assert!(e.to_string().contains("reserved"), "{e}");
+}
+
+#[test]
 fn a_peer_that_dies_ends_a_pending_receive_and_cancels_the_rest() {
     const TEST: &str = "a_peer_that_dies_ends_a_pending_receive_and_cancels_the_rest";
     if child_role().as_deref() == Some("doomed") {
@@ -669,6 +731,7 @@ fn a_peer_that_dies_ends_a_pending_receive_and_cancels_the_rest() {
                 sock: SockType::Stream,
             },
             link: Link::Soft,
+            quiet: false,
         },
         send(5, near.as_fd(), &then, Link::Soft),
     ];
@@ -696,6 +759,7 @@ fn links_cancels_and_the_rings_descriptor() {
             val: 0,
         },
         link,
+        quiet: false,
     };
     // The word already changed: -EAGAIN stops a soft link, not a hard one.
     // SAFETY: `word`, `msg` and the sockets outlive the ring.

@@ -1,0 +1,342 @@
+//! The `kernel` progress mode: messages between local ranks on channels of
+//! their own, and runs of dependent sends and receives handed to the kernel
+//! as linked io_uring chains.
+//!
+//! # Channels
+//!
+//! A channel is a `SOCK_SEQPACKET` socket pair that carries the messages of
+//! one send operation of one schedule, execution after execution. Its
+//! sender makes it the first time the operation goes out eagerly to a peer
+//! on this machine and *offers* it in that message's envelope (`MODE_OFFER`,
+//! the descriptor number); the receiver takes its end with `pidfd_getfd`
+//! and answers `ACCEPT`, or `DECLINE` when its receive cannot be bound to
+//! one sender's operation for good. At the operation's next execution the
+//! sender marks its message `MODE_SWITCH`; every later execution sends on
+//! the channel. Each side thus switches at a point the other can see, and
+//! no other agreement between ranks is needed: a rank without the kernel
+//! mode declines every offer.
+//!
+//! A receive may be bound to a channel only if the message it takes is the
+//! same one every time: the schedule has no wildcard receive, and the
+//! receive is the only one from that sender with that tag or all receives
+//! from that sender lie on one chain (so they are posted in a fixed order).
+//! The sender checks the same of its side. The message's length is fixed by
+//! the schedule, so a receive posted in the kernel asks for exactly that
+//! length (see kchain's table of what a socket delivers).
+//!
+//! # Chains
+//!
+//! When a channel operation becomes ready, it goes to the kernel together
+//! with the operations after it on its chain (`goal_sched::chains`) that are
+//! channel operations too, linked: a broadcast's receive-then-forward, a
+//! ping-pong's two hundred turns, a barrier's rounds run as task work of
+//! the thread that submitted them, while it computes or sleeps, without a
+//! helper waking. An operation that nothing outside its run waits for is
+//! *quiet*: it posts no completion, the run's end vouches for it. Joins,
+//! local operations and everything else run in user space as in the other
+//! modes.
+//!
+//! # One execution of a schedule at a time
+//!
+//! A channel holds the messages of successive executions in order, and a
+//! receive posted in the kernel takes whatever comes next. So in this mode
+//! a rank starts an execution of a schedule only once its previous one has
+//! ended; a later Run is held until then (it cannot deadlock: an execution
+//! never waits for a later one of its schedule).
+
+use crate::error::{Error, ErrorKind};
+use goal_sched::chains::ChainPlan;
+use goal_sched::{OpKind, Schedule};
+use goal_transport::kchain::KRing;
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+/// Added to the dependency counter of an operation already in the kernel
+/// (behind another one of its run), so that it never becomes ready again in
+/// user space as its prerequisites finish.
+pub(crate) const IN_KERNEL: u32 = 1 << 30;
+
+/// The state of one operation's channel.
+pub(crate) enum Chan {
+    /// Not tried yet.
+    Untried,
+    /// Never: not eligible, or declined.
+    Never,
+    /// Sender: offered in a message, waiting for the answer. Holds both
+    /// ends (the receiver takes a duplicate of `theirs`).
+    Offered { mine: OwnedFd, theirs: OwnedFd },
+    /// Sender: accepted; the next message says `MODE_SWITCH`.
+    Accepted { mine: OwnedFd, theirs: OwnedFd },
+    /// Sender: switched; every message goes on the channel.
+    Sending { mine: OwnedFd, _theirs: OwnedFd },
+    /// Receiver: bound, waiting for the sender's switch.
+    Bound { fd: OwnedFd, len: u32 },
+    /// Receiver: switched; every message comes on the channel.
+    Receiving { fd: OwnedFd, len: u32 },
+}
+
+/// What the schedule allows, per side (computed once per schedule).
+pub(crate) struct SchedInfo {
+    pub plan: ChainPlan,
+    /// No receive of the schedule is a wildcard.
+    pub no_wildcards: bool,
+}
+
+impl SchedInfo {
+    pub fn new(s: &Schedule) -> SchedInfo {
+        let no_wildcards = s.ops.iter().all(|o| {
+            !matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) || (o.peer >= 0 && o.tag >= 0)
+        });
+        SchedInfo {
+            plan: goal_sched::chains::plan(s),
+            no_wildcards,
+        }
+    }
+
+    /// Whether op `i` (a send or receive) always pairs with the same
+    /// operation of its peer, as far as this side can tell.
+    pub fn deterministic(&self, s: &Schedule, i: usize) -> bool {
+        let o = &s.ops[i];
+        let send = matches!(o.kind(), OpKind::Send | OpKind::SendVec);
+        let same = |p: &goal_sched::OpRec| {
+            matches!(p.kind(), OpKind::Send | OpKind::SendVec) == send
+                && matches!(
+                    p.kind(),
+                    OpKind::Send | OpKind::SendVec | OpKind::Recv | OpKind::RecvVec
+                )
+                && p.peer == o.peer
+                && p.tag == o.tag
+        };
+        let unique = s.ops.iter().filter(|p| same(p)).count() == 1;
+        let ordered = if send {
+            self.plan.sends_in_order_to(o.peer as u32)
+        } else {
+            self.plan.receives_in_order_from(o.peer as u32)
+        };
+        self.no_wildcards && (unique || ordered)
+    }
+}
+
+/// An operation in the kernel.
+#[derive(Clone, Copy)]
+pub(crate) struct KRec {
+    /// Its execution's slot, generation and op index (engine `OpRef`).
+    pub slot: u32,
+    pub gen: u32,
+    pub op: u32,
+    /// The run it belongs to and its place there.
+    pub run: u32,
+    pub pos: u32,
+    /// The peer, and the bytes it moves.
+    pub peer: u32,
+    pub len: u32,
+}
+
+/// Operations submitted together as one chain.
+pub(crate) struct Run {
+    /// Their `user_data`, in order.
+    pub ops: Vec<u64>,
+    /// The first not yet finished.
+    pub next: usize,
+    /// Completions (real or implied) still to come.
+    pub live: usize,
+}
+
+/// The kernel mode's state, owned by the engine.
+pub(crate) struct KPath {
+    pub ring: KRing,
+    /// Per schedule id, per op: its channel.
+    pub chans: Vec<Vec<Chan>>,
+    /// Per schedule id: what it allows (made at its first execution).
+    pub info: Vec<Option<Arc<SchedInfo>>>,
+    /// Operations in the kernel, by `user_data`.
+    pub ops: Vec<Option<KRec>>,
+    free_ops: Vec<u32>,
+    pub runs: Vec<Option<Run>>,
+    free_runs: Vec<u32>,
+    /// Executions held until the previous one of their schedule ends, per schedule id (slots).
+    pub held: Vec<VecDeque<u32>>,
+    /// Completions reaped and not yet handled.
+    pub reaped: Vec<(u64, i32)>,
+    /// Counters for the debug line at the end.
+    pub stats: Stats,
+}
+
+/// What the kernel mode did, for `GOAL_DEBUG`.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Stats {
+    /// Channels bound (as sender) and accepted (as receiver).
+    pub channels_out: u64,
+    pub channels_in: u64,
+    /// Offers declined by receivers.
+    pub declined: u64,
+    /// Operations and runs handed to the kernel.
+    pub kernel_ops: u64,
+    pub runs: u64,
+    /// Completions user space had to handle.
+    pub completions: u64,
+}
+
+impl KPath {
+    pub fn new(ring: KRing) -> KPath {
+        KPath {
+            ring,
+            chans: Vec::new(),
+            info: Vec::new(),
+            ops: Vec::new(),
+            free_ops: Vec::new(),
+            runs: Vec::new(),
+            free_runs: Vec::new(),
+            held: Vec::new(),
+            reaped: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The info and channel table of schedule `id` (made on first use).
+    pub fn prepare(&mut self, id: u32, s: &Schedule) -> Arc<SchedInfo> {
+        let i = id as usize;
+        if self.info.len() <= i {
+            self.info.resize_with(i + 1, || None);
+            self.chans.resize_with(i + 1, Vec::new);
+            self.held.resize_with(i + 1, VecDeque::new);
+        }
+        if self.chans[i].len() != s.ops.len() {
+            self.chans[i] = (0..s.ops.len()).map(|_| Chan::Untried).collect();
+        }
+        self.info[i]
+            .get_or_insert_with(|| Arc::new(SchedInfo::new(s)))
+            .clone()
+    }
+
+    pub fn chan(&self, id: u32, op: u32) -> Option<&Chan> {
+        self.chans.get(id as usize)?.get(op as usize)
+    }
+
+    pub fn chan_mut(&mut self, id: u32, op: u32) -> Option<&mut Chan> {
+        self.chans.get_mut(id as usize)?.get_mut(op as usize)
+    }
+
+    /// Records a run of operations; returns their `user_data`s.
+    pub fn add_run(&mut self, recs: &[KRec]) -> (u32, Vec<u64>) {
+        let run = match self.free_runs.pop() {
+            Some(r) => r,
+            None => {
+                self.runs.push(None);
+                (self.runs.len() - 1) as u32
+            }
+        };
+        let mut uds = Vec::with_capacity(recs.len());
+        for (pos, rec) in recs.iter().enumerate() {
+            let rec = KRec {
+                run,
+                pos: pos as u32,
+                ..*rec
+            };
+            let ud = match self.free_ops.pop() {
+                Some(u) => {
+                    self.ops[u as usize] = Some(rec);
+                    u
+                }
+                None => {
+                    self.ops.push(Some(rec));
+                    (self.ops.len() - 1) as u32
+                }
+            };
+            uds.push(ud as u64);
+        }
+        self.runs[run as usize] = Some(Run {
+            ops: uds.clone(),
+            next: 0,
+            live: recs.len(),
+        });
+        (run, uds)
+    }
+
+    /// Forgets a run whose submission failed.
+    pub fn drop_run(&mut self, run: u32) {
+        if let Some(r) = self.runs[run as usize].take() {
+            for ud in r.ops {
+                self.ops[ud as usize] = None;
+                self.free_ops.push(ud as u32);
+            }
+            self.free_runs.push(run);
+        }
+    }
+
+    /// Marks operation `ud` as ended (its completion seen or implied).
+    pub fn retire(&mut self, ud: u64) {
+        let Some(rec) = self.ops.get_mut(ud as usize).and_then(|o| o.take()) else {
+            return;
+        };
+        self.free_ops.push(ud as u32);
+        let run = rec.run as usize;
+        let done = match self.runs[run].as_mut() {
+            Some(r) => {
+                r.live -= 1;
+                r.live == 0
+            }
+            None => false,
+        };
+        if done {
+            self.runs[run] = None;
+            self.free_runs.push(rec.run);
+        }
+    }
+
+    /// The `user_data`s in flight for execution slot `slot`.
+    pub fn of_slot(&self, slot: u32) -> Vec<u64> {
+        self.ops
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.is_some_and(|o| o.slot == slot))
+            .map(|(u, _)| u as u64)
+            .collect()
+    }
+
+    /// The slots of executions with operations in flight to or from `peer`.
+    pub fn slots_with_peer(&self, peer: u32) -> Vec<u32> {
+        self.ops
+            .iter()
+            .flatten()
+            .filter(|o| o.peer == peer)
+            .map(|o| o.slot)
+            .collect()
+    }
+}
+
+/// The error for a kernel operation that ended with `res` instead of `len`.
+pub(crate) fn failure(what: &str, peer: u32, send: bool, res: i32, len: u32) -> Error {
+    if res == 0 && !send {
+        return Error::new(
+            ErrorKind::PeerLost,
+            format!("{what}: rank {peer} closed its channel (it ended or failed)"),
+        );
+    }
+    if res < 0 {
+        let e = std::io::Error::from_raw_os_error(-res);
+        let kind = if res == -libc::EPIPE || res == -libc::ECONNRESET {
+            ErrorKind::PeerLost
+        } else {
+            ErrorKind::System
+        };
+        return Error::new(
+            kind,
+            format!(
+                "{what}: on the channel {} rank {peer}: {e}",
+                if send { "to" } else { "from" }
+            ),
+        );
+    }
+    if !send && res as u32 > len {
+        return Error::new(
+            ErrorKind::Truncated,
+            format!("{what}: message of {res} bytes from rank {peer} on its channel, where the schedule fixed {len} (truncation)"),
+        );
+    }
+    Error::new(
+        ErrorKind::System,
+        format!("{what}: moved {res} of {len} bytes on the channel with rank {peer}"),
+    )
+}
