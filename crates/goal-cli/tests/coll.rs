@@ -26,7 +26,7 @@ use std::sync::Arc;
 use util::ranks;
 
 const SIZES: &[usize] = &[1, 2, 3, 4, 5, 6, 7, 8, 9];
-const MODES: &[&str] = &["manual", "thread"];
+const MODES: &[&str] = &["manual", "thread", "kernel"];
 /// Like the C API's `GOAL_COLL_TAG_BASE`.
 const TAG0: i64 = 1 << 30;
 const KIB: usize = 1024;

@@ -53,7 +53,7 @@ impl Mem {
 /// every protocol (eager, stream, heap single copy), three runs each.
 #[test]
 fn ring_exchange_moves_every_size_on_every_path() {
-    ranks("ring_exchange_moves_every_size_on_every_path", ALL_SIZES, &["manual", "thread"], || {
+    ranks("ring_exchange_moves_every_size_on_every_path", ALL_SIZES, &["manual", "thread", "kernel"], || {
         let rt = rt();
         let (me, n) = (rt.rank() as usize, rt.size() as usize);
         let (to, from) = ((me + 1) % n, (me + n - 1) % n);
@@ -134,7 +134,7 @@ fn the_helper_finishes_executions_the_application_never_waits_for() {
 /// pairs with the k-th execution on the peers, whatever order they finish in.
 #[test]
 fn two_executions_in_flight_at_once() {
-    ranks("two_executions_in_flight_at_once", &[2, 4, 7], &["manual", "thread"], || {
+    ranks("two_executions_in_flight_at_once", &[2, 4, 7], &["manual", "thread", "kernel"], || {
         let rt = rt();
         let (me, n) = (rt.rank() as usize, rt.size() as usize);
         let from = ((me + n - 1) % n) as u64;
@@ -193,7 +193,7 @@ fn rss_kib() -> u64 {
 /// 10,000 runs of one schedule (with a scratchpad) keep memory flat.
 #[test]
 fn ten_thousand_runs_keep_memory_flat() {
-    ranks("ten_thousand_runs_keep_memory_flat", &[2, 3], &["thread"], || {
+    ranks("ten_thousand_runs_keep_memory_flat", &[2, 3], &["thread", "kernel"], || {
         let rt = rt();
         let (me, n) = (rt.rank() as usize, rt.size() as usize);
         let mut g = Graph::new();
@@ -253,7 +253,7 @@ fn a_million_op_chain_does_not_grow_the_stack() {
 /// Messages to oneself, small and large, and a receive that starts long after its message arrived.
 #[test]
 fn self_sends_and_late_receives() {
-    ranks("self_sends_and_late_receives", &[1, 2, 3], &["manual", "thread"], || {
+    ranks("self_sends_and_late_receives", &[1, 2, 3], &["manual", "thread", "kernel"], || {
         let rt = rt();
         let me = rt.rank() as i64;
         for &len in &[0usize, 10, 5000, 3 << 20] {
@@ -291,7 +291,7 @@ fn self_sends_and_late_receives() {
 /// Same source, same tag: messages cannot overtake each other.
 #[test]
 fn same_tag_messages_do_not_overtake() {
-    ranks("same_tag_messages_do_not_overtake", &[2], &["manual", "thread"], || {
+    ranks("same_tag_messages_do_not_overtake", &[2], &["manual", "thread", "kernel"], || {
         let rt = rt();
         let me = rt.rank();
         let k = 200usize;
@@ -318,7 +318,7 @@ fn same_tag_messages_do_not_overtake() {
 /// GOAL_ANY_SOURCE / GOAL_ANY_TAG receive one message from every other rank.
 #[test]
 fn wildcards_receive_from_everyone() {
-    ranks("wildcards_receive_from_everyone", &[2, 4, 7], &["manual", "thread"], || {
+    ranks("wildcards_receive_from_everyone", &[2, 4, 7], &["manual", "thread", "kernel"], || {
         let rt = rt();
         let (me, n) = (rt.rank() as usize, rt.size() as usize);
         let mut mine = [me as u32; 1];
@@ -345,7 +345,7 @@ fn wildcards_receive_from_everyone() {
 /// A message larger than its receive fails that execution (and only it).
 #[test]
 fn truncation_fails_the_execution_with_a_clear_error() {
-    ranks("truncation_fails_the_execution_with_a_clear_error", &[2], &["manual", "thread"], || {
+    ranks("truncation_fails_the_execution_with_a_clear_error", &[2], &["manual", "thread", "kernel"], || {
         let rt = rt();
         let me = rt.rank();
         for &len in &[100usize, 200_000] {
@@ -437,7 +437,7 @@ fn a_killed_rank_fails_the_others_quickly() {
 /// and random dependencies that respect a global order never deadlock.
 #[test]
 fn random_graphs_match_a_sequential_model() {
-    ranks("random_graphs_match_a_sequential_model", &[2, 3, 5], &["manual", "thread"], || {
+    ranks("random_graphs_match_a_sequential_model", &[2, 3, 5], &["manual", "thread", "kernel"], || {
         let rt = rt();
         let (me, n) = (rt.rank() as usize, rt.size() as usize);
         for seed in 0..12u64 {

@@ -16,8 +16,10 @@
 //! `auto` picks the mode once the runtime knows how many ranks share this
 //! machine: `spin` when every rank can have a second core for its helper
 //! (the helper's polling then costs the application nothing), `thread`
-//! otherwise; `GOAL_DEBUG=1` prints the choice and why. `kernel` is accepted;
-//! until the kernel-driven mode exists it runs as `thread` and says so once.
+//! otherwise; `GOAL_DEBUG=1` prints the choice and why. `kernel` runs like
+//! `thread` and also hands runs of sends and receives between local ranks
+//! to the kernel (see `kpath`); where io_uring is missing or turned off
+//! (`GOAL_IO_URING=0`) it says so once and runs as `thread`.
 
 use crate::error::{Error, ErrorKind, Result};
 use std::time::Duration;
@@ -31,6 +33,9 @@ pub enum ProgressMode {
     Thread,
     /// A helper thread that polls (for a spare core), sleeping only after a long idle spell.
     Spin,
+    /// `thread`, and messages between local ranks on channels whose runs of
+    /// sends and receives the kernel carries (linked io_uring chains).
+    Kernel,
 }
 
 impl ProgressMode {
@@ -40,6 +45,7 @@ impl ProgressMode {
             ProgressMode::Manual => "manual",
             ProgressMode::Thread => "thread",
             ProgressMode::Spin => "spin",
+            ProgressMode::Kernel => "kernel",
         }
     }
 }
@@ -49,7 +55,7 @@ impl ProgressMode {
 pub enum Requested {
     /// Choose from the machine (the default).
     Auto,
-    /// The kernel-driven mode (runs as `thread` until it exists).
+    /// The kernel-driven mode (`thread` where io_uring is missing).
     Kernel,
     /// Exactly this mode.
     Mode(ProgressMode),
@@ -193,7 +199,7 @@ impl Config {
         let machine = format!("{local_ranks} rank(s) here on {cores} core(s)");
         let (mode, why) = match self.requested {
             Requested::Mode(m) => (m, "GOAL_PROGRESS".to_string()),
-            Requested::Kernel => (ProgressMode::Thread, "GOAL_PROGRESS=kernel: the kernel-driven mode is not built yet, running as 'thread'".to_string()),
+            Requested::Kernel => (ProgressMode::Kernel, "GOAL_PROGRESS=kernel".to_string()),
             Requested::Auto if spare => (ProgressMode::Spin, format!("auto: {machine}, a spare core per rank for a polling helper")),
             Requested::Auto => (ProgressMode::Thread, format!("auto: {machine}, no spare core: a helper that sleeps until data arrives")),
         };

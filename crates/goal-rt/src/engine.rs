@@ -41,10 +41,12 @@
 //! consumed or produced, so the pair's stream stays in step).
 
 use crate::error::{Error, ErrorKind};
+use crate::kpath::{self, Chan, KPath, KRec, IN_KERNEL};
 use crate::localop::{self, KernelError};
 use crate::proto::{self, Head};
 use goal_sched::{OpKind, OpRec, ReduceOp};
 use goal_net::{Event, NetNode};
+use goal_transport::kchain::{KOp, KOpKind, KRing, Link, SockType};
 use goal_transport::shm::ShmNode;
 use goal_transport::PeerLost;
 use std::collections::{HashMap, VecDeque};
@@ -134,10 +136,25 @@ struct Exec {
 enum UnexpKind {
     /// Eager data, copied out of the ring.
     Eager(Vec<u8>),
+    /// Eager data whose envelope also offers a channel or switches to one
+    /// (kernel mode).
+    EagerCtl(Vec<u8>, Ctl),
     /// A large message waiting at its sender.
     Rts { mode: u8, token: u32, addr: u64 },
     /// A message from this rank to itself, still in the sender's buffer.
     SelfSend(OpRef),
+}
+
+/// What an EAGER envelope says about the send's channel (kernel mode).
+#[derive(Clone, Copy)]
+struct Ctl {
+    /// `MODE_OFFER` or `MODE_SWITCH`.
+    mode: u8,
+    /// The sender's descriptor (offer).
+    fd: u32,
+    /// The sender's operation and schedule.
+    op: u32,
+    sched: u32,
 }
 
 struct Unexp {
@@ -201,6 +218,8 @@ pub(crate) struct Engine {
     remote: Vec<bool>,
     pub th: Thresholds,
     st: State,
+    /// The kernel mode's channels and ring, when it is on.
+    kp: Option<KPath>,
 }
 
 struct State {
@@ -308,7 +327,7 @@ impl Engine {
             net_in: HashMap::new(),
             net_events: Vec::new(),
         };
-        Engine { rank, size, shm, net: None, remote: vec![false; n], th, st }
+        Engine { rank, size, shm, net: None, remote: vec![false; n], th, st, kp: None }
     }
 
     /// Reaches the peers marked in `remote` through `net`.
@@ -369,9 +388,29 @@ impl Engine {
         if self.st.active.len() <= id {
             self.st.active.resize_with(id + 1, Vec::new);
         }
+        // Kernel mode: one execution of a schedule at a time (see `kpath`).
+        let hold = match self.kp.as_mut() {
+            Some(kp) => {
+                kp.prepare(sched.id, s);
+                if seq == 1 {
+                    // The schedule runs again: worth channels (made in one
+                    // go, off the path of any message).
+                    let (me, eager, remote) = (self.rank, self.th.eager, &self.remote);
+                    kp.make_channels(sched.id, s, |o| o.peer as u32 != me && !remote[o.peer as usize] && o.len as usize <= eager);
+                }
+                let hold = !self.st.active[id].is_empty();
+                if hold {
+                    kp.held[id].push_back(slot);
+                }
+                hold
+            }
+            None => false,
+        };
         self.st.active[id].push((seq, slot));
-        for op in 0..s.independent {
-            self.st.ready.push_back(OpRef { slot, gen, op });
+        if !hold {
+            for op in 0..s.independent {
+                self.st.ready.push_back(OpRef { slot, gen, op });
+            }
         }
         self.drain_ready();
         self.shm.flush();
@@ -389,6 +428,7 @@ impl Engine {
     pub fn progress(&mut self) -> usize {
         let before = self.st.finished_ops;
         self.poll_messages();
+        self.reap_kernel();
         self.drain_ready();
         if !self.st.outq_peers.is_empty() {
             self.retry_outq();
@@ -476,6 +516,9 @@ impl Engine {
         }
         for s in self.st.stream_in[r].iter() {
             victims.push(s.r.slot);
+        }
+        if let Some(kp) = self.kp.as_ref() {
+            victims.extend(kp.slots_with_peer(r as u32));
         }
         for (&(src, _), x) in self.st.net_in.iter() {
             if src as usize == r {
@@ -570,6 +613,9 @@ impl Engine {
             for &d in sched.s.start_dependents(r.op as usize) {
                 self.dec(OpRef { op: d, ..r });
             }
+        }
+        if self.kp.is_some() && self.on_channel(id, r.op) {
+            return self.ksubmit(r);
         }
         match o.kind() {
             OpKind::Send | OpKind::SendVec => self.start_send(r, &o, id, seq),
@@ -736,6 +782,24 @@ impl Engine {
             }
         }
         let k = key(e.sched.id, e.seq);
+        let mut in_kernel = false;
+        if let Some(kp) = self.kp.as_mut() {
+            // The next held execution of this schedule may start.
+            if let Some(next) = kp.held.get_mut(id).and_then(|h| h.pop_front()) {
+                if let Some(n) = self.st.execs[next as usize].as_ref() {
+                    for op in 0..n.sched.s.independent {
+                        self.st.ready.push_back(OpRef { slot: next, gen: n.gen, op });
+                    }
+                }
+            }
+            if res.is_err() {
+                let mine = kp.of_slot(slot);
+                in_kernel = !mine.is_empty();
+                for ud in mine {
+                    let _ = kp.ring.cancel(ud);
+                }
+            }
+        }
         if let Err(err) = &res {
             if !self.st.net_in.is_empty() {
                 let mine: Vec<(u32, u32)> = self.st.net_in.iter().filter(|(_, x)| x.slot == slot).map(|(&k, _)| k).collect();
@@ -757,6 +821,12 @@ impl Engine {
         }
         e.sched.running.fetch_sub(1, Ordering::Release);
         e.bufs.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
+        if in_kernel {
+            // The kernel may still write its scratchpad until the
+            // cancellations land: never reuse or free it.
+            std::mem::forget(e.bufs);
+            return;
+        }
         let sched = e.sched.clone();
         self.recycle(&sched, e.bufs);
     }
@@ -765,6 +835,12 @@ impl Engine {
     fn drop_unexpected(&mut self, u: Unexp) {
         match u.kind {
             UnexpKind::Eager(d) => self.release_credit(u.src, d.len() as u64),
+            UnexpKind::EagerCtl(d, ctl) => {
+                self.release_credit(u.src, d.len() as u64);
+                if ctl.mode == proto::MODE_OFFER {
+                    self.answer_offer(u.src, ctl, false);
+                }
+            }
             UnexpKind::Rts { token, .. } => self.send_control(u.src, proto::FIN, token),
             UnexpKind::SelfSend(s) => self.finish(s),
         }
@@ -795,6 +871,9 @@ impl Engine {
         let heap_off = if len > self.th.heap_eager && !ptr.is_null() { self.shm.heap().offset_of(ptr, len) } else { None };
         if heap_off.is_none() && len <= self.th.eager && self.eager_credit(p, len as u64) {
             self.st.eager_sent[p] += len as u64;
+            if self.kp.is_some() {
+                self.offer_or_switch(r, &mut head);
+            }
             if self.st.outq[p].is_empty() {
                 if let Some(pieces) = &pieces {
                     let slices = slices_of(pieces);
@@ -1026,6 +1105,14 @@ impl Engine {
                 self.release_credit(u.src, d.len() as u64);
                 self.finish(r);
             }
+            UnexpKind::EagerCtl(mut d, ctl) => {
+                scatter(&mut d, dst.as_slice());
+                self.release_credit(u.src, d.len() as u64);
+                if let Err(e) = self.channel_note(r, u.src, ctl, u.len) {
+                    return self.fail(r, e);
+                }
+                self.finish(r);
+            }
             UnexpKind::SelfSend(s) => {
                 if let Some(src) = self.pieces(s) {
                     copy_pieces(&src, &dst, u.len as usize);
@@ -1161,7 +1248,8 @@ impl Engine {
         shm.poll(&mut |src, env, payload| {
             let h = Head::decode(env);
             if h.kind == proto::EAGER {
-                if let Some(r) = st_match_posted(st, h.sched, h.seq, src as u32, h.tag) {
+                // (an envelope about a channel takes the slow path)
+                if let Some(r) = (h.mode == 0).then(|| st_match_posted(st, h.sched, h.seq, src as u32, h.tag)).flatten() {
                     arrived.push((src as u32, h, None));
                     st_deliver_inline(st, r, src as u32, payload, &mut arrived);
                     return;
@@ -1222,7 +1310,13 @@ impl Engine {
         match h.kind {
             proto::EAGER => {
                 if let Some(d) = data {
-                    let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Eager(d) };
+                    let kind = match h.mode {
+                        proto::MODE_OFFER | proto::MODE_SWITCH => {
+                            UnexpKind::EagerCtl(d, Ctl { mode: h.mode, fd: h.token, op: h.addr as u32, sched: h.sched })
+                        }
+                        _ => UnexpKind::Eager(d),
+                    };
+                    let u = Unexp { src, tag: h.tag, len: h.len, kind };
                     match self.match_posted(h.sched, h.seq, src, h.tag) {
                         Some(r) => self.deliver(r, u),
                         None => self.stash(h.sched, h.seq, u),
@@ -1284,6 +1378,7 @@ impl Engine {
                 let r = &mut self.st.eager_returned[src as usize];
                 *r = (*r).max(h.addr);
             }
+            proto::ACCEPT | proto::DECLINE => self.channel_answer(h.kind == proto::ACCEPT, src, h.sched, h.token),
             _ => {}
         }
         self.drain_ready();
@@ -1335,6 +1430,260 @@ impl Engine {
                 self.st.streams_active -= 1;
                 self.finish(r);
             }
+        }
+    }
+
+    // ---- kernel mode (see `kpath`) ------------------------------------------
+
+    /// Turns the kernel mode on: channels between local ranks, chains in `ring`.
+    pub fn enable_kernel(&mut self, ring: KRing) {
+        self.kp = Some(KPath::new(ring));
+    }
+
+    /// The kernel ring's descriptor (readable while completions wait).
+    pub fn kernel_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.kp.as_ref().map(|k| k.ring.fd().as_raw_fd())
+    }
+
+    /// What the kernel mode did, for the debug line at the end.
+    pub fn kernel_summary(&self) -> Option<String> {
+        let s = self.kp.as_ref()?.stats;
+        Some(format!(
+            "kernel mode: {} channel(s) out, {} in, {} offer(s) declined; {} operation(s) in {} chain(s) ran in the kernel, {} completion(s) reached user space",
+            s.channels_out, s.channels_in, s.declined, s.kernel_ops, s.runs, s.completions
+        ))
+    }
+
+    /// Whether op `op` of schedule `id` travels on its channel now.
+    fn on_channel(&self, id: u32, op: u32) -> bool {
+        self.kp.as_ref().is_some_and(|k| matches!(k.chan(id, op), Some(Chan::Sending { .. } | Chan::Receiving { .. })))
+    }
+
+    /// Sender, eager message of op `r`: offers its channel (made by
+    /// `KPath::make_channels`) or announces the switch to it, in `head`.
+    fn offer_or_switch(&mut self, r: OpRef, head: &mut Head) {
+        let Some(kp) = self.kp.as_mut() else { return };
+        let Some(e) = self.st.execs.get(r.slot as usize).and_then(|e| e.as_ref()) else { return };
+        let Some(ch) = kp.chan_mut(e.sched.id, r.op) else { return };
+        use std::os::fd::AsRawFd;
+        match std::mem::replace(ch, Chan::Never) {
+            Chan::Ready { mine, theirs } => {
+                head.mode = proto::MODE_OFFER;
+                head.token = theirs.as_raw_fd() as u32;
+                head.addr = r.op as u64;
+                *ch = Chan::Offered { mine, theirs };
+            }
+            Chan::Accepted { mine, theirs } => {
+                head.mode = proto::MODE_SWITCH;
+                head.addr = r.op as u64;
+                *ch = Chan::Sending { mine, _theirs: theirs };
+                kp.stats.channels_out += 1;
+            }
+            other => *ch = other,
+        }
+    }
+
+    /// Sender: the receiver's answer to an offer.
+    fn channel_answer(&mut self, accept: bool, src: u32, sched: u32, op: u32) {
+        let Some(kp) = self.kp.as_mut() else { return };
+        let Some(ch) = kp.chan_mut(sched, op) else { return };
+        match std::mem::replace(ch, Chan::Never) {
+            Chan::Offered { mine, theirs } if accept => *ch = Chan::Accepted { mine, theirs },
+            Chan::Offered { .. } => {
+                kp.stats.declined += 1;
+                if trace_on() {
+                    eprintln!("goal: rank {src} declined the channel of schedule {sched} op {op}");
+                }
+            }
+            other => *ch = other,
+        }
+    }
+
+    /// Receiver: answers an offer.
+    fn answer_offer(&mut self, src: u32, ctl: Ctl, accept: bool) {
+        let kind = if accept { proto::ACCEPT } else { proto::DECLINE };
+        self.post_message(src as usize, Head { kind, mode: 0, tag: 0, sched: ctl.sched, seq: 0, len: 0, token: ctl.op, addr: 0 });
+    }
+
+    /// Receiver: receive `r` took a message whose envelope offers a channel
+    /// or switches to it.
+    fn channel_note(&mut self, r: OpRef, src: u32, ctl: Ctl, len: u32) -> Result<(), Error> {
+        let Some(e) = self.exec(r) else { return Ok(()) };
+        let sched = e.sched.clone();
+        let (id, op) = (sched.id, r.op);
+        if ctl.mode == proto::MODE_SWITCH {
+            let Some(ch) = self.kp.as_mut().and_then(|k| k.chan_mut(id, op)) else {
+                return Err(Error::new(ErrorKind::System, format!("{}: rank {src} switched to a channel this rank never accepted", self.describe(r))));
+            };
+            return match std::mem::replace(ch, Chan::Never) {
+                Chan::Bound { fd, len: bound } if bound == len => {
+                    *ch = Chan::Receiving { fd, len };
+                    Ok(())
+                }
+                _ => Err(Error::new(ErrorKind::System, format!("{}: rank {src} switched to a channel this receive is not bound to", self.describe(r)))),
+            };
+        }
+        // An offer.
+        let o = sched.s.ops[op as usize];
+        let eligible = !self.remote[src as usize]
+            && o.kind() == OpKind::Recv
+            && self.kp.as_ref().is_some_and(|k| {
+                matches!(k.chan(id, op), Some(Chan::Untried)) && k.info.get(id as usize).and_then(|i| i.as_ref()).is_some_and(|i| i.deterministic(&sched.s, op as usize))
+            });
+        if !eligible {
+            self.answer_offer(src, ctl, false);
+            return Ok(());
+        }
+        match self.shm.take_peer_fd(src as usize, ctl.fd as i32) {
+            Ok(fd) => {
+                if let Some(kp) = self.kp.as_mut() {
+                    if let Some(ch) = kp.chan_mut(id, op) {
+                        *ch = Chan::Bound { fd, len };
+                    }
+                    kp.stats.channels_in += 1;
+                }
+                self.answer_offer(src, ctl, true);
+            }
+            Err(e) => {
+                if trace_on() {
+                    eprintln!("goal: rank {}: not taking the channel of rank {src}: {e}", self.rank);
+                }
+                if let Some(ch) = self.kp.as_mut().and_then(|k| k.chan_mut(id, op)) {
+                    *ch = Chan::Never;
+                }
+                self.answer_offer(src, ctl, false);
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands op `r` (on its channel) to the kernel, with the operations
+    /// after it on its chain that travel on channels too, linked.
+    fn ksubmit(&mut self, r: OpRef) {
+        let Some(e) = self.exec(r) else { return };
+        let sched = e.sched.clone();
+        let id = sched.id;
+        let s = &sched.s;
+        let Some(kp) = self.kp.as_ref() else { return };
+        let Some(info) = kp.info.get(id as usize).and_then(|i| i.clone()) else { return };
+        let max = kp.ring.max_chain();
+        let mut run = vec![r.op];
+        if let Some((c, pos)) = info.plan.place[r.op as usize] {
+            for &next in &info.plan.chains[c as usize][pos as usize + 1..] {
+                if run.len() >= max || !self.on_channel(id, next) {
+                    break;
+                }
+                run.push(next);
+            }
+        }
+        let mut recs = Vec::with_capacity(run.len());
+        let mut kinds = Vec::with_capacity(run.len());
+        for &op in &run {
+            let o = s.ops[op as usize];
+            let ptr = match self.pieces(OpRef { op, ..r }) {
+                Some(Pieces::One([(p, _)])) => p,
+                _ => std::ptr::null_mut(),
+            };
+            use std::os::fd::AsRawFd;
+            let (kind, len) = match self.kp.as_ref().and_then(|k| k.chan(id, op)) {
+                Some(Chan::Sending { mine, .. }) => (KOpKind::Send { fd: mine.as_raw_fd(), buf: ptr, len: o.len }, o.len),
+                Some(Chan::Receiving { fd, len }) => (KOpKind::Recv { fd: fd.as_raw_fd(), buf: ptr, len: *len, sock: SockType::Seqpacket }, *len),
+                _ => unreachable!("only channel operations join a run"),
+            };
+            kinds.push(kind);
+            recs.push(KRec { slot: r.slot, gen: r.gen, op, run: 0, pos: 0, peer: o.peer as u32, len });
+        }
+        // Followers wait in the kernel, not on their counters.
+        if let Some(e) = self.exec_mut(r) {
+            for &op in &run[1..] {
+                e.bufs.counters[op as usize] += IN_KERNEL;
+            }
+        }
+        let Some(kp) = self.kp.as_mut() else { return };
+        let (run_id, uds) = kp.add_run(&recs);
+        let kops: Vec<KOp> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, &kind)| {
+                // Quiet unless something outside the rest of the run waits for it.
+                let rest = &run[i + 1..];
+                let quiet = !rest.is_empty() && s.dependents(run[i] as usize).iter().all(|d| rest.contains(d));
+                KOp { user_data: uds[i], kind, link: Link::Soft, quiet }
+            })
+            .collect();
+        // SAFETY: send and receive buffers stay valid and untouched by user
+        // code until their execution ends (the API contract; scratchpads are
+        // the execution's own), and an execution ends only once each of its
+        // kernel operations has completed, or, if it fails first, its
+        // scratchpad is leaked rather than reused (`complete`). The channel
+        // descriptors live in `kp.chans` for the runtime's life.
+        if trace_on() {
+            let quiet = kops.iter().filter(|k| k.quiet).count();
+            eprintln!("goal-trace {:.6} rank {} kernel run of {} op(s) ({quiet} quiet) from op {}", localop::wtime(), self.rank, kops.len(), r.op);
+        }
+        match unsafe { kp.ring.submit_chain(&kops) } {
+            Ok(()) => {
+                kp.stats.kernel_ops += kops.len() as u64;
+                kp.stats.runs += 1;
+            }
+            Err(err) => {
+                kp.drop_run(run_id);
+                let msg = format!("{}: handing {} operation(s) to io_uring: {err}", self.describe(r), kops.len());
+                self.fail(r, Error::new(ErrorKind::System, msg));
+            }
+        }
+    }
+
+    /// Takes in the kernel's completions.
+    fn reap_kernel(&mut self) {
+        let Some(kp) = self.kp.as_mut() else { return };
+        if kp.ring.in_flight() == 0 {
+            return;
+        }
+        let mut got = std::mem::take(&mut kp.reaped);
+        if kp.ring.reap(&mut got) == 0 {
+            kp.reaped = got;
+            return;
+        }
+        kp.stats.completions += got.len() as u64;
+        for &(ud, res) in &got {
+            self.kernel_done(ud, res);
+        }
+        got.clear();
+        if let Some(kp) = self.kp.as_mut() {
+            kp.reaped = got;
+        }
+        self.drain_ready();
+    }
+
+    /// Operation `ud` completed with `res`; a success also vouches for the
+    /// quiet operations before it in its run.
+    fn kernel_done(&mut self, ud: u64, res: i32) {
+        let Some(kp) = self.kp.as_mut() else { return };
+        let Some(rec) = kp.ops.get(ud as usize).copied().flatten() else { return };
+        let Some(run) = kp.runs[rec.run as usize].as_mut() else { return };
+        let upto: Vec<u64> = run.ops[run.next.min(rec.pos as usize + 1)..=rec.pos as usize].to_vec();
+        run.next = run.next.max(rec.pos as usize + 1);
+        let ok = res >= 0 && res as u32 == rec.len;
+        let mut done = Vec::with_capacity(upto.len());
+        for u in upto {
+            if let Some(x) = kp.ops[u as usize] {
+                done.push(OpRef { slot: x.slot, gen: x.gen, op: x.op });
+            }
+            kp.retire(u);
+        }
+        if ok {
+            for r in done {
+                self.finish(r);
+            }
+            return;
+        }
+        let r = OpRef { slot: rec.slot, gen: rec.gen, op: rec.op };
+        if self.exec(r).is_some() {
+            let send = self.rec(r).is_some_and(|o| o.kind() == OpKind::Send);
+            let err = kpath::failure(&self.describe(r), rec.peer, send, res, rec.len);
+            self.fail(r, err);
         }
     }
 }

@@ -28,6 +28,7 @@
 mod calibrate;
 mod config;
 mod engine;
+mod kpath;
 pub mod error;
 pub mod localop;
 mod progress;
@@ -50,8 +51,11 @@ pub struct Runtime {
     th: Thresholds,
     engine: Mutex<Engine>,
     bell: Arc<Doorbell>,
-    /// Readable when the network has news (with peers on other machines).
-    pub(crate) net_fd: Option<std::os::fd::RawFd>,
+    /// Readable when the network (with peers on other machines) or the
+    /// kernel mode's ring has news: sleepers wait for it beside the doorbell.
+    pub(crate) wake_fd: Option<std::os::fd::RawFd>,
+    /// An epoll set holding both, when there are both.
+    _wake_set: Option<std::os::fd::OwnedFd>,
     heap: Arc<Heap>,
     next_sched: AtomicU32,
     /// Application threads inside `wait`.
@@ -91,6 +95,11 @@ pub struct Handle {
     shared: Arc<ExecShared>,
     rt: Arc<Runtime>,
 }
+
+/// Submission queue of the kernel mode's ring: the longest run handed to the
+/// kernel at once (a longer chain goes in pieces, each started by the end of
+/// the one before).
+const KERNEL_RING_ENTRIES: u32 = 1024;
 
 const UNINIT: u8 = 0;
 const LIVE: u8 = 1;
@@ -148,6 +157,11 @@ pub fn finalize() -> Result<()> {
     if let Some(h) = rt.helper.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = h.join();
     }
+    if rt.cfg.debug {
+        if let Some(k) = rt.lock_engine().kernel_summary() {
+            eprintln!("goal: rank {}: {k}", rt.rank);
+        }
+    }
     // Sends finish once their bytes are queued; over the network, stay
     // until the receivers have acknowledged them (bounded: a receiver that
     // never polls again is not waited for forever).
@@ -186,6 +200,18 @@ impl Runtime {
         let local_ranks = remote.iter().filter(|&&r| !r).count();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         cfg.resolve_progress(local_ranks, cores);
+        let kring = if cfg.progress == ProgressMode::Kernel {
+            match goal_transport::kchain::KRing::with_entries(KERNEL_RING_ENTRIES) {
+                Ok(ring) => Some(ring),
+                Err(why) => {
+                    cfg.progress = ProgressMode::Thread;
+                    cfg.progress_reason = format!("GOAL_PROGRESS=kernel, but {why}: running as 'thread'");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         if rank == 0 && (cfg.debug || cfg.requested == config::Requested::Kernel) {
             eprintln!("goal: progress mode '{}' ({})", cfg.progress.name(), cfg.progress_reason);
         }
@@ -221,19 +247,28 @@ impl Runtime {
         let bell = shm.doorbell();
         let heap = shm.heap();
         let net_fd = net.as_ref().map(|n| n.as_raw_fd());
+        let mut engine = Engine::new(rank as u32, size as u32, shm, th);
+        if let Some(n) = net {
+            engine.attach_net(n, remote);
+        }
+        if let Some(ring) = kring {
+            engine.enable_kernel(ring);
+        }
+        let (wake_fd, wake_set) = match (net_fd, engine.kernel_fd()) {
+            (Some(a), Some(b)) => {
+                let set = epoll_of(&[a, b]).map_err(|e| sys("making an epoll set for the network and the kernel ring", e))?;
+                (Some(std::os::fd::AsRawFd::as_raw_fd(&set)), Some(set))
+            }
+            (a, b) => (a.or(b), None),
+        };
         let rt = Arc::new(Runtime {
             rank: rank as u32,
             size: size as u32,
             th,
-            engine: Mutex::new({
-                let mut e = Engine::new(rank as u32, size as u32, shm, th);
-                if let Some(n) = net {
-                    e.attach_net(n, remote);
-                }
-                e
-            }),
+            engine: Mutex::new(engine),
             bell,
-            net_fd,
+            wake_fd,
+            _wake_set: wake_set,
             heap,
             next_sched: AtomicU32::new(0),
             app_waiting: AtomicU32::new(0),
@@ -361,6 +396,26 @@ pub fn wtime() -> f64 {
 }
 
 /// Round 1's blob: this machine's identity, then the shared-memory address.
+/// An epoll set that is readable when any of `fds` is.
+fn epoll_of(fds: &[std::os::fd::RawFd]) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain syscall; the result is checked before use.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `ep` is a new descriptor that nothing else owns.
+    let set = unsafe { std::os::fd::OwnedFd::from_raw_fd(ep) };
+    for &fd in fds {
+        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
+        // SAFETY: `ev` is a valid event for the duration of the call.
+        if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(set)
+}
+
 fn addr_blob(host: &str, shm: &[u8]) -> Vec<u8> {
     let mut b = Vec::with_capacity(4 + host.len() + shm.len());
     b.extend_from_slice(&(host.len() as u32).to_le_bytes());

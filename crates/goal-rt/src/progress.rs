@@ -401,7 +401,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
 /// Sleeps until rung, until the network has news (with peers on other
 /// machines), or until `timeout`.
 fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Duration) {
-    match rt.net_fd {
+    match rt.wake_fd {
         Some(fd) => guard.sleep_or_readable(fd, timeout),
         None => guard.sleep(timeout),
     }

@@ -38,6 +38,11 @@ pub const FIN: u8 = 4;
 /// sender (cumulative count in `addr`); over shared memory the count is a
 /// word the sender reads instead.
 pub const CREDIT: u8 = 5;
+/// Kernel mode: the receiver took the channel offered for the sender's
+/// operation `token` of schedule `sched` (see `kpath`).
+pub const ACCEPT: u8 = 6;
+/// Kernel mode: the receiver will not use that channel; the sender closes it.
+pub const DECLINE: u8 = 7;
 
 /// RTS mode: copy from the sender's shared heap at offset `w3`.
 pub const MODE_HEAP: u8 = 1;
@@ -48,6 +53,14 @@ pub const MODE_STREAM: u8 = 3;
 /// RTS mode: the sender is on another machine; after the CTS the bytes
 /// come as a network bulk transfer straight into the receive buffer.
 pub const MODE_NET: u8 = 4;
+
+/// EAGER mode, kernel mode: this message offers a channel for later
+/// executions of its send operation: the sender's descriptor `token`, for
+/// the sender's operation `addr`.
+pub const MODE_OFFER: u8 = 8;
+/// EAGER mode, kernel mode: the last message of this operation outside its
+/// channel; later executions come on the channel.
+pub const MODE_SWITCH: u8 = 9;
 
 /// A decoded envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
