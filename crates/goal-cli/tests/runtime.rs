@@ -398,9 +398,9 @@ fn senders_wait_past_the_unexpected_bound() {
 #[test]
 fn a_killed_rank_fails_the_others_quickly() {
     if !in_job() {
-        for n in [2, 4] {
+        for (n, mode) in [(2, "thread"), (4, "thread"), (2, "kernel"), (4, "kernel")] {
             let t = std::time::Instant::now();
-            let job = launch("a_killed_rank_fails_the_others_quickly", n, &[("GOAL_PROGRESS", "thread")]);
+            let job = launch("a_killed_rank_fails_the_others_quickly", n, &[("GOAL_PROGRESS", mode)]);
             assert_ne!(job.status, 0);
             assert!(t.elapsed().as_secs() < 20, "the job took {:?}", t.elapsed());
             assert!(job.stderr.contains("rank 1"), "goalrun does not name rank 1:\n{}", job.stderr);
@@ -411,13 +411,23 @@ fn a_killed_rank_fails_the_others_quickly() {
     }
     let rt = rt();
     let (me, n) = (rt.rank() as usize, rt.size() as usize);
-    let mut x = [0u8; 64];
+    let mut x = vec![0u8; 64 * n];
     let mut g = Graph::new();
-    // Everyone waits for a message from rank 1, which dies instead.
+    // Rank 1 sends to everyone; four executions go well (in kernel mode
+    // the fourth on channels, so that the fifth's receives wait in the
+    // kernel), then everyone waits for a message from rank 1, which dies
+    // instead.
     if me != 1 {
         g.recv(Buf::user(x.as_mut_ptr() as u64), 64, 1, 0);
+    } else {
+        for p in (0..n).filter(|&p| p != 1) {
+            g.send(Buf::user(x[64 * p..].as_ptr() as u64), 64, p as i64, 0);
+        }
     }
     let s = rt.compile(&g).unwrap();
+    for _ in 0..4 {
+        run_wait(&rt, &s).unwrap();
+    }
     if me == 1 {
         std::thread::sleep(std::time::Duration::from_millis(200));
         // SAFETY: raising a signal on oneself.
@@ -507,15 +517,23 @@ fn random_graphs_match_a_sequential_model() {
                 rbufs.push(rb);
             }
             let sc = rt.compile(&g).unwrap();
-            run_wait(&rt, &sc).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-            for (i, &(s, _, len, _)) in msgs.iter().enumerate() {
-                if let Some(b) = &rbufs[i] {
-                    if let Some(k) = (0..len).find(|&k| b.bytes()[k] != pattern(i as u64, k)) {
-                        panic!("seed {seed}: message {i} from rank {s} ({len} bytes): byte {k} is wrong");
+            // Four executions, each checked afresh: in kernel mode the
+            // fourth runs on channels (see goal-rt's `kpath`).
+            for round in 0..4 {
+                acc[0] = 0;
+                for b in rbufs.iter_mut().flatten() {
+                    b.bytes_mut().fill(0xEE);
+                }
+                run_wait(&rt, &sc).unwrap_or_else(|e| panic!("seed {seed}, execution {round}: {e}"));
+                for (i, &(s, _, len, _)) in msgs.iter().enumerate() {
+                    if let Some(b) = &rbufs[i] {
+                        if let Some(k) = (0..len).find(|&k| b.bytes()[k] != pattern(i as u64, k)) {
+                            panic!("seed {seed}, execution {round}: message {i} from rank {s} ({len} bytes): byte {k} is wrong");
+                        }
                     }
                 }
+                assert_eq!(acc[0], expect_acc, "seed {seed}, execution {round}: accumulator");
             }
-            assert_eq!(acc[0], expect_acc, "seed {seed}: accumulator");
         }
         goal_rt::finalize().unwrap();
     });
