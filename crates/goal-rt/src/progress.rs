@@ -79,6 +79,10 @@ pub(crate) struct AppMark {
     epoch: std::sync::atomic::AtomicU64,
     /// CLOCK_MONOTONIC of the last Run, in nanoseconds.
     last_run: std::sync::atomic::AtomicU64,
+    /// The helper sleeps on the doorbell alone, deaf to the network and the
+    /// kernel ring (it does while an application thread waits, since that
+    /// thread polls them itself): the next Run must ring it.
+    helper_deaf: std::sync::atomic::AtomicBool,
 }
 
 /// Runs closer together than this are a loop of Run and Wait with nothing
@@ -115,11 +119,12 @@ impl AppMark {
         let prev = self.last_run.swap(now, Ordering::Relaxed);
         if now.saturating_sub(prev) < TIGHT_LOOP.as_nanos() as u64 {
             self.touch(bell, true);
-        } else if self.lift(bell) {
+        } else if self.lift(bell) || self.helper_deaf.load(Ordering::SeqCst) {
             // The helper may sleep on the doorbell alone (it does while an
             // application thread waits): wake it so that it sleeps again
             // on the network too. Without this, 1 MiB across hosts moved
-            // only inside Wait (overlap 71 % -> 8 %).
+            // only inside Wait (overlap 71 % -> 8 %). The mark alone does
+            // not tell: a Wait that slept has lifted it already.
             bell.ring();
         }
     }
@@ -300,7 +305,13 @@ fn helper_loop(rt: &Runtime) {
         } else {
             IDLE_SLEEP
         };
-        if rt.app_waiting.load(Ordering::Acquire) > 0 {
+        // Deaf only if the application still waits once the flag is up
+        // (pairs with Wait's exit and Run's check, both SeqCst).
+        let deaf = rt.wake_fd.is_some() && {
+            rt.app_mark.helper_deaf.store(true, Ordering::SeqCst);
+            rt.app_waiting.load(Ordering::SeqCst) > 0
+        };
+        if deaf {
             // The waiting application polls the network itself: a helper
             // woken by every packet would only take the CPU from it
             // (measured: 8-byte latency between two hosts 89 us, not 11).
@@ -308,6 +319,7 @@ fn helper_loop(rt: &Runtime) {
         } else {
             sleep(rt, guard, timeout);
         }
+        rt.app_mark.helper_deaf.store(false, Ordering::Relaxed);
         if busy {
             rt.lock_engine().check_peers_if_due();
         }
@@ -390,7 +402,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
         sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         rt.lock_engine().check_peers_if_due();
     }
-    rt.app_waiting.fetch_sub(1, Ordering::AcqRel);
+    rt.app_waiting.fetch_sub(1, Ordering::SeqCst);
     // Data for executions still running must wake the helper from now on.
     if helper && rt.lock_engine().busy() {
         rt.app_mark.lift(&rt.bell);
