@@ -1577,6 +1577,14 @@ impl Engine {
                 run.push(next);
             }
         }
+        // A peer known to be gone fails the run at once, as in user space
+        // (a send would otherwise land in the dead peer's socket).
+        if let Some(&op) = run.iter().find(|&&op| self.st.lost[s.ops[op as usize].peer as usize].is_some()) {
+            let (rr, peer) = (OpRef { op, ..r }, s.ops[op as usize].peer as usize);
+            let cause = self.st.lost[peer].clone().unwrap_or_default();
+            let msg = format!("{}: rank {peer} {cause}", self.describe(rr));
+            return self.fail(rr, Error::new(ErrorKind::PeerLost, msg));
+        }
         let mut recs = Vec::with_capacity(run.len());
         let mut kinds = Vec::with_capacity(run.len());
         for &op in &run {

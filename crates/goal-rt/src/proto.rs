@@ -12,6 +12,8 @@
 //! * `CTS` (clear to send): the receiver has matched an `RTS` in stream mode
 //!   and expects its bytes next on the pair's stream.
 //! * `FIN`: the receiver is done with a rendezvous send's buffer.
+//! * `ACCEPT`, `DECLINE` (kernel mode): the receiver's answer to a channel
+//!   offered in an `EAGER` envelope (`MODE_OFFER`; see `kpath`).
 //!
 //! ```text
 //! w0: kind u8 | mode u8 << 8 | tag i32 << 32
