@@ -5,7 +5,7 @@
  *   mpicc overlap.c -lm                                               mpirun -n N ./overlap.mpi ...
  *
  *   overlap [--name LIB] [--quick] [--pin] [--tests LIST] [--ops LIST] [--mm-sizes LIST]
- *           [--budget-ms X] [--window-ms X] [--idle-s X] [--max-s X]
+ *           [--budget-ms X] [--window-ms X] [--bg-ms X] [--idle-s X] [--max-s X]
  *
  * --pin: every thread of rank r on CPU r % ncpus (before init from the launcher's rank variable
  * GOAL_RANK / OMPI_COMM_WORLD_RANK / PMI_RANK, and again after init so that the library's
@@ -35,17 +35,19 @@
  *   ns_per_unit = the fastest of 5 timings of 2^21 units, per rank, after init;
  *   chunk       = the units one 32x32 block product takes (the fastest of 50): the progress
  *                 granularity of tests 2 and 3, the same as test 1's.
+ *   units_for(us) = us / ns_per_unit units: a computation of a given length on this rank.
  * Timer: clock_gettime(CLOCK_MONOTONIC). Before each timed repetition every rank enters a
  * blocking barrier (goal: Run+Wait of a GOAL_Barrier_init schedule; MPI: MPI_Barrier).
  * Per-rank medians over repetitions are combined over ranks with the library's own allreduce
  * (goal: GOAL_Allreduce_init schedules of float64 MAX/ADD; MPI: MPI_Allreduce):
- *   times (t_pure, t_cpu, t_ovrl, start/multiply/wait, T_idle/T_comm): MAXIMUM over ranks
+ *   times (t_pure, t_cpu, t_ovrl, start/multiply/wait, T_idle/T_comm/T_bg): MAXIMUM over ranks
  *   (a collective is done when its slowest rank is done; IMB-NBC reports the maximum too);
  *   work rates (cpu usage, idle cost): SUM over ranks (the work the whole job does, as KACC's
  *   Flops); the largest single-rank value is reported beside it as *_max_rank;
- *   helper_cpu_pct: MEAN over ranks.
+ *   helper_cpu_pct, lost_pct: MEAN over ranks (lost_pct's largest single-rank value beside it);
+ *   done_pct: MINIMUM over ranks (an operation is finished only when every rank saw it finished).
  *
- * Tests (--tests, default all, run in the order 4, 2+3, 1; rank 0 prints one JSON object per
+ * Tests (--tests, default all, run in the order 4, 2+3, 5, 1; rank 0 prints one JSON object per
  * line):
  *
  * 1. hostoverhead (ESPGOAL thesis 6.6, figures 6.13-6.15). C = A*B, N x N float32, block size
@@ -99,6 +101,24 @@
  *    (CLOCK_PROCESS_CPUTIME_ID minus CLOCK_THREAD_CPUTIME_ID): a cross-check of the cost that
  *    the VM's noise does not move.
  *
+ * 5. background. Does an operation finish while the application computes, without calling the
+ *    library, and what share of the computation does that cost? Per op, a computation window
+ *    W (--bg-ms, default 20, quick 10; the same for every library and op) of K = units_for(W)
+ *    units. Interleaved repetitions (15; quick 7; fewer, down to 5, where they would take more
+ *    than 2 s), each:
+ *        idle: barrier; t0; compute(K); T_idle = now - t0                    (no progress calls)
+ *        bg:   barrier; start; t0; compute(K); t1; done = one test call; wait; T_bg = t1 - t0
+ *              (test call: goal GOAL_Test, MPI MPI_Test; done = 1 if it found the op finished)
+ *    per rank: done % = 100 * (repetitions with done) / repetitions,
+ *              lost % = 100 * (1 - median T_idle / median T_bg)   (how much longer the same work
+ *              took with the operation in the background; noise can make it slightly negative)
+ *    done_pct = min over ranks; lost_pct = mean over ranks (lost_pct_max_rank: max);
+ *    t_idle_ms, t_bg_ms = max over ranks of the medians. The test call may itself advance the
+ *    operation by what has arrived meanwhile (so a one-step operation can be done even under
+ *    manual progress); a multi-step one is done only if something progressed it in the
+ *    background (helper thread, asynchronous progress thread, kernel), and lost % is what that
+ *    cost the computation.
+ *
  * Output rows: {"test": "meta"} first, then
  *   {"lib", "test": "idle", "phase", "rate_before", "rate", "cost_pct", "cost_pct_max_rank",
  *    "helper_cpu_pct_before", "helper_cpu_pct"}
@@ -109,6 +129,8 @@
  *    "usage_vs_before_pct"}
  *   {"lib", "test": "hostoverhead", "op", "bytes", "n", "variant", "start_us", "mm_us",
  *    "wait_us", "mm_alone_us", "loss_pct", "reps"}
+ *   {"lib", "test": "background", "op", "bytes", "window_ms", "reps", "done_pct", "lost_pct",
+ *    "lost_pct_max_rank", "t_idle_ms", "t_bg_ms"}
  *   {"lib", "test": "na", "op", "bytes", "why"}            (MPI: pingpong200)
  *   {"lib", "test": "skipped", "what", "op", "bytes", "n", "why"}    (--max-s)
  *   {"lib", "test": "done"}        last, before the library is finalized
@@ -281,7 +303,16 @@ static void op_progress(op_t *o) {
     if (rc < 0) fail("GOAL_Progress", rc);
 }
 
+/* 1 if finished (GOAL_Test then released the handle: op_wait returns at once), else 0 */
+static int op_test(op_t *o) {
+    int rc = GOAL_Test(o->h);
+    if (rc < 0) fail("GOAL_Test", rc);
+    if (rc == 1) o->h = NULL;
+    return rc == 1;
+}
+
 static void op_wait(op_t *o) {
+    if (!o->h) return; /* finished in op_test */
     int rc = GOAL_Wait(o->h);
     if (rc != GOAL_SUCCESS) fail("GOAL_Wait", rc);
     o->h = NULL;
@@ -368,6 +399,13 @@ static void op_start(op_t *o) {
 static void op_progress(op_t *o) {
     int flag;
     MPICHK(MPI_Test(&o->req, &flag, MPI_STATUS_IGNORE));
+}
+
+/* 1 if finished (the request is then MPI_REQUEST_NULL: op_wait returns at once), else 0 */
+static int op_test(op_t *o) {
+    int flag;
+    MPICHK(MPI_Test(&o->req, &flag, MPI_STATUS_IGNORE));
+    return flag != 0;
 }
 
 static void op_wait(op_t *o) { MPICHK(MPI_Wait(&o->req, MPI_STATUS_IGNORE)); }
@@ -798,6 +836,56 @@ static void test_cpu(op_t *o, const calib_t *cb, double window_s, int reps) {
     }
 }
 
+/* ---- test 5: background --------------------------------------------------------------- */
+
+#define MAX_BG_REPS 15
+
+static void test_background(op_t *o, double window_s, int reps) {
+    long k = units_for(window_s * 1e6);
+    /* one untimed repetition of each: how long one takes (max over ranks) */
+    barrier();
+    double t = now_s();
+    compute(k, NULL);
+    barrier();
+    op_start(o);
+    compute(k, NULL);
+    op_test(o);
+    op_wait(o);
+    double e[1] = {now_s() - t};
+    allreduce(e, 1, 0);
+    reps = reps_for(1e9, e[0], reps, reps, 5);
+    double ti[MAX_BG_REPS], tb[MAX_BG_REPS];
+    int done = 0;
+    for (int r = 0; r < reps; r++) {
+        barrier();
+        double t0 = now_s();
+        compute(k, NULL);
+        ti[r] = now_s() - t0;
+        barrier();
+        op_start(o);
+        t0 = now_s();
+        compute(k, NULL);
+        double t1 = now_s();
+        done += op_test(o);
+        op_wait(o);
+        tb[r] = t1 - t0;
+    }
+    double tidle = median(ti, reps), tbg = median(tb, reps), lost = 1.0 - tidle / tbg;
+    double sums[1] = {lost};
+    double maxs[4] = {-(double)done / reps, lost, tidle, tbg}; /* -done: its minimum over ranks */
+    allreduce(sums, 1, 1);
+    allreduce(maxs, 4, 0);
+    if (rank == 0) {
+        print_head("background");
+        print_op(o);
+        printf(", \"window_ms\": %g, \"reps\": %d, \"done_pct\": %.1f, \"lost_pct\": %.3f, "
+               "\"lost_pct_max_rank\": %.3f, \"t_idle_ms\": %.4f, \"t_bg_ms\": %.4f}\n",
+               window_s * 1e3, reps, -100.0 * maxs[0], 100.0 * sums[0] / nranks, 100.0 * maxs[1], maxs[2] * 1e3,
+               maxs[3] * 1e3);
+        fflush(stdout);
+    }
+}
+
 /* ---- main ----------------------------------------------------------------------------- */
 
 static int in_list(const char *list, const char *name) {
@@ -826,9 +914,10 @@ static int env_rank(void) {
 
 static void usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [--name LIB] [--quick] [--pin] [--tests hostoverhead,overlap,cpu,idle]\n"
+            "usage: %s [--name LIB] [--quick] [--pin] [--tests hostoverhead,overlap,cpu,idle,background]\n"
             "          [--ops barrier,bcast:8,bcast:64K,bcast:1M,allreduce:8,allreduce:64K,allreduce:1M,pingpong200]\n"
-            "          [--mm-sizes 64,128,256,512] [--budget-ms X] [--window-ms X] [--idle-s X] [--max-s X]\n",
+            "          [--mm-sizes 64,128,256,512] [--budget-ms X] [--window-ms X] [--bg-ms X] [--idle-s X]\n"
+            "          [--max-s X]\n",
             argv0);
     exit(2);
 }
@@ -839,7 +928,7 @@ int main(int argc, char **argv) {
     const char *name = NULL, *tests = NULL, *ops_arg = "barrier,bcast:8,bcast:64K,bcast:1M,allreduce:8,"
                                                       "allreduce:64K,allreduce:1M,pingpong200";
     const char *mm_arg = NULL;
-    double budget_ms = -1, window_ms = -1, idle_s = -1;
+    double budget_ms = -1, window_ms = -1, bg_ms = -1, idle_s = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--pin")) pin = 1;
@@ -849,6 +938,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--mm-sizes") && i + 1 < argc) mm_arg = argv[++i];
         else if (!strcmp(argv[i], "--budget-ms") && i + 1 < argc) budget_ms = atof(argv[++i]);
         else if (!strcmp(argv[i], "--window-ms") && i + 1 < argc) window_ms = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--bg-ms") && i + 1 < argc) bg_ms = atof(argv[++i]);
         else if (!strcmp(argv[i], "--idle-s") && i + 1 < argc) idle_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--max-s") && i + 1 < argc) max_s = atof(argv[++i]);
         else usage(argv[0]);
@@ -860,8 +950,9 @@ int main(int argc, char **argv) {
 #endif
     if (budget_ms < 0) budget_ms = quick ? 15 : 40;
     if (window_ms < 0) window_ms = quick ? 10 : 20;
+    if (bg_ms < 0) bg_ms = quick ? 10 : 20;
     if (idle_s < 0) idle_s = quick ? 0.3 : 1.0;
-    int min_it = quick ? 5 : 10, max_it = quick ? 100 : 300, cpu_reps = quick ? 3 : 5;
+    int min_it = quick ? 5 : 10, max_it = quick ? 100 : 300, cpu_reps = quick ? 3 : 5, bg_reps = quick ? 7 : 15;
 
     /* operations */
     op_t ops[MAX_OPS];
@@ -935,9 +1026,9 @@ int main(int argc, char **argv) {
         printf(", \"affinity_rank0\": ");
         json_str(stdout, aff);
         printf(", \"ns_per_unit\": %.5f, \"block_us\": %.3f, \"chunk_units\": %ld, \"quick\": %s, "
-               "\"budget_ms\": %g, \"window_ms\": %g, \"idle_s\": %g, \"min_cpu_us\": %g, "
+               "\"budget_ms\": %g, \"window_ms\": %g, \"bg_ms\": %g, \"idle_s\": %g, \"min_cpu_us\": %g, "
                "\"timer\": \"clock_gettime(CLOCK_MONOTONIC)\"}\n",
-               ns_per_unit, block_us, chunk_units, quick ? "true" : "false", budget_ms, window_ms, idle_s,
+               ns_per_unit, block_us, chunk_units, quick ? "true" : "false", budget_ms, window_ms, bg_ms, idle_s,
                MIN_CPU_US);
         fflush(stdout);
     }
@@ -1003,6 +1094,12 @@ int main(int argc, char **argv) {
         }
         free(b1), free(b2), free(b3);
     }
+
+    if (in_list(tests, "background"))
+        for (int k = 0; k < nops; k++) {
+            if (out_of_time("background", KIND[ops[k].kind], ops[k].bytes, 0)) break;
+            test_background(&ops[k], bg_ms * 1e-3, bg_reps);
+        }
 
     if (in_list(tests, "hostoverhead")) test_hostoverhead(ops, nops, mm, nmm, budget_ms * 1e-3 * (quick ? 1 : 2));
 

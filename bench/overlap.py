@@ -6,7 +6,7 @@
     python3 bench/overlap.py --prefix DIR --cluster    # (root) emulated hosts -> results/overlap_cluster.json, *.png
 
 bench/overlap.c (its header has every formula) is built against goal (-DUSE_GOAL, pkg-config)
-and with each MPI's mpicc, and runs four tests on 2 ranks:
+and with each MPI's mpicc, and runs five tests on 2 ranks:
   overlap       IMB-NBC: overlap % = 100 max(0, min(1, (t_pure + t_cpu - t_ovrl) / min(t_pure, t_cpu)))
                 with a computation calibrated to max(t_pure, 50 us), no progress calls ("none") or a
                 progress call every ~4 us of work ("progress": GOAL_Progress / MPI_Test);
@@ -16,7 +16,11 @@ and with each MPI's mpicc, and runs four tests on 2 ranks:
   idle          idle cost % = 100 (1 - R / R_before): work rate after init (and after collectives
                 have run and finished) against the rate before the library was initialised;
   hostoverhead  ESPGOAL thesis 6.6: start; blocked N x N matrix multiply; wait -> start overhead,
-                time in the multiply (loss % against the multiply alone) and time in the wait.
+                time in the multiply (loss % against the multiply alone) and time in the wait;
+  background    start; a fixed computation (20 ms, quick 10 ms) without library calls; one test
+                call (GOAL_Test / MPI_Test); wait -> done % = how often the op had finished during
+                the computation (min over ranks), lost % = 100 (1 - T_idle / T_bg), how much longer
+                the same computation took with the op in the background.
 on barrier, bcast 8 B / 64 KiB / 1 MiB, allreduce 8 B / 64 KiB / 1 MiB (float32 sum) and, for goal
 only, pingpong200 (one schedule of 200 dependent 8-byte ping-pongs; n/a for MPI).
 
@@ -61,6 +65,7 @@ MODES = ["manual", "thread", "spin", "auto", "kernel"]
 OPS = [("barrier", 0), ("bcast", 8), ("bcast", 64 * KiB), ("bcast", MiB), ("allreduce", 8),
        ("allreduce", 64 * KiB), ("allreduce", MiB), ("pingpong200", 8)]
 VARIANTS = ("none", "progress")
+TESTS = ("overlap", "cpu", "idle", "hostoverhead", "background")
 DISTURBED_PCT = 10.0
 STATE_FACTOR = 1.5      # c2c probes within this factor: the same vCPU state (see bench/p2p.py)
 UNRESOLVED = 0.05       # overlap % is shown in parentheses when t_pure < 5% of t_cpu (timer noise)
@@ -104,7 +109,8 @@ def parse_args():
     ap.add_argument("--libs", default="", help="comma list: run only these library names "
                     "(goal-manual, ..., openmpi, mpich, mpich-async)")
     ap.add_argument("--no-goal", action="store_true", help="the MPIs only")
-    ap.add_argument("--tests", default="", help="comma list of tests for the program (default all)")
+    ap.add_argument("--tests", default="", help=f"comma list of tests for the program among {', '.join(TESTS)} "
+                    "(default all)")
     ap.add_argument("--ops", default="", help="comma list of ops for the program, e.g. barrier,bcast:1M")
     ap.add_argument("--mm-sizes", default="", help="matrix sizes for hostoverhead (default: the program's, "
                     "64,128,256,512 (quick 64,256,512); cluster 64,256,512)")
@@ -127,6 +133,9 @@ def parse_args():
     for s in a.setups:
         if s not in SETUPS:
             ap.error(f"unknown setup {s!r} (local, 4x1, 2x1)")
+    for t in a.tests.split(","):
+        if t.strip() and t.strip() not in TESTS:
+            ap.error(f"unknown test {t.strip()!r} ({', '.join(TESTS)})")
     cluster = any(SETUPS[s][1] for s in a.setups)
     if a.out is None:
         a.out = str(C.REPO / "results" / ("overlap_cluster" if cluster else "overlap"))
@@ -392,7 +401,8 @@ KEY_FIELDS = ("setup", "lib", "test", "op", "bytes", "variant", "n", "phase")
 NUMERIC = ("t_pure_us", "t_cpu_us", "t_ovrl_us", "overlap_pct", "quantum_us", "t_idle_ms", "t_comm_ms",
            "usage_pct", "usage_pct_max_rank", "hl_ratio", "added_us", "usage_vs_before_pct", "rate_before",
            "rate", "cost_pct", "cost_pct_max_rank", "helper_cpu_pct", "helper_cpu_pct_before", "start_us",
-           "mm_us", "wait_us", "mm_alone_us", "loss_pct")
+           "mm_us", "wait_us", "mm_alone_us", "loss_pct", "window_ms", "done_pct", "lost_pct", "lost_pct_max_rank",
+           "t_bg_ms")
 
 
 def state_choice(runs) -> dict:
@@ -504,8 +514,15 @@ def short_version(v: str) -> str:
 
 
 def ops_in(summary, setup):
-    present = {(k[3], k[4]) for k in summary if k[0] == setup and k[2] in ("overlap", "cpu", "na")}
+    present = {(k[3], k[4]) for k in summary if k[0] == setup and k[2] in ("overlap", "cpu", "background", "na")}
     return [o for o in OPS if o in present]
+
+
+def bg_window_ms(summary, setup) -> float:
+    """the background test's computation window (the same for every library and op)"""
+    win = [v["window_ms"] for k, v in summary.items()
+           if k[0] == setup and k[2] == "background" and C.isnum(v.get("window_ms"))]
+    return C.median(win) if win else float("nan")
 
 
 def report_setup(summary, setup, libs, ncpu, state) -> str:
@@ -527,64 +544,81 @@ def report_setup(summary, setup, libs, ncpu, state) -> str:
         return "\n".join(out)
     short = [l.replace("goal-", "g-") for l in libs]
 
-    def cell2(test, field, op, nb, lib, fmt=fmt_pct, paren=None, n=None):
+    def cell2(test, field, op, nb, lib, fmt=fmt_pct, paren=None, n=None, variants=VARIANTS):
+        """the field of each variant (field: a name or a tuple of names), joined by ' / '"""
         if get(summary, setup, lib, "na", op, nb):
             return "n/a"
         vals = []
-        for var in VARIANTS:
+        for var in variants:
             s = get(summary, setup, lib, test, op, nb, var, n)
-            v = s.get(field) if s else None
-            txt = fmt(v)
-            if s and paren and paren(s):
-                txt = f"({txt})"
-            vals.append(txt)
+            for f in (field,) if isinstance(field, str) else field:
+                v = s.get(f) if s else None
+                txt = fmt(v)
+                if s and paren and paren(s):
+                    txt = f"({txt})"
+                vals.append(txt)
         return " / ".join(vals)
+
+    def has(test):
+        return any(k[0] == setup and k[2] == test for k in summary)
 
     unresolved = lambda s: C.isnum(s.get("t_pure_us")) and C.isnum(s.get("t_cpu_us")) and \
         s["t_pure_us"] < UNRESOLVED * s["t_cpu_us"]  # noqa: E731
-    out.append("")
-    out.append("overlap % (IMB-NBC), no progress calls / a progress call per chunk; "
-               f"( ) = t_pure below {UNRESOLVED * 100:.0f}% of t_cpu, not resolvable")
-    rows = [[op_label(*o)] + [cell2("overlap", "overlap_pct", *o, l, paren=unresolved) for l in libs] for o in ops]
-    out.append(C.table(["op"] + short, rows))
-    out.append("")
-    out.append("t_pure [us] (start + wait alone) / t_cpu [us] (the calibrated computation)")
-    rows = []
-    for o in ops:
-        row = [op_label(*o)]
+    if has("overlap"):
+        out.append("")
+        out.append("overlap % (IMB-NBC), no progress calls / a progress call per chunk; "
+                   f"( ) = t_pure below {UNRESOLVED * 100:.0f}% of t_cpu, not resolvable")
+        rows = [[op_label(*o)] + [cell2("overlap", "overlap_pct", *o, l, paren=unresolved) for l in libs]
+                for o in ops]
+        out.append(C.table(["op"] + short, rows))
+        out.append("")
+        out.append("t_pure [us] (start + wait alone) / t_cpu [us] (the calibrated computation)")
+        rows = []
+        for o in ops:
+            row = [op_label(*o)]
+            for l in libs:
+                s = get(summary, setup, l, "overlap", *o, "none")
+                row.append("n/a" if get(summary, setup, l, "na", *o) else
+                           f"{C.fmt_num(s.get('t_pure_us'))} / {C.fmt_num(s.get('t_cpu_us'))}" if s else "-")
+            rows.append(row)
+        out.append(C.table(["op"] + short, rows))
+    if has("cpu"):
+        out.append("")
+        out.append("CPU usage % (KACC: 1 - W_comm/W_idle, collective back to back), no progress calls / with")
+        rows = [[op_label(*o)] + [cell2("cpu", "usage_pct", *o, l) for l in libs] for o in ops]
+        out.append(C.table(["op"] + short, rows))
+        out.append("")
+        out.append("Hoefler/Lumsdaine work-based: T_comm/T_idle for the same work, and the time each op added [us] "
+                   "(no progress calls)")
+        rows = []
+        for o in ops:
+            row = [op_label(*o)]
+            for l in libs:
+                s = get(summary, setup, l, "cpu", *o, "none")
+                row.append("n/a" if get(summary, setup, l, "na", *o) else
+                           f"{s['hl_ratio']:.2f} (+{C.fmt_num(s.get('added_us'))})"
+                           if s and C.isnum(s.get("hl_ratio")) else "-")
+            rows.append(row)
+        out.append(C.table(["op"] + short, rows))
+    if has("background"):
+        out.append("")
+        out.append(f"background: finished during a {bg_window_ms(summary, setup):g} ms computation "
+                   "(% of repetitions, min over ranks) / computation lost % (1 - T_idle/T_bg, mean over ranks); "
+                   "no library calls while computing")
+        rows = [[op_label(*o)] + [cell2("background", ("done_pct", "lost_pct"), *o, l, variants=(None,))
+                                  for l in libs] for o in ops]
+        out.append(C.table(["op"] + short, rows))
+    if has("idle"):
+        out.append("")
+        out.append("idle cost % = 1 - R/R_before (R: work rate; after init | after collectives finished); "
+                   "helper CPU % = other threads' CPU time, mean per rank")
+        rows = []
         for l in libs:
-            s = get(summary, setup, l, "overlap", *o, "none")
-            row.append("n/a" if get(summary, setup, l, "na", *o) else
-                       f"{C.fmt_num(s.get('t_pure_us'))} / {C.fmt_num(s.get('t_cpu_us'))}" if s else "-")
-        rows.append(row)
-    out.append(C.table(["op"] + short, rows))
-    out.append("")
-    out.append("CPU usage % (KACC: 1 - W_comm/W_idle, collective back to back), no progress calls / with")
-    rows = [[op_label(*o)] + [cell2("cpu", "usage_pct", *o, l) for l in libs] for o in ops]
-    out.append(C.table(["op"] + short, rows))
-    out.append("")
-    out.append("Hoefler/Lumsdaine work-based: T_comm/T_idle for the same work, and the time each op added [us] "
-               "(no progress calls)")
-    rows = []
-    for o in ops:
-        row = [op_label(*o)]
-        for l in libs:
-            s = get(summary, setup, l, "cpu", *o, "none")
-            row.append("n/a" if get(summary, setup, l, "na", *o) else
-                       f"{s['hl_ratio']:.2f} (+{C.fmt_num(s.get('added_us'))})" if s and C.isnum(s.get("hl_ratio"))
-                       else "-")
-        rows.append(row)
-    out.append(C.table(["op"] + short, rows))
-    out.append("")
-    out.append("idle cost % = 1 - R/R_before (R: work rate; after init | after collectives finished); "
-               "helper CPU % = other threads' CPU time, mean per rank")
-    rows = []
-    for l in libs:
-        i, f = get(summary, setup, l, "idle", phase="init"), get(summary, setup, l, "idle", phase="after")
-        rows.append([l, fmt_pct(i.get("cost_pct")) if i else "-", fmt_pct(f.get("cost_pct")) if f else "-",
-                     C.fmt_num(i.get("helper_cpu_pct"), 1) if i else "-",
-                     C.fmt_num(f.get("helper_cpu_pct"), 1) if f else "-"])
-    out.append(C.table(["library", "idle cost % init", "after colls", "helper CPU % init", "after colls"], rows))
+            i, f = get(summary, setup, l, "idle", phase="init"), get(summary, setup, l, "idle", phase="after")
+            rows.append([l, fmt_pct(i.get("cost_pct")) if i else "-", fmt_pct(f.get("cost_pct")) if f else "-",
+                         C.fmt_num(i.get("helper_cpu_pct"), 1) if i else "-",
+                         C.fmt_num(f.get("helper_cpu_pct"), 1) if f else "-"])
+        out.append(C.table(["library", "idle cost % init", "after colls", "helper CPU % init", "after colls"], rows))
     ns = sorted({k[6] for k in summary if k[0] == setup and k[2] == "hostoverhead"})
     if ns:
         out.append("")
@@ -622,12 +656,20 @@ def color(lib):
     return LIB_COLORS.get(lib, C.style(lib).get("color", "grey"))
 
 
-def plot_bars(plt, summary, setup, libs, path: Path, title: str) -> None:
-    ops = ops_in(summary, setup)
-    panels = [("overlap", "overlap_pct", "none", "overlap % (IMB-NBC), no progress calls"),
+BAR_PANELS = [("overlap", "overlap_pct", "none", "overlap % (IMB-NBC), no progress calls"),
               ("overlap", "overlap_pct", "progress", "overlap %, a progress call per chunk"),
               ("cpu", "usage_pct", "none", "CPU usage % (KACC), no progress calls"),
               ("cpu", "usage_pct", "progress", "CPU usage %, a progress call per chunk")]
+BACKGROUND_PANELS = [("background", "done_pct", None, "finished during the computation, % of repetitions "
+                      "(min over ranks)"),
+                     ("background", "lost_pct", None, "computation lost %: 1 - T_idle / T_bg (mean over ranks)")]
+
+
+def plot_bars(plt, summary, setup, libs, path: Path, title: str, panels=BAR_PANELS, note: str | None = None) -> None:
+    """One panel per (test, field, variant, title) of panels: grouped bars per op, one per library."""
+    if not any(k[0] == setup and k[2] in {p[0] for p in panels} for k in summary):
+        return
+    ops = ops_in(summary, setup)
     fig, axes = plt.subplots(len(panels), 1, figsize=(max(10, 1.6 * len(ops) * len(libs) / 4), 3.2 * len(panels)),
                              constrained_layout=True)
     width = 0.8 / max(1, len(libs))
@@ -645,12 +687,24 @@ def plot_bars(plt, summary, setup, libs, path: Path, title: str) -> None:
             for b, h in zip(bars, hatch):
                 if h:
                     b.set_alpha(0.35)
+            if test == "background":
+                for x, y in zip(xs, ys):
+                    ax.text(x, max(y, 0), fmt_pct(y), ha="center", va="bottom", fontsize=7)
+        ax.set_xlim(-0.5, len(ops) - 0.5)
         ax.set_xticks(range(len(ops)))
         ax.set_xticklabels([op_label(*o) for o in ops], fontsize=8)
-        ax.set_ylim(0, 105 if test == "overlap" else max(100, ax.get_ylim()[1]))
+        lo, hi = ax.get_ylim()
+        if fld == "lost_pct":  # small, and noise can make it negative
+            ax.set_ylim(min(0, lo), max(10, 1.1 * hi))
+        elif fld == "done_pct":  # room for the legend above the 100% bars
+            ax.set_ylim(0, 122)
+            ax.set_yticks(range(0, 101, 20))
+        else:
+            ax.set_ylim(0, 105 if fld == "overlap_pct" else max(100, hi))
         for j, o in enumerate(ops):
-            if o[0] == "pingpong200":
-                ax.text(j, 0.9 * ax.get_ylim()[1], "MPI: n/a", ha="center", fontsize=8, color="grey")
+            slots = [j - 0.4 + (i + 0.5) * width for i, lib in enumerate(libs) if get(summary, setup, lib, "na", *o)]
+            if slots:  # where the bars of the libraries without this op would be
+                ax.text(sum(slots) / len(slots), 0, "n/a", ha="center", va="bottom", fontsize=8, color="grey")
         ax.axhline(0, color="black", linewidth=0.6)
         ax.set_ylabel("%")
         ax.set_title(ttl, fontsize=10)
@@ -658,8 +712,9 @@ def plot_bars(plt, summary, setup, libs, path: Path, title: str) -> None:
     from matplotlib.patches import Patch
     axes[0].legend(handles=[Patch(color=color(l), label=l) for l in libs], fontsize=8, ncol=min(len(libs), 8),
                    loc="upper left")
-    fig.suptitle(title + f"\n(faded overlap bars: t_pure < {UNRESOLVED * 100:.0f}% of t_cpu, not resolvable)",
-                 fontsize=11)
+    if note is None:
+        note = f"(faded overlap bars: t_pure < {UNRESOLVED * 100:.0f}% of t_cpu, not resolvable)"
+    fig.suptitle(title + "\n" + note, fontsize=11)
     fig.savefig(path, dpi=80)
     plt.close(fig)
 
@@ -717,6 +772,8 @@ def plot_hostoverhead(plt, summary, setup, libs, path: Path, title: str) -> None
 
 
 def plot_idle(plt, summary, setup, libs, path: Path, title: str) -> None:
+    if not any(k[0] == setup and k[2] == "idle" for k in summary):
+        return
     fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(libs)), 4), constrained_layout=True)
     series = [("init", "cost_pct", "idle cost %, after init", 1.0),
               ("after", "cost_pct", "idle cost %, after collectives finished", 0.6),
@@ -905,8 +962,12 @@ def main() -> int:
             plot_bars(plt, summary, s, libs_s, base.with_suffix(".png"), title)
             plot_hostoverhead(plt, summary, s, libs_s, base.parent / (base.name + "_hostoverhead.png"), title)
             plot_idle(plt, summary, s, libs_s, base.parent / (base.name + "_idle.png"), title)
+            plot_bars(plt, summary, s, libs_s, base.parent / (base.name + "_background.png"), title,
+                      panels=BACKGROUND_PANELS,
+                      note=f"background: start; {bg_window_ms(summary, s):g} ms of computation "
+                      "without library calls; one test call (GOAL_Test / MPI_Test); wait")
             written += [base.with_suffix(".png"), base.parent / (base.name + "_hostoverhead.png"),
-                        base.parent / (base.name + "_idle.png")]
+                        base.parent / (base.name + "_idle.png"), base.parent / (base.name + "_background.png")]
     print("wrote " + ", ".join(str(p) for p in written if p.exists()))
     return 1 if any(r["lib"].startswith("goal") for r in failed) or wrong else 0
 
