@@ -105,7 +105,8 @@ def parse_args():
     ap.add_argument("--setups", help="comma list among local, 4x1, 2x1 (overrides --cluster's choice)")
     ap.add_argument("--cluster-tool", type=Path, default=C.REPO / "target" / "release" / "goal-cluster",
                     help="the goal-cluster binary (default target/release/goal-cluster, built if missing)")
-    ap.add_argument("--modes", default=",".join(MODES), help="GOAL_PROGRESS modes (default all five)")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="GOAL_PROGRESS modes (default all five); thread-rt: thread with GOAL_PROGRESS_RT=1")
     ap.add_argument("--libs", default="", help="comma list: run only these library names "
                     "(goal-manual, ..., openmpi, mpich, mpich-async)")
     ap.add_argument("--no-goal", action="store_true", help="the MPIs only")
@@ -217,13 +218,21 @@ def cluster_tool(a) -> Path:
     return tool
 
 
+def mode_env(mode: str) -> dict:
+    """The environment of goal's library name goal-MODE: GOAL_PROGRESS=MODE, and for
+    "thread-rt" (not in the default list) the thread mode with a real-time helper."""
+    if mode == "thread-rt":
+        return {"GOAL_PROGRESS": "thread", "GOAL_PROGRESS_RT": "1"}
+    return {"GOAL_PROGRESS": mode}
+
+
 def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None) -> list[Config]:
     ranks, hosts, _ = SETUPS[setup]
     out: list[Config] = []
     mpis = C.find_mpis()
     libs = []
     if "goal" in exes:
-        libs += [(f"goal-{m}", "goal", {"GOAL_PROGRESS": m}) for m in a.modes.split(",") if m.strip()]
+        libs += [(f"goal-{m}", "goal", mode_env(m)) for m in a.modes.split(",") if m.strip()]
     if "openmpi" in exes:
         libs.append(("openmpi", "openmpi", {}))
     if "mpich" in exes:
@@ -648,7 +657,7 @@ def report_setup(summary, setup, libs, ncpu, state) -> str:
 # plots
 
 LIB_COLORS = {"goal-manual": "#f4a582", "goal-thread": "#d62728", "goal-spin": "#8c2d04",
-              "goal-auto": "#e377c2", "goal-kernel": "#9467bd", "openmpi": "#1f77b4",
+              "goal-auto": "#e377c2", "goal-kernel": "#9467bd", "goal-thread-rt": "#7f0000", "openmpi": "#1f77b4",
               "mpich": "#2ca02c", "mpich-async": "#98df8a"}
 
 
