@@ -539,6 +539,46 @@ fn random_graphs_match_a_sequential_model() {
     });
 }
 
+/// Large messages choose stream or CMA per message (goal-rt's `adapt`):
+/// over many executions both paths carry 256 KiB and 1 MiB messages, and
+/// every byte arrives, whichever path each one took.
+#[test]
+fn large_messages_choose_stream_or_cma_per_message() {
+    let test = "large_messages_choose_stream_or_cma_per_message";
+    if !in_job() {
+        for n in [2, 3] {
+            let job = launch(test, n, &[("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1")]);
+            assert_eq!(job.status, 0, "{n} ranks\n{}\n{}", job.stdout, job.stderr);
+            // Every rank sent by both paths (the slower one is tried once in 32).
+            let both = job
+                .stderr
+                .lines()
+                .filter(|l| l.contains("large messages chosen per message"))
+                .filter(|l| !l.contains(" 0 by stream") && !l.contains(" 0 by CMA"))
+                .count();
+            assert_eq!(both, n, "each rank should have used both paths\n{}", job.stderr);
+        }
+        return;
+    }
+    let rt = rt();
+    let (me, n) = (rt.rank() as usize, rt.size() as usize);
+    let (to, from) = ((me + 1) % n, (me + n - 1) % n);
+    for &len in &[256usize << 10, 1 << 20] {
+        let mut rb = vec![0u8; len];
+        let sb: Vec<u8> = (0..len).map(|i| pattern(me as u64 + 20, i)).collect();
+        let mut g = Graph::new();
+        g.send(Buf::user(sb.as_ptr() as u64), len as i64, to as i64, 0);
+        g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 0);
+        let s = rt.compile(&g).unwrap();
+        for k in 0..70 {
+            rb.fill(0);
+            run_wait(&rt, &s).unwrap();
+            assert!(rb.iter().enumerate().all(|(i, &b)| b == pattern(from as u64 + 20, i)), "len {len}, execution {k}");
+        }
+    }
+    goal_rt::finalize().unwrap();
+}
+
 /// The Cross Memory Attach path, which calibration turns off on machines
 /// where it is slower than the stream, forced on by the environment; and the
 /// stream path with a tiny stream, so that transfers wrap many times.

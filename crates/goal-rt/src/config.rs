@@ -8,7 +8,8 @@
 //! | `GOAL_PROGRESS_CPU` | CPU number the helper thread is pinned to | not pinned |
 //! | `GOAL_PROGRESS_RT` | `1`: run the helper thread as a real-time thread (`SCHED_FIFO`, priority 1) where permitted | off |
 //! | `GOAL_EAGER_LIMIT` | largest message sent eagerly through the rings | calibrated |
-//! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream | calibrated |
+//! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream (setting either fixes the choice) | chosen per message from 64 KiB (see `adapt`), calibrated below |
+//! | `GOAL_ADAPT` | `0`: no per-message choice between stream and CMA; the calibrated range decides | on |
 //! | `GOAL_UNEXPECTED_BYTES` | eager bytes a rank buffers for receives not yet started, before senders must wait | 64 MiB |
 //! | `GOAL_SHM_RING_BYTES`, `GOAL_SHM_STREAM_BYTES`, `GOAL_HEAP_BYTES` | shared-memory sizes | see goal-transport |
 //! | `GOAL_DEBUG` | `1`: print decisions (mode, thresholds) on stderr | off |
@@ -90,6 +91,8 @@ pub struct Config {
     pub net_eager: usize,
     /// Rails to use between machines (`GOAL_RAILS`: interface names; None: every up, non-loopback IPv4 interface).
     pub rails: Option<String>,
+    /// Choose stream or CMA per large message from measurements (`GOAL_ADAPT`, default on).
+    pub adapt: bool,
     /// Print decisions.
     pub debug: bool,
     /// Whether `GOAL_SPIN_US` was set (else `spin` follows the mode).
@@ -183,6 +186,7 @@ impl Config {
             shm,
             net_eager: parse_bytes("GOAL_NET_EAGER")?.unwrap_or(NET_EAGER_DEFAULT),
             rails: var("GOAL_RAILS"),
+            adapt: var("GOAL_ADAPT").is_none_or(|v| v != "0"),
             debug,
         })
     }

@@ -40,6 +40,7 @@
 //! slot's generation number and finished harmlessly (stream bytes are still
 //! consumed or produced, so the pair's stream stays in step).
 
+use crate::adapt;
 use crate::error::{Error, ErrorKind};
 use crate::kpath::{self, Chan, KPath, KRec, IN_KERNEL};
 use crate::localop::{self, KernelError};
@@ -175,6 +176,8 @@ struct Out {
 struct RdvSend {
     r: OpRef,
     peer: u32,
+    /// How the receiver was told to fetch it (RTS mode).
+    mode: u8,
 }
 
 /// A send being copied into a pair's stream.
@@ -182,6 +185,8 @@ struct StreamOut {
     token: u32,
     pos: usize,
     len: usize,
+    /// When the CTS came (the transfer's time goes to `adapt`).
+    since: Instant,
 }
 
 /// A receive being filled from a pair's stream.
@@ -205,6 +210,9 @@ pub struct Thresholds {
     pub credit: u64,
     /// Largest eager message to a peer on another machine.
     pub net_eager: usize,
+    /// Rendezvous sizes from which stream or CMA is chosen per message
+    /// from measurements (`adapt`); `usize::MAX`: the `cma` range decides.
+    pub adapt_from: usize,
 }
 
 /// Everything the progress engine owns; one thread at a time.
@@ -220,6 +228,8 @@ pub(crate) struct Engine {
     st: State,
     /// The kernel mode's channels and ring, when it is on.
     kp: Option<KPath>,
+    /// Stream or CMA, per large message (see `adapt`).
+    adapt: adapt::Adapt,
 }
 
 struct State {
@@ -327,7 +337,7 @@ impl Engine {
             net_in: HashMap::new(),
             net_events: Vec::new(),
         };
-        Engine { rank, size, shm, net: None, remote: vec![false; n], th, st, kp: None }
+        Engine { rank, size, shm, net: None, remote: vec![false; n], th, st, kp: None, adapt: adapt::Adapt::new(n, th.adapt_from) }
     }
 
     /// Reaches the peers marked in `remote` through `net`.
@@ -887,16 +897,25 @@ impl Engine {
             return self.enqueue(p, Out { head, send: Some(r) });
         }
         // Rendezvous: pick how the receiver will fetch the bytes.
-        let token = self.new_token(RdvSend { r, peer });
+        let token = self.new_token(RdvSend { r, peer, mode: proto::MODE_STREAM });
         head.kind = proto::RTS;
         head.token = token;
         head.mode = proto::MODE_STREAM;
         if let Some(off) = heap_off {
             head.mode = proto::MODE_HEAP;
             head.addr = off;
-        } else if !ptr.is_null() && len >= self.th.cma.0 && len <= self.th.cma.1 {
-            head.mode = proto::MODE_CMA;
-            head.addr = ptr as u64;
+        } else if !ptr.is_null() {
+            let cma = match self.adapt.pick(p, len) {
+                Some(path) => path == adapt::Path::Cma,
+                None => len >= self.th.cma.0 && len <= self.th.cma.1,
+            };
+            if cma {
+                head.mode = proto::MODE_CMA;
+                head.addr = ptr as u64;
+            }
+        }
+        if let Some(s) = self.st.rdv[token as usize].as_mut() {
+            s.mode = head.mode;
         }
         self.post_message(p, head);
     }
@@ -919,7 +938,7 @@ impl Engine {
         } else {
             head.kind = proto::RTS;
             head.mode = proto::MODE_NET;
-            head.token = self.new_token(RdvSend { r, peer });
+            head.token = self.new_token(RdvSend { r, peer, mode: proto::MODE_NET });
             self.net_am(peer, &head, &[]).map(|_| false)
         };
         match res {
@@ -1158,6 +1177,7 @@ impl Engine {
                 let mut off = 0u64;
                 let mut left = len as usize;
                 let mut res = Ok(());
+                let t0 = Instant::now();
                 for &(p, l) in dst.as_slice() {
                     if left == 0 {
                         break;
@@ -1176,7 +1196,19 @@ impl Engine {
                     off += n as u64;
                     left -= n;
                 }
-                self.send_control(src, proto::FIN, token);
+                if mode == proto::MODE_CMA && off == 0 && res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied) {
+                    // Not allowed to read the sender's memory (ptrace
+                    // rules): ask for the stream instead.
+                    if self.st.lost[src as usize].is_none() {
+                        self.send_control(src, proto::CTS, token);
+                        self.st.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len: len as usize });
+                        self.st.streams_active += 1;
+                        return;
+                    }
+                }
+                // FIN carries the read's time, for the sender's choice of path.
+                let ns = if mode == proto::MODE_CMA && res.is_ok() { t0.elapsed().as_nanos() as u64 } else { 0 };
+                self.post_message(src as usize, Head { addr: ns, ..Head::control(proto::FIN, token) });
                 match res {
                     Ok(()) => self.finish(r),
                     Err(e) => {
@@ -1364,13 +1396,22 @@ impl Engine {
                             self.finish(s.r);
                         }
                     } else {
-                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len });
+                        if s.mode == proto::MODE_CMA {
+                            // The receiver may not read our memory.
+                            self.adapt.deny_cma();
+                        }
+                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: Instant::now() });
                         self.st.streams_active += 1;
                     }
                 }
             }
             proto::FIN => {
                 if let Some(s) = self.take_token(h.token) {
+                    if s.mode == proto::MODE_CMA {
+                        // The receiver's read time rides in `addr`.
+                        let len = self.rec(s.r).map_or(0, |o| o.len as usize);
+                        self.adapt.record(src as usize, len, adapt::Path::Cma, h.addr);
+                    }
                     self.finish(s.r);
                 }
             }
@@ -1404,8 +1445,9 @@ impl Engine {
                 if so.pos < so.len {
                     break;
                 }
-                self.st.stream_out[p].pop_front();
+                let done = self.st.stream_out[p].pop_front().unwrap_or_else(|| unreachable!());
                 self.st.streams_active -= 1;
+                self.adapt.record(p, done.len, adapt::Path::Stream, done.since.elapsed().as_nanos() as u64);
                 if let Some(s) = self.take_token(token) {
                     self.finish(s.r);
                 }
@@ -1453,6 +1495,12 @@ impl Engine {
             "kernel mode: {} channel(s) out, {} in, {} offer(s) declined; {} operation(s) in {} chain(s) ran in the kernel, {} completion(s) reached user space",
             s.channels_out, s.channels_in, s.declined, s.kernel_ops, s.runs, s.completions
         ))
+    }
+
+    /// How many large messages took each path, when chosen per message.
+    pub fn path_summary(&self) -> Option<String> {
+        let [stream, cma] = self.adapt.taken;
+        (stream + cma > 0).then(|| format!("large messages chosen per message: {stream} by stream, {cma} by CMA"))
     }
 
     /// Whether op `op` of schedule `id` travels on its channel now.

@@ -25,6 +25,7 @@
 //! goal_rt::finalize().unwrap();
 //! ```
 
+mod adapt;
 mod calibrate;
 mod config;
 mod engine;
@@ -158,8 +159,9 @@ pub fn finalize() -> Result<()> {
         let _ = h.join();
     }
     if rt.cfg.debug {
-        if let Some(k) = rt.lock_engine().kernel_summary() {
-            eprintln!("goal: rank {}: {k}", rt.rank);
+        let e = rt.lock_engine();
+        for line in [e.kernel_summary(), e.path_summary()].into_iter().flatten() {
+            eprintln!("goal: rank {}: {line}", rt.rank);
         }
     }
     // Sends finish once their bytes are queued; over the network, stay
@@ -234,13 +236,14 @@ impl Runtime {
         let th = progress::thresholds(&cfg, &shm, size);
         if cfg.debug && rank == 0 {
             eprintln!(
-                "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?}, credit={} B per sender",
+                "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?}, stream or cma chosen per message from {} B, credit={} B per sender",
                 cfg.progress.name(),
                 cfg.spin,
                 cfg.helper_spin.unwrap_or_default(),
                 th.eager,
                 th.heap_eager,
                 th.cma,
+                th.adapt_from,
                 th.credit
             );
         }

@@ -161,7 +161,10 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize) -> Thresholds
     let heap_eager = measured.heap_eager.min(eager);
     let cma = cfg.cma_range.unwrap_or(measured.cma);
     let credit = (cfg.unexpected_bytes / (size.max(2) as u64 - 1)).max(eager as u64);
-    Thresholds { eager, heap_eager, cma, credit, net_eager: cfg.net_eager }
+    // Stream or CMA per message from 64 KiB (above the eager limit), unless
+    // the environment fixes the CMA range or turns this off.
+    let adapt_from = if cfg.cma_range.is_none() && cfg.adapt { (eager + 1).max(64 << 10) } else { usize::MAX };
+    Thresholds { eager, heap_eager, cma, credit, net_eager: cfg.net_eager, adapt_from }
 }
 
 /// Starts the helper thread of the `thread` and `spin` modes.

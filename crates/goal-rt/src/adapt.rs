@@ -1,0 +1,173 @@
+//! Choosing, per large message, between the pipelined stream and Cross
+//! Memory Attach, from what recent transfers of that size took.
+//!
+//! Which path is faster between two local ranks is not a property of the
+//! machine alone: it depends on where the two cores sit. On this project's
+//! VM the host moves the vCPUs between two placements every few seconds.
+//! With the cores sharing a cache (a cache line passes in 27 ns) the
+//! stream, where the receiver copies out what the sender has just copied
+//! in, moves 1 MiB in 50 us and CMA in 125 us; with the cores apart (168
+//! ns) the stream takes 220-470 us while CMA's single kernel copy, which
+//! reads the sender's buffer from memory, stays near 100 us. Calibration
+//! at start-up sees one placement and fixes a choice that is wrong half of
+//! the time.
+//!
+//! So every rendezvous send from a size class on picks the path whose
+//! recent transfers were faster per byte (an exponential average per peer
+//! and size class, measured where the copy happens: the receiver times its
+//! CMA read and returns the time in `FIN`; the sender times its stream
+//! pushes), and every [`EXPLORE`]th send of a class takes the other path,
+//! so that a change of placement is seen within a few dozen messages. A
+//! receiver that may not read its peer's memory (ptrace rules) answers a
+//! CMA request with `CTS`, and the sender stops offering CMA.
+//!
+//! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
+
+/// Size classes: 64 KiB, 128 KiB, ..., and 16 MiB with everything above.
+const CLASSES: usize = 9;
+/// The smallest size class, as a power of two.
+const FIRST_CLASS_LOG2: u32 = 16;
+/// Every this many sends of a class, the path that looked slower.
+pub(crate) const EXPLORE: u32 = 32;
+/// Weight of the newest measurement in the average.
+const ALPHA: f64 = 0.3;
+
+/// One of the two paths for a large message between local ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Path {
+    Stream,
+    Cma,
+}
+
+/// Per peer and size class: ns per byte of each path (0: not measured yet)
+/// and how many sends picked.
+#[derive(Clone, Copy, Default)]
+struct Class {
+    ns_per_byte: [f64; 2],
+    picks: u32,
+}
+
+/// The chooser (see the module documentation).
+pub(crate) struct Adapt {
+    /// Sizes from here on are chosen adaptively (`usize::MAX`: off).
+    from: usize,
+    classes: Vec<[Class; CLASSES]>,
+    /// A receiver refused CMA: never offer it again.
+    cma_denied: bool,
+    /// Sends that took each path, for the debug line at the end.
+    pub taken: [u64; 2],
+}
+
+fn class_of(len: usize) -> usize {
+    let log2 = usize::BITS - 1 - len.max(1).leading_zeros();
+    (log2.saturating_sub(FIRST_CLASS_LOG2) as usize).min(CLASSES - 1)
+}
+
+fn index(p: Path) -> usize {
+    match p {
+        Path::Stream => 0,
+        Path::Cma => 1,
+    }
+}
+
+impl Adapt {
+    /// A chooser for `peers` peers, for sizes from `from` on.
+    pub fn new(peers: usize, from: usize) -> Adapt {
+        Adapt { from, classes: vec![[Class::default(); CLASSES]; peers], cma_denied: false, taken: [0; 2] }
+    }
+
+    /// The path for a send of `len` bytes to `peer`, or `None` when the
+    /// size is not chosen adaptively (the calibrated range decides).
+    pub fn pick(&mut self, peer: usize, len: usize) -> Option<Path> {
+        let p = self.choose(peer, len)?;
+        self.taken[index(p)] += 1;
+        Some(p)
+    }
+
+    fn choose(&mut self, peer: usize, len: usize) -> Option<Path> {
+        if len < self.from {
+            return None;
+        }
+        if self.cma_denied {
+            return Some(Path::Stream);
+        }
+        let c = &mut self.classes[peer][class_of(len)];
+        c.picks = c.picks.wrapping_add(1);
+        let [stream, cma] = c.ns_per_byte;
+        Some(if stream == 0.0 {
+            Path::Stream
+        } else if cma == 0.0 {
+            Path::Cma
+        } else {
+            let faster = if cma < stream { Path::Cma } else { Path::Stream };
+            let slower = if faster == Path::Cma { Path::Stream } else { Path::Cma };
+            if c.picks % EXPLORE == 0 {
+                slower
+            } else {
+                faster
+            }
+        })
+    }
+
+    /// A send of `len` bytes to `peer` took `ns` on `path`.
+    pub fn record(&mut self, peer: usize, len: usize, path: Path, ns: u64) {
+        if len < self.from || len == 0 || ns == 0 {
+            return;
+        }
+        let x = ns as f64 / len as f64;
+        let v = &mut self.classes[peer][class_of(len)].ns_per_byte[index(path)];
+        *v = if *v == 0.0 { x } else { (1.0 - ALPHA) * *v + ALPHA * x };
+    }
+
+    /// A receiver may not read this rank's memory.
+    pub fn deny_cma(&mut self) {
+        self.cma_denied = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tries_both_then_follows_the_faster_and_explores() {
+        let mut a = Adapt::new(2, 64 << 10);
+        assert_eq!(a.pick(1, 1000), None, "below the adaptive range");
+        let len = 1 << 20;
+        assert_eq!(a.pick(1, len), Some(Path::Stream));
+        a.record(1, len, Path::Stream, 400_000);
+        assert_eq!(a.pick(1, len), Some(Path::Cma));
+        a.record(1, len, Path::Cma, 100_000);
+        let picks: Vec<Path> = (0..2 * EXPLORE).filter_map(|_| a.pick(1, len)).collect();
+        let stream = picks.iter().filter(|&&p| p == Path::Stream).count();
+        assert_eq!(stream, 2, "the slower path once per {EXPLORE} sends: {picks:?}");
+        // The placement changes: the stream becomes fast, and is followed.
+        for _ in 0..8 {
+            a.record(1, len, Path::Stream, 50_000);
+        }
+        assert_eq!(a.pick(1, len), Some(Path::Stream));
+        // Other peers and sizes keep their own measurements.
+        assert_eq!(a.pick(0, len), Some(Path::Stream));
+        assert_eq!(a.pick(1, 64 << 10), Some(Path::Stream));
+    }
+
+    #[test]
+    fn a_refusal_ends_cma() {
+        let mut a = Adapt::new(1, 64 << 10);
+        a.record(0, 1 << 20, Path::Stream, 400_000);
+        a.record(0, 1 << 20, Path::Cma, 100_000);
+        assert_eq!(a.pick(0, 1 << 20), Some(Path::Cma));
+        a.deny_cma();
+        assert!((0..100).all(|_| a.pick(0, 1 << 20) == Some(Path::Stream)));
+    }
+
+    #[test]
+    fn classes_are_powers_of_two_from_64_kib() {
+        assert_eq!(class_of(1), 0);
+        assert_eq!(class_of(64 << 10), 0);
+        assert_eq!(class_of((128 << 10) - 1), 0);
+        assert_eq!(class_of(128 << 10), 1);
+        assert_eq!(class_of(16 << 20), CLASSES - 1);
+        assert_eq!(class_of(1 << 30), CLASSES - 1);
+    }
+}
