@@ -549,7 +549,7 @@ fn large_messages_choose_stream_or_cma_per_message() {
         for n in [2, 3] {
             let job = launch(test, n, &[("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1")]);
             assert_eq!(job.status, 0, "{n} ranks\n{}\n{}", job.stdout, job.stderr);
-            // Every rank sent by both paths (the slower one is tried once in 32).
+            // Every rank sent by both paths (each is measured before the choice).
             let both = job
                 .stderr
                 .lines()

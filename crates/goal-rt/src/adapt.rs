@@ -16,8 +16,9 @@
 //! recent transfers were faster per byte (an exponential average per peer
 //! and size class, measured where the copy happens: the receiver times its
 //! CMA read and returns the time in `FIN`; the sender times its stream
-//! pushes), and every [`EXPLORE`]th send of a class takes the other path,
-//! so that a change of placement is seen within a few dozen messages. A
+//! pushes from the first to the last), leaving calibration's choice only
+//! for a path [`MARGIN`] times faster, and at most every [`EXPLORE_NS`] (20 ms) a send of a
+//! class takes the other path, so that a change of placement is seen. A
 //! receiver that may not read its peer's memory (ptrace rules) answers a
 //! CMA request with `CTS`, and the sender stops offering CMA.
 //!
@@ -27,10 +28,16 @@
 const CLASSES: usize = 9;
 /// The smallest size class, as a power of two.
 const FIRST_CLASS_LOG2: u32 = 16;
-/// Every this many sends of a class, the path that looked slower.
-pub(crate) const EXPLORE: u32 = 32;
+/// At most this often per peer and class, a send takes the path that looked
+/// slower (a count would tax a stream of large messages: each try of the
+/// slower path stalls the pipeline behind it).
+pub(crate) const EXPLORE_NS: u64 = 20_000_000;
 /// Weight of the newest measurement in the average.
 const ALPHA: f64 = 0.3;
+/// The calibrated path is left only for one this many times faster: where
+/// the two are close (large messages with the cores sharing a cache), the
+/// noise of single measurements would otherwise flip between them.
+const MARGIN: f64 = 1.25;
 
 /// One of the two paths for a large message between local ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,11 +47,11 @@ pub(crate) enum Path {
 }
 
 /// Per peer and size class: ns per byte of each path (0: not measured yet)
-/// and how many sends picked.
+/// and when the slower one was last tried.
 #[derive(Clone, Copy, Default)]
 struct Class {
     ns_per_byte: [f64; 2],
-    picks: u32,
+    explored: u64,
 }
 
 /// The chooser (see the module documentation).
@@ -78,13 +85,18 @@ impl Adapt {
 
     /// The path for a send of `len` bytes to `peer`, or `None` when the
     /// size is not chosen adaptively (the calibrated range decides).
-    pub fn pick(&mut self, peer: usize, len: usize) -> Option<Path> {
-        let p = self.choose(peer, len)?;
+    /// `calibrated` is what calibration would take.
+    pub fn pick(&mut self, peer: usize, len: usize, calibrated: Path) -> Option<Path> {
+        if len < self.from {
+            return None;
+        }
+        let p = self.choose(peer, len, calibrated, crate::localop::monotonic_ns())?;
         self.taken[index(p)] += 1;
         Some(p)
     }
 
-    fn choose(&mut self, peer: usize, len: usize) -> Option<Path> {
+    /// [`Adapt::pick`] at time `now` (ns).
+    fn choose(&mut self, peer: usize, len: usize, calibrated: Path, now: u64) -> Option<Path> {
         if len < self.from {
             return None;
         }
@@ -92,19 +104,23 @@ impl Adapt {
             return Some(Path::Stream);
         }
         let c = &mut self.classes[peer][class_of(len)];
-        c.picks = c.picks.wrapping_add(1);
         let [stream, cma] = c.ns_per_byte;
         Some(if stream == 0.0 {
             Path::Stream
         } else if cma == 0.0 {
             Path::Cma
         } else {
-            let faster = if cma < stream { Path::Cma } else { Path::Stream };
-            let slower = if faster == Path::Cma { Path::Stream } else { Path::Cma };
-            if c.picks % EXPLORE == 0 {
-                slower
+            let (mine, other) = match calibrated {
+                Path::Stream => (stream, cma),
+                Path::Cma => (cma, stream),
+            };
+            let flip = |p: Path| if p == Path::Cma { Path::Stream } else { Path::Cma };
+            let best = if other * MARGIN < mine { flip(calibrated) } else { calibrated };
+            if now.saturating_sub(c.explored) >= EXPLORE_NS {
+                c.explored = now;
+                flip(best)
             } else {
-                faster
+                best
             }
         })
     }
@@ -129,26 +145,42 @@ impl Adapt {
 mod tests {
     use super::*;
 
+    const MS: u64 = 1_000_000;
+
     #[test]
     fn tries_both_then_follows_the_faster_and_explores() {
         let mut a = Adapt::new(2, 64 << 10);
-        assert_eq!(a.pick(1, 1000), None, "below the adaptive range");
+        assert_eq!(a.pick(1, 1000, Path::Stream), None, "below the adaptive range");
         let len = 1 << 20;
-        assert_eq!(a.pick(1, len), Some(Path::Stream));
+        let at = |a: &mut Adapt, peer, len, t| a.choose(peer, len, Path::Stream, t);
+        assert_eq!(at(&mut a, 1, len, 0), Some(Path::Stream));
         a.record(1, len, Path::Stream, 400_000);
-        assert_eq!(a.pick(1, len), Some(Path::Cma));
+        assert_eq!(at(&mut a, 1, len, 0), Some(Path::Cma));
         a.record(1, len, Path::Cma, 100_000);
-        let picks: Vec<Path> = (0..2 * EXPLORE).filter_map(|_| a.pick(1, len)).collect();
-        let stream = picks.iter().filter(|&&p| p == Path::Stream).count();
-        assert_eq!(stream, 2, "the slower path once per {EXPLORE} sends: {picks:?}");
+        // One try of the slower path per EXPLORE_NS, whatever the count.
+        let picks: Vec<Path> = (0..100).filter_map(|i| at(&mut a, 1, len, 30 * MS + i * MS / 10)).collect();
+        assert_eq!(picks.iter().filter(|&&p| p == Path::Stream).count(), 1, "{picks:?}");
         // The placement changes: the stream becomes fast, and is followed.
         for _ in 0..8 {
             a.record(1, len, Path::Stream, 50_000);
         }
-        assert_eq!(a.pick(1, len), Some(Path::Stream));
+        assert_eq!(at(&mut a, 1, len, 41 * MS), Some(Path::Stream));
         // Other peers and sizes keep their own measurements.
-        assert_eq!(a.pick(0, len), Some(Path::Stream));
-        assert_eq!(a.pick(1, 64 << 10), Some(Path::Stream));
+        assert_eq!(at(&mut a, 0, len, 41 * MS), Some(Path::Stream));
+        assert_eq!(at(&mut a, 1, 64 << 10, 41 * MS), Some(Path::Stream));
+    }
+
+    #[test]
+    fn the_calibrated_path_stays_unless_the_other_is_clearly_faster() {
+        let mut a = Adapt::new(1, 64 << 10);
+        let len = 16 << 20;
+        a.record(0, len, Path::Stream, 1_600_000);
+        a.record(0, len, Path::Cma, 1_400_000);
+        assert_eq!(a.choose(0, len, Path::Stream, 1), Some(Path::Stream));
+        assert_eq!(a.choose(0, len, Path::Cma, 2), Some(Path::Cma));
+        a.record(0, len, Path::Cma, 100_000);
+        a.record(0, len, Path::Cma, 100_000);
+        assert_eq!(a.choose(0, len, Path::Stream, 3), Some(Path::Cma));
     }
 
     #[test]
@@ -156,9 +188,9 @@ mod tests {
         let mut a = Adapt::new(1, 64 << 10);
         a.record(0, 1 << 20, Path::Stream, 400_000);
         a.record(0, 1 << 20, Path::Cma, 100_000);
-        assert_eq!(a.pick(0, 1 << 20), Some(Path::Cma));
+        assert_eq!(a.choose(0, 1 << 20, Path::Stream, 1), Some(Path::Cma));
         a.deny_cma();
-        assert!((0..100).all(|_| a.pick(0, 1 << 20) == Some(Path::Stream)));
+        assert!((0..100).all(|t| a.choose(0, 1 << 20, Path::Stream, t * EXPLORE_NS) == Some(Path::Stream)));
     }
 
     #[test]

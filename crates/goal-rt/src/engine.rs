@@ -185,8 +185,9 @@ struct StreamOut {
     token: u32,
     pos: usize,
     len: usize,
-    /// When the CTS came (the transfer's time goes to `adapt`).
-    since: Instant,
+    /// When its first bytes went into the stream (the transfer's time goes
+    /// to `adapt`; time queued behind earlier sends is not the path's).
+    since: Option<Instant>,
 }
 
 /// A receive being filled from a pair's stream.
@@ -905,9 +906,10 @@ impl Engine {
             head.mode = proto::MODE_HEAP;
             head.addr = off;
         } else if !ptr.is_null() {
-            let cma = match self.adapt.pick(p, len) {
+            let calibrated = len >= self.th.cma.0 && len <= self.th.cma.1;
+            let cma = match self.adapt.pick(p, len, if calibrated { adapt::Path::Cma } else { adapt::Path::Stream }) {
                 Some(path) => path == adapt::Path::Cma,
-                None => len >= self.th.cma.0 && len <= self.th.cma.1,
+                None => calibrated,
             };
             if cma {
                 head.mode = proto::MODE_CMA;
@@ -1400,7 +1402,7 @@ impl Engine {
                             // The receiver may not read our memory.
                             self.adapt.deny_cma();
                         }
-                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: Instant::now() });
+                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None });
                         self.st.streams_active += 1;
                     }
                 }
@@ -1441,13 +1443,18 @@ impl Engine {
                     }
                 };
                 let so = self.st.stream_out[p].front_mut().unwrap_or_else(|| unreachable!());
+                if so.since.is_none() {
+                    so.since = Some(Instant::now());
+                }
                 so.pos += moved;
                 if so.pos < so.len {
                     break;
                 }
                 let done = self.st.stream_out[p].pop_front().unwrap_or_else(|| unreachable!());
                 self.st.streams_active -= 1;
-                self.adapt.record(p, done.len, adapt::Path::Stream, done.since.elapsed().as_nanos() as u64);
+                if let Some(t) = done.since {
+                    self.adapt.record(p, done.len, adapt::Path::Stream, t.elapsed().as_nanos() as u64);
+                }
                 if let Some(s) = self.take_token(token) {
                     self.finish(s.r);
                 }
