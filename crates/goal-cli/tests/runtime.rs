@@ -550,11 +550,17 @@ fn large_messages_choose_stream_or_cma_per_message() {
             let job = launch(test, n, &[("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1")]);
             assert_eq!(job.status, 0, "{n} ranks\n{}\n{}", job.stdout, job.stderr);
             // Every rank sent by both paths (each is measured before the choice).
+            // (the ranks' lines may interleave: parse each occurrence)
             let both = job
                 .stderr
-                .lines()
-                .filter(|l| l.contains("large messages chosen per message"))
-                .filter(|l| !l.contains(" 0 by stream") && !l.contains(" 0 by CMA"))
+                .split("large messages chosen per message: ")
+                .skip(1)
+                .filter(|t| {
+                    let num = |s: &str| s.trim().parse::<u64>().unwrap_or(0);
+                    let (stream, rest) = t.split_once(" by stream, ").unwrap_or(("0", ""));
+                    let cma = rest.split_once(" by CMA").map_or("0", |(c, _)| c);
+                    num(stream) > 0 && num(cma) > 0
+                })
                 .count();
             assert_eq!(both, n, "each rank should have used both paths\n{}", job.stderr);
         }
