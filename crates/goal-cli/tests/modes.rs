@@ -29,6 +29,8 @@ const SETTINGS: &[&[(&str, &str)]] = &[
     &[("GOAL_PROGRESS", "auto")],
     &[("GOAL_PROGRESS", "kernel")],
     &[("GOAL_PROGRESS", "kernel"), ("GOAL_IO_URING", "0")],
+    // Few descriptors: channels stop at half of them, the rest stays in user space.
+    &[("GOAL_PROGRESS", "kernel"), ("MODES_TEST_NOFILE", "128")],
     &[("GOAL_PROGRESS", "thread"), ("GOAL_IO_URING", "0")],
     &[("GOAL_PROGRESS", "thread"), ("GOAL_PROGRESS_RT", "1"), ("GOAL_PROGRESS_CPU", "0"), ("GOAL_HELPER_SPIN_US", "30")],
 ];
@@ -55,6 +57,11 @@ fn run(rt: &Rt, g: &Graph, what: &str) {
 }
 
 fn body() {
+    if let Some(n) = std::env::var("MODES_TEST_NOFILE").ok().and_then(|v| v.parse::<u64>().ok()) {
+        let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
+        // SAFETY: setrlimit reads the struct it is given.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0, "setrlimit");
+    }
     let rt = goal_rt::init().expect("GOAL_Init");
     let (me, n) = (rt.rank() as usize, rt.size() as usize);
     let grp = Group { rank: me as u32, size: n as u32 };

@@ -1547,6 +1547,7 @@ impl Engine {
             Chan::Offered { mine, theirs } if accept => *ch = Chan::Accepted { mine, theirs },
             Chan::Offered { .. } => {
                 kp.stats.declined += 1;
+                kp.fds -= 2;
                 if trace_on() {
                     eprintln!("goal: rank {src} declined the channel of schedule {sched} op {op}");
                 }
@@ -1584,7 +1585,7 @@ impl Engine {
         let eligible = !self.remote[src as usize]
             && o.kind() == OpKind::Recv
             && self.kp.as_ref().is_some_and(|k| {
-                matches!(k.chan(id, op), Some(Chan::Untried)) && k.info.get(id as usize).and_then(|i| i.as_ref()).is_some_and(|i| i.deterministic(&sched.s, op as usize))
+                k.room_for(1) && matches!(k.chan(id, op), Some(Chan::Untried)) && k.info.get(id as usize).and_then(|i| i.as_ref()).is_some_and(|i| i.deterministic(&sched.s, op as usize))
             });
         if !eligible {
             self.answer_offer(src, ctl, false);
@@ -1597,6 +1598,7 @@ impl Engine {
                         *ch = Chan::Bound { fd, len };
                     }
                     kp.stats.channels_in += 1;
+                    kp.fds += 1;
                 }
                 self.answer_offer(src, ctl, true);
             }

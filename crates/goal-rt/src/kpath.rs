@@ -163,6 +163,11 @@ pub(crate) struct KPath {
     pub reaped: Vec<(u64, i32)>,
     /// Counters for the debug line at the end.
     pub stats: Stats,
+    /// Descriptors held by channels, and how many they may hold: half of
+    /// the soft `RLIMIT_NOFILE`, so that the application's own files never
+    /// run out because of them (past it, sends keep the user-space path).
+    pub fds: usize,
+    pub fd_budget: usize,
 }
 
 /// What the kernel mode did, for `GOAL_DEBUG`.
@@ -193,7 +198,14 @@ impl KPath {
             held: Vec::new(),
             reaped: Vec::new(),
             stats: Stats::default(),
+            fds: 0,
+            fd_budget: fd_budget(),
         }
+    }
+
+    /// Whether channels may hold `n` more descriptors.
+    pub fn room_for(&self, n: usize) -> bool {
+        self.fds + n <= self.fd_budget
     }
 
     /// The info and channel table of schedule `id` (made on first use).
@@ -232,8 +244,12 @@ impl KPath {
             if !matches!(ch, Chan::Untried) || o.kind() != OpKind::Send {
                 continue;
             }
-            *ch = match (local(o) && info.deterministic(s, i)).then(goal_transport::kchain::seqpacket_channel) {
-                Some(Ok((mine, theirs))) => Chan::Ready { mine, theirs },
+            let room = self.fds + 2 <= self.fd_budget;
+            *ch = match (room && local(o) && info.deterministic(s, i)).then(goal_transport::kchain::seqpacket_channel) {
+                Some(Ok((mine, theirs))) => {
+                    self.fds += 2;
+                    Chan::Ready { mine, theirs }
+                }
                 _ => Chan::Never,
             };
         }
@@ -325,6 +341,16 @@ impl KPath {
             .map(|o| o.slot)
             .collect()
     }
+}
+
+/// Half of this process' soft limit on open descriptors.
+fn fd_budget() -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    (lim.rlim_cur.min(1 << 20) / 2) as usize
 }
 
 /// The error for a kernel operation that ended with `res` instead of `len`.
