@@ -539,6 +539,39 @@ fn random_graphs_match_a_sequential_model() {
     });
 }
 
+/// Kernel mode gives each repeated small send a channel (a socket pair);
+/// the channels of schedules the application has dropped are closed, so
+/// that creating and dropping schedules keeps the descriptor count flat.
+#[test]
+fn dropped_schedules_close_their_channels() {
+    ranks("dropped_schedules_close_their_channels", &[2, 3], &["kernel"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let (to, from) = ((me + 1) % n, (me + n - 1) % n);
+        let open_fds = || std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+        let mut at_20 = 0;
+        for k in 0..200u64 {
+            let sb = [k; 4];
+            let mut rb = [0u64; 4];
+            let mut g = Graph::new();
+            g.send(Buf::user(sb.as_ptr() as u64), 32, to as i64, 1);
+            g.recv(Buf::user(rb.as_mut_ptr() as u64), 32, from as i64, 1);
+            let s = rt.compile(&g).unwrap();
+            for _ in 0..4 {
+                run_wait(&rt, &s).unwrap();
+                assert_eq!(rb, [k; 4], "schedule {k}");
+            }
+            drop(s);
+            if k == 20 {
+                at_20 = open_fds();
+            }
+        }
+        let at_200 = open_fds();
+        assert!(at_200 <= at_20 + 8, "descriptors grew from {at_20} to {at_200} over 180 dropped schedules");
+        goal_rt::finalize().unwrap();
+    });
+}
+
 /// Large messages choose stream or CMA per message (goal-rt's `adapt`):
 /// over many executions both paths carry 256 KiB and 1 MiB messages, and
 /// every byte arrives, whichever path each one took.

@@ -402,7 +402,8 @@ impl Engine {
         // Kernel mode: one execution of a schedule at a time (see `kpath`).
         let hold = match self.kp.as_mut() {
             Some(kp) => {
-                kp.prepare(sched.id, s);
+                let weak: std::sync::Weak<dyn std::any::Any + Send + Sync> = Arc::downgrade(&(sched.clone() as Arc<dyn std::any::Any + Send + Sync>));
+                kp.prepare(sched.id, s, weak);
                 if seq == 1 {
                     // The schedule runs again: worth channels (made in one
                     // go, off the path of any message).

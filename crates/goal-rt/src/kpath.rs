@@ -168,6 +168,8 @@ pub(crate) struct KPath {
     /// run out because of them (past it, sends keep the user-space path).
     pub fds: usize,
     pub fd_budget: usize,
+    /// Per schedule id: whether the application still holds it.
+    alive: Vec<Option<std::sync::Weak<dyn std::any::Any + Send + Sync>>>,
 }
 
 /// What the kernel mode did, for `GOAL_DEBUG`.
@@ -200,6 +202,24 @@ impl KPath {
             stats: Stats::default(),
             fds: 0,
             fd_budget: fd_budget(),
+            alive: Vec::new(),
+        }
+    }
+
+    /// Closes the channels of schedules that no longer exist.
+    fn sweep(&mut self) {
+        for j in 0..self.alive.len() {
+            if self.alive[j].as_ref().is_some_and(|w| w.strong_count() == 0) {
+                for ch in self.chans[j].drain(..) {
+                    self.fds -= match ch {
+                        Chan::Ready { .. } | Chan::Offered { .. } | Chan::Accepted { .. } | Chan::Sending { .. } => 2,
+                        Chan::Bound { .. } | Chan::Receiving { .. } => 1,
+                        Chan::Untried | Chan::Never => 0,
+                    };
+                }
+                self.info[j] = None;
+                self.alive[j] = None;
+            }
         }
     }
 
@@ -209,12 +229,21 @@ impl KPath {
     }
 
     /// The info and channel table of schedule `id` (made on first use).
-    pub fn prepare(&mut self, id: u32, s: &Schedule) -> Arc<SchedInfo> {
+    ///
+    /// `alive` tells whether the application still holds the schedule; the
+    /// channels of schedules it has freed are closed whenever a new
+    /// schedule first runs.
+    pub fn prepare(&mut self, id: u32, s: &Schedule, alive: std::sync::Weak<dyn std::any::Any + Send + Sync>) -> Arc<SchedInfo> {
         let i = id as usize;
         if self.info.len() <= i {
             self.info.resize_with(i + 1, || None);
             self.chans.resize_with(i + 1, Vec::new);
             self.held.resize_with(i + 1, VecDeque::new);
+            self.alive.resize_with(i + 1, || None);
+        }
+        if self.info[i].is_none() {
+            self.sweep();
+            self.alive[i] = Some(alive);
         }
         if self.chans[i].len() != s.ops.len() {
             self.chans[i] = (0..s.ops.len()).map(|_| Chan::Untried).collect();
