@@ -90,6 +90,13 @@ pub(crate) struct AppMark {
 /// and its Wait.
 const TIGHT_LOOP: Duration = Duration::from_micros(30);
 
+/// A helper asleep deaf to the network is rung by a Run only if the last
+/// Run was this long ago: a latency loop across hosts runs every 16-40 us,
+/// and ringing the helper there on every Run took the 8-byte latency from
+/// 8 to 14-21 us (`bench/net.py`), while a computation this long is worth
+/// the network's events.
+const DEAF_RING_GAP: Duration = Duration::from_micros(100);
+
 
 impl AppMark {
     /// Notes application activity and sets the mark if it is not set. With
@@ -117,9 +124,10 @@ impl AppMark {
     pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell) {
         let now = crate::localop::monotonic_ns();
         let prev = self.last_run.swap(now, Ordering::Relaxed);
-        if now.saturating_sub(prev) < TIGHT_LOOP.as_nanos() as u64 {
+        let gap = now.saturating_sub(prev);
+        if gap < TIGHT_LOOP.as_nanos() as u64 {
             self.touch(bell, true);
-        } else if self.lift(bell) || self.helper_deaf.load(Ordering::SeqCst) {
+        } else if self.lift(bell) || (gap >= DEAF_RING_GAP.as_nanos() as u64 && self.helper_deaf.load(Ordering::SeqCst)) {
             // The helper may sleep on the doorbell alone (it does while an
             // application thread waits): wake it so that it sleeps again
             // on the network too. Without this, 1 MiB across hosts moved
