@@ -194,13 +194,13 @@ impl Config {
 
 impl Config {
     /// Settles the progress mode once the machine is known: `local_ranks`
-    /// ranks of this job on this machine, `cores` CPUs this process may run
-    /// on. Sets the spins that follow from the mode and records why.
+    /// ranks of this job on this machine (on this kernel: emulated hosts in
+    /// namespaces share its cores), `cores` CPUs this process may run on. Sets the spins that follow from the mode and records why.
     pub fn resolve_progress(&mut self, local_ranks: usize, cores: usize) {
         // A helper per rank polls on a core of its own only if there are
         // twice as many cores as ranks here.
         let spare = local_ranks * 2 <= cores;
-        let machine = format!("{local_ranks} rank(s) here on {cores} core(s)");
+        let machine = format!("{local_ranks} rank(s) on this machine's {cores} core(s)");
         let (mode, why) = match self.requested {
             Requested::Mode(m) => (m, "GOAL_PROGRESS".to_string()),
             Requested::Kernel => (ProgressMode::Kernel, "GOAL_PROGRESS=kernel".to_string()),
