@@ -152,3 +152,4 @@ pub use conn::ConnCounters;
 pub use node::{Event, NetNode, RailStats};
 pub use probe::{Crossover, CrossoverPoint};
 pub use rails::{discover_rails, RailSpec};
+pub use sys::{ev, Epoll};

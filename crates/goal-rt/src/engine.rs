@@ -135,11 +135,9 @@ struct Exec {
 }
 
 enum UnexpKind {
-    /// Eager data, copied out of the ring.
-    Eager(Vec<u8>),
-    /// Eager data whose envelope also offers a channel or switches to one
-    /// (kernel mode).
-    EagerCtl(Vec<u8>, Ctl),
+    /// Eager data, copied out of the ring, and what its envelope says about
+    /// the send's channel (kernel mode), if anything.
+    Eager(Vec<u8>, Option<Ctl>),
     /// A large message waiting at its sender.
     Rts { mode: u8, token: u32, addr: u64 },
     /// A message from this rank to itself, still in the sender's buffer.
@@ -402,8 +400,7 @@ impl Engine {
         // Kernel mode: one execution of a schedule at a time (see `kpath`).
         let hold = match self.kp.as_mut() {
             Some(kp) => {
-                let weak: std::sync::Weak<dyn std::any::Any + Send + Sync> = Arc::downgrade(&(sched.clone() as Arc<dyn std::any::Any + Send + Sync>));
-                kp.prepare(sched.id, s, weak);
+                kp.prepare(sched);
                 if seq == 1 {
                     // The schedule runs again: worth channels (made in one
                     // go, off the path of any message).
@@ -846,10 +843,9 @@ impl Engine {
     /// An unexpected message whose execution is gone: release its sender.
     fn drop_unexpected(&mut self, u: Unexp) {
         match u.kind {
-            UnexpKind::Eager(d) => self.release_credit(u.src, d.len() as u64),
-            UnexpKind::EagerCtl(d, ctl) => {
+            UnexpKind::Eager(d, ctl) => {
                 self.release_credit(u.src, d.len() as u64);
-                if ctl.mode == proto::MODE_OFFER {
+                if let Some(ctl) = ctl.filter(|c| c.mode == proto::MODE_OFFER) {
                     self.answer_offer(u.src, ctl, false);
                 }
             }
@@ -1067,7 +1063,7 @@ impl Engine {
             if let Some(p) = self.pieces(r) {
                 gather(&p, &mut data);
             }
-            self.stash(head.sched, head.seq, Unexp { kind: UnexpKind::Eager(data), ..u });
+            self.stash(head.sched, head.seq, Unexp { kind: UnexpKind::Eager(data, None), ..u });
             return self.finish(r);
         }
         self.stash(head.sched, head.seq, u);
@@ -1122,16 +1118,13 @@ impl Engine {
         }
         let Some(dst) = self.pieces(r) else { return self.drop_unexpected(u) };
         match u.kind {
-            UnexpKind::Eager(mut d) => {
+            UnexpKind::Eager(mut d, ctl) => {
                 scatter(&mut d, dst.as_slice());
                 self.release_credit(u.src, d.len() as u64);
-                self.finish(r);
-            }
-            UnexpKind::EagerCtl(mut d, ctl) => {
-                scatter(&mut d, dst.as_slice());
-                self.release_credit(u.src, d.len() as u64);
-                if let Err(e) = self.channel_note(r, u.src, ctl, u.len) {
-                    return self.fail(r, e);
+                if let Some(ctl) = ctl {
+                    if let Err(e) = self.channel_note(r, u.src, ctl, u.len) {
+                        return self.fail(r, e);
+                    }
                 }
                 self.finish(r);
             }
@@ -1345,13 +1338,9 @@ impl Engine {
         match h.kind {
             proto::EAGER => {
                 if let Some(d) = data {
-                    let kind = match h.mode {
-                        proto::MODE_OFFER | proto::MODE_SWITCH => {
-                            UnexpKind::EagerCtl(d, Ctl { mode: h.mode, fd: h.token, op: h.addr as u32, sched: h.sched })
-                        }
-                        _ => UnexpKind::Eager(d),
-                    };
-                    let u = Unexp { src, tag: h.tag, len: h.len, kind };
+                    let ctl = matches!(h.mode, proto::MODE_OFFER | proto::MODE_SWITCH)
+                        .then_some(Ctl { mode: h.mode, fd: h.token, op: h.addr as u32, sched: h.sched });
+                    let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Eager(d, ctl) };
                     match self.match_posted(h.sched, h.seq, src, h.tag) {
                         Some(r) => self.deliver(r, u),
                         None => self.stash(h.sched, h.seq, u),
@@ -1678,16 +1667,17 @@ impl Engine {
                 KOp { user_data: uds[i], kind, link: Link::Soft, quiet }
             })
             .collect();
-        // SAFETY: send and receive buffers stay valid and untouched by user
-        // code until their execution ends (the API contract; scratchpads are
-        // the execution's own), and an execution ends only once each of its
-        // kernel operations has completed, or, if it fails first, its
-        // scratchpad is leaked rather than reused (`complete`). The channel
-        // descriptors live in `kp.chans` for the runtime's life.
         if trace_on() {
             let quiet = kops.iter().filter(|k| k.quiet).count();
             eprintln!("goal-trace {:.6} rank {} kernel run of {} op(s) ({quiet} quiet) from op {}", localop::wtime(), self.rank, kops.len(), r.op);
         }
+        // SAFETY: send and receive buffers stay valid and untouched by user
+        // code until their execution ends (the API contract; scratchpads are
+        // the execution's own), and an execution ends only once each of its
+        // kernel operations has completed, or, if it fails first, its
+        // scratchpad is leaked rather than reused (`complete`). A channel's
+        // descriptors live in `kp.chans` until its schedule is freed, which
+        // cannot happen while an execution of it runs.
         match unsafe { kp.ring.submit_chain(&kops) } {
             Ok(()) => {
                 kp.stats.kernel_ops += kops.len() as u64;

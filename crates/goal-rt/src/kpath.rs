@@ -44,13 +44,14 @@
 //! ended; a later Run is held until then (it cannot deadlock: an execution
 //! never waits for a later one of its schedule).
 
+use crate::engine::SchedInner;
 use crate::error::{Error, ErrorKind};
 use goal_sched::chains::ChainPlan;
 use goal_sched::{OpKind, Schedule};
 use goal_transport::kchain::KRing;
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// Added to the dependency counter of an operation already in the kernel
 /// (behind another one of its run), so that it never becomes ready again in
@@ -76,6 +77,17 @@ pub(crate) enum Chan {
     Bound { fd: OwnedFd, len: u32 },
     /// Receiver: switched; every message comes on the channel.
     Receiving { fd: OwnedFd, len: u32 },
+}
+
+impl Chan {
+    /// The descriptors it holds in this process.
+    fn fds(&self) -> usize {
+        match self {
+            Chan::Ready { .. } | Chan::Offered { .. } | Chan::Accepted { .. } | Chan::Sending { .. } => 2,
+            Chan::Bound { .. } | Chan::Receiving { .. } => 1,
+            Chan::Untried | Chan::Never => 0,
+        }
+    }
 }
 
 /// What the schedule allows, per side (computed once per schedule).
@@ -169,7 +181,7 @@ pub(crate) struct KPath {
     pub fds: usize,
     pub fd_budget: usize,
     /// Per schedule id: whether the application still holds it.
-    alive: Vec<Option<std::sync::Weak<dyn std::any::Any + Send + Sync>>>,
+    alive: Vec<Option<Weak<SchedInner>>>,
 }
 
 /// What the kernel mode did, for `GOAL_DEBUG`.
@@ -211,11 +223,7 @@ impl KPath {
         for j in 0..self.alive.len() {
             if self.alive[j].as_ref().is_some_and(|w| w.strong_count() == 0) {
                 for ch in self.chans[j].drain(..) {
-                    self.fds -= match ch {
-                        Chan::Ready { .. } | Chan::Offered { .. } | Chan::Accepted { .. } | Chan::Sending { .. } => 2,
-                        Chan::Bound { .. } | Chan::Receiving { .. } => 1,
-                        Chan::Untried | Chan::Never => 0,
-                    };
+                    self.fds -= ch.fds();
                 }
                 self.info[j] = None;
                 self.alive[j] = None;
@@ -228,13 +236,11 @@ impl KPath {
         self.fds + n <= self.fd_budget
     }
 
-    /// The info and channel table of schedule `id` (made on first use).
-    ///
-    /// `alive` tells whether the application still holds the schedule; the
-    /// channels of schedules it has freed are closed whenever a new
-    /// schedule first runs.
-    pub fn prepare(&mut self, id: u32, s: &Schedule, alive: std::sync::Weak<dyn std::any::Any + Send + Sync>) -> Arc<SchedInfo> {
-        let i = id as usize;
+    /// Makes the info and channel table of `sched` at its first execution.
+    /// The channels of schedules the application has freed (ids are never
+    /// reused) are closed then.
+    pub fn prepare(&mut self, sched: &Arc<SchedInner>) {
+        let i = sched.id as usize;
         if self.info.len() <= i {
             self.info.resize_with(i + 1, || None);
             self.chans.resize_with(i + 1, Vec::new);
@@ -243,14 +249,11 @@ impl KPath {
         }
         if self.info[i].is_none() {
             self.sweep();
-            self.alive[i] = Some(alive);
-        }
-        if self.chans[i].len() != s.ops.len() {
+            let s = &sched.s;
             self.chans[i] = (0..s.ops.len()).map(|_| Chan::Untried).collect();
+            self.info[i] = Some(Arc::new(SchedInfo::new(s)));
+            self.alive[i] = Some(Arc::downgrade(sched));
         }
-        self.info[i]
-            .get_or_insert_with(|| Arc::new(SchedInfo::new(s)))
-            .clone()
     }
 
     pub fn chan(&self, id: u32, op: u32) -> Option<&Chan> {

@@ -56,7 +56,7 @@ pub struct Runtime {
     /// kernel mode's ring has news: sleepers wait for it beside the doorbell.
     pub(crate) wake_fd: Option<std::os::fd::RawFd>,
     /// An epoll set holding both, when there are both.
-    _wake_set: Option<std::os::fd::OwnedFd>,
+    _wake_set: Option<goal_net::Epoll>,
     heap: Arc<Heap>,
     next_sched: AtomicU32,
     /// Application threads inside `wait`.
@@ -203,9 +203,11 @@ impl Runtime {
         // after the host name), which is more than the ranks reached
         // through shared memory when hosts are emulated in namespaces of
         // one machine. A polling helper needs a core none of them uses.
-        let kernel = |h: &[u8]| h.rsplit(|&c| c == b'/').next().map(<[u8]>::to_vec);
+        fn kernel(host: &[u8]) -> &[u8] {
+            host.rsplit(|&c| c == b'/').next().unwrap_or_default()
+        }
         let mine = kernel(host.as_bytes());
-        let sharing = all.iter().filter(|b| split_blob(b).map(|(h, _)| kernel(h)) == Some(mine.clone())).count();
+        let sharing = all.iter().filter(|b| split_blob(b).is_some_and(|(h, _)| kernel(h) == mine)).count();
         let local_ranks = remote.iter().filter(|&&r| !r).count();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         cfg.resolve_progress(local_ranks.max(sharing), cores);
@@ -405,27 +407,19 @@ pub fn wtime() -> f64 {
     localop::wtime()
 }
 
-/// Round 1's blob: this machine's identity, then the shared-memory address.
 /// An epoll set that is readable when any of `fds` is.
-fn epoll_of(fds: &[std::os::fd::RawFd]) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: plain syscall; the result is checked before use.
-    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    if ep < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `ep` is a new descriptor that nothing else owns.
-    let set = unsafe { std::os::fd::OwnedFd::from_raw_fd(ep) };
+fn epoll_of(fds: &[std::os::fd::RawFd]) -> std::io::Result<goal_net::Epoll> {
+    let set = goal_net::Epoll::new()?;
     for &fd in fds {
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
-        // SAFETY: `ev` is a valid event for the duration of the call.
-        if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        // SAFETY: the caller's descriptors are open for this call (the
+        // network node's and the ring's, both alive); the set keeps only
+        // their registrations.
+        set.add(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }, goal_net::ev::IN, 0)?;
     }
     Ok(set)
 }
 
+/// Round 1's blob: this machine's identity, then the shared-memory address.
 fn addr_blob(host: &str, shm: &[u8]) -> Vec<u8> {
     let mut b = Vec::with_capacity(4 + host.len() + shm.len());
     b.extend_from_slice(&(host.len() as u32).to_le_bytes());

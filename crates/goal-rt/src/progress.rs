@@ -97,7 +97,6 @@ const TIGHT_LOOP: Duration = Duration::from_micros(30);
 /// the network's events.
 const DEAF_RING_GAP: Duration = Duration::from_micros(100);
 
-
 impl AppMark {
     /// Notes application activity and sets the mark if it is not set. With
     /// `ring`, wakes the helper on setting it: it may have chosen a long
