@@ -53,18 +53,10 @@ QUICK_SIZES = [8, 4 * KiB, 64 * KiB, MiB]
 MPI_LIBS = ("openmpi", "openmpi-nosc", "mpich")
 OMPI_LIBS = ("openmpi", "openmpi-nosc")
 VARIANTS = ("blocking", "nonblocking", "persistent")
-DISTURBED_PCT = 10.0
-STATE_FACTOR = 1.5  # see bench/p2p.py: runs whose c2c probes are within this factor share a state
 
 # Reference points given with the task (best MPI measured on this machine, 2 ranks), in us.
 REFERENCE = {("barrier", 0): 0.17, ("allreduce", 8): 0.23, ("allreduce", MiB): 82.0,
              ("bcast", MiB): 23.0, ("gather", GATHER_EXTRA): 19.0}
-
-
-def same_state(a, b) -> bool:
-    if not (C.isnum(a) and C.isnum(b)) or a <= 0 or b <= 0:
-        return True
-    return max(a, b) / min(a, b) <= STATE_FACTOR
 
 
 @dataclass
@@ -238,16 +230,12 @@ def run_all(a, configs: list[Config]):
                         res = C.run(cfg.cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
                     st = meter.result
                     c2c1 = C.c2c_probe()
-                    c2c = round((c2c0 + c2c1) / 2, 1) if c2c0 and c2c1 else (c2c0 or c2c1)
-                    disturbed = st["foreign_pct"] > DISTURBED_PCT
-                    unstable = bool(c2c0 and c2c1 and not same_state(c2c0, c2c1))
+                    c2c = C.c2c_mean(c2c0, c2c1)
+                    disturbed = st["foreign_pct"] > C.DISTURBED_PCT
+                    unstable = bool(c2c0 and c2c1 and not C.same_state(c2c0, c2c1))
                     if not (disturbed or unstable) or not res.ok or attempt == a.retries:
                         break
-                    if disturbed:
-                        C.log(f"    disturbed: {st['foreign_pct']}% of the CPUs used by other processes "
-                              f"({', '.join(C.busy_processes(10)) or '?'}); again")
-                    else:
-                        C.log(f"    core-to-core latency changed during the run ({c2c0} -> {c2c1} ns); again")
+                    C.log_again(disturbed, st["foreign_pct"], c2c0, c2c1)
                 got = C.parse_rows(res.stdout)
                 meta = next((x for x in got if x.get("test") == "meta"), {})
                 skips = [x for x in got if x.get("test") == "skip"]
@@ -288,7 +276,7 @@ def select_runs(runs, all_states: bool):
     fast = min(c2cs) if c2cs else None
 
     def clean(r):
-        return same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
+        return C.same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
 
     keep, fallback = set(), []
     for key in sorted({(r["lib"], r["ranks"]) for r in runs}):
@@ -570,7 +558,7 @@ def main() -> int:
     if dist:
         notes.append(f"{len(dist)} of {len(runs)} runs shared the CPUs with other processes even after "
                      f"retries: {', '.join(dist)}")
-    if c2cs and not same_state(min(c2cs), max(c2cs)):
+    if c2cs and not C.same_state(min(c2cs), max(c2cs)):
         notes.append(f"core-to-core latency changed between runs ({min(c2cs):.0f}..{max(c2cs):.0f} ns): "
                      "the host moved the vCPUs; the summary prefers runs in the fast state")
     for lib, info in libinfo.items():

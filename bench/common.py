@@ -497,6 +497,37 @@ def c2c_probe(cpus: tuple[int, int] = (0, 1)) -> float | None:
     return rows[0].get("oneway_ns") if rows else None
 
 
+# A run during which other processes used more than this % of the CPUs is repeated.
+DISTURBED_PCT = 10.0
+
+# On a VM the cache-line latency between the two vCPUs (c2c_probe) jumps between states
+# (here ~25 ns and ~165 ns) as the host moves them, and every shared-memory latency moves
+# with it (8 B ping-pong: ~0.13 vs ~0.35 us). Runs whose probes are within this factor are
+# taken to be in the same state; the benchmarks compare libraries within one state.
+STATE_FACTOR = 1.5
+
+
+def same_state(a, b) -> bool:
+    """Whether two c2c probes (ns) show the same vCPU state; True when either is missing."""
+    if not (isnum(a) and isnum(b)) or a <= 0 or b <= 0:
+        return True
+    return max(a, b) / min(a, b) <= STATE_FACTOR
+
+
+def c2c_mean(before, after):
+    """The c2c latency of a run from its probes before and after (either may be missing)."""
+    return round((before + after) / 2, 1) if before and after else (before or after)
+
+
+def log_again(disturbed: bool, foreign_pct, before, after):
+    """Says why a run is repeated: other processes took the CPUs, or the vCPU state changed."""
+    if disturbed:
+        log(f"    disturbed: {foreign_pct}% of the CPUs used by other processes "
+            f"({', '.join(busy_processes(10)) or '?'}); again")
+    else:
+        log(f"    core-to-core latency changed during the run ({before} -> {after} ns); again")
+
+
 # ---------------------------------------------------------------------------------------
 # plots
 

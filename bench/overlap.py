@@ -66,8 +66,6 @@ OPS = [("barrier", 0), ("bcast", 8), ("bcast", 64 * KiB), ("bcast", MiB), ("allr
        ("allreduce", 64 * KiB), ("allreduce", MiB), ("pingpong200", 8)]
 VARIANTS = ("none", "progress")
 TESTS = ("overlap", "cpu", "idle", "hostoverhead", "background")
-DISTURBED_PCT = 10.0
-STATE_FACTOR = 1.5      # c2c probes within this factor: the same vCPU state (see bench/p2p.py)
 UNRESOLVED = 0.05       # overlap % is shown in parentheses when t_pure < 5% of t_cpu (timer noise)
 RATE = "1gbit"
 FINALIZE_GRACE = 20.0   # seconds a run may take to exit after its last row ({"test": "done"})
@@ -272,12 +270,6 @@ def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None)
 # ---------------------------------------------------------------------------------------
 # running
 
-def same_state(x, y) -> bool:
-    if not (C.isnum(x) and C.isnum(y)) or x <= 0 or y <= 0:
-        return True
-    return max(x, y) / min(x, y) <= STATE_FACTOR
-
-
 def run_watched(cmd, env: dict, timeout: float) -> tuple[C.Result, bool]:
     """Like common.run (own process group, killed on timeout), but the program's last row,
     {"test": "done"} (printed before GOAL_Finalize / MPI_Finalize), starts a grace period of
@@ -339,19 +331,15 @@ def run_one(a, setup: str, cfg: Config, rnd: int, pos: int, label: str) -> tuple
         # Other processes' CPU use = busy CPU time minus this process' children's. No verdict
         # for a run killed in finalize (its ranks' CPU time is never reported) nor across the
         # emulated hosts (their launcher daemons are not waited for by this process).
-        disturbed = st["foreign_pct"] > DISTURBED_PCT and not hung and SETUPS[setup][1] is None
-        unstable = bool(c2c0 and c2c1 and not same_state(c2c0, c2c1))
+        disturbed = st["foreign_pct"] > C.DISTURBED_PCT and not hung and SETUPS[setup][1] is None
+        unstable = bool(c2c0 and c2c1 and not C.same_state(c2c0, c2c1))
         # between emulated hosts the data goes through the kernel's TCP: a run whose vCPU
         # state changed is recorded but not repeated there
         again = disturbed or (unstable and SETUPS[setup][1] is None)
         if not again or not (res.ok or hung) or attempt == a.retries:
             break
-        if disturbed:
-            C.log(f"    disturbed: {st['foreign_pct']}% of the CPUs used by other processes "
-                  f"({', '.join(C.busy_processes(10)) or '?'}); again")
-        else:
-            C.log(f"    core-to-core latency changed during the run ({c2c0} -> {c2c1} ns); again")
-    c2c = round((c2c0 + c2c1) / 2, 1) if c2c0 and c2c1 else (c2c0 or c2c1)
+        C.log_again(disturbed, st["foreign_pct"], c2c0, c2c1)
+    c2c = C.c2c_mean(c2c0, c2c1)
     got = C.parse_rows(res.stdout)
     meta = next((x for x in got if x.get("test") == "meta"), {})
     data = [x for x in got if x.get("test") not in ("meta", "done")]
@@ -441,7 +429,7 @@ def state_choice(runs) -> dict:
 
 
 def run_state(r, fast) -> str:
-    return "fast" if same_state(fast, r.get("c2c_ns")) else "slow"
+    return "fast" if C.same_state(fast, r.get("c2c_ns")) else "slow"
 
 
 def run_clean(r) -> bool:

@@ -36,18 +36,6 @@ KiB, MiB = 1 << 10, 1 << 20
 LAT_SIZES = [0, 1, 8, 64, 512, KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB]
 BW_SIZES = [64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB]
 OMPI_LIBS = ("openmpi", "openmpi-nosc")
-DISTURBED_PCT = 10.0  # a run during which other processes used more of the CPUs is repeated
-# On a VM the cache-line latency between the two vCPUs (bench/c2c.c) jumps between states
-# (here ~25 ns and ~165 ns) as the host moves them, and every shared-memory latency moves
-# with it (8 B ping-pong: ~0.13 vs ~0.35 us). Runs whose probes are within this factor are
-# taken to be in the same state; goal is compared with Open MPI runs of its own state.
-STATE_FACTOR = 1.5
-
-
-def same_state(a, b) -> bool:
-    if not (C.isnum(a) and C.isnum(b)) or a <= 0 or b <= 0:
-        return True  # no probe: cannot tell
-    return max(a, b) / min(a, b) <= STATE_FACTOR
 
 # (section, bytes, relation, bound, text); latency compares goal's latency_sched with
 # MPI's ping-pong, bandwidth the streaming test, localop is absolute (us)
@@ -187,16 +175,12 @@ def run_all(a, configs: list[Config]):
                     res = C.run(cfg.cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
                 st = meter.result
                 c2c1 = C.c2c_probe()
-                c2c = round((c2c0 + c2c1) / 2, 1) if c2c0 and c2c1 else (c2c0 or c2c1)
-                disturbed = st["foreign_pct"] > DISTURBED_PCT
-                unstable = bool(c2c0 and c2c1 and not same_state(c2c0, c2c1))
+                c2c = C.c2c_mean(c2c0, c2c1)
+                disturbed = st["foreign_pct"] > C.DISTURBED_PCT
+                unstable = bool(c2c0 and c2c1 and not C.same_state(c2c0, c2c1))
                 if not (disturbed or unstable) or not res.ok or attempt == a.retries:
                     break
-                if disturbed:
-                    C.log(f"    disturbed: {st['foreign_pct']}% of the CPUs used by other processes "
-                          f"({', '.join(C.busy_processes(10)) or '?'}); again")
-                else:
-                    C.log(f"    core-to-core latency changed during the run ({c2c0} -> {c2c1} ns); again")
+                C.log_again(disturbed, st["foreign_pct"], c2c0, c2c1)
             st = dict(st, disturbed=disturbed, unstable=unstable, c2c_before_ns=c2c0, c2c_after_ns=c2c1,
                       attempts=attempt + 1, idle_wait_s=round(waited, 1))
             got = C.parse_rows(res.stdout)
@@ -239,7 +223,7 @@ def index(rows, all_rows=None):
 
 def select_state(rows, runs, libs, all_states: bool):
     """Which runs the summary uses. Per library, the clean runs: made in the fastest
-    core-to-core state (c2c within STATE_FACTOR of the lowest probe), not disturbed by other
+    core-to-core state (c2c within common.STATE_FACTOR of the lowest probe), not disturbed by other
     processes, state unchanged during the run; a library without any clean run falls back to
     its undisturbed runs, then to all its runs. Returns (rows, note)."""
     c2cs = [r["c2c_ns"] for r in runs if C.isnum(r.get("c2c_ns"))]
@@ -249,7 +233,7 @@ def select_state(rows, runs, libs, all_states: bool):
     fast = min(c2cs) if c2cs else None
 
     def clean(r):
-        return same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
+        return C.same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
 
     keep, fallback = set(), []
     for lib in libs:
@@ -293,7 +277,7 @@ def value(ix, lib, test, nbytes, fld="median_us"):
 
 def ratio(ix, glib, gtest, mtest, nbytes, libs, fld="median_us", higher_better=False):
     """goal / best Open MPI setting, state-matched: each goal run is compared with the
-    Open MPI runs made in the same core-to-core state (see STATE_FACTOR; the median of
+    Open MPI runs made in the same core-to-core state (see common.STATE_FACTOR; the median of
     each setting's matching runs, then the better setting): first those in the summary,
     then any clean run, then any run of that state; else the Open MPI runs of its own
     round, else all. The result is the median over goal's runs."""
@@ -307,7 +291,7 @@ def ratio(ix, glib, gtest, mtest, nbytes, libs, fld="median_us", higher_better=F
         if not C.isnum(gv):
             continue
         best = None
-        st = lambda ox: same_state(gx.get("c2c_ns"), ox.get("c2c_ns"))  # noqa: E731
+        st = lambda ox: C.same_state(gx.get("c2c_ns"), ox.get("c2c_ns"))  # noqa: E731
         for pool, match in ((ompi, st),                                           # summarized, same state
                             (ompi_all, lambda ox: st(ox) and ox.get("clean_run", True)),  # any clean run, same state
                             (ompi_all, st),                                       # any run, same state
@@ -579,7 +563,7 @@ def main() -> int:
     if dist:
         notes.append(f"{len(dist)} of {len(runs)} runs shared the CPUs with other processes even after "
                      f"retries: {', '.join(dist)}; their numbers are suspect")
-    if c2cs and not same_state(min(c2cs), max(c2cs)):
+    if c2cs and not C.same_state(min(c2cs), max(c2cs)):
         notes.append(f"core-to-core latency changed between runs ({min(c2cs):.0f}..{max(c2cs):.0f} ns): "
                      "the host moved the vCPUs, and with them every shared-memory latency; ratios "
                      "compare runs of the same state")
