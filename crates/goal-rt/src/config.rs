@@ -56,8 +56,6 @@ impl ProgressMode {
 pub enum Requested {
     /// Choose from the machine (the default).
     Auto,
-    /// The kernel-driven mode (`thread` where io_uring is missing).
-    Kernel,
     /// Exactly this mode.
     Mode(ProgressMode),
 }
@@ -129,7 +127,7 @@ impl Config {
         let debug = var("GOAL_DEBUG").is_some_and(|v| v != "0");
         let requested = match var("GOAL_PROGRESS").as_deref() {
             None | Some("auto") => Requested::Auto,
-            Some("kernel") => Requested::Kernel,
+            Some("kernel") => Requested::Mode(ProgressMode::Kernel),
             Some("thread") => Requested::Mode(ProgressMode::Thread),
             Some("manual") => Requested::Mode(ProgressMode::Manual),
             Some("spin") => Requested::Mode(ProgressMode::Spin),
@@ -143,7 +141,7 @@ impl Config {
         // Resolved for real by `resolve_progress`, once the ranks on this machine are known.
         let progress = match requested {
             Requested::Mode(m) => m,
-            Requested::Auto | Requested::Kernel => ProgressMode::Thread,
+            Requested::Auto => ProgressMode::Thread,
         };
         let micros = |name: &str| -> Result<Option<Duration>> {
             var(name)
@@ -195,15 +193,15 @@ impl Config {
 impl Config {
     /// Settles the progress mode once the machine is known: `local_ranks`
     /// ranks of this job on this machine (on this kernel: emulated hosts in
-    /// namespaces share its cores), `cores` CPUs this process may run on. Sets the spins that follow from the mode and records why.
+    /// namespaces share its cores), `cores` CPUs this process may run on.
+    /// Sets the spins that follow from the mode and records why.
     pub fn resolve_progress(&mut self, local_ranks: usize, cores: usize) {
         // A helper per rank polls on a core of its own only if there are
         // twice as many cores as ranks here.
         let spare = local_ranks * 2 <= cores;
         let machine = format!("{local_ranks} rank(s) on this machine's {cores} core(s)");
         let (mode, why) = match self.requested {
-            Requested::Mode(m) => (m, "GOAL_PROGRESS".to_string()),
-            Requested::Kernel => (ProgressMode::Kernel, "GOAL_PROGRESS=kernel".to_string()),
+            Requested::Mode(m) => (m, format!("GOAL_PROGRESS={}", m.name())),
             Requested::Auto if spare => (ProgressMode::Spin, format!("auto: {machine}, a spare core per rank for a polling helper")),
             Requested::Auto => (ProgressMode::Thread, format!("auto: {machine}, no spare core: a helper that sleeps until data arrives")),
         };

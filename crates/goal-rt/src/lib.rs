@@ -223,7 +223,7 @@ impl Runtime {
         } else {
             None
         };
-        if rank == 0 && (cfg.debug || cfg.requested == config::Requested::Kernel) {
+        if rank == 0 && (cfg.debug || cfg.requested == Requested::Mode(ProgressMode::Kernel)) {
             eprintln!("goal: progress mode '{}' ({})", cfg.progress.name(), cfg.progress_reason);
         }
         // Round 2 (only with several machines, which every rank then sees):
