@@ -51,6 +51,7 @@ use goal_transport::kchain::{KOp, KOpKind, KRing, Link, SockType};
 use goal_transport::shm::ShmNode;
 use goal_transport::PeerLost;
 use std::collections::{HashMap, VecDeque};
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -61,19 +62,33 @@ pub(crate) struct SchedInner {
     pub id: u32,
     /// The compiled form.
     pub s: goal_sched::Schedule,
-    /// Executions started so far (the next execution's number).
+    /// Executions started so far (the next execution's number). Written
+    /// only with the engine lock held, so a load and a store suffice: a
+    /// locked read-modify-write would wait for the send just written to a
+    /// peer's ring to leave the store buffer.
     pub runs: AtomicU32,
-    /// Executions not yet finished.
+    /// Executions not yet finished (written as `runs` is, read by anyone).
     pub running: AtomicU32,
     /// Counter and scratchpad buffers of finished executions, for reuse.
-    pool: Mutex<Vec<ExecBufs>>,
+    pool: LockedPool,
 }
 
 impl SchedInner {
     pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: Mutex::new(Vec::new()) }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())) }
     }
 }
+
+/// A schedule's pool of execution buffers, touched only by the engine, that
+/// is with the engine lock held. A mutex of its own cost two locked
+/// instructions per Run and two per completion, on the path of an 8-byte
+/// collective.
+struct LockedPool(UnsafeCell<Vec<ExecBufs>>);
+
+// SAFETY: the pool is only reached through `Engine::pool`, which takes
+// `&mut Engine`: the caller holds the process' one engine lock, so no two
+// threads touch a pool at once.
+unsafe impl Sync for LockedPool {}
 
 /// A 64-byte aligned block, so scratchpads are aligned for any element type.
 #[derive(Clone, Copy)]
@@ -347,11 +362,13 @@ impl Engine {
 
     /// Starts an execution of `sched`; returns its shared state.
     pub fn start(&mut self, sched: &Arc<SchedInner>) -> Arc<ExecShared> {
-        let seq = sched.runs.fetch_add(1, Ordering::Relaxed);
-        sched.running.fetch_add(1, Ordering::Relaxed);
+        // Both counters change only here and in `complete`, under the lock.
+        let seq = sched.runs.load(Ordering::Relaxed);
+        sched.runs.store(seq.wrapping_add(1), Ordering::Relaxed);
+        sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let s = &sched.s;
         let n = s.ops.len();
-        let mut bufs = sched.pool.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| ExecBufs {
+        let mut bufs = self.pool(sched).pop().unwrap_or_else(|| ExecBufs {
             counters: Vec::with_capacity(n),
             scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
             posted: Vec::new(),
@@ -371,7 +388,7 @@ impl Engine {
         }
         let shared = bufs.shared.clone();
         if n == 0 {
-            sched.running.fetch_sub(1, Ordering::Relaxed);
+            sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
             shared.state.store(DONE, Ordering::Release);
             self.recycle(sched, bufs);
             return shared;
@@ -426,11 +443,20 @@ impl Engine {
         shared
     }
 
-    fn recycle(&mut self, sched: &Arc<SchedInner>, bufs: ExecBufs) {
-        let mut pool = sched.pool.lock().unwrap_or_else(|e| e.into_inner());
+    fn recycle(&mut self, sched: &SchedInner, bufs: ExecBufs) {
+        let pool = self.pool(sched);
         if pool.len() < 8 {
             pool.push(bufs);
         }
+    }
+
+    /// `sched`'s pool of execution buffers.
+    #[allow(clippy::mut_from_ref)]
+    fn pool<'a>(&'a mut self, sched: &'a SchedInner) -> &'a mut Vec<ExecBufs> {
+        // SAFETY: `&mut self` means the engine lock is held (there is one
+        // engine per process), and the returned borrow ends before the lock
+        // can be released: nobody else reaches this pool meanwhile.
+        unsafe { &mut *sched.pool.0.get() }
     }
 
     /// One pass over everything that can move; returns the operations finished.
@@ -828,7 +854,7 @@ impl Engine {
             }
             *e.bufs.shared.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(err.clone());
         }
-        e.sched.running.fetch_sub(1, Ordering::Release);
+        e.sched.running.store(e.sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
         e.bufs.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
         if in_kernel {
             // The kernel may still write its scratchpad until the
@@ -836,8 +862,8 @@ impl Engine {
             std::mem::forget(e.bufs);
             return;
         }
-        let sched = e.sched.clone();
-        self.recycle(&sched, e.bufs);
+        let Exec { sched, bufs, .. } = e;
+        self.recycle(&sched, bufs);
     }
 
     /// An unexpected message whose execution is gone: release its sender.
