@@ -5,6 +5,9 @@
 #     cluster of crates/goal-netns
 #   - libpmix2 (crates/goal-boot loads it under PMIx launchers) and libpmix-dev
 #     (its layout test compiles against pmix.h)
+#   - Slurm (slurmd, slurmctld, slurm-client) and munge: crates/goal-cli's
+#     tests/slurm.rs runs jobs with srun across the emulated hosts, on daemons
+#     it starts itself (the packages' services are not used)
 #   - Python's matplotlib (for the benchmark plots)
 # and write scripts/mpi-env.sh, which names each MPI's compiler wrapper and
 # launcher explicitly (mpicc.openmpi / mpirun.openmpi, mpicc.mpich / mpirun.mpich),
@@ -26,7 +29,7 @@ for a in "$@"; do
     case "$a" in
         --check) CHECK=1 ;;
         --verify) VERIFY=1 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "install-deps.sh: unknown argument $a" >&2; exit 2 ;;
     esac
 done
@@ -34,7 +37,8 @@ done
 export DEBIAN_FRONTEND=noninteractive
 PY="${PYTHON:-python3}"
 
-DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping libpmix2 libpmix-dev)
+DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping libpmix2 libpmix-dev
+      slurmd slurmctld slurm-client munge)
 
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

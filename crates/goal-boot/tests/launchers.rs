@@ -8,7 +8,8 @@
 //! A test whose launcher is not installed prints "skipped: ..." and passes
 //! (scripts/install-deps.sh installs both MPIs). The srun test needs a
 //! Slurm cluster that answers; `tests/slurm-up.sh` starts a one-node one on
-//! this machine (see its header).
+//! this machine (see its header). srun across several hosts, with a Slurm
+//! the test starts itself, is crates/goal-cli/tests/slurm.rs.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;

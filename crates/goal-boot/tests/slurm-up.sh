@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Start (or stop) a one-node Slurm on this machine, for the srun tests in
-# tests/launchers.rs, which otherwise skip. Needs root and Debian's slurmd,
-# slurmctld, slurm-client and munge packages:
+# Start (or stop) a one-node Slurm on this machine, by hand, for the srun test
+# in tests/launchers.rs (`srun_with_pmix_pmi2_and_the_goal_store`), which
+# skips when no Slurm answers. CI does not use this script: the multi-host
+# Slurm test, crates/goal-cli/tests/slurm.rs, starts its own slurmctld, one
+# slurmd per emulated host and a munged (goal_netns::Slurm, see
+# crates/goal-netns/src/slurm.rs and docs/cluster.md) and runs whenever it is
+# root with the packages below installed.
+#
+# Needs root and Debian's slurmd, slurmctld, slurm-client and munge packages
+# (scripts/install-deps.sh installs them):
 #
 #   apt-get install -y --no-install-recommends slurmd slurmctld slurm-client munge
 #   crates/goal-boot/tests/slurm-up.sh          # prints the SLURM_CONF to export
@@ -9,9 +16,11 @@
 #   crates/goal-boot/tests/slurm-up.sh down
 #
 # Everything lives in /tmp/goal-slurm (config, state, logs, pid files); the
-# munge key is made once if /etc/munge/munge.key is missing. Tested with
+# munge key is made once if /etc/munge/munge.key is missing, and the system's
+# munged (socket in /run/munge) is started if none answers. Tested with
 # Slurm 22.05 (Debian 12) in a container: slurmctld and slurmd run as root
-# with proctrack/linuxproc, no cgroups.
+# with proctrack/linuxproc, no cgroups, in the root network namespace under
+# this machine's hostname.
 set -euo pipefail
 
 DIR=/tmp/goal-slurm

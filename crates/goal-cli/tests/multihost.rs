@@ -10,7 +10,7 @@ mod util;
 
 use goal_netns::{Cluster, Spec};
 use goal_sched::{Buf, Graph};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 use util::{in_job, pattern};
@@ -87,28 +87,7 @@ fn run_self(c: &Cluster, rails: usize, name: &str, env: &[(&str, &str)]) -> Outp
 #[test]
 fn ring_exchange_across_hosts() {
     if in_job() {
-        let rt = goal_rt::init().expect("GOAL_Init");
-        let (me, n) = (rt.rank() as usize, rt.size() as usize);
-        let (to, from) = ((me + 1) % n, (me + n - 1) % n);
-        for len in [0usize, 1, 8, 4096, 65536, 1 << 20, 16 << 20] {
-            let mut sb = vec![0u8; len];
-            for (i, b) in sb.iter_mut().enumerate() {
-                *b = pattern(me as u64, i);
-            }
-            let mut rb = vec![0u8; len];
-            let mut g = Graph::new();
-            g.send(Buf::user(sb.as_mut_ptr() as u64), len as i64, to as i64, 5);
-            g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 5);
-            let s = rt.compile(&g).unwrap();
-            for run in 0..2 {
-                // SAFETY: the buffers outlive the execution.
-                unsafe { rt.run(&s) }.unwrap().wait().unwrap_or_else(|e| panic!("rank {me} len {len} run {run}: {e}"));
-                if let Some(i) = rb.iter().enumerate().position(|(i, &b)| b != pattern(from as u64, i)) {
-                    panic!("rank {me}: len {len}: byte {i} from rank {from} is wrong");
-                }
-            }
-        }
-        goal_rt::finalize().unwrap();
+        util::ring_exchange_rank();
         return;
     }
     for rails in [1, 2] {
@@ -127,39 +106,7 @@ fn c_acceptance_programs_across_hosts() {
     if in_job() {
         return;
     }
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let lib = std::env::current_exe().expect("exe").parent().and_then(Path::parent).expect("target dir").to_path_buf();
-    // `cargo test` builds the crates the tests link, not the C library: build
-    // it now, into the same target directory, so that it is this version.
-    let release = lib.ends_with("release");
-    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    build.current_dir(&repo).args(["build", "-q", "-p", "goal-ffi"]);
-    if release {
-        build.arg("--release");
-    }
-    let b = build.output().expect("running cargo build -p goal-ffi");
-    assert!(b.status.success(), "cargo build -p goal-ffi: {}", String::from_utf8_lossy(&b.stderr));
-    let progs = acceptance_programs(&repo.join("ctests"));
-    assert!(progs.len() >= 10, "found only {progs:?}");
-    let out_dir = std::env::temp_dir().join(format!("goal-multihost-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let mut bins = Vec::new();
-    for src in &progs {
-        let bin = out_dir.join(src.file_stem().unwrap());
-        let cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-            .args(["-O2", "-std=c11", "-D_GNU_SOURCE"])
-            .arg(src)
-            .arg(format!("-I{}", repo.join("include").display()))
-            .arg(format!("-I{}", repo.join("ctests").display()))
-            .arg(format!("-L{}", lib.display()))
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .args(["-lgoal", "-lm", "-o"])
-            .arg(&bin)
-            .output()
-            .expect("running cc");
-        assert!(cc.status.success(), "cc {}: {}", src.display(), String::from_utf8_lossy(&cc.stderr));
-        bins.push(bin);
-    }
+    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &[]);
     for rails in [1, 2] {
         let Some(c) = cluster(rails) else { break };
         for bin in &bins {
@@ -168,28 +115,6 @@ fn c_acceptance_programs_across_hosts() {
         }
     }
     let _ = std::fs::remove_dir_all(&out_dir);
-}
-
-/// `ctests/t_*.c` whose `// ranks:` directive (if any) allows 8 ranks and
-/// that have no `// expect-fail:`.
-fn acceptance_programs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("ctests/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("t_") && n.ends_with(".c")))
-        .filter(|p| {
-            let text = std::fs::read_to_string(p).unwrap_or_default();
-            let head: Vec<&str> = text.lines().take(40).collect();
-            let fails = head.iter().any(|l| l.starts_with("// expect-fail:"));
-            let ranks_ok = head
-                .iter()
-                .find_map(|l| l.strip_prefix("// ranks:"))
-                .is_none_or(|r| r.split_whitespace().any(|n| n == (HOSTS * PER_HOST).to_string()));
-            !fails && ranks_ok
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 /// Starts this test binary's test `name` as one rank per host, through the

@@ -18,6 +18,8 @@
 //! - **MPI across hosts**: [`Cluster::mpirun_openmpi`] and
 //!   [`Cluster::mpiexec_mpich`] launch through an `ssh` stand-in that enters
 //!   the target host's namespace ([`mpi`]);
+//! - **Slurm across hosts**: [`Slurm::start`] runs a private `slurmctld`,
+//!   one `slurmd` per host and a `munged`, for `srun` jobs ([`slurm`]);
 //! - **cleanup**: dropping a [`Cluster`] removes everything, even while a
 //!   test panics; [`gc`] removes leftovers of dead processes.
 //!
@@ -44,6 +46,7 @@ mod gc;
 pub mod mpi;
 pub mod plan;
 pub mod probe;
+pub mod slurm;
 mod sys;
 
 use std::sync::OnceLock;
@@ -52,6 +55,7 @@ pub use cluster::{Cluster, Host, Spec};
 pub use error::{Error, ErrorKind};
 pub use gc::gc;
 pub use plan::Rate;
+pub use slurm::Slurm;
 
 /// Whether clusters can be built here; if not, why (a sentence for a
 /// "skipped: ..." line). Checks root, the tools, and once per process

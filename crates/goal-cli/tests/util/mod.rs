@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// What a launched job did.
@@ -26,9 +27,11 @@ impl Job {
     }
 }
 
-/// Whether this process is a rank of a job (rather than the test driver).
+/// Whether this process is a rank of a job (rather than the test driver):
+/// goalrun's, Open MPI's, a PMI-1 launcher's (MPICH, srun --mpi=pmi2) or a
+/// PMIx server's (srun --mpi=pmix).
 pub fn in_job() -> bool {
-    ["GOAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"].iter().any(|v| std::env::var_os(v).is_some())
+    ["GOAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
 /// Launches `test` (its full path name in the harness) as `n` ranks with the given extra env.
@@ -127,4 +130,106 @@ pub fn unexpected_bound_rank(hold: std::time::Duration, late: std::time::Duratio
         assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern(1, i)), "wrong data");
     }
     goal_rt::finalize().unwrap();
+}
+
+/// One rank of the ring exchange across hosts: every rank sends to rank+1
+/// and receives from rank-1 (neighbours on the same host and across hosts
+/// alike), every size from one byte to 16 MiB, eager and rendezvous, each
+/// schedule run twice; panics on a wrong byte. Returns (rank, size).
+pub fn ring_exchange_rank() -> (usize, usize) {
+    use goal_sched::{Buf, Graph};
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let (me, n) = (rt.rank() as usize, rt.size() as usize);
+    let (to, from) = ((me + 1) % n, (me + n - 1) % n);
+    for len in [0usize, 1, 8, 4096, 65536, 1 << 20, 16 << 20] {
+        let mut sb = vec![0u8; len];
+        for (i, b) in sb.iter_mut().enumerate() {
+            *b = pattern(me as u64, i);
+        }
+        let mut rb = vec![0u8; len];
+        let mut g = Graph::new();
+        g.send(Buf::user(sb.as_mut_ptr() as u64), len as i64, to as i64, 5);
+        g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 5);
+        let s = rt.compile(&g).unwrap();
+        for run in 0..2 {
+            // SAFETY: the buffers outlive the execution.
+            unsafe { rt.run(&s) }.unwrap().wait().unwrap_or_else(|e| panic!("rank {me} len {len} run {run}: {e}"));
+            if let Some(i) = rb.iter().enumerate().position(|(i, &b)| b != pattern(from as u64, i)) {
+                panic!("rank {me}: len {len}: byte {i} from rank {from} is wrong");
+            }
+        }
+    }
+    goal_rt::finalize().unwrap();
+    (me, n)
+}
+
+/// The C acceptance programs of `ctests/` that run at `ranks` ranks and
+/// expect success (see [`acceptance_programs`]), plus those named in `also`,
+/// built against this build's library into a fresh directory named after
+/// `what` and this process. Returns the directory (the caller removes it)
+/// and the programs.
+pub fn build_acceptance_programs(ranks: usize, what: &str, also: &[&str]) -> (PathBuf, Vec<PathBuf>) {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = std::env::current_exe().expect("exe").parent().and_then(Path::parent).expect("target dir").to_path_buf();
+    // `cargo test` builds the crates the tests link, not the C library: build
+    // it now, into the same target directory, so that it is this version.
+    let release = lib.ends_with("release");
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build.current_dir(&repo).args(["build", "-q", "-p", "goal-ffi"]);
+    if release {
+        build.arg("--release");
+    }
+    let b = build.output().expect("running cargo build -p goal-ffi");
+    assert!(b.status.success(), "cargo build -p goal-ffi: {}", String::from_utf8_lossy(&b.stderr));
+    let mut progs = acceptance_programs(&repo.join("ctests"), ranks);
+    assert!(progs.len() >= 10, "found only {progs:?}");
+    for name in also {
+        let src = repo.join("ctests").join(format!("{name}.c"));
+        assert!(src.is_file(), "{} is missing", src.display());
+        if !progs.contains(&src) {
+            progs.push(src);
+        }
+    }
+    let out_dir = std::env::temp_dir().join(format!("goal-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut bins = Vec::new();
+    for src in &progs {
+        let bin = out_dir.join(src.file_stem().unwrap());
+        let cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args(["-O2", "-std=c11", "-D_GNU_SOURCE"])
+            .arg(src)
+            .arg(format!("-I{}", repo.join("include").display()))
+            .arg(format!("-I{}", repo.join("ctests").display()))
+            .arg(format!("-L{}", lib.display()))
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .args(["-lgoal", "-lm", "-o"])
+            .arg(&bin)
+            .output()
+            .expect("running cc");
+        assert!(cc.status.success(), "cc {}: {}", src.display(), String::from_utf8_lossy(&cc.stderr));
+        bins.push(bin);
+    }
+    (out_dir, bins)
+}
+
+/// `ctests/t_*.c` whose `// ranks:` directive (if any) allows `ranks` ranks
+/// and that have no `// expect-fail:`, sorted.
+pub fn acceptance_programs(dir: &Path, ranks: usize) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("ctests/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("t_") && n.ends_with(".c")))
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let head: Vec<&str> = text.lines().take(40).collect();
+            let fails = head.iter().any(|l| l.starts_with("// expect-fail:"));
+            let ranks_ok = head
+                .iter()
+                .find_map(|l| l.strip_prefix("// ranks:"))
+                .is_none_or(|r| r.split_whitespace().any(|n| n == ranks.to_string()));
+            !fails && ranks_ok
+        })
+        .collect();
+    v.sort();
+    v
 }
