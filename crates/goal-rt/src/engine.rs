@@ -290,10 +290,8 @@ struct State {
     net_events: Vec<NetNote>,
 }
 
-/// What the network reported besides messages.
+/// What the network reported besides messages and transfers.
 enum NetNote {
-    BulkDone { src: u32, token: u32 },
-    BulkSent { token: u32 },
     PeerLost { peer: u32, why: String },
 }
 
@@ -1321,8 +1319,15 @@ impl Engine {
                     let data = (h.kind == proto::EAGER).then(|| payload.to_vec());
                     arrived.push((src, h, data));
                 }
-                Event::BulkDone { src, token } => notes.push(NetNote::BulkDone { src, token: token as u32 }),
-                Event::BulkSent { token, .. } => notes.push(NetNote::BulkSent { token: token as u32 }),
+                // In line with the messages, in the order goal-net reports
+                // them: a sender reuses a token once its transfer is
+                // acknowledged, so the RTS that reuses it can arrive in the
+                // same poll as the completion of the transfer before. Handled
+                // after it, that completion would finish the new receive and
+                // leave the old one waiting forever (seen: t_coll hung in an
+                // allgather, 8 ranks on 2 rails, about 1 run in 30 under load).
+                Event::BulkDone { src, token } => arrived.push((src, Head::control(NET_BULK_DONE, token as u32), None)),
+                Event::BulkSent { dst, token } => arrived.push((dst, Head::control(NET_BULK_SENT, token as u32), None)),
                 Event::PeerLost { peer, why } => notes.push(NetNote::PeerLost { peer, why }),
                 Event::RailLost { peer, rail, why } => {
                     if trace_on() {
@@ -1336,23 +1341,12 @@ impl Engine {
         }
         self.st.arrived = arrived;
         if !self.st.net_events.is_empty() {
-            // A loss last: goal-net may report a peer's departure in the same
+            // Losses last: goal-net may report a peer's departure in the same
             // poll before a transfer of its that had completed (the peer
             // left because we acknowledged it); that transfer did arrive.
-            let mut notes = std::mem::take(&mut self.st.net_events);
-            notes.sort_by_key(|n| matches!(n, NetNote::PeerLost { .. }));
+            let notes = std::mem::take(&mut self.st.net_events);
             for note in notes {
                 match note {
-                    NetNote::BulkDone { src, token } => {
-                        if let Some(r) = self.st.net_in.remove(&(src, token)) {
-                            self.finish(r);
-                        }
-                    }
-                    NetNote::BulkSent { token } => {
-                        if let Some(s) = self.take_token(token) {
-                            self.finish(s.r);
-                        }
-                    }
                     NetNote::PeerLost { peer, why } => self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}") }),
                 }
             }
@@ -1373,6 +1367,16 @@ impl Engine {
                     }
                 }
                 // data == None: delivered inline during the poll (see DELIVERED below)
+            }
+            NET_BULK_DONE => {
+                if let Some(r) = self.st.net_in.remove(&(src, h.token)) {
+                    self.finish(r);
+                }
+            }
+            NET_BULK_SENT => {
+                if let Some(s) = self.take_token(h.token) {
+                    self.finish(s.r);
+                }
             }
             DELIVERED => {
                 let r = OpRef { slot: h.sched, gen: h.seq, op: h.token };
@@ -1779,6 +1783,11 @@ fn trace_on() -> bool {
 /// Pseudo-kind used inside `poll_messages`: an eager message was already
 /// copied into its posted receive while still in the ring; finish it now.
 const DELIVERED: u8 = 0xF0;
+
+/// Pseudo-kinds used inside `poll_messages`: goal-net finished receiving
+/// (sending) the bulk transfer `token` from (to) the rank.
+const NET_BULK_DONE: u8 = 0xF1;
+const NET_BULK_SENT: u8 = 0xF2;
 
 /// Finds and removes the first posted receive of execution (sched, seq)
 /// matching src/tag (a free function so the poll callback can use it while
