@@ -346,6 +346,54 @@ impl NetNode {
         self.cfg.rank
     }
 
+    /// What is in flight with `peer`, in one line, for a report on a
+    /// stalled execution: messages sent and not yet acknowledged, messages
+    /// held for their predecessors, bulk transfers both ways, and each
+    /// connection's queued and buffered bytes.
+    pub fn describe_peer(&self, peer: u32) -> String {
+        use std::fmt::Write;
+        let Some(p) = self.peers.get(peer as usize) else { return format!("rank {peer}: not a peer") };
+        let mut out = format!(
+            "rank {peer}: {} rail(s) up; messages: next seq {}, {} unacknowledged, {} delivered, {} held for order{}",
+            p.up.len(),
+            p.am_next,
+            p.am_out.len(),
+            p.am_delivered,
+            p.reorder.len(),
+            p.reorder.keys().next().map_or(String::new(), |k| format!(" (first seq {k})"))
+        );
+        if let Some(why) = &p.lost {
+            let _ = write!(out, "; lost: {why}");
+        }
+        for b in &p.bulk_out {
+            let _ = write!(
+                out,
+                "; bulk out xid {} token {}: {} of {} B cut{}, {} acked, {} fragment(s) in flight, {} to resend, {} writer(s)",
+                b.xid,
+                b.token,
+                b.cut,
+                b.src.total,
+                if b.cut_done { " (all)" } else { "" },
+                b.acked,
+                b.inflight.len(),
+                b.resend.len(),
+                b.writers
+            );
+        }
+        for (token, b) in &p.bulk_in {
+            let _ = write!(out, "; bulk in token {token}: xid {:?}, {} of {:?} B{}", b.xid, b.got_bytes, b.total, if b.discard { " (discarding)" } else { "" });
+        }
+        for &c in &p.up {
+            if let Some(conn) = self.conns[c].as_ref() {
+                let _ = write!(out, "; rail {}: {} B queued to write, {} B read and unparsed", conn.rail, conn.tx_bytes, conn.rx_pending());
+                if let Some(b) = conn.body {
+                    let _ = write!(out, ", in a fragment body (xid {} token {} at {}: {} of {} B)", b.xid, b.token, b.off, b.done, b.len);
+                }
+            }
+        }
+        out
+    }
+
     /// The configuration.
     pub fn config(&self) -> &NetConfig {
         &self.cfg

@@ -491,6 +491,57 @@ impl Engine {
         self.st.execs.len() > self.st.free_slots.len()
     }
 
+    /// What every running execution waits for, in lines, for a report on
+    /// an execution that does not finish (`GOAL_DEBUG=1`): receives posted
+    /// and not matched, sends waiting for their receiver, transfers in
+    /// flight, unexpected messages, and the network's state per peer.
+    pub fn stall_report(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (slot, e) in self.st.execs.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let r = OpRef { slot: slot as u32, gen: e.gen, op: u32::MAX };
+            let posted: Vec<String> = e.bufs.posted.iter().map(|p| self.describe(OpRef { op: p.op, ..r })).collect();
+            lines.push(format!(
+                "{}: {} of {} operation(s) not finished; receives posted and unmatched: [{}]",
+                self.describe(r),
+                e.remaining,
+                e.sched.s.ops.len(),
+                posted.join(", ")
+            ));
+        }
+        for s in self.st.rdv.iter().flatten() {
+            lines.push(format!("{}: waiting for rank {}'s answer (rendezvous mode {})", self.describe(s.r), s.peer, s.mode));
+        }
+        for (&(src, token), &r) in &self.st.net_in {
+            lines.push(format!("{}: bytes from rank {src} arriving by network transfer (token {token})", self.describe(r)));
+        }
+        for (&k, q) in &self.st.unexp {
+            let what: Vec<String> = q.iter().map(|u| format!("from rank {} tag {} ({} B)", u.src, u.tag, u.len)).collect();
+            lines.push(format!("unexpected for schedule {} execution {}: [{}]", k >> 32, k & 0xffff_ffff, what.join(", ")));
+        }
+        for (p, (o, i)) in self.st.stream_out.iter().zip(&self.st.stream_in).enumerate() {
+            if let Some(s) = o.front() {
+                lines.push(format!("stream to rank {p}: {} send(s), the first at {} of {} B", o.len(), s.pos, s.len));
+            }
+            if let Some(s) = i.front() {
+                lines.push(format!("stream from rank {p}: {} receive(s), the first ({}) at {} of {} B", i.len(), self.describe(s.r), s.pos, s.len));
+            }
+        }
+        for (p, q) in self.st.outq.iter().enumerate() {
+            if !q.is_empty() {
+                lines.push(format!("{} message(s) to rank {p} wait for ring space", q.len()));
+            }
+        }
+        if let Some(net) = self.net.as_ref() {
+            for p in 0..self.size {
+                if self.remote[p as usize] {
+                    lines.push(net.describe_peer(p));
+                }
+            }
+        }
+        lines
+    }
+
     /// Checks peer liveness now if 100 ms have passed since the last check.
     pub fn check_peers_if_due(&mut self) {
         if self.st.last_check.elapsed().as_millis() < 100 {

@@ -66,7 +66,9 @@ const MARK_LINGER: Duration = Duration::from_micros(200);
 /// * when Wait returns while other executions are still running;
 /// * by an application thread that goes to sleep;
 /// * by the helper, after [`MARK_LINGER`] without a Run or Wait (a safety
-///   net for executions started by another thread).
+///   net for executions started by another thread, and for a loop of Runs
+///   that turns into a computation; the helper looks less often, up to
+///   [`MAX_LINGER`], while the calls keep coming).
 ///
 /// A Run+Wait loop thus moves the line twice per iteration (lift, set),
 /// where polling marks on every poll moved it far more often.
@@ -84,6 +86,15 @@ pub(crate) struct AppMark {
     /// thread polls them itself): the next Run must ring it.
     helper_deaf: std::sync::atomic::AtomicBool,
 }
+
+/// The longest the helper sleeps before it looks at a mark that lingers
+/// while the application keeps calling Run and Wait. Looking every
+/// [`MARK_LINGER`] woke the helper 5000 times a second during a latency
+/// loop, each wake-up taking its core from a polling rank for a few
+/// microseconds. The cost of the longer look: when such a loop turns into a
+/// computation right after a Run, the mark can hold off background
+/// progress for up to this long, once.
+const MAX_LINGER: Duration = Duration::from_millis(3);
 
 /// Runs closer together than this are a loop of Run and Wait with nothing
 /// between them; farther apart, the application computes between its Run
@@ -103,7 +114,10 @@ impl AppMark {
     /// sleep before the mark existed, and must lift the mark after
     /// [`MARK_LINGER`] if nobody else does.
     pub(crate) fn touch(&self, bell: &goal_transport::shm::Doorbell, ring: bool) {
-        self.epoch.fetch_add(1, Ordering::Relaxed);
+        // Only "it moved" matters to the helper: a plain store does that
+        // without a locked instruction (two racing application threads
+        // may lose an increment, never the move).
+        self.epoch.store(self.epoch.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         if !self.set.load(Ordering::Relaxed) && !self.set.swap(true, Ordering::AcqRel) {
             bell.mark_polling();
             if ring {
@@ -122,7 +136,8 @@ impl AppMark {
     /// [`MARK_LINGER`] after every call (0-20 % overlap).
     pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell) {
         let now = crate::localop::monotonic_ns();
-        let prev = self.last_run.swap(now, Ordering::Relaxed);
+        let prev = self.last_run.load(Ordering::Relaxed);
+        self.last_run.store(now, Ordering::Relaxed);
         let gap = now.saturating_sub(prev);
         if gap < TIGHT_LOOP.as_nanos() as u64 {
             self.touch(bell, true);
@@ -154,6 +169,11 @@ impl AppMark {
         self.epoch.load(Ordering::Relaxed)
     }
 }
+
+/// With `GOAL_DEBUG=1`, a Wait that has slept this long prints what the
+/// rank's executions wait for, and again every [`STALL_REPORT_EVERY`].
+const STALL_REPORT_AFTER: Duration = Duration::from_secs(10);
+const STALL_REPORT_EVERY: Duration = Duration::from_secs(30);
 
 /// How long the helper sleeps when nothing is in flight (a Run rings it).
 const IDLE_SLEEP: Duration = Duration::from_secs(10);
@@ -248,15 +268,23 @@ fn helper_loop(rt: &Runtime) {
     let spin = rt.cfg.helper_spin.unwrap_or_default();
     let yield_polls = yields(rt);
     let mut seen_epoch = rt.app_mark.epoch();
+    // How long the mark may linger before we look again (see MAX_LINGER).
+    let mut linger = MARK_LINGER;
     loop {
         // Lift the application's mark once it has lingered a whole period
-        // without a Run or Wait (the poll below is the re-check).
-        if rt.app_mark.is_set() && rt.app_waiting.load(Ordering::Acquire) == 0 {
+        // without a Run or Wait (the poll below is the re-check). While the
+        // application keeps calling, look less and less often.
+        if rt.app_mark.is_set() {
             let now = rt.app_mark.epoch();
-            if now == seen_epoch {
+            if rt.app_waiting.load(Ordering::Acquire) == 0 && now == seen_epoch {
                 rt.app_mark.lift(&rt.bell);
+                linger = MARK_LINGER;
+            } else if now != seen_epoch {
+                linger = (linger * 2).min(MAX_LINGER);
             }
             seen_epoch = now;
+        } else {
+            linger = MARK_LINGER;
         }
         if rt.shutdown.load(Ordering::Acquire) {
             return;
@@ -309,7 +337,7 @@ fn helper_loop(rt: &Runtime) {
         let timeout = if must_poll {
             Duration::from_millis(1)
         } else if rt.app_mark.is_set() {
-            MARK_LINGER
+            linger
         } else if busy {
             LIVENESS_TICK
         } else {
@@ -357,6 +385,12 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
         // again would ring the helper on every wake-up).
         rt.app_mark.touch(&rt.bell, false);
     }
+    // Whether other executions were in flight when ours finished, if this
+    // thread saw it finish with the engine lock held (saves taking the lock
+    // again below).
+    let mut others_busy = None;
+    let waiting_since = Instant::now();
+    let mut next_report = STALL_REPORT_AFTER;
     loop {
         // Poll (peers need not ring while we do), for `spin` after the last
         // news. The engine lock is held across a batch of polls: taking it
@@ -372,6 +406,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
                             if e.progress() > 0 {
                                 news = true;
                                 if shared.state.load(Ordering::Acquire) != RUNNING {
+                                    others_busy = Some(e.busy());
                                     break 'spin;
                                 }
                             }
@@ -410,11 +445,21 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
             break;
         }
         sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
-        rt.lock_engine().check_peers_if_due();
+        let mut e = rt.lock_engine();
+        e.check_peers_if_due();
+        if rt.cfg.debug && waiting_since.elapsed() >= next_report {
+            next_report += STALL_REPORT_EVERY;
+            let lines = e.stall_report();
+            drop(e);
+            eprintln!("goal: rank {}: Wait has waited {:.0} s; in flight:", rt.rank, waiting_since.elapsed().as_secs_f64());
+            for l in lines {
+                eprintln!("goal: rank {}:   {l}", rt.rank);
+            }
+        }
     }
     rt.app_waiting.fetch_sub(1, Ordering::SeqCst);
     // Data for executions still running must wake the helper from now on.
-    if helper && rt.lock_engine().busy() {
+    if helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy()) {
         rt.app_mark.lift(&rt.bell);
         rt.bell.ring();
     }
