@@ -279,7 +279,25 @@ pub struct NetNode {
     /// Connections refused at the handshake.
     rejected: u64,
     handshaking: usize,
+    /// The established connections, when there are at most
+    /// [`DIRECT_MAX`]: `poll` then reads them directly (see there).
+    direct: Vec<usize>,
+    /// `direct` must be rebuilt (a connection came up or went).
+    direct_stale: bool,
+    /// Polls since the last `epoll_wait` in direct mode.
+    since_epoll: u32,
 }
+
+/// With at most this many established connections, `poll` tries a read on
+/// each instead of asking epoll which are readable: one system call per
+/// arriving message instead of two (`epoll_wait`, then `readv`). Measured
+/// with `examples/poll_compare.rs` between two emulated hosts: 8-byte
+/// one-way latency 6.30 us against 7.17 us.
+const DIRECT_MAX: usize = 2;
+
+/// In direct mode, `epoll_wait` still runs every this many polls, for what
+/// only it reports: new connections, writability, the timer.
+const DIRECT_EPOLL_EVERY: u32 = 16;
 
 fn err(kind: io::ErrorKind, msg: String) -> io::Error {
     io::Error::new(kind, msg)
@@ -336,6 +354,9 @@ impl NetNode {
             blocked: 0,
             rejected: 0,
             handshaking: 0,
+            direct: Vec::new(),
+            direct_stale: true,
+            since_epoll: 0,
             cfg,
         };
         Ok((node, blob))
@@ -654,7 +675,25 @@ impl NetNode {
     /// Calls `on` for each event; returns how many.
     pub fn poll(&mut self, on: &mut dyn FnMut(Event<'_>)) -> usize {
         let mut n = self.drain_pending(on);
-        if self.epoll.wait(&mut self.ready, 64, Some(Duration::ZERO)).is_err() {
+        if self.direct_mode() {
+            // Read each connection directly (a read that finds nothing
+            // costs what an empty epoll_wait does); epoll now and then.
+            for i in 0..self.direct.len() {
+                let c = self.direct[i];
+                if self.live(c) {
+                    n += self.read_conn(c, on);
+                }
+            }
+            self.since_epoll += 1;
+            if self.since_epoll < DIRECT_EPOLL_EVERY {
+                self.ready.clear();
+            } else {
+                self.since_epoll = 0;
+                if self.epoll.wait(&mut self.ready, 64, Some(Duration::ZERO)).is_err() {
+                    self.ready.clear();
+                }
+            }
+        } else if self.epoll.wait(&mut self.ready, 64, Some(Duration::ZERO)).is_err() {
             self.ready.clear();
         }
         let ready = std::mem::take(&mut self.ready);
@@ -703,6 +742,25 @@ impl NetNode {
                 self.ready = ready;
             }
         }
+    }
+
+    /// Whether `poll` reads the connections directly: all are established,
+    /// there are at most [`DIRECT_MAX`], and none waits to write (its
+    /// writability comes from epoll).
+    fn direct_mode(&mut self) -> bool {
+        if !self.connected || self.handshaking > 0 || self.blocked > 0 {
+            return false;
+        }
+        if self.direct_stale {
+            self.direct_stale = false;
+            self.direct.clear();
+            let mut up = self.peers.iter().flat_map(|p| p.up.iter().copied());
+            self.direct.extend(up.by_ref().take(DIRECT_MAX + 1));
+            if self.direct.len() > DIRECT_MAX {
+                self.direct.clear();
+            }
+        }
+        !self.direct.is_empty()
     }
 
     /// True when calling [`poll`](Self::poll) again at once has work: events
@@ -981,6 +1039,7 @@ impl NetNode {
         // Keep `up` in pair order, so rail choice is the same on every run.
         let pos = peer.up.iter().position(|&u| self.conns[u].as_ref().and_then(|x| x.pair).is_some_and(|pk| pk > k)).unwrap_or(peer.up.len());
         peer.up.insert(pos, c);
+        self.direct_stale = true;
         self.update_interest(c);
     }
 
@@ -1523,6 +1582,7 @@ impl NetNode {
             return;
         }
         peer.up.retain(|&u| u != c);
+        self.direct_stale = true;
         if let Some(w) = &why {
             self.pending.push_back(Queued::Ev(Event::RailLost { peer: p, rail: rail.clone(), why: format!("{w} (our {} to {})", rail, conn.remote) }));
         }
