@@ -85,8 +85,11 @@ pub struct Config {
     pub unexpected_bytes: u64,
     /// Shared-memory sizes.
     pub shm: goal_transport::shm::ShmConfig,
-    /// Largest eager message to a peer on another machine (`GOAL_NET_EAGER`).
+    /// Largest eager message to a peer on another machine, reached over
+    /// several rails (`GOAL_NET_EAGER`).
     pub net_eager: usize,
+    /// The same to a peer reached over a single rail (`GOAL_NET_EAGER` too).
+    pub net_eager_one_rail: usize,
     /// Rails to use between machines (`GOAL_RAILS`: interface names; None: every up, non-loopback IPv4 interface).
     pub rails: Option<String>,
     /// Choose stream or CMA per large message from measurements (`GOAL_ADAPT`, default on).
@@ -168,6 +171,7 @@ impl Config {
             (None, None) => None,
             (lo, hi) => Some((lo.unwrap_or(0), hi.unwrap_or(usize::MAX))),
         };
+        let net_eager = parse_bytes("GOAL_NET_EAGER")?;
         let shm = goal_transport::shm::ShmConfig::from_env().map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))?;
         Ok(Config {
             progress,
@@ -182,7 +186,8 @@ impl Config {
             cma_range,
             unexpected_bytes: parse_bytes("GOAL_UNEXPECTED_BYTES")?.unwrap_or(64 << 20) as u64,
             shm,
-            net_eager: parse_bytes("GOAL_NET_EAGER")?.unwrap_or(NET_EAGER_DEFAULT),
+            net_eager: net_eager.unwrap_or(NET_EAGER_DEFAULT),
+            net_eager_one_rail: net_eager.unwrap_or(NET_EAGER_ONE_RAIL),
             rails: var("GOAL_RAILS"),
             adapt: var("GOAL_ADAPT").is_none_or(|v| v != "0"),
             debug,
@@ -232,3 +237,10 @@ impl Config {
 /// rails: 93 us against 276 on one) and lands in the receive buffer without
 /// a copy. So: eager up to 16 KiB.
 const NET_EAGER_DEFAULT: usize = 16 << 10;
+
+/// Default eager limit to a peer reached over a single rail, where
+/// rendezvous has no striping to offer and only costs its extra round trip.
+/// Measured between two emulated hosts on one 1 Gbit/s rail, 64 KiB
+/// ping-pong, half round trip: 276.3-278.7 us by rendezvous, 274.8-274.9 us
+/// eager, Open MPI's TCP transport 275.7-275.9 us (`bench/net_pp.c`).
+const NET_EAGER_ONE_RAIL: usize = 64 << 10;

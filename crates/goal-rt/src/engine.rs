@@ -222,8 +222,11 @@ pub struct Thresholds {
     pub cma: (usize, usize),
     /// Eager credit per sender.
     pub credit: u64,
-    /// Largest eager message to a peer on another machine.
+    /// Largest eager message to a peer on another machine, reached over
+    /// several rails.
     pub net_eager: usize,
+    /// The same to a peer reached over a single rail.
+    pub net_eager_one_rail: usize,
     /// Rendezvous sizes from which stream or CMA is chosen per message
     /// from measurements (`adapt`); `usize::MAX`: the `cma` range decides.
     pub adapt_from: usize,
@@ -1001,7 +1004,9 @@ impl Engine {
     /// network's acknowledgement of the last fragment finishes the send).
     fn net_send(&mut self, r: OpRef, peer: u32, mut head: Head, pieces: Option<Pieces>) {
         let len = head.len as usize;
-        let res = if len <= self.th.net_eager && self.eager_credit(peer as usize, len as u64) {
+        let one_rail = self.net.as_ref().is_some_and(|n| n.rails_up(peer) == 1);
+        let limit = if one_rail { self.th.net_eager_one_rail } else { self.th.net_eager };
+        let res = if len <= limit && self.eager_credit(peer as usize, len as u64) {
             self.st.eager_sent[peer as usize] += len as u64;
             let slices: Vec<&[u8]> = match &pieces {
                 // SAFETY: a send buffer is valid for its length (API contract).
