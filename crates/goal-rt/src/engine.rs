@@ -476,7 +476,7 @@ impl Engine {
         self.publish_credits();
         self.shm.flush();
         self.st.passes = self.st.passes.wrapping_add(1);
-        if self.st.passes % 1024 == 0 {
+        if self.st.passes.is_multiple_of(1024) {
             self.check_peers_if_due();
         }
         self.st.finished_ops - before
@@ -1219,6 +1219,7 @@ impl Engine {
         }
     }
 
+    #[allow(clippy::too_many_arguments)] // the fields of an RTS, as the protocol names them
     fn fetch(&mut self, r: OpRef, src: u32, len: u32, mode: u8, token: u32, addr: u64, dst: &Pieces) {
         match mode {
             proto::MODE_NET => {
@@ -1859,7 +1860,7 @@ fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> 
 /// Copies an eager payload from the ring into posted receive `r` and records
 /// a DELIVERED note (replacing the last entry of `arrived`) so that the
 /// receive is finished once the poll is over.
-fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>) {
+fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived: &mut [(u32, Head, Option<Vec<u8>>)]) {
     let e = st.execs[r.slot as usize].as_ref().unwrap_or_else(|| unreachable!());
     let s = &e.sched.s;
     let o = &s.ops[r.op as usize];

@@ -690,7 +690,7 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
                 if totals[0] % esize != 0 {
                     return Err(err(K::BadArgument, format!("{} bytes is not a whole number of {width}-bit elements", totals[0])));
                 }
-                if let Some((k, p)) = lists.iter().flat_map(|l| l.1.iter()).enumerate().find(|(_, p)| p.1 as u64 % esize != 0) {
+                if let Some((k, p)) = lists.iter().flat_map(|l| l.1.iter()).enumerate().find(|(_, p)| !(p.1 as u64).is_multiple_of(esize)) {
                     return Err(err(K::BadArgument, format!("piece {k} of {} bytes splits a {width}-bit element", p.1)));
                 }
             } else if totals[2] < 8 {
