@@ -6,10 +6,11 @@
 //! rounds, the shared secret and the host count, and prints one OK line.
 //!
 //! A test whose launcher is not installed prints "skipped: ..." and passes
-//! (scripts/install-deps.sh installs both MPIs). The srun test needs a
-//! Slurm cluster that answers; `tests/slurm-up.sh` starts a one-node one on
-//! this machine (see its header). srun across several hosts, with a Slurm
-//! the test starts itself, is crates/goal-cli/tests/slurm.rs.
+//! (scripts/install-deps.sh installs both MPIs). The srun test uses a Slurm
+//! that answers (`SLURM_CONF`, or /etc/slurm/slurm.conf; `tests/slurm-up.sh`
+//! starts one on this machine), else starts one itself on a one-host emulated
+//! cluster (`goal_netns::Slurm`, as root); with neither it says "skipped".
+//! srun across several hosts is crates/goal-cli/tests/slurm.rs.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
@@ -51,6 +52,15 @@ macro_rules! require {
 
 fn command(program: impl Into<PathBuf>) -> Command {
     let mut cmd = Command::new(program.into());
+    strip_launcher_env(&mut cmd);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Removes what would tell a child it is a rank of some job already.
+fn strip_launcher_env(cmd: &mut Command) {
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy().into_owned();
         // SLURM_CONF says where the cluster is, not who this process is.
@@ -60,10 +70,6 @@ fn command(program: impl Into<PathBuf>) -> Command {
             cmd.env_remove(&name);
         }
     }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
 }
 
 struct Output {
@@ -561,12 +567,32 @@ fn slurm() -> Option<PathBuf> {
 
 #[test]
 fn srun_with_pmix_pmi2_and_the_goal_store() {
-    let Some(srun) = slurm() else {
-        println!("skipped: no Slurm cluster answers (tests/slurm-up.sh starts one)");
+    if let Some(srun) = slurm() {
+        return srun_checks(&|| command(&srun));
+    }
+    // No Slurm answers: start one on a one-host emulated cluster (root).
+    if let Err(why) = goal_netns::available().and_then(|_| goal_netns::slurm::available()) {
+        println!("skipped: no Slurm cluster answers, and none can be started here: {why}");
         return;
-    };
+    }
+    let name = format!("gb{}", std::process::id() % 100_000);
+    let cluster = goal_netns::Cluster::create(&goal_netns::Spec::new(1, 1).name(&name)).expect("a one-host cluster");
+    let slurm = goal_netns::Slurm::start(&cluster).expect("Slurm on it");
+    srun_checks(&|| {
+        let mut cmd = slurm.srun();
+        strip_launcher_env(&mut cmd);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    });
+}
+
+/// The srun jobs: rank, size and addresses through PMIx, through PMI-2,
+/// and through goal's store with `--mpi=none`; and `--mpi=none` alone, which
+/// must fail with a message naming what is missing. `srun` gives a fresh
+/// `srun` command.
+fn srun_checks(srun: &dyn Fn() -> Command) {
     let srun_job = |mpi: &str| {
-        let mut cmd = command(&srun);
+        let mut cmd = srun();
         // -O: more tasks than the node has cores.
         cmd.args(["-O", "-n", "3", &format!("--mpi={mpi}"), CHECK]);
         cmd

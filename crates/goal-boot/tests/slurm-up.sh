@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Start (or stop) a one-node Slurm on this machine, by hand, for the srun test
-# in tests/launchers.rs (`srun_with_pmix_pmi2_and_the_goal_store`), which
-# skips when no Slurm answers. CI does not use this script: the multi-host
-# Slurm test, crates/goal-cli/tests/slurm.rs, starts its own slurmctld, one
-# slurmd per emulated host and a munged (goal_netns::Slurm, see
-# crates/goal-netns/src/slurm.rs and docs/cluster.md) and runs whenever it is
-# root with the packages below installed.
+# in tests/launchers.rs (`srun_with_pmix_pmi2_and_the_goal_store`) against the
+# machine's own network. CI does not use this script: without an answering
+# Slurm that test starts one on a one-host emulated cluster, and the
+# multi-host test, crates/goal-cli/tests/slurm.rs, starts its own slurmctld,
+# one slurmd per emulated host and a munged (goal_netns::Slurm, see
+# crates/goal-netns/src/slurm.rs and docs/cluster.md); both run whenever they
+# are root with the packages below installed.
 #
 # Needs root and Debian's slurmd, slurmctld, slurm-client and munge packages
 # (scripts/install-deps.sh installs them):
