@@ -763,6 +763,7 @@ impl NetNode {
         if self.direct_stale {
             self.direct_stale = false;
             self.direct.clear();
+            self.direct_hot = 0;
             let mut up = self.peers.iter().flat_map(|p| p.up.iter().copied());
             self.direct.extend(up.by_ref().take(DIRECT_MAX + 1));
             if self.direct.len() > DIRECT_MAX {

@@ -289,13 +289,9 @@ struct State {
     arrived: Vec<(u32, Head, Option<Vec<u8>>)>,
     /// Receives whose bytes arrive by network bulk transfer, by (source, token).
     net_in: HashMap<(u32, u32), OpRef>,
-    /// Network events other than messages, handled after the poll.
-    net_events: Vec<NetNote>,
-}
-
-/// What the network reported besides messages and transfers.
-enum NetNote {
-    PeerLost { peer: u32, why: String },
+    /// Peers the network lost in a poll (rank, why), handled after its
+    /// messages and transfers.
+    net_lost: Vec<(u32, String)>,
 }
 
 #[inline]
@@ -350,7 +346,7 @@ impl Engine {
             discard: Vec::new(),
             arrived: Vec::new(),
             net_in: HashMap::new(),
-            net_events: Vec::new(),
+            net_lost: Vec::new(),
         };
         Engine { rank, size, shm, net: None, remote: vec![false; n], th, st, kp: None, adapt: adapt::Adapt::new(n, th.adapt_from) }
     }
@@ -454,9 +450,10 @@ impl Engine {
     /// `sched`'s pool of execution buffers.
     #[allow(clippy::mut_from_ref)]
     fn pool<'a>(&'a mut self, sched: &'a SchedInner) -> &'a mut Vec<ExecBufs> {
-        // SAFETY: `&mut self` means the engine lock is held (there is one
-        // engine per process), and the returned borrow ends before the lock
-        // can be released: nobody else reaches this pool meanwhile.
+        // SAFETY: `&mut self` means the engine lock is held. There is one
+        // engine per process, and a schedule runs only on the runtime that
+        // compiled it, so every access to this pool goes through this
+        // engine; the returned borrow ends before the lock can be released.
         unsafe { &mut *sched.pool.0.get() }
     }
 
@@ -1369,7 +1366,7 @@ impl Engine {
             }
         });
         if let Some(net) = self.net.as_mut() {
-            let notes = &mut self.st.net_events;
+            let lost = &mut self.st.net_lost;
             net.poll(&mut |ev| match ev {
                 Event::Am { src, handler, head, payload } => {
                     let Some(h) = net_head(handler, head) else { return };
@@ -1385,7 +1382,7 @@ impl Engine {
                 // allgather, 8 ranks on 2 rails, about 1 run in 30 under load).
                 Event::BulkDone { src, token } => arrived.push((src, Head::control(NET_BULK_DONE, token as u32), None)),
                 Event::BulkSent { dst, token } => arrived.push((dst, Head::control(NET_BULK_SENT, token as u32), None)),
-                Event::PeerLost { peer, why } => notes.push(NetNote::PeerLost { peer, why }),
+                Event::PeerLost { peer, why } => lost.push((peer, why)),
                 Event::RailLost { peer, rail, why } => {
                     if trace_on() {
                         eprintln!("goal: rail {rail} to rank {peer} lost: {why}");
@@ -1397,15 +1394,12 @@ impl Engine {
             self.on_message(src, h, data);
         }
         self.st.arrived = arrived;
-        if !self.st.net_events.is_empty() {
+        if !self.st.net_lost.is_empty() {
             // Losses last: goal-net may report a peer's departure in the same
             // poll before a transfer of its that had completed (the peer
             // left because we acknowledged it); that transfer did arrive.
-            let notes = std::mem::take(&mut self.st.net_events);
-            for note in notes {
-                match note {
-                    NetNote::PeerLost { peer, why } => self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}") }),
-                }
+            for (peer, why) in std::mem::take(&mut self.st.net_lost) {
+                self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}") });
             }
             self.drain_ready();
         }

@@ -355,9 +355,15 @@ impl Runtime {
     }
 
     pub(crate) fn try_progress(&self) -> Option<usize> {
+        self.try_engine().map(|mut e| e.progress())
+    }
+
+    /// The engine, if nobody holds its lock now (a panic that poisoned it
+    /// left the engine usable, as [`lock_engine`](Self::lock_engine) assumes).
+    pub(crate) fn try_engine(&self) -> Option<std::sync::MutexGuard<'_, Engine>> {
         match self.engine.try_lock() {
-            Ok(mut e) => Some(e.progress()),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner().progress()),
+            Ok(e) => Some(e),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
             Err(std::sync::TryLockError::WouldBlock) => None,
         }
     }

@@ -141,7 +141,12 @@ impl AppMark {
         let gap = now.saturating_sub(prev);
         if gap < TIGHT_LOOP.as_nanos() as u64 {
             self.touch(bell, true);
-        } else if self.lift(bell) | self.helper_deaf.load(Ordering::SeqCst) && gap >= DEAF_RING_GAP.as_nanos() as u64 {
+            return;
+        }
+        // Not a tight loop: the application computes between its calls, so
+        // lift the mark (peers on this machine ring again from now on).
+        let lifted = self.lift(bell);
+        if (lifted || self.helper_deaf.load(Ordering::SeqCst)) && gap >= DEAF_RING_GAP.as_nanos() as u64 {
             // The helper may sleep on the doorbell alone (it does while an
             // application thread waits): wake it so that it sleeps again
             // on the network too. Without this, 1 MiB across hosts moved
@@ -174,6 +179,10 @@ impl AppMark {
         self.epoch.load(Ordering::Relaxed)
     }
 }
+
+/// Times in a row the helper yields and looks again when another thread
+/// holds the engine lock, before it sleeps (at most 1 ms) instead.
+const LOCK_MISSES: u32 = 64;
 
 /// With `GOAL_DEBUG=1`, a Wait that has slept this long prints what the
 /// rank's executions wait for, and again every [`STALL_REPORT_EVERY`].
@@ -275,6 +284,8 @@ fn helper_loop(rt: &Runtime) {
     let mut seen_epoch = rt.app_mark.epoch();
     // How long the mark may linger before we look again (see MAX_LINGER).
     let mut linger = MARK_LINGER;
+    // Engine-lock misses in a row (see LOCK_MISSES).
+    let mut lock_misses = 0u32;
     loop {
         // Lift the application's mark once it has lingered a whole period
         // without a Run or Wait (the poll below is the re-check). While the
@@ -341,17 +352,20 @@ fn helper_loop(rt: &Runtime) {
         let (made, busy, must_poll) = if rt.app_waiting.load(Ordering::Acquire) > 0 {
             (0, false, false)
         } else {
-            match rt.engine.try_lock() {
-                Ok(mut e) => (e.progress(), e.busy(), e.must_poll()),
-                Err(std::sync::TryLockError::Poisoned(p)) => {
-                    let mut e = p.into_inner();
+            match rt.try_engine() {
+                Some(mut e) => {
+                    lock_misses = 0;
                     (e.progress(), e.busy(), e.must_poll())
                 }
-                Err(std::sync::TryLockError::WouldBlock) => {
+                None if lock_misses < LOCK_MISSES => {
+                    lock_misses += 1;
                     drop(guard);
                     yield_now();
                     continue;
                 }
+                // A holder that keeps the lock (a thread calling Progress in
+                // a loop): sleep briefly rather than yield without end.
+                None => (0, true, true),
             }
         };
         if made > 0 {
@@ -382,7 +396,7 @@ fn helper_loop(rt: &Runtime) {
         }
         rt.app_mark.helper_deaf.store(false, Ordering::Relaxed);
         if busy {
-            if let Ok(mut e) = rt.engine.try_lock() {
+            if let Some(mut e) = rt.try_engine() {
                 e.check_peers_if_due();
             }
         }
