@@ -99,6 +99,23 @@ fn ring_exchange_across_hosts() {
     }
 }
 
+/// A small message does not overtake a large one with the same tag, from
+/// one host to another, when both wait unread for a receiver that starts
+/// late (see the local test of the same name in `runtime.rs`).
+#[test]
+fn a_small_message_does_not_overtake_a_large_one_across_hosts() {
+    if in_job() {
+        // Ranks 2h and 2h+1 run on host h: 0 -> 2 and 4 -> 6 cross hosts.
+        util::no_overtaking_rank(&[(0, 2), (4, 6)]);
+        return;
+    }
+    let Some(c) = cluster(1) else { return };
+    for mode in ["manual", "thread"] {
+        let out = run_self(&c, 1, "a_small_message_does_not_overtake_a_large_one_across_hosts", &[("GOAL_PROGRESS", mode)]);
+        check(&out, &format!("no overtaking across hosts, {mode}"));
+    }
+}
+
 /// The C acceptance programs of `ctests/` that run at 8 ranks and expect
 /// success, and `t_coll` (every collective and algorithm; its `ranks:`
 /// directive stops at 7 for the local suite's time), built against this

@@ -315,6 +315,18 @@ fn same_tag_messages_do_not_overtake() {
     });
 }
 
+/// A small message sent after a large one with the same tag does not
+/// overtake it, also when both wait in the ring until the receives are
+/// posted together (the receiver starts late; in manual mode nothing polls
+/// before): the rendezvous request of the large one is then still queued
+/// when the small one could be copied straight into a posted receive.
+#[test]
+fn a_small_message_does_not_overtake_a_large_one_with_the_same_tag() {
+    ranks("a_small_message_does_not_overtake_a_large_one_with_the_same_tag", &[2], &["manual", "thread"], || {
+        util::no_overtaking_rank(&[(0, 1)]);
+    });
+}
+
 /// GOAL_ANY_SOURCE / GOAL_ANY_TAG receive one message from every other rank.
 #[test]
 fn wildcards_receive_from_everyone() {

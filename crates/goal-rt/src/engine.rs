@@ -1354,8 +1354,12 @@ impl Engine {
         shm.poll(&mut |src, env, payload| {
             let h = Head::decode(env);
             if h.kind == proto::EAGER {
-                // (an envelope about a channel takes the slow path)
-                if let Some(r) = (h.mode == 0).then(|| st_match_posted(st, h.sched, h.seq, src as u32, h.tag)).flatten() {
+                // (an envelope about a channel takes the slow path, and so
+                // does a message behind one of its sender's still queued)
+                if let Some(r) = (h.mode == 0 && !queued_from(&arrived, src as u32))
+                    .then(|| st_match_posted(st, h.sched, h.seq, src as u32, h.tag))
+                    .flatten()
+                {
                     arrived.push((src as u32, h, None));
                     st_deliver_inline(st, r, src as u32, payload, &mut arrived);
                     return;
@@ -1366,12 +1370,27 @@ impl Engine {
             }
         });
         if let Some(net) = self.net.as_mut() {
-            let lost = &mut self.st.net_lost;
+            let st = &mut self.st;
             net.poll(&mut |ev| match ev {
                 Event::Am { src, handler, head, payload } => {
                     let Some(h) = net_head(handler, head) else { return };
-                    let data = (h.kind == proto::EAGER).then(|| payload.to_vec());
-                    arrived.push((src, h, data));
+                    if h.kind != proto::EAGER {
+                        arrived.push((src, h, None));
+                        return;
+                    }
+                    // As from the rings: straight into a posted receive,
+                    // without the copy that waits for the poll's end
+                    // (measured: a third of a network helper's user-space
+                    // time receiving a 1 MiB broadcast in 64 KiB segments).
+                    if let Some(r) = (h.mode == 0 && !queued_from(&arrived, src))
+                        .then(|| st_match_posted(st, h.sched, h.seq, src, h.tag))
+                        .flatten()
+                    {
+                        arrived.push((src, h, None));
+                        st_deliver_inline(st, r, src, payload, &mut arrived);
+                        return;
+                    }
+                    arrived.push((src, h, Some(payload.to_vec())));
                 }
                 // In line with the messages, in the order goal-net reports
                 // them: a sender reuses a token once its transfer is
@@ -1382,7 +1401,7 @@ impl Engine {
                 // allgather, 8 ranks on 2 rails, about 1 run in 30 under load).
                 Event::BulkDone { src, token } => arrived.push((src, Head::control(NET_BULK_DONE, token as u32), None)),
                 Event::BulkSent { dst, token } => arrived.push((dst, Head::control(NET_BULK_SENT, token as u32), None)),
-                Event::PeerLost { peer, why } => lost.push((peer, why)),
+                Event::PeerLost { peer, why } => st.net_lost.push((peer, why)),
                 Event::RailLost { peer, rail, why } => {
                     if trace_on() {
                         eprintln!("goal: rail {rail} to rank {peer} lost: {why}");
@@ -1843,6 +1862,13 @@ const NET_BULK_SENT: u8 = 0xF2;
 /// Finds and removes the first posted receive of execution (sched, seq)
 /// matching src/tag (a free function so the poll callback can use it while
 /// the transport is borrowed).
+/// Whether a message from `src` that may match a receive (an eager
+/// message or an RTS) waits in `arrived`: one behind it must not overtake
+/// it by matching a posted receive first.
+fn queued_from(arrived: &[(u32, Head, Option<Vec<u8>>)], src: u32) -> bool {
+    arrived.iter().any(|(s, h, d)| *s == src && (h.kind == proto::RTS || (h.kind == proto::EAGER && d.is_some())))
+}
+
 fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
     let e = st.execs[slot as usize].as_mut()?;

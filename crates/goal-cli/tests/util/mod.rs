@@ -233,3 +233,42 @@ pub fn acceptance_programs(dir: &Path, ranks: usize) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// One rank of a job in which each `(sender, receiver)` pair sends a large
+/// message and then an 8-byte one with the same tag, while the receiver
+/// starts late, so that both wait for it unread; the receiver checks that
+/// each receive got its own message. Other ranks take no part.
+pub fn no_overtaking_rank(pairs: &[(u32, u32)]) {
+    use goal_sched::{Buf, Graph};
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let me = rt.rank();
+    for (round, large) in [256usize << 10, 4 << 20].into_iter().enumerate() {
+        let big: Vec<u8> = (0..large).map(|k| pattern(round as u64, k)).collect();
+        let small = [0xa5u8; 8];
+        let mut got_big = vec![0u8; large];
+        let mut got_small = [0u8; 8];
+        let mut g = Graph::new();
+        let mut receiver = None;
+        for &(from, to) in pairs {
+            if me == from {
+                g.send(Buf::user(big.as_ptr() as u64), large as i64, to as i64, 9);
+                g.send(Buf::user(small.as_ptr() as u64), 8, to as i64, 9);
+            } else if me == to {
+                g.recv(Buf::user(got_big.as_mut_ptr() as u64), large as i64, from as i64, 9);
+                g.recv(Buf::user(got_small.as_mut_ptr() as u64), 8, from as i64, 9);
+                receiver = Some(from);
+            }
+        }
+        let s = rt.compile(&g).unwrap();
+        if receiver.is_some() {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        // SAFETY: the buffers live until the execution has ended, below.
+        unsafe { rt.run(&s) }.and_then(|h| h.wait()).unwrap_or_else(|e| panic!("rank {me}, {large} B then 8 B: {e}"));
+        if let Some(from) = receiver {
+            assert!(got_big == big, "rank {me}: the {large}-byte receive did not get rank {from}'s {large}-byte message");
+            assert_eq!(got_small, small, "rank {me}: the 8-byte receive did not get rank {from}'s 8-byte message");
+        }
+    }
+    goal_rt::finalize().unwrap();
+}
