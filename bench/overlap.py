@@ -104,7 +104,8 @@ def parse_args():
     ap.add_argument("--cluster-tool", type=Path, default=C.REPO / "target" / "release" / "goal-cluster",
                     help="the goal-cluster binary (default target/release/goal-cluster, built if missing)")
     ap.add_argument("--modes", default=",".join(MODES),
-                    help="GOAL_PROGRESS modes (default all five); thread-rt: thread with GOAL_PROGRESS_RT=1")
+                    help="GOAL_PROGRESS modes (default all five); thread-rt: thread with GOAL_PROGRESS_RT=1; "
+                         "MODE+GOAL_VAR=VALUE adds a variable (thread+GOAL_SLICE_US=0)")
     ap.add_argument("--libs", default="", help="comma list: run only these library names "
                     "(goal-manual, ..., openmpi, mpich, mpich-async)")
     ap.add_argument("--no-goal", action="store_true", help="the MPIs only")
@@ -218,10 +219,16 @@ def cluster_tool(a) -> Path:
 
 def mode_env(mode: str) -> dict:
     """The environment of goal's library name goal-MODE: GOAL_PROGRESS=MODE, and for
-    "thread-rt" (not in the default list) the thread mode with a real-time helper."""
-    if mode == "thread-rt":
-        return {"GOAL_PROGRESS": "thread", "GOAL_PROGRESS_RT": "1"}
-    return {"GOAL_PROGRESS": mode}
+    "thread-rt" (not in the default list) the thread mode with a real-time helper. A mode
+    may add variables after "+": "thread+GOAL_SLICE_US=0" compares a setting in one run."""
+    mode, *extra = mode.split("+")
+    env = {"GOAL_PROGRESS": "thread", "GOAL_PROGRESS_RT": "1"} if mode == "thread-rt" else {"GOAL_PROGRESS": mode}
+    for kv in extra:
+        k, sep, v = kv.partition("=")
+        if not sep or not k.startswith("GOAL_"):
+            C.die(f"--modes: {mode}+{kv}: expected MODE+GOAL_VARIABLE=VALUE")
+        env[k] = v
+    return env
 
 
 def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None) -> list[Config]:

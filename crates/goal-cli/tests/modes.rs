@@ -33,6 +33,7 @@ const SETTINGS: &[&[(&str, &str)]] = &[
     &[("GOAL_PROGRESS", "kernel"), ("MODES_TEST_NOFILE", "128")],
     &[("GOAL_PROGRESS", "thread"), ("GOAL_IO_URING", "0")],
     &[("GOAL_PROGRESS", "thread"), ("GOAL_PROGRESS_RT", "1"), ("GOAL_PROGRESS_CPU", "0"), ("GOAL_HELPER_SPIN_US", "30")],
+    &[("GOAL_PROGRESS", "thread"), ("GOAL_SLICE_US", "0")],
 ];
 
 /// FNV-1a over everything rank 0 received.
@@ -218,6 +219,138 @@ fn every_mode_gives_the_same_results() {
                     "{what}: ranks 0 and 1 should report operations run in the kernel\n--- stderr\n{}",
                     job.stderr
                 );
+            }
+        }
+    }
+}
+
+/// The kernel's `struct sched_attr`, for reading a thread's time slice.
+#[repr(C)]
+#[derive(Default, Debug, Clone, Copy, PartialEq)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+    util_min: u32,
+    util_max: u32,
+}
+
+/// Thread `tid`'s scheduling attributes (0: the calling thread).
+fn sched_attr(tid: i32) -> SchedAttr {
+    let mut a = SchedAttr::default();
+    // SAFETY: `a` is writable and as long as the size passed.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut a as *mut SchedAttr, std::mem::size_of::<SchedAttr>() as u32, 0u32) };
+    assert_eq!(rc, 0, "sched_getattr({tid}): {}", std::io::Error::last_os_error());
+    a
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+const SLICE_NAME: &str = "goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own";
+
+/// Rank 0 of a 2-rank job: the helper's slice, the application thread's
+/// slice while it sleeps in Wait (read by a thread of the test), and its
+/// attributes after Wait, printed for the driver.
+fn slice_body() {
+    let before = sched_attr(0);
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let me = rt.rank();
+    // Rank 1 sends after 400 ms, so that rank 0's Wait sleeps.
+    let mut word = [0u8; 8];
+    let mut g = Graph::new();
+    if me == 1 {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        g.send(Buf::user(word.as_ptr() as u64), 8, 0, 1);
+    } else {
+        g.recv(Buf::user(word.as_mut_ptr() as u64), 8, 1, 1);
+    }
+    let s = rt.compile(&g).expect("compile");
+    let main_tid = gettid();
+    let watcher = (me == 0).then(|| {
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            sched_attr(main_tid)
+        })
+    });
+    // SAFETY: `word` outlives the execution, which ends in this statement.
+    unsafe { rt.run(&s) }.and_then(|h| h.wait()).expect("run");
+    if let Some(w) = watcher {
+        let during = w.join().unwrap();
+        let after = sched_attr(0);
+        let helper = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "goal-progress"))
+            .map(|e| sched_attr(e.file_name().to_str().unwrap().parse().unwrap()));
+        println!(
+            "\nslices: before={} during={} after={} helper={} same_after={}",
+            before.runtime,
+            during.runtime,
+            after.runtime,
+            helper.map_or(-1, |h| h.runtime as i64),
+            after == before
+        );
+    }
+    goal_rt::finalize().unwrap();
+}
+
+/// goal's sleeping threads ask the scheduler for a short time slice, so
+/// that with more computing threads than cores a message wakes them at
+/// once (`GOAL_SLICE_US`, default 100 us): the helper for good, an
+/// application thread only while it sleeps in Wait. The application thread
+/// must come out of Wait with exactly the attributes it went in with.
+#[test]
+fn goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own() {
+    if in_job() {
+        slice_body();
+        return;
+    }
+    // Kernels before 6.12 ignore the slice: nothing to check there.
+    let probe = std::thread::spawn(|| {
+        let mut a = sched_attr(0);
+        a.runtime = 150_000;
+        a.size = std::mem::size_of::<SchedAttr>() as u32;
+        // SAFETY: `a` is a valid sched_attr for this (scratch) thread.
+        let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &a as *const SchedAttr, 0u32) };
+        rc == 0 && sched_attr(0).runtime == 150_000
+    })
+    .join()
+    .unwrap();
+    if !probe {
+        eprintln!("this kernel does not keep a thread's own time slice (before Linux 6.12): nothing to check");
+        return;
+    }
+    for (env, want) in [(None, Some(100_000u64)), (Some("250"), Some(250_000)), (Some("0"), None)] {
+        let mut vars = vec![("GOAL_PROGRESS", "thread")];
+        if let Some(v) = env {
+            vars.push(("GOAL_SLICE_US", v));
+        }
+        let what = format!("GOAL_SLICE_US={}", env.unwrap_or("(unset)"));
+        let job = launch(SLICE_NAME, 2, &vars);
+        assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+        let line = job.stdout.lines().find(|l| l.starts_with("slices: ")).unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout));
+        let field = |k: &str| -> String {
+            line.split_whitespace().find_map(|w| w.strip_prefix(&format!("{k}="))).unwrap_or_else(|| panic!("{what}: no {k} in {line}")).to_string()
+        };
+        let before: i64 = field("before").parse().unwrap();
+        assert_eq!(field("same_after"), "true", "{what}: the application thread left Wait with other attributes than it entered with: {line}");
+        let (during, helper): (i64, i64) = (field("during").parse().unwrap(), field("helper").parse().unwrap());
+        match want {
+            Some(w) => {
+                assert_eq!(during, w as i64, "{what}: the application thread's slice while it slept in Wait: {line}");
+                assert_eq!(helper, w as i64, "{what}: the helper's slice: {line}");
+            }
+            None => {
+                assert_eq!(during, before, "{what}: the application thread's slice should stay the kernel's: {line}");
+                assert_eq!(helper, before, "{what}: the helper's slice should stay the kernel's: {line}");
             }
         }
     }

@@ -33,6 +33,7 @@ mod kpath;
 pub mod error;
 pub mod localop;
 mod progress;
+mod slice;
 pub mod proto;
 
 pub use config::{Config, ProgressMode, Requested};
@@ -95,6 +96,11 @@ impl Schedule {
 pub struct Handle {
     shared: Arc<ExecShared>,
     rt: Arc<Runtime>,
+    /// The schedule's id and the clock at Run, from which Wait learns
+    /// whether the application computes after this schedule's Runs (see
+    /// `progress::AppMark`).
+    sched_id: u32,
+    run_ns: u64,
 }
 
 /// Submission queue of the kernel mode's ring: the longest run handed to the
@@ -335,13 +341,13 @@ impl Runtime {
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
         if self.cfg.progress == ProgressMode::Manual {
             let shared = self.lock_engine().start(&s.inner);
-            return Ok(Handle { shared, rt: self.clone() });
+            return Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_ns: 0 });
         }
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::AppMark`).
-        self.app_mark.at_run(&self.bell);
+        let run_ns = self.app_mark.at_run(&self.bell, s.inner.id);
         let shared = self.lock_engine().start(&s.inner);
-        Ok(Handle { shared, rt: self.clone() })
+        Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_ns })
     }
 
     /// Advances every running execution as far as it can without blocking;
@@ -398,7 +404,7 @@ impl Handle {
 
     /// Blocks until the execution has finished.
     pub fn wait(self) -> Result<()> {
-        progress::wait(&self.rt, &self.shared);
+        progress::wait(&self.rt, &self.shared, self.sched_id, self.run_ns);
         self.state().map(|_| ())
     }
 

@@ -20,10 +20,12 @@
 //!   a computing rank, whose CPU every polled microsecond would take. With
 //!   nothing in flight it sleeps until rung (bounded at 10 s), so an idle
 //!   runtime costs the application nothing measurable.
-//!   `GOAL_PROGRESS_CPU` pins it, `GOAL_PROGRESS_RT=1` makes it a
-//!   real-time thread (Hoefler and Lumsdaine's RT threads: a woken helper
-//!   preempts the computing application at once instead of waiting for its
-//!   time slice).
+//!   The helper asks the scheduler for a short time slice (`GOAL_SLICE_US`,
+//!   100 us; see `slice`): woken by a message, it preempts the computing
+//!   application at once instead of waiting out the application's slice,
+//!   as Hoefler and Lumsdaine's real-time threads do, without privileges.
+//!   An application thread asks for the same while it sleeps in Wait. `GOAL_PROGRESS_CPU` pins it, `GOAL_PROGRESS_RT=1`
+//!   makes it a real-time thread (`SCHED_FIFO`) where permitted.
 //! * `spin`: like `thread` with a long polling spell, for a spare core.
 //! * `auto` (the default) picks `spin` when every rank here has a spare core
 //!   for its helper, else `thread` (see `Config::resolve_progress`).
@@ -85,6 +87,9 @@ pub(crate) struct AppMark {
     /// kernel ring (it does while an application thread waits, since that
     /// thread polls them itself): the next Run must ring it.
     helper_deaf: std::sync::atomic::AtomicBool,
+    /// Bit `id % 64`: the application computed between the last Run of
+    /// schedule `id` and its Wait (see [`AppMark::at_run`]).
+    computes: std::sync::atomic::AtomicU64,
 }
 
 /// The longest the helper sleeps before it looks at a mark that lingers
@@ -134,14 +139,26 @@ impl AppMark {
     /// either every hop of a latency loop paid a futex wake-up (8-byte
     /// barrier 0.4 us -> 25 us) or background progress stalled for
     /// [`MARK_LINGER`] after every call (0-20 % overlap).
-    pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell) {
+    ///
+    /// The time since the previous Run misleads in one common pattern: a
+    /// short synchronising collective (Run, Wait at once) right before the
+    /// Run of a collective the application computes behind. So Wait also
+    /// records, per schedule, whether the application computed between that
+    /// schedule's Run and its Wait, and a Run of a schedule that did acts
+    /// as after a long gap. (Measured across 4 emulated hosts, 4 ranks on 2
+    /// cores, a barrier run right after another barrier and then 300 us of
+    /// computation: on the rank whose first barrier ended quickest, the
+    /// helper stayed deaf to the network and the Wait after the
+    /// computation took 490 us.) Returns the clock it read, for Wait.
+    pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: u32) -> u64 {
         let now = crate::localop::monotonic_ns();
         let prev = self.last_run.load(Ordering::Relaxed);
         self.last_run.store(now, Ordering::Relaxed);
-        let gap = now.saturating_sub(prev);
+        let computes = self.computes.load(Ordering::Relaxed) & (1 << (sched_id % 64)) != 0;
+        let gap = if computes { u64::MAX } else { now.saturating_sub(prev) };
         if gap < TIGHT_LOOP.as_nanos() as u64 {
             self.touch(bell, true);
-            return;
+            return now;
         }
         // Not a tight loop: the application computes between its calls, so
         // lift the mark (peers on this machine ring again from now on).
@@ -158,6 +175,22 @@ impl AppMark {
             // polling rank (8-byte latency 7.5 -> 8.9 us). Peers on this
             // machine still ring the doorbell, since the mark is lifted.
             bell.ring();
+        }
+        now
+    }
+
+    /// Called by Wait when it finds its execution still running, `now`
+    /// after Run read `run_ns`: notes whether the application computed in
+    /// between. Stores only on a change, so that a steady loop leaves the
+    /// word's cache line alone.
+    fn note_wait(&self, sched_id: u32, run_ns: u64, now: u64) {
+        let bit = 1u64 << (sched_id % 64);
+        let computed = now.saturating_sub(run_ns) >= TIGHT_LOOP.as_nanos() as u64;
+        let word = self.computes.load(Ordering::Relaxed);
+        if (word & bit != 0) != computed {
+            // A plain store: two racing threads may lose each other's
+            // note, which only costs one Run the old guess.
+            self.computes.store(word ^ bit, Ordering::Relaxed);
         }
     }
 
@@ -246,6 +279,13 @@ fn place_helper(cfg: &Config, rank: u32) {
             eprintln!("goal (rank {rank}): GOAL_PROGRESS_CPU={cpu}: cannot pin the progress thread there ({e}); it runs unpinned");
         }
     }
+    if !cfg.slice.is_zero() && !cfg.helper_rt {
+        if let Err(e) = crate::slice::set_for_thread(cfg.slice) {
+            if cfg.debug {
+                eprintln!("goal (rank {rank}): GOAL_SLICE_US={}: the scheduler refused the slice ({e}); the helper keeps the default", cfg.slice.as_micros());
+            }
+        }
+    }
     if cfg.helper_rt {
         let param = libc::sched_param { sched_priority: 1 };
         // SAFETY: pthread_self() is this thread; `param` is a valid sched_param.
@@ -322,7 +362,7 @@ fn helper_loop(rt: &Runtime) {
                         if last_event.elapsed() >= spin {
                             break;
                         }
-                        if yield_polls {
+                        if yield_polls && !rt.cfg.helper_rt {
                             yield_now();
                         } else {
                             std::hint::spin_loop();
@@ -360,7 +400,14 @@ fn helper_loop(rt: &Runtime) {
                 None if lock_misses < LOCK_MISSES => {
                     lock_misses += 1;
                     drop(guard);
-                    yield_now();
+                    if rt.cfg.helper_rt {
+                        // A real-time thread's yield never lets an ordinary
+                        // one run, and the lock's holder may be one waiting
+                        // for this very CPU.
+                        std::thread::sleep(Duration::from_micros(20));
+                    } else {
+                        yield_now();
+                    }
                     continue;
                 }
                 // A holder that keeps the lock (a thread calling Progress in
@@ -404,10 +451,11 @@ fn helper_loop(rt: &Runtime) {
 }
 
 /// Blocks the calling application thread until `shared` is no longer running.
-pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
+pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_ns: u64) {
     if shared.state.load(Ordering::Acquire) != RUNNING {
         return;
     }
+    let entry_ns = crate::localop::monotonic_ns();
     let others = rt.app_waiting.fetch_add(1, Ordering::AcqRel);
     let spin = rt.cfg.spin;
     let yield_polls = yields(rt);
@@ -420,6 +468,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
     let helper = rt.cfg.progress != ProgressMode::Manual;
     let mark = !helper && others > 0;
     if helper {
+        rt.app_mark.note_wait(sched_id, run_ns, entry_ns);
         // Once per call: after a sleep the mark stays lifted (touching it
         // again would ring the helper on every wake-up).
         rt.app_mark.touch(&rt.bell, false);
@@ -428,7 +477,10 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
     // thread saw it finish with the engine lock held (saves taking the lock
     // again below).
     let mut others_busy = None;
-    let waiting_since = Instant::now();
+    let spin_ns = spin.as_nanos().min(u64::MAX as u128) as u64;
+    // When the current spell of polling began (the clock read above is
+    // the first one's).
+    let mut spell_ns = entry_ns;
     let mut next_report = STALL_REPORT_AFTER;
     loop {
         // Poll (peers need not ring while we do), for `spin` after the last
@@ -436,7 +488,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
         // per poll would add two locked instructions to every hop.
         {
             let _polling = mark.then(|| rt.bell.polling());
-            let mut since = Instant::now();
+            let mut since = spell_ns;
             'spin: while shared.state.load(Ordering::Acquire) == RUNNING {
                 let mut news = false;
                 match rt.engine.try_lock() {
@@ -454,8 +506,8 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
                     Err(_) => std::hint::spin_loop(),
                 }
                 if news {
-                    since = Instant::now();
-                } else if since.elapsed() >= spin {
+                    since = crate::localop::monotonic_ns();
+                } else if crate::localop::monotonic_ns().saturating_sub(since) >= spin_ns {
                     break;
                 } else if yield_polls {
                     yield_now();
@@ -483,14 +535,21 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared) {
         if shared.state.load(Ordering::Acquire) != RUNNING {
             break;
         }
-        sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
+        {
+            // Woken by a message, run at once rather than after the slice
+            // of whatever computes on this CPU (see `slice`).
+            let _slice = crate::slice::WaitSlice::enter(rt.cfg.slice);
+            sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
+        }
+        spell_ns = crate::localop::monotonic_ns();
+        let waited = Duration::from_nanos(spell_ns.saturating_sub(entry_ns));
         let mut e = rt.lock_engine();
         e.check_peers_if_due();
-        if rt.cfg.debug && waiting_since.elapsed() >= next_report {
+        if rt.cfg.debug && waited >= next_report {
             next_report += STALL_REPORT_EVERY;
             let lines = e.stall_report();
             drop(e);
-            eprintln!("goal: rank {}: Wait has waited {:.0} s; in flight:", rt.rank, waiting_since.elapsed().as_secs_f64());
+            eprintln!("goal: rank {}: Wait has waited {:.0} s; in flight:", rt.rank, waited.as_secs_f64());
             for l in lines {
                 eprintln!("goal: rank {}:   {l}", rt.rank);
             }
