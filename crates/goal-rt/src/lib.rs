@@ -34,6 +34,7 @@ pub mod error;
 pub mod localop;
 mod progress;
 mod slice;
+mod ticks;
 pub mod proto;
 
 pub use config::{Config, ProgressMode, Requested};
@@ -96,11 +97,11 @@ impl Schedule {
 pub struct Handle {
     shared: Arc<ExecShared>,
     rt: Arc<Runtime>,
-    /// The schedule's id and the clock at Run, from which Wait learns
+    /// The schedule's id and the time of Run (`ticks`), from which Wait learns
     /// whether the application computes after this schedule's Runs (see
     /// `progress::AppMark`).
     sched_id: u32,
-    run_ns: u64,
+    run_at: u64,
 }
 
 /// Submission queue of the kernel mode's ring: the longest run handed to the
@@ -296,6 +297,7 @@ impl Runtime {
             helper: Mutex::new(None),
             cfg,
         });
+        ticks::init();
         progress::start_helper(&rt)?;
         Ok(rt)
     }
@@ -341,13 +343,13 @@ impl Runtime {
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
         if self.cfg.progress == ProgressMode::Manual {
             let shared = self.lock_engine().start(&s.inner);
-            return Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_ns: 0 });
+            return Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_at: 0 });
         }
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::AppMark`).
-        let run_ns = self.app_mark.at_run(&self.bell, s.inner.id);
+        let run_at = self.app_mark.at_run(&self.bell, s.inner.id);
         let shared = self.lock_engine().start(&s.inner);
-        Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_ns })
+        Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_at })
     }
 
     /// Advances every running execution as far as it can without blocking;
@@ -404,7 +406,7 @@ impl Handle {
 
     /// Blocks until the execution has finished.
     pub fn wait(self) -> Result<()> {
-        progress::wait(&self.rt, &self.shared, self.sched_id, self.run_ns);
+        progress::wait(&self.rt, &self.shared, self.sched_id, self.run_at);
         self.state().map(|_| ())
     }
 

@@ -81,7 +81,7 @@ pub(crate) struct AppMark {
     /// Bumped by every Run and Wait: the helper lifts the mark only when
     /// this did not move during a whole linger period.
     epoch: std::sync::atomic::AtomicU64,
-    /// CLOCK_MONOTONIC of the last Run, in nanoseconds.
+    /// The time of the last Run, in `ticks`.
     last_run: std::sync::atomic::AtomicU64,
     /// The helper sleeps on the doorbell alone, deaf to the network and the
     /// kernel ring (it does while an application thread waits, since that
@@ -151,19 +151,19 @@ impl AppMark {
     /// helper stayed deaf to the network and the Wait after the
     /// computation took 490 us.) Returns the clock it read, for Wait.
     pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: u32) -> u64 {
-        let now = crate::localop::monotonic_ns();
+        let now = crate::ticks::now();
         let prev = self.last_run.load(Ordering::Relaxed);
         self.last_run.store(now, Ordering::Relaxed);
         let computes = self.computes.load(Ordering::Relaxed) & (1 << (sched_id % 64)) != 0;
         let gap = if computes { u64::MAX } else { now.saturating_sub(prev) };
-        if gap < TIGHT_LOOP.as_nanos() as u64 {
+        if gap < crate::ticks::of(TIGHT_LOOP) {
             self.touch(bell, true);
             return now;
         }
         // Not a tight loop: the application computes between its calls, so
         // lift the mark (peers on this machine ring again from now on).
         let lifted = self.lift(bell);
-        if (lifted || self.helper_deaf.load(Ordering::SeqCst)) && gap >= DEAF_RING_GAP.as_nanos() as u64 {
+        if (lifted || self.helper_deaf.load(Ordering::SeqCst)) && gap >= crate::ticks::of(DEAF_RING_GAP) {
             // The helper may sleep on the doorbell alone (it does while an
             // application thread waits): wake it so that it sleeps again
             // on the network too. Without this, 1 MiB across hosts moved
@@ -180,12 +180,12 @@ impl AppMark {
     }
 
     /// Called by Wait when it finds its execution still running, `now`
-    /// after Run read `run_ns`: notes whether the application computed in
+    /// after Run read `run_at`: notes whether the application computed in
     /// between. Stores only on a change, so that a steady loop leaves the
     /// word's cache line alone.
-    fn note_wait(&self, sched_id: u32, run_ns: u64, now: u64) {
+    fn note_wait(&self, sched_id: u32, run_at: u64, now: u64) {
         let bit = 1u64 << (sched_id % 64);
-        let computed = now.saturating_sub(run_ns) >= TIGHT_LOOP.as_nanos() as u64;
+        let computed = now.saturating_sub(run_at) >= crate::ticks::of(TIGHT_LOOP);
         let word = self.computes.load(Ordering::Relaxed);
         if (word & bit != 0) != computed {
             // A plain store: two racing threads may lose each other's
@@ -451,11 +451,11 @@ fn helper_loop(rt: &Runtime) {
 }
 
 /// Blocks the calling application thread until `shared` is no longer running.
-pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_ns: u64) {
+pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64) {
     if shared.state.load(Ordering::Acquire) != RUNNING {
         return;
     }
-    let entry_ns = crate::localop::monotonic_ns();
+    let entry = crate::ticks::now();
     let others = rt.app_waiting.fetch_add(1, Ordering::AcqRel);
     let spin = rt.cfg.spin;
     let yield_polls = yields(rt);
@@ -468,7 +468,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_ns: u64
     let helper = rt.cfg.progress != ProgressMode::Manual;
     let mark = !helper && others > 0;
     if helper {
-        rt.app_mark.note_wait(sched_id, run_ns, entry_ns);
+        rt.app_mark.note_wait(sched_id, run_at, entry);
         // Once per call: after a sleep the mark stays lifted (touching it
         // again would ring the helper on every wake-up).
         rt.app_mark.touch(&rt.bell, false);
@@ -477,10 +477,10 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_ns: u64
     // thread saw it finish with the engine lock held (saves taking the lock
     // again below).
     let mut others_busy = None;
-    let spin_ns = spin.as_nanos().min(u64::MAX as u128) as u64;
+    let spin_ticks = crate::ticks::of(spin);
     // When the current spell of polling began (the clock read above is
     // the first one's).
-    let mut spell_ns = entry_ns;
+    let mut spell = entry;
     let mut next_report = STALL_REPORT_AFTER;
     loop {
         // Poll (peers need not ring while we do), for `spin` after the last
@@ -488,7 +488,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_ns: u64
         // per poll would add two locked instructions to every hop.
         {
             let _polling = mark.then(|| rt.bell.polling());
-            let mut since = spell_ns;
+            let mut since = spell;
             'spin: while shared.state.load(Ordering::Acquire) == RUNNING {
                 let mut news = false;
                 match rt.engine.try_lock() {
@@ -506,8 +506,8 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_ns: u64
                     Err(_) => std::hint::spin_loop(),
                 }
                 if news {
-                    since = crate::localop::monotonic_ns();
-                } else if crate::localop::monotonic_ns().saturating_sub(since) >= spin_ns {
+                    since = crate::ticks::now();
+                } else if crate::ticks::now().saturating_sub(since) >= spin_ticks {
                     break;
                 } else if yield_polls {
                     yield_now();
@@ -541,8 +541,8 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_ns: u64
             let _slice = crate::slice::WaitSlice::enter(rt.cfg.slice);
             sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         }
-        spell_ns = crate::localop::monotonic_ns();
-        let waited = Duration::from_nanos(spell_ns.saturating_sub(entry_ns));
+        spell = crate::ticks::now();
+        let waited = crate::ticks::duration(spell.saturating_sub(entry));
         let mut e = rt.lock_engine();
         e.check_peers_if_due();
         if rt.cfg.debug && waited >= next_report {
