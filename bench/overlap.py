@@ -813,6 +813,54 @@ def plot_idle(plt, summary, setup, libs, path: Path, title: str) -> None:
 
 # ---------------------------------------------------------------------------------------
 
+NET_COST_MIB = 128
+
+
+def net_cost(cname: str) -> dict | None:
+    """The CPU time the emulated network itself takes to move bytes: machine-wide busy time
+    (/proc/stat) during a NET_COST_MIB MiB TCP transfer from host 0 to host 1 by two small
+    Python programs (1 MiB sendall / recv_into: about the least a TCP user can do). The
+    emulated hosts' kernels (TCP, veth, bridge, tbf) run on this machine's CPUs, where on a
+    real cluster the NICs and the other hosts' CPUs would do that work: it is a floor under
+    what any library's transfers take from a computation here."""
+    ns = [f"goal-{cname}-h{h}" for h in (0, 1)]
+    try:
+        addr = subprocess.run(["ip", "netns", "exec", ns[1], "ip", "-4", "-o", "addr", "show", "rail0"],
+                              capture_output=True, text=True, timeout=10).stdout.split()[3].split("/")[0]
+    except (IndexError, OSError, subprocess.SubprocessError):
+        return None
+    recv = ("import socket\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            f"s.bind(('{addr}', 5999)); s.listen(1); print('ready', flush=True)\n"
+            "c,_=s.accept(); m=memoryview(bytearray(1<<20)); n=0\n"
+            "while True:\n    k=c.recv_into(m)\n    if k==0: break\n    n+=k\nprint(n)\n")
+    send = (f"import socket\ns=socket.create_connection(('{addr}', 5999)); b=bytes(1<<20)\n"
+            f"for i in range({NET_COST_MIB}): s.sendall(b)\ns.close()\n")
+
+    def busy() -> tuple[int, int]:
+        v = list(map(int, open("/proc/stat").readline().split()[1:9]))
+        return sum(v) - v[3] - v[4], v[3] + v[4]
+
+    r = subprocess.Popen(["ip", "netns", "exec", ns[1], "python3", "-c", recv], stdout=subprocess.PIPE, text=True)
+    try:
+        if r.stdout.readline().strip() != "ready":
+            return None
+        b0, i0 = busy()
+        t0 = time.time()
+        subprocess.run(["ip", "netns", "exec", ns[0], "python3", "-c", send], check=True, timeout=120)
+        got = int(r.communicate(timeout=60)[0].strip() or 0)
+        t1 = time.time()
+        b1, i1 = busy()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        r.kill()
+        return None
+    if got != NET_COST_MIB << 20:
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    return {"mib": NET_COST_MIB, "seconds": round(t1 - t0, 3),
+            "mbit_s": round(NET_COST_MIB * 8.388608 / (t1 - t0), 1),
+            "cpu_us_per_mib": round((b1 - b0) / hz / NET_COST_MIB * 1e6, 1)}
+
+
 def main() -> int:
     a = parse_args()
     C.VERBOSE = a.verbose
@@ -841,6 +889,7 @@ def main() -> int:
     if not total:
         C.die("nothing to run (check --libs)")
     notes: list[str] = []
+    netcost = None
     rows, runs = [], []
     counter = [0]
     try:
@@ -849,6 +898,7 @@ def main() -> int:
             hosts = max(SETUPS[s][1] for s in a.setups if SETUPS[s][1])
             C.run([tool, "up", "--name", cname, "--hosts", str(hosts), "--rails", "1", "--rate", RATE],
                   timeout=120, check=True)
+            netcost = net_cost(cname)
         for setup in a.setups:
             if per_setup[setup]:
                 C.log(f"{setup}: {', '.join(c.lib for c in per_setup[setup])}; {a.rounds} round(s)")
@@ -915,6 +965,15 @@ def main() -> int:
                      f"share this machine's {ncpu} CPUs; goal (GOAL_RAILS=rail0) and Open MPI (btl tcp,self) run "
                      "under goal-cluster's Open MPI mpirun, MPICH under its hydra (goal-cluster mpirun --mpich: "
                      "UCX over TCP, UCX_TLS=self,tcp,posix,sysv)")
+    if netcost:
+        notes.append(f"the emulated network's own CPU cost: {netcost['cpu_us_per_mib']:.0f} us of CPU per MiB moved "
+                     f"(machine-wide busy time during a {netcost['mib']} MiB TCP transfer between two emulated hosts "
+                     f"by plain sockets, {netcost['mbit_s']:.0f} Mbit/s). The hosts' kernels run on this machine's "
+                     "CPUs, so every MiB a collective moves takes that much from the computing ranks, whoever "
+                     "progresses it: with c = that cost x MiB moved in all / CPUs, overlap % cannot exceed "
+                     "100 (1 - c / t_pure) here")
+    elif cluster:
+        notes.append("the emulated network's own CPU cost could not be measured")
     notes.append("the VM's vCPUs are time-shared by its host: the work rate can drop by up to 3x for seconds "
                  "without any sign in /proc/stat, so the program compares adjacent, interleaved measurements "
                  "and the tables take medians over rounds")
@@ -946,6 +1005,7 @@ def main() -> int:
                     for s in a.setups for c in per_setup[s]],
         "summary": [dict(zip(KEY_FIELDS, k), **v) for k, v in summary.items()],
         "vcpu_state": states,
+        "net_cost": netcost,
         "runs": runs,
         "rows": rows,
         "notes": notes,
