@@ -24,8 +24,11 @@
 //!   100 us; see `slice`): woken by a message, it preempts the computing
 //!   application at once instead of waiting out the application's slice,
 //!   as Hoefler and Lumsdaine's real-time threads do, without privileges.
-//!   An application thread asks for the same while it sleeps in Wait. `GOAL_PROGRESS_CPU` pins it, `GOAL_PROGRESS_RT=1`
-//!   makes it a real-time thread (`SCHED_FIFO`) where permitted.
+//!   An application thread asks for the same while it sleeps in Wait.
+//!   `GOAL_PROGRESS_CPU` pins the helper, `GOAL_PROGRESS_RT=1` makes it a
+//!   real-time thread (`SCHED_FIFO`) where permitted; such a helper never
+//!   calls `sched_yield` (which would not let an ordinary thread run), it
+//!   sleeps briefly instead.
 //! * `spin`: like `thread` with a long polling spell, for a spare core.
 //! * `auto` (the default) picks `spin` when every rank here has a spare core
 //!   for its helper, else `thread` (see `Config::resolve_progress`).
