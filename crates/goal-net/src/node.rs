@@ -49,7 +49,7 @@ use crate::wire::{self, Challenge, FragHead, Frame, Hello, Limits, Parsed};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -2021,19 +2021,60 @@ fn on_ack(peer: &mut Peer, pending: &mut VecDeque<Queued>, p: u32, delivered: u6
 }
 
 impl Drop for NetNode {
-    /// Says BYE on every idle connection (one non-blocking write each), so
-    /// peers report a departure rather than a failure.
+    /// Leaves each established connection in order: BYE (so that the peer
+    /// reports a departure rather than a failure, and closes its end), a
+    /// FIN behind everything written, then the peer's bytes read away until
+    /// it closes, for at most [`CLOSE_WAIT`].
+    ///
+    /// A TCP socket closed with unread bytes, or one that receives bytes
+    /// after it was closed, resets the connection and drops what was written
+    /// to it but not yet sent: the last acknowledgements of a transfer that
+    /// just finished here could be lost, and the sender, still waiting for
+    /// them, would see the reset and fail (seen in CI: `t_early` across 4
+    /// hosts on 2 rails failed with "Connection reset by peer" on the
+    /// sending rank). The peer closes on BYE, after it has read all that
+    /// came before it, so waiting for its end of the stream leaves nothing
+    /// unread on either side.
     fn drop(&mut self) {
         let mut b = Vec::new();
         wire::encode(&Frame::Bye, &mut b);
+        let mut open: Vec<BorrowedFd<'_>> = Vec::new();
         for conn in self.conns.iter().flatten() {
-            if conn.is_up() && conn.tx.is_empty() {
+            if !conn.is_up() {
+                continue;
+            }
+            if conn.tx.is_empty() {
                 // SAFETY: the iovec points into `b`, alive for the call.
                 let _ = unsafe { sys::send_vectored(conn.fd(), &[sys::iov(b.as_ptr(), b.len())]) };
             }
+            if sys::shutdown_write(conn.fd()).is_ok() {
+                open.push(conn.fd());
+            }
+        }
+        let deadline = Instant::now() + CLOSE_WAIT;
+        let mut sink = vec![0u8; 64 << 10];
+        while !open.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || sys::poll_readable(&open, left).is_err() {
+                break;
+            }
+            open.retain(|&fd| loop {
+                match sys::read(fd, &mut sink) {
+                    Ok(n) if n > 0 => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
+                    // End of stream or an error: nothing more will come.
+                    _ => break false,
+                }
+            });
         }
     }
 }
+
+/// How long a leaving node waits for its peers to close their ends (see
+/// `Drop for NetNode`): long enough for a helper thread asleep on the
+/// socket to wake and answer; a peer that computes without calling goal
+/// is not waited for longer.
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
 
 #[cfg(test)]
 mod tests {

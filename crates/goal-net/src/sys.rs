@@ -318,6 +318,23 @@ pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
+/// `shutdown(fd, SHUT_WR)`: a FIN after everything written so far.
+pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: shutdown takes a descriptor we borrow and a flag.
+    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) })?;
+    Ok(())
+}
+
+/// Waits up to `timeout` until one of `fds` is readable (or has an error
+/// or hang-up pending); `Ok(false)` on timeout.
+pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: std::time::Duration) -> io::Result<bool> {
+    let mut p: Vec<libc::pollfd> = fds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let ms = timeout.as_millis().clamp(1, libc::c_int::MAX as u128) as libc::c_int;
+    // SAFETY: `p` is a live array of `p.len()` pollfd structs for the call.
+    let n = cvt_retry(|| unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) })?;
+    Ok(n > 0)
+}
+
 /// Interest and readiness bits for [`Epoll`].
 pub mod ev {
     /// Readable (or a pending connection on a listener).
