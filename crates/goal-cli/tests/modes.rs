@@ -336,7 +336,12 @@ fn goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own() {
         let what = format!("GOAL_SLICE_US={}", env.unwrap_or("(unset)"));
         let job = launch(SLICE_NAME, 2, &vars);
         assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-        let line = job.stdout.lines().find(|l| l.starts_with("slices: ")).unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout));
+        // (the other rank's harness output may share the line)
+        let line = job
+            .stdout
+            .lines()
+            .find_map(|l| l.find("slices: ").map(|i| &l[i..]))
+            .unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout));
         let field = |k: &str| -> String {
             line.split_whitespace().find_map(|w| w.strip_prefix(&format!("{k}="))).unwrap_or_else(|| panic!("{what}: no {k} in {line}")).to_string()
         };
