@@ -82,8 +82,7 @@ def parse_args():
                     help="before each run wait up to this many seconds for the machine to be idle "
                          "(default 15, quick 5)")
     ap.add_argument("--retries", type=int, default=2,
-                    help="repeat a run disturbed by foreign CPU use (>%d%%) up to N times (default 2)"
-                         % 10)
+                    help="repeat a run disturbed by foreign CPU use (>10%%) up to N times (default 2)")
     ap.add_argument("--strict", action="store_true", help="exit 1 if a goal target is missed")
     ap.add_argument("--all-states", action="store_true",
                     help="summarize all runs, also those made while the vCPUs were far apart "

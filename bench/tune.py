@@ -77,7 +77,7 @@ def parse_args():
     ap.add_argument("--quick", action="store_true", help="smoke run: sizes 8 B, 4 KiB, 64 KiB, 1 MiB, one round")
     ap.add_argument("--budget-ms", type=float, help="measuring time per point (default 20, quick 5)")
     ap.add_argument("--progress", default="", help="GOAL_PROGRESS for the measurement (default: goal's default)")
-    ap.add_argument("--no-pin", action="store_true", help="do not pin rank r to CPU r % ncpus")
+    ap.add_argument("--no-pin", action="store_true", help="do not pin rank r to CPU r %% ncpus")
     ap.add_argument("--switch-cost", type=float, default=0.15,
                     help="cost of changing the algorithm between neighbouring sizes, in units of a size's "
                          "fastest time (default 0.15: switch only to gain more than 15 %% overall)")
