@@ -33,8 +33,12 @@ cargo-test:
 ctest: install
 	ctests/run.sh $(PREFIX)
 
+# Every benchmark driver at least starts: its --help parses and prints.
+bench-check:
+	@for f in bench/*.py; do python3 $$f --help > /dev/null || { echo "bench-check: $$f --help failed"; exit 1; }; done; echo "bench-check: every bench/*.py answers --help"
+
 test: deps
-	$(MAKE) cargo-test ctest
+	$(MAKE) bench-check cargo-test ctest
 
 demo: deps install
 	python3 bench/p2p.py --prefix $(PREFIX) --out results/p2p
