@@ -9,7 +9,7 @@ PREFIX ?= $(CURDIR)/build/prefix
 CARGO ?= cargo
 RELEASE := target/release
 
-.PHONY: all build install test cargo-test ctest demo bench-p2p bench-overlap deps clean
+.PHONY: all build install test bench-check cargo-test ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
