@@ -274,6 +274,14 @@ struct State {
     eager_returned: Vec<u64>,
     /// Eager bytes I have released per source, and what I published.
     released: Vec<u64>,
+    /// Per source: the number of the last poll in which a message of it
+    /// that may match a receive (an RTS, or an eager message not copied
+    /// straight into a posted receive) was queued for the poll's end. A
+    /// later eager message of that source in the same poll must not take
+    /// the fast path: it would take the receive the queued one is owed.
+    queued_in: Vec<u64>,
+    /// Polls made (`poll_messages`), numbering them for `queued_in`.
+    poll_no: u64,
     published: Vec<u64>,
     /// Peers known to be gone.
     lost: Vec<Option<String>>,
@@ -336,6 +344,8 @@ impl Engine {
             eager_sent: vec![0; n],
             eager_returned: vec![0; n],
             released: vec![0; n],
+            queued_in: vec![0; n],
+            poll_no: 0,
             published: vec![0; n],
             lost: vec![None; n],
             finished_ops: 0,
@@ -1349,6 +1359,8 @@ impl Engine {
         let shm = &self.shm;
         let mut arrived = std::mem::take(&mut self.st.arrived);
         let st = &mut self.st;
+        st.poll_no += 1;
+        let poll = st.poll_no;
         // Fast path: an eager message whose receive is posted is copied straight
         // out of the ring; everything else is handled after the poll.
         shm.poll(&mut |src, env, payload| {
@@ -1356,7 +1368,7 @@ impl Engine {
             if h.kind == proto::EAGER {
                 // (an envelope about a channel takes the slow path, and so
                 // does a message behind one of its sender's still queued)
-                if let Some(r) = (h.mode == 0 && !queued_from(&arrived, src as u32))
+                if let Some(r) = (h.mode == 0 && st.queued_in[src] != poll)
                     .then(|| st_match_posted(st, h.sched, h.seq, src as u32, h.tag))
                     .flatten()
                 {
@@ -1364,8 +1376,12 @@ impl Engine {
                     st_deliver_inline(st, r, src as u32, payload, &mut arrived);
                     return;
                 }
+                st.queued_in[src] = poll;
                 arrived.push((src as u32, h, Some(payload.to_vec())));
             } else {
+                if h.kind == proto::RTS {
+                    st.queued_in[src] = poll;
+                }
                 arrived.push((src as u32, h, None));
             }
         });
@@ -1375,6 +1391,9 @@ impl Engine {
                 Event::Am { src, handler, head, payload } => {
                     let Some(h) = net_head(handler, head) else { return };
                     if h.kind != proto::EAGER {
+                        if h.kind == proto::RTS {
+                            st.queued_in[src as usize] = poll;
+                        }
                         arrived.push((src, h, None));
                         return;
                     }
@@ -1382,7 +1401,7 @@ impl Engine {
                     // without the copy that waits for the poll's end
                     // (measured: a third of a network helper's user-space
                     // time receiving a 1 MiB broadcast in 64 KiB segments).
-                    if let Some(r) = (h.mode == 0 && !queued_from(&arrived, src))
+                    if let Some(r) = (h.mode == 0 && st.queued_in[src as usize] != poll)
                         .then(|| st_match_posted(st, h.sched, h.seq, src, h.tag))
                         .flatten()
                     {
@@ -1390,6 +1409,7 @@ impl Engine {
                         st_deliver_inline(st, r, src, payload, &mut arrived);
                         return;
                     }
+                    st.queued_in[src as usize] = poll;
                     arrived.push((src, h, Some(payload.to_vec())));
                 }
                 // In line with the messages, in the order goal-net reports
@@ -1862,13 +1882,6 @@ const NET_BULK_SENT: u8 = 0xF2;
 /// Finds and removes the first posted receive of execution (sched, seq)
 /// matching src/tag (a free function so the poll callback can use it while
 /// the transport is borrowed).
-/// Whether a message from `src` that may match a receive (an eager
-/// message or an RTS) waits in `arrived`: one behind it must not overtake
-/// it by matching a posted receive first.
-fn queued_from(arrived: &[(u32, Head, Option<Vec<u8>>)], src: u32) -> bool {
-    arrived.iter().any(|(s, h, d)| *s == src && (h.kind == proto::RTS || (h.kind == proto::EAGER && d.is_some())))
-}
-
 fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
     let e = st.execs[slot as usize].as_mut()?;
