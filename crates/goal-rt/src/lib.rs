@@ -61,8 +61,12 @@ pub struct Runtime {
     _wake_set: Option<goal_net::Epoll>,
     heap: Arc<Heap>,
     next_sched: AtomicU32,
-    /// Application threads inside `wait`.
+    /// Application threads inside `wait`. The helper sleeps on this word
+    /// while it is non-zero (see `progress::park`).
     pub(crate) app_waiting: AtomicU32,
+    /// The helper sleeps on `app_waiting`: the Wait that brings it to zero
+    /// wakes it.
+    pub(crate) helper_parked: AtomicBool,
     /// The application's lingering polling mark (see `progress::AppMark`).
     pub(crate) app_mark: progress::AppMark,
     pub(crate) shutdown: AtomicBool,
@@ -162,6 +166,7 @@ pub fn finalize() -> Result<()> {
     };
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
+    progress::unpark(&rt);
     if let Some(h) = rt.helper.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = h.join();
     }
@@ -291,6 +296,7 @@ impl Runtime {
             heap,
             next_sched: AtomicU32::new(0),
             app_waiting: AtomicU32::new(0),
+            helper_parked: AtomicBool::new(false),
             app_mark: progress::AppMark::default(),
             shutdown: AtomicBool::new(false),
             oversubscribed: local_ranks > cores,
@@ -347,7 +353,7 @@ impl Runtime {
         }
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::AppMark`).
-        let run_at = self.app_mark.at_run(&self.bell, s.inner.id);
+        let run_at = self.app_mark.at_run(&self.bell, s.inner.id, || progress::unpark(self));
         let shared = self.lock_engine().start(&s.inner);
         Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_at })
     }
