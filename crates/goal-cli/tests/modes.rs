@@ -360,3 +360,87 @@ fn goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own() {
         }
     }
 }
+
+const PARK_NAME: &str = "the_helper_sleeps_through_rings_meant_for_a_waiting_application_thread";
+
+/// Messages rank 1 sends while rank 0 waits for something else.
+const PARK_RINGS: usize = 200;
+
+/// The voluntary context switches of this process' helper thread so far:
+/// one per sleep it came out of.
+fn helper_switches() -> u64 {
+    // The helper names itself once it runs, maybe after GOAL_Init returned.
+    let find = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "goal-progress"))
+    };
+    let task = (0..1000)
+        .find_map(|_| find().or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            None
+        }))
+        .expect("a goal-progress thread");
+    let status = std::fs::read_to_string(task.path().join("status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).unwrap().trim().parse().unwrap()
+}
+
+/// Rank 0 waits for one message of schedule 0 while rank 1 sends
+/// [`PARK_RINGS`] messages of schedule 1, 300 us apart: each finds rank 0's
+/// application thread asleep in Wait and rings its doorbell. Rank 0 prints
+/// how often its helper woke meanwhile, then receives the early messages.
+fn park_body() {
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let me = rt.rank();
+    let mut word = [0u8; 8];
+    let (mut g0, mut g1) = (Graph::new(), Graph::new());
+    if me == 1 {
+        g0.send(Buf::user(word.as_ptr() as u64), 8, 0, 0);
+        g1.send(Buf::user(word.as_ptr() as u64), 8, 0, 1);
+    } else {
+        g0.recv(Buf::user(word.as_mut_ptr() as u64), 8, 1, 0);
+        g1.recv(Buf::user(word.as_mut_ptr() as u64), 8, 1, 1);
+    }
+    let (s0, s1) = (rt.compile(&g0).expect("compile"), rt.compile(&g1).expect("compile"));
+    // SAFETY (every Run below): `word` outlives the execution, which ends in the same statement.
+    if me == 1 {
+        // Let rank 0 reach its Wait and fall asleep there.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        for _ in 0..PARK_RINGS {
+            unsafe { rt.run(&s1) }.and_then(|h| h.wait()).expect("send");
+            std::thread::sleep(std::time::Duration::from_micros(300));
+        }
+        unsafe { rt.run(&s0) }.and_then(|h| h.wait()).expect("send");
+    } else {
+        let before = helper_switches();
+        unsafe { rt.run(&s0) }.and_then(|h| h.wait()).expect("recv");
+        let woke = helper_switches() - before;
+        for _ in 0..PARK_RINGS {
+            unsafe { rt.run(&s1) }.and_then(|h| h.wait()).expect("recv");
+        }
+        println!("\nparked: helper_woke={woke} rings={PARK_RINGS}");
+    }
+    goal_rt::finalize().unwrap();
+}
+
+/// While an application thread sleeps in Wait, the doorbell's rings are
+/// for it: the helper, which has nothing to do then, must not wake with
+/// each of them and take the CPU from it (see `progress::park`). It may
+/// still look in every few milliseconds, for the application's lingering
+/// polling mark.
+#[test]
+fn the_helper_sleeps_through_rings_meant_for_a_waiting_application_thread() {
+    if in_job() {
+        park_body();
+        return;
+    }
+    let job = launch(PARK_NAME, 2, &[("GOAL_PROGRESS", "thread")]);
+    assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+    let line = job.stdout.lines().find_map(|l| l.find("parked: ").map(|i| &l[i..])).unwrap_or_else(|| panic!("no report\n{}", job.stdout));
+    let woke: usize = line.split_whitespace().find_map(|w| w.strip_prefix("helper_woke=")).unwrap().parse().unwrap();
+    eprintln!("{line}");
+    // Parked, the helper wakes about every 3 ms of the ~70 ms wait; woken
+    // by the rings, it would wake about PARK_RINGS times.
+    assert!(woke < PARK_RINGS / 2, "the helper woke {woke} times while the application thread waited through {PARK_RINGS} rings: {line}");
+}

@@ -468,7 +468,7 @@ fn helper_loop(rt: &Runtime) {
 }
 
 /// Sleeps while an application thread waits, until the last one leaves
-/// Wait (or for [`LIVENESS_TICK`]).
+/// Wait (or for [`MAX_LINGER`]).
 ///
 /// The waiting thread drives progress itself, and sleeps on the doorbell
 /// when nothing comes. Were the helper asleep on the doorbell too, every
