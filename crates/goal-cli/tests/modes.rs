@@ -254,6 +254,18 @@ fn gettid() -> i32 {
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
+/// Runs test `name` as 2 ranks with `vars` and returns the line of rank 0's
+/// report, from `key` on; `what` names the run in a failure.
+fn report(name: &str, vars: &[(&str, &str)], key: &str, what: &str) -> String {
+    let job = launch(name, 2, vars);
+    assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+    // (the other rank's harness output may share the line)
+    job.stdout
+        .lines()
+        .find_map(|l| l.find(key).map(|i| l[i..].to_string()))
+        .unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout))
+}
+
 const SLICE_NAME: &str = "goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own";
 
 /// Rank 0 of a 2-rank job: the helper's slice, the application thread's
@@ -334,14 +346,8 @@ fn goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own() {
             vars.push(("GOAL_SLICE_US", v));
         }
         let what = format!("GOAL_SLICE_US={}", env.unwrap_or("(unset)"));
-        let job = launch(SLICE_NAME, 2, &vars);
-        assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-        // (the other rank's harness output may share the line)
-        let line = job
-            .stdout
-            .lines()
-            .find_map(|l| l.find("slices: ").map(|i| &l[i..]))
-            .unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout));
+        let line = report(SLICE_NAME, &vars, "slices: ", &what);
+        let line = line.as_str();
         let field = |k: &str| -> String {
             line.split_whitespace().find_map(|w| w.strip_prefix(&format!("{k}="))).unwrap_or_else(|| panic!("{what}: no {k} in {line}")).to_string()
         };
@@ -435,9 +441,7 @@ fn the_helper_sleeps_through_rings_meant_for_a_waiting_application_thread() {
         park_body();
         return;
     }
-    let job = launch(PARK_NAME, 2, &[("GOAL_PROGRESS", "thread")]);
-    assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-    let line = job.stdout.lines().find_map(|l| l.find("parked: ").map(|i| &l[i..])).unwrap_or_else(|| panic!("no report\n{}", job.stdout));
+    let line = report(PARK_NAME, &[("GOAL_PROGRESS", "thread")], "parked: ", "GOAL_PROGRESS=thread");
     let woke: usize = line.split_whitespace().find_map(|w| w.strip_prefix("helper_woke=")).unwrap().parse().unwrap();
     eprintln!("{line}");
     // Parked, the helper wakes about every 3 ms of the ~70 ms wait; woken
