@@ -87,9 +87,11 @@ pub(crate) struct AppMark {
     epoch: std::sync::atomic::AtomicU64,
     /// The time of the last Run, in `ticks`.
     last_run: std::sync::atomic::AtomicU64,
-    /// When an application thread last woke from a sleep in Wait, in
-    /// `ticks`: a Run soon after it follows a Wait, not a computation.
-    last_wake: std::sync::atomic::AtomicU64,
+    /// The last clock reading of the last Wait that did not find its
+    /// execution finished (at most a batch of polls, or a wake-up, before
+    /// it returned), in `ticks`: a Run soon after it follows a Wait, not a
+    /// computation.
+    last_wait: std::sync::atomic::AtomicU64,
     /// The helper sleeps on the doorbell alone, deaf to the network and the
     /// kernel ring (it does while an application thread waits, since that
     /// thread polls them itself): the next Run must ring it.
@@ -161,10 +163,13 @@ impl AppMark {
     /// it read, for Wait.
     pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: u32, unpark: impl FnOnce()) -> u64 {
         let now = crate::ticks::now();
-        // Since the last Run, or since a Wait that slept woke up: a loop
-        // of long Waits (a 4 MiB gather) is no computation, and taking it
-        // for one woke the helper on every Run.
-        let prev = self.last_run.load(Ordering::Relaxed).max(self.last_wake.load(Ordering::Relaxed));
+        // Since the last Run, or since the end of the last Wait: a loop of
+        // long Waits (a 1 MiB scatter, a 4 MiB gather) is no computation,
+        // and taking it for one woke the helper twice per iteration (the
+        // next Run lifted the mark and woke it, the one after set the mark
+        // again and rang it): 2 ranks, scatter 1 MiB took 64-143 us in
+        // thread mode against 63-67 us in manual mode.
+        let prev = self.last_run.load(Ordering::Relaxed).max(self.last_wait.load(Ordering::Relaxed));
         self.last_run.store(now, Ordering::Relaxed);
         let computes = self.computes.load(Ordering::Relaxed) & (1 << (sched_id % 64)) != 0;
         let gap = if computes { u64::MAX } else { now.saturating_sub(prev) };
@@ -536,6 +541,8 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
     // When the current spell of polling began (the clock read above is
     // the first one's).
     let mut spell = entry;
+    // The latest clock reading, for `AppMark::last_wait`.
+    let mut latest = entry;
     let mut next_report = STALL_REPORT_AFTER;
     loop {
         // Poll (peers need not ring while we do), for `spin` after the last
@@ -562,6 +569,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
                 }
                 if news {
                     since = crate::ticks::now();
+                    latest = since;
                 } else if crate::ticks::now().saturating_sub(since) >= spin_ticks {
                     break;
                 } else if yield_polls {
@@ -597,9 +605,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
             sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         }
         spell = crate::ticks::now();
-        if helper {
-            rt.app_mark.last_wake.store(spell, Ordering::Relaxed);
-        }
+        latest = spell;
         let waited = crate::ticks::duration(spell.saturating_sub(entry));
         let mut e = rt.lock_engine();
         e.check_peers_if_due();
@@ -612,6 +618,9 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
                 eprintln!("goal: rank {}:   {l}", rt.rank);
             }
         }
+    }
+    if helper {
+        rt.app_mark.last_wait.store(latest, Ordering::Relaxed);
     }
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
     // Data for executions still running must wake the helper from now on.
