@@ -56,6 +56,10 @@ use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// Local operations on at least this many bytes first wake the peers that
+/// messages were just written to (a 4 MiB copy takes about 300 us here).
+const LONG_LOCAL_BYTES: u64 = 64 << 10;
+
 /// A compiled schedule as the runtime holds it.
 pub(crate) struct SchedInner {
     /// Position in this process' compile order: the same on every rank.
@@ -719,6 +723,11 @@ impl Engine {
                 let sched = e.sched.clone();
                 let s = &sched.s;
                 let l = s.locals[o.addr as usize];
+                if l.count as u64 * l.width as u64 / 8 >= LONG_LOCAL_BYTES {
+                    // Wake the peers written to so far before a long copy
+                    // or reduction, not after it.
+                    self.shm.flush();
+                }
                 let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
                 let at = |i: u8, a: u64| -> *mut u8 {
                     if l.mem & (1 << i) != 0 {

@@ -36,7 +36,6 @@ fn pairwise(b: &mut Builder, sbuf: u64, bytes: u64, rbuf: u64) {
         let set_aside = b.copy(user(rbuf), scr(o), total, &[]);
         (scr(o), vec![set_aside])
     } else {
-        b.copy(user(sbuf + r as u64 * bytes), user(rbuf + r as u64 * bytes), bytes, &[]);
         (user(sbuf), vec![])
     };
     for k in 1..p {
@@ -45,6 +44,11 @@ fn pairwise(b: &mut Builder, sbuf: u64, bytes: u64, rbuf: u64) {
         let s = b.send(src, bytes, to, 0, &step);
         let v = b.recv(user(rbuf + from as u64 * bytes), bytes, from, 0, &step);
         step = vec![s, v];
+    }
+    // The own block after the first step's send and receive, which start
+    // before it (see scatter's root block).
+    if sbuf != rbuf {
+        b.copy(user(sbuf + r as u64 * bytes), user(rbuf + r as u64 * bytes), bytes, &[]);
     }
 }
 
