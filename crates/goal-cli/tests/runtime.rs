@@ -217,6 +217,36 @@ fn ten_thousand_runs_keep_memory_flat() {
     });
 }
 
+/// A program that builds, runs and drops a schedule per step does not grow:
+/// the runtime lets go of a schedule once it has finished and nobody holds
+/// it (each of these touches 64 KiB of scratchpad: 3000 kept would be
+/// 190 MiB).
+#[test]
+fn dropped_schedules_are_freed() {
+    ranks("dropped_schedules_are_freed", &[2], &["manual", "thread"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let step = || {
+            let mut g = Graph::new();
+            g.set_scratchpad(128 << 10);
+            g.send(Buf::scratch(0), 64 << 10, ((me + 1) % n) as i64, 0);
+            g.recv(Buf::scratch(64 << 10), 64 << 10, ((me + n - 1) % n) as i64, 0);
+            let s = rt.compile(&g).unwrap();
+            run_wait(&rt, &s).unwrap();
+        };
+        for _ in 0..200 {
+            step();
+        }
+        let before = rss_kib();
+        for _ in 0..3000 {
+            step();
+        }
+        let after = rss_kib();
+        assert!(after <= before + (16 << 10), "RSS grew from {before} KiB to {after} KiB over 3000 schedules built, run and dropped");
+        goal_rt::finalize().unwrap();
+    });
+}
+
 /// A chain of a million local operations that each finish at once runs on a
 /// normal stack (the ready queue, not recursion).
 #[test]
