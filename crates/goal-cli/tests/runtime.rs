@@ -247,6 +247,62 @@ fn dropped_schedules_are_freed() {
     });
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: the same clock in every process here.
+fn mono_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// A long local operation does not hold back a message started before it:
+/// the receiver, asleep in Wait, is woken when the message is written,
+/// not when the 64 MiB copy after it is done.
+#[test]
+fn a_long_local_operation_does_not_delay_the_messages_before_it() {
+    ranks("a_long_local_operation_does_not_delay_the_messages_before_it", &[2], &["manual", "thread"], || {
+        let rt = rt();
+        let me = rt.rank();
+        let mut word = [if me == 0 { 7u8 } else { 0 }; 8];
+        let mut stamp = [0u8; 8];
+        let (mut g, mut g2) = (Graph::new(), Graph::new());
+        let n = 8usize << 20;
+        let src = vec![1u64; if me == 0 { n } else { 0 }];
+        let mut dst = vec![0u64; if me == 0 { n } else { 0 }];
+        if me == 0 {
+            g.send(Buf::user(word.as_ptr() as u64), 8, 1, 0);
+            let (a, r) = (Buf::user(src.as_ptr() as u64), Buf::user(dst.as_mut_ptr() as u64));
+            g.local(ReduceOp::Copy as i64, goal_sched::DataType::UInt as i64, 64, n as i64, a, a, r);
+            g2.recv(Buf::user(stamp.as_mut_ptr() as u64), 8, 1, 1);
+        } else {
+            g.recv(Buf::user(word.as_mut_ptr() as u64), 8, 0, 0);
+            g2.send(Buf::user(stamp.as_ptr() as u64), 8, 0, 1);
+        }
+        let (s, s2) = (rt.compile(&g).unwrap(), rt.compile(&g2).unwrap());
+        if me == 0 {
+            // Rank 1 is asleep in its Wait by then (and not yet at the
+            // end of its first 100 ms sleep, when it would look anyway).
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            run_wait(&rt, &s).unwrap();
+            let copied = mono_ns();
+            run_wait(&rt, &s2).unwrap();
+            let received = u64::from_ne_bytes(stamp);
+            assert!(dst[0] == 1 && dst[n - 1] == 1, "the copy did not happen");
+            assert!(
+                received < copied,
+                "rank 1 received the message {:.3} ms after rank 0's 64 MiB copy ended, though it was sent before the copy began",
+                (received - copied) as f64 * 1e-6
+            );
+        } else {
+            run_wait(&rt, &s).unwrap();
+            stamp.copy_from_slice(&mono_ns().to_ne_bytes());
+            assert_eq!(word, [7u8; 8]);
+            run_wait(&rt, &s2).unwrap();
+        }
+        goal_rt::finalize().unwrap();
+    });
+}
+
 /// A chain of a million local operations that each finish at once runs on a
 /// normal stack (the ready queue, not recursion).
 #[test]
