@@ -266,6 +266,25 @@ fn report(name: &str, vars: &[(&str, &str)], key: &str, what: &str) -> String {
         .unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout))
 }
 
+/// `/proc/self/task/<tid>` of this process' helper thread, if it has one.
+/// The helper names itself once it runs, maybe after GOAL_Init returned:
+/// look for up to a second.
+fn helper_task() -> Option<std::path::PathBuf> {
+    let find = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "goal-progress"))
+            .map(|e| e.path())
+    };
+    (0..1000).find_map(|_| {
+        find().or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            None
+        })
+    })
+}
+
 const SLICE_NAME: &str = "goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own";
 
 /// Rank 0 of a 2-rank job: the helper's slice, the application thread's
@@ -297,11 +316,7 @@ fn slice_body() {
     if let Some(w) = watcher {
         let during = w.join().unwrap();
         let after = sched_attr(0);
-        let helper = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .find(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "goal-progress"))
-            .map(|e| sched_attr(e.file_name().to_str().unwrap().parse().unwrap()));
+        let helper = helper_task().map(|t| sched_attr(t.file_name().unwrap().to_str().unwrap().parse().unwrap()));
         println!(
             "\nslices: before={} during={} after={} helper={} same_after={}",
             before.runtime,
@@ -375,20 +390,8 @@ const PARK_RINGS: usize = 200;
 /// The voluntary context switches of this process' helper thread so far:
 /// one per sleep it came out of.
 fn helper_switches() -> u64 {
-    // The helper names itself once it runs, maybe after GOAL_Init returned.
-    let find = || {
-        std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .find(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "goal-progress"))
-    };
-    let task = (0..1000)
-        .find_map(|_| find().or_else(|| {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            None
-        }))
-        .expect("a goal-progress thread");
-    let status = std::fs::read_to_string(task.path().join("status")).unwrap();
+    let task = helper_task().expect("a goal-progress thread");
+    let status = std::fs::read_to_string(task.join("status")).unwrap();
     status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).unwrap().trim().parse().unwrap()
 }
 

@@ -248,11 +248,8 @@ pub extern "C" fn GOAL_MyRank() -> c_int {
 pub extern "C" fn GOAL_Finalize() -> c_int {
     code_result("GOAL_Finalize", || {
         goal_rt::finalize()?;
-        let spare = SPARE.swap(std::ptr::null_mut(), Ordering::Acquire);
-        if !spare.is_null() {
-            // SAFETY: as in `take_handle`: SPARE's allocation holds no value.
-            drop(unsafe { Box::from_raw(spare as *mut std::mem::MaybeUninit<goal_handle>) });
-        }
+        // SAFETY: whatever SPARE held was its allocation, with no value.
+        unsafe { free_spare(SPARE.swap(std::ptr::null_mut(), Ordering::Acquire)) };
         Ok(GOAL_SUCCESS)
     })
 }
@@ -577,13 +574,22 @@ fn new_handle(h: goal_rt::Handle) -> GOAL_Handle {
 unsafe fn take_handle(p: GOAL_Handle) -> goal_rt::Handle {
     // SAFETY: `p` holds a value (caller), which is moved out exactly once.
     let h = unsafe { std::ptr::read(&(*p).h) };
-    let old = SPARE.swap(p, Ordering::Release);
-    if !old.is_null() {
-        // SAFETY: `old` was SPARE's: an allocation of a `goal_handle`
-        // without a value, so it is freed without dropping one.
-        drop(unsafe { Box::from_raw(old as *mut std::mem::MaybeUninit<goal_handle>) });
-    }
+    // SAFETY: what SPARE held was its allocation, with no value.
+    unsafe { free_spare(SPARE.swap(p, Ordering::Release)) };
     h
+}
+
+/// Frees `p`, an allocation of a `goal_handle` whose value has been moved
+/// out (so none is dropped), or nothing if it is null.
+///
+/// # Safety
+/// `p` must be null or such an allocation, owned by the caller.
+unsafe fn free_spare(p: GOAL_Handle) {
+    if !p.is_null() {
+        // SAFETY: a `goal_handle` allocation (caller); `MaybeUninit` frees
+        // it without dropping the value that is no longer there.
+        drop(unsafe { Box::from_raw(p as *mut std::mem::MaybeUninit<goal_handle>) });
+    }
 }
 
 /// Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why.

@@ -1846,9 +1846,6 @@ const DELIVERED: u8 = 0xF0;
 const NET_BULK_DONE: u8 = 0xF1;
 const NET_BULK_SENT: u8 = 0xF2;
 
-/// Finds and removes the first posted receive of execution (sched, seq)
-/// matching src/tag (a free function so the poll callback can use it while
-/// the transport is borrowed).
 /// A message arriving during poll number `poll`, from the rings or from
 /// goal-net alike. An eager message whose receive is posted is copied
 /// straight into it (without the copy that would wait for the poll's end;
@@ -1874,6 +1871,9 @@ fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>, po
     arrived.push((src, h, Some(payload.to_vec())));
 }
 
+/// Finds and removes the first posted receive of execution (sched, seq)
+/// matching src/tag (a free function so the poll callback can use it while
+/// the transport is borrowed).
 fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
     let e = st.execs[slot as usize].as_mut()?;

@@ -541,8 +541,9 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
     // When the current spell of polling began (the clock read above is
     // the first one's).
     let mut spell = entry;
-    // The latest clock reading, for `AppMark::last_wait`.
-    let mut latest = entry;
+    // The latest clock reading: the last news of the current spell (its
+    // start, without any), left for Run in `AppMark::last_wait`.
+    let mut since;
     let mut next_report = STALL_REPORT_AFTER;
     loop {
         // Poll (peers need not ring while we do), for `spin` after the last
@@ -550,7 +551,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
         // per poll would add two locked instructions to every hop.
         {
             let _polling = mark.then(|| rt.bell.polling());
-            let mut since = spell;
+            since = spell;
             'spin: while shared.state.load(Ordering::Acquire) == RUNNING {
                 let mut news = false;
                 match rt.engine.try_lock() {
@@ -569,7 +570,6 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
                 }
                 if news {
                     since = crate::ticks::now();
-                    latest = since;
                 } else if crate::ticks::now().saturating_sub(since) >= spin_ticks {
                     break;
                 } else if yield_polls {
@@ -605,7 +605,6 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
             sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         }
         spell = crate::ticks::now();
-        latest = spell;
         let waited = crate::ticks::duration(spell.saturating_sub(entry));
         let mut e = rt.lock_engine();
         e.check_peers_if_due();
@@ -620,7 +619,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
         }
     }
     if helper {
-        rt.app_mark.last_wait.store(latest, Ordering::Relaxed);
+        rt.app_mark.last_wait.store(since, Ordering::Relaxed);
     }
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
     // Data for executions still running must wake the helper from now on.
