@@ -236,6 +236,15 @@ fn the_own_block_is_copied_after_the_messages_start() {
     let mut g = Graph::new();
     alltoall(&mut g, Group { rank: 1, size: 4 }, place(), 0, big, 16 * big, Algorithm::Linear).unwrap();
     first_local_after_first_send(&g, "alltoall pairwise");
+    // Allgather's first send reads the own block from sbuf: with 2 ranks
+    // the copy then overlaps the peer's message instead of delaying ours.
+    for size in [2, 5] {
+        for alg in [Algorithm::Ring, Algorithm::Bruck, Algorithm::RecursiveDoubling] {
+            let mut g = Graph::new();
+            allgather(&mut g, Group { rank: 1, size }, place(), 0, 8, 1 << 20, alg).unwrap();
+            first_local_after_first_send(&g, &format!("allgather {alg:?}, {size} ranks"));
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
