@@ -52,7 +52,7 @@ use goal_transport::shm::ShmNode;
 use goal_transport::PeerLost;
 use std::collections::{HashMap, VecDeque};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -75,11 +75,15 @@ pub(crate) struct SchedInner {
     pub running: AtomicU32,
     /// Counter and scratchpad buffers of finished executions, for reuse.
     pool: LockedPool,
+    /// Each operation's initial dependency counter, in one array that a
+    /// Run copies as a block.
+    deps: Box<[u32]>,
 }
 
 impl SchedInner {
     pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())) }
+        let deps = s.ops.iter().map(|o| o.deps).collect();
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps }
     }
 }
 
@@ -328,6 +332,7 @@ impl Pieces {
 
 impl Engine {
     pub fn new(rank: u32, size: u32, shm: ShmNode, th: Thresholds) -> Engine {
+        TRACE.store(std::env::var_os("GOAL_TRACE").is_some_and(|v| v != "0"), Ordering::Relaxed);
         let n = size as usize;
         let st = State {
             rank,
@@ -386,7 +391,7 @@ impl Engine {
             shared: ExecShared::new(),
         });
         bufs.counters.clear();
-        bufs.counters.extend(s.ops.iter().map(|o| o.deps));
+        bufs.counters.extend_from_slice(&sched.deps);
         bufs.posted.clear();
         // A handle of an earlier execution may still hold the state (it was
         // not waited for yet); only an unshared one can be reset.
@@ -445,8 +450,10 @@ impl Engine {
         };
         self.st.active[id].push((seq, slot));
         if !hold {
+            // Started at once, in order; the operations they make ready
+            // queue behind them (the order of pushing them all first).
             for op in 0..s.independent {
-                self.st.ready.push_back(OpRef { slot, gen, op });
+                self.start_op(OpRef { slot, gen, op });
             }
         }
         self.drain_ready();
@@ -702,7 +709,7 @@ impl Engine {
     fn start_op(&mut self, r: OpRef) {
         let Some(e) = self.exec(r) else { return };
         if trace_on() {
-            eprintln!("goal-trace {:.6} rank {} start sched {} exec {} {}", localop::wtime(), self.rank, e.sched.id, e.seq, self.describe(r));
+            self.trace_start(r);
         }
         let (id, seq) = (e.sched.id, e.seq);
         let o = e.sched.s.ops[r.op as usize];
@@ -718,43 +725,7 @@ impl Engine {
         match o.kind() {
             OpKind::Send | OpKind::SendVec => self.start_send(r, &o, id, seq),
             OpKind::Recv | OpKind::RecvVec => self.start_recv(r, &o, id, seq),
-            OpKind::Local => {
-                let Some(e) = self.exec(r) else { return };
-                let sched = e.sched.clone();
-                let s = &sched.s;
-                let l = s.locals[o.addr as usize];
-                if l.count as u64 * l.width as u64 / 8 >= LONG_LOCAL_BYTES {
-                    // Wake the peers written to so far before a long copy
-                    // or reduction, not after it.
-                    self.shm.flush();
-                }
-                let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
-                let at = |i: u8, a: u64| -> *mut u8 {
-                    if l.mem & (1 << i) != 0 {
-                        // SAFETY: the compiler checked scratchpad ranges.
-                        unsafe { base.add(a as usize) }
-                    } else {
-                        a as usize as *mut u8
-                    }
-                };
-                // SAFETY: user buffers are valid for the operation's extent by the API
-                // contract; scratchpad ranges were checked at compile time.
-                let res = unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) };
-                match res {
-                    Ok(()) => self.finish(r),
-                    Err(KernelError::DivByZero(i)) => {
-                        let msg = format!("{}: integer division by zero at element {i}", self.describe(r));
-                        self.fail(r, Error::new(ErrorKind::DivByZero, msg));
-                    }
-                }
-            }
-            OpKind::LocalVec => match self.local_vec(r, &self.exec(r).map(|e| e.sched.clone()).unwrap_or_else(|| unreachable!()), &o) {
-                Ok(()) => self.finish(r),
-                Err(KernelError::DivByZero(i)) => {
-                    let msg = format!("{}: integer division by zero at element {i}", self.describe(r));
-                    self.fail(r, Error::new(ErrorKind::DivByZero, msg));
-                }
-            },
+            OpKind::Local | OpKind::LocalVec => self.start_local(r, &o),
             OpKind::Calc => {
                 let until = localop::wtime() + o.addr as f64 * 1e-9;
                 while localop::wtime() < until {
@@ -762,6 +733,59 @@ impl Engine {
                 }
                 self.finish(r);
             }
+        }
+    }
+
+    /// A local operation (copy or reduction), run at once. Out of
+    /// `start_op`, whose hot path for messages it would otherwise weigh
+    /// down with its registers.
+    #[inline(never)]
+    fn start_local(&mut self, r: OpRef, o: &OpRec) {
+        // Borrowed, not cloned (the borrow ends before `finish`).
+        let Some(e) = self.exec(r) else { return };
+        let res = if o.kind() == OpKind::LocalVec {
+            self.local_vec(r, &e.sched, o)
+        } else {
+            let l = e.sched.s.locals[o.addr as usize];
+            if l.count as u64 * l.width as u64 / 8 >= LONG_LOCAL_BYTES {
+                // Wake the peers written to so far before a long copy
+                // or reduction, not after it.
+                self.shm.flush();
+            }
+            let base = e.bufs.scratch.as_ptr() as *mut u8;
+            let at = |i: u8, a: u64| -> *mut u8 {
+                if l.mem & (1 << i) != 0 {
+                    // SAFETY: the compiler checked scratchpad ranges.
+                    unsafe { base.add(a as usize) }
+                } else {
+                    a as usize as *mut u8
+                }
+            };
+            // SAFETY: user buffers are valid for the operation's extent by the API
+            // contract; scratchpad ranges were checked at compile time.
+            unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
+        };
+        match res {
+            Ok(()) => self.finish(r),
+            Err(KernelError::DivByZero(i)) => {
+                let msg = format!("{}: integer division by zero at element {i}", self.describe(r));
+                self.fail(r, Error::new(ErrorKind::DivByZero, msg));
+            }
+        }
+    }
+
+    #[cold]
+    fn trace_start(&self, r: OpRef) {
+        if let Some(e) = self.exec(r) {
+            eprintln!("goal-trace {:.6} rank {} start sched {} exec {} {}", localop::wtime(), self.rank, e.sched.id, e.seq, self.describe(r));
+        }
+    }
+
+    #[cold]
+    fn trace_finish(&self, r: OpRef) {
+        if let Some(e) = self.exec(r) {
+            let v = e.sched.s.origin[r.op as usize];
+            eprintln!("goal-trace {:.6} rank {} finish sched {} exec {} vertex {v}", localop::wtime(), self.rank, e.sched.id, e.seq);
         }
     }
 
@@ -845,14 +869,13 @@ impl Engine {
 
     /// Operation `r` has finished: release its dependents.
     fn finish(&mut self, r: OpRef) {
+        if trace_on() {
+            self.trace_finish(r);
+        }
         let Some(e) = self.st.execs.get_mut(r.slot as usize).and_then(|e| e.as_mut()).filter(|e| e.gen == r.gen) else {
             return;
         };
         self.st.finished_ops += 1;
-        if trace_on() {
-            let v = e.sched.s.origin[r.op as usize];
-            eprintln!("goal-trace {:.6} rank {} finish sched {} exec {} vertex {v}", localop::wtime(), self.rank, e.sched.id, e.seq);
-        }
         let s = &e.sched.s;
         for &d in s.dependents(r.op as usize) {
             let c = &mut e.bufs.counters[d as usize];
@@ -876,6 +899,32 @@ impl Engine {
     }
 
     fn complete(&mut self, slot: u32, res: Result<(), Error>) {
+        if res.is_ok() && self.kp.is_none() {
+            return self.completed(slot);
+        }
+        self.complete_slow(slot, res)
+    }
+
+    /// [`complete`](Self::complete) of a successful execution outside the
+    /// kernel mode: the path of every Run and Wait, kept apart from the
+    /// failure and kernel cases (their registers and checks cost every
+    /// execution about 40 instructions).
+    fn completed(&mut self, slot: u32) {
+        let Some(e) = self.st.execs[slot as usize].take() else { return };
+        self.st.free_slots.push(slot);
+        if let Some(list) = self.st.active.get_mut(e.sched.id as usize) {
+            if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
+                list.swap_remove(i);
+            }
+        }
+        e.sched.running.store(e.sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
+        e.bufs.shared.state.store(DONE, Ordering::Release);
+        let Exec { sched, bufs, .. } = e;
+        self.recycle(&sched, bufs);
+    }
+
+    #[inline(never)]
+    fn complete_slow(&mut self, slot: u32, res: Result<(), Error>) {
         let Some(e) = self.st.execs[slot as usize].take() else { return };
         self.st.free_slots.push(slot);
         let id = e.sched.id as usize;
@@ -962,7 +1011,15 @@ impl Engine {
             return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
         }
         let p = peer as usize;
-        let pieces = self.pieces(r);
+        let pieces = if o.kind() == OpKind::Send {
+            // One buffer: resolved here, without the general `pieces`.
+            let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
+            // SAFETY: the compiler checked scratchpad ranges.
+            let ptr = if o.in_scratch() { unsafe { base.add(o.addr as usize) } } else { o.addr as usize as *mut u8 };
+            Some(Pieces::One([(ptr, len)]))
+        } else {
+            self.pieces(r)
+        };
         if self.remote[p] {
             return self.net_send(r, peer, head, pieces);
         }
@@ -978,8 +1035,12 @@ impl Engine {
             }
             if self.st.outq[p].is_empty() {
                 if let Some(pieces) = &pieces {
-                    let slices = slices_of(pieces);
-                    match self.shm.try_send(p, &head.encode(), &slices) {
+                    let res = match pieces {
+                        // SAFETY: send buffers are valid for their lengths by the API contract.
+                        Pieces::One([(ptr, len)]) => self.shm.try_send(p, &head.encode(), &[unsafe { byte_slice(*ptr, *len) }]),
+                        Pieces::Many(_) => self.shm.try_send(p, &head.encode(), &slices_of(pieces)),
+                    };
+                    match res {
                         Ok(true) => return self.finish(r),
                         Ok(false) => {}
                         Err(e) => return self.fail(r, Error::new(ErrorKind::System, format!("{}: {e}", self.describe(r)))),
@@ -1833,9 +1894,12 @@ impl Engine {
 
 /// Whether `GOAL_TRACE` asks for a line per operation started and finished.
 fn trace_on() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("GOAL_TRACE").is_some_and(|v| v != "0"))
+    TRACE.load(Ordering::Relaxed)
 }
+
+/// `GOAL_TRACE`, read once by the engine's constructor: a plain load on the
+/// path of every operation (a `OnceLock` cost a check of its state too).
+static TRACE: AtomicBool = AtomicBool::new(false);
 
 /// Pseudo-kind used inside `poll_messages`: an eager message was already
 /// copied into its posted receive while still in the ring; finish it now.
@@ -1878,7 +1942,8 @@ fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> 
     let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
     let e = st.execs[slot as usize].as_mut()?;
     let i = e.bufs.posted.iter().position(|p| (p.peer == -1 || p.peer as u32 == src) && (p.tag == -1 || p.tag == tag))?;
-    let p = e.bufs.posted.remove(i);
+    // Mostly the only one, or the last: no shifting (nor a call).
+    let p = if i + 1 == e.bufs.posted.len() { e.bufs.posted.pop()? } else { e.bufs.posted.remove(i) };
     Some(OpRef { slot, gen: e.gen, op: p.op })
 }
 
@@ -1927,6 +1992,20 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived
     }
     let last = arrived.last_mut().unwrap_or_else(|| unreachable!());
     last.1 = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
+}
+
+/// `len` bytes at `ptr` (none when `len` is 0, whatever `ptr`).
+///
+/// # Safety
+/// With `len > 0`, `ptr` must be valid for reads of `len` bytes while the
+/// slice lives.
+unsafe fn byte_slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: valid for `len` bytes (caller).
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
 }
 
 /// The send buffer pieces as slices (a single piece needs no allocation).

@@ -73,6 +73,9 @@ pub struct Runtime {
     /// More ranks on this machine than cores this process may run on: a
     /// waiting thread polls only briefly before sleeping.
     pub(crate) oversubscribed: bool,
+    /// `cfg.spin` in `ticks` (the conversion is floating-point work that
+    /// every Wait would repeat).
+    pub(crate) spin_ticks: u64,
     helper: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -300,10 +303,13 @@ impl Runtime {
             app_mark: progress::AppMark::default(),
             shutdown: AtomicBool::new(false),
             oversubscribed: local_ranks > cores,
+            spin_ticks: {
+                ticks::init();
+                ticks::of(cfg.spin)
+            },
             helper: Mutex::new(None),
             cfg,
         });
-        ticks::init();
         progress::start_helper(&rt)?;
         Ok(rt)
     }
@@ -402,6 +408,7 @@ impl Handle {
         self.state()
     }
 
+    #[inline]
     fn state(&self) -> Result<bool> {
         match self.shared.state.load(Ordering::Acquire) {
             DONE => Ok(true),

@@ -517,7 +517,6 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
     }
     let entry = crate::ticks::now();
     let others = rt.app_waiting.fetch_add(1, Ordering::AcqRel);
-    let spin = rt.cfg.spin;
     let yield_polls = yields(rt);
     // The polling mark tells peers to skip waking a sleeper of ours while we
     // poll. With a helper, the lingering mark does (see `AppMark`). Without
@@ -537,7 +536,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
     // thread saw it finish with the engine lock held (saves taking the lock
     // again below).
     let mut others_busy = None;
-    let spin_ticks = crate::ticks::of(spin);
+    let spin_ticks = rt.spin_ticks;
     // When the current spell of polling began (the clock read above is
     // the first one's).
     let mut spell = entry;

@@ -576,7 +576,15 @@ impl ShmNode {
     }
 
     /// Wakes the peers written to since the last flush, if they sleep.
+    #[inline]
     pub fn flush(&self) {
+        // Called after every progress pass, mostly with nothing written.
+        if self.dirty.iter().any(|w| w.get() != 0) {
+            self.wake_dirty();
+        }
+    }
+
+    fn wake_dirty(&self) {
         let mut fenced = false;
         for (i, w) in self.dirty.iter().enumerate() {
             let mut bits = w.replace(0);
