@@ -91,7 +91,9 @@ impl SchedInner {
 /// is with the engine lock held. A mutex of its own cost two locked
 /// instructions per Run and two per completion, on the path of an 8-byte
 /// collective.
-struct LockedPool(UnsafeCell<Vec<ExecBufs>>);
+// Boxed buffers: a Run and a completion move one pointer each, not 80 bytes.
+#[allow(clippy::vec_box)]
+struct LockedPool(UnsafeCell<Vec<Box<ExecBufs>>>);
 
 // SAFETY: the pool is only reached through `Engine::pool`, which takes
 // `&mut Engine`: the caller holds the process' one engine lock, so no two
@@ -153,7 +155,9 @@ struct Exec {
     sched: Arc<SchedInner>,
     seq: u32,
     gen: u32,
-    bufs: ExecBufs,
+    /// Boxed: an execution's buffers move from the pool into its slot and
+    /// back on every Run, as one pointer rather than 80 bytes.
+    bufs: Box<ExecBufs>,
     remaining: u32,
 }
 
@@ -384,12 +388,12 @@ impl Engine {
         sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let s = &sched.s;
         let n = s.ops.len();
-        let mut bufs = self.pool(sched).pop().unwrap_or_else(|| ExecBufs {
+        let mut bufs = self.pool(sched).pop().unwrap_or_else(|| Box::new(ExecBufs {
             counters: Vec::with_capacity(n),
             scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
             posted: Vec::new(),
             shared: ExecShared::new(),
-        });
+        }));
         bufs.counters.clear();
         bufs.counters.extend_from_slice(&sched.deps);
         bufs.posted.clear();
@@ -461,7 +465,7 @@ impl Engine {
         shared
     }
 
-    fn recycle(&mut self, sched: &SchedInner, bufs: ExecBufs) {
+    fn recycle(&mut self, sched: &SchedInner, bufs: Box<ExecBufs>) {
         let pool = self.pool(sched);
         if pool.len() < 8 {
             pool.push(bufs);
@@ -470,7 +474,8 @@ impl Engine {
 
     /// `sched`'s pool of execution buffers.
     #[allow(clippy::mut_from_ref)]
-    fn pool<'a>(&'a mut self, sched: &'a SchedInner) -> &'a mut Vec<ExecBufs> {
+    #[allow(clippy::vec_box)] // see LockedPool
+    fn pool<'a>(&'a mut self, sched: &'a SchedInner) -> &'a mut Vec<Box<ExecBufs>> {
         // SAFETY: `&mut self` means the engine lock is held. There is one
         // engine per process, and a schedule runs only on the runtime that
         // compiled it, so every access to this pool goes through this
@@ -868,6 +873,7 @@ impl Engine {
     }
 
     /// Operation `r` has finished: release its dependents.
+    #[inline(always)]
     fn finish(&mut self, r: OpRef) {
         if trace_on() {
             self.trace_finish(r);
@@ -1969,7 +1975,7 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived
             OpKind::Recv => {
                 // SAFETY: the receive buffer is valid for o.len >= payload.len() bytes
                 // (API contract, or the checked scratchpad), and does not overlap the ring.
-                unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), resolve(o.addr), payload.len()) };
+                unsafe { goal_transport::copy_bytes(payload.as_ptr(), resolve(o.addr), payload.len()) };
             }
             _ => {
                 let v = s.vecs[o.addr as usize];

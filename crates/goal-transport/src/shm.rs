@@ -497,7 +497,10 @@ impl ShmNode {
 
     /// Hands every message present to `f` (source rank, envelope, payload in
     /// place), in order per source; returns how many.
-    pub fn poll(&self, f: &mut dyn FnMut(usize, &Envelope, &[u8])) -> usize {
+    ///
+    /// Generic, so that the callback inlines into the ring's loop: this is
+    /// the path of every message received.
+    pub fn poll<F: FnMut(usize, &Envelope, &[u8]) + ?Sized>(&self, f: &mut F) -> usize {
         if self.polling.replace(true) {
             return 0;
         }

@@ -128,6 +128,7 @@ impl RingProducer {
 
     /// Appends one record (envelope + the concatenation of `payload`), whose
     /// total payload must be at most [`max_payload`]. `false`: no room now.
+    #[inline]
     pub(crate) fn try_push(&self, env: &Envelope, payload: &[&[u8]], len: usize) -> bool {
         let cap = self.ptrs.cap;
         let tail = self.local_tail.get();
@@ -161,7 +162,7 @@ impl RingProducer {
             (base.add(at + HEADER) as *mut Envelope).write(*env);
             let mut p = at + RECORD_OVERHEAD;
             for s in payload {
-                std::ptr::copy_nonoverlapping(s.as_ptr(), base.add(p), s.len());
+                crate::copy_bytes(s.as_ptr(), base.add(p), s.len());
                 p += s.len();
             }
             header_word(base, at).store(len as u64 | (FLAG_VALID << 32), Ordering::Release);
@@ -207,7 +208,8 @@ impl RingConsumer {
     /// and whether the ring was more than half full (a producer may then be
     /// waiting for space: a record is at most a quarter of the ring).
     /// Costs one load of the producer's line when the ring is empty.
-    pub(crate) fn drain(&self, f: &mut dyn FnMut(&Envelope, &[u8])) -> (usize, bool) {
+    #[inline]
+    pub(crate) fn drain<F: FnMut(&Envelope, &[u8]) + ?Sized>(&self, f: &mut F) -> (usize, bool) {
         let cap = self.ptrs.cap;
         let base = self.ptrs.data;
         let start = self.local_head.get();
