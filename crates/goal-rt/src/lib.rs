@@ -300,7 +300,7 @@ impl Runtime {
             next_sched: AtomicU32::new(0),
             app_waiting: AtomicU32::new(0),
             helper_parked: AtomicBool::new(false),
-            app_mark: progress::AppMark::default(),
+            app_mark: progress::AppMark::new(),
             shutdown: AtomicBool::new(false),
             oversubscribed: local_ranks > cores,
             spin_ticks: {
