@@ -147,6 +147,7 @@ pub fn runtime(what: &str) -> Result<Arc<Runtime>> {
 }
 
 /// Whether `init` has succeeded and `finalize` not yet been called.
+#[inline]
 pub fn is_initialized() -> bool {
     STATE.load(Ordering::Acquire) == LIVE
 }
@@ -408,11 +409,17 @@ impl Handle {
         self.state()
     }
 
-    #[inline]
+    /// Why the execution failed.
+    #[cold]
+    fn failure(&self) -> Error {
+        self.shared.error.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| Error::new(ErrorKind::System, "execution failed"))
+    }
+
+    #[inline(always)]
     fn state(&self) -> Result<bool> {
         match self.shared.state.load(Ordering::Acquire) {
             DONE => Ok(true),
-            FAILED => Err(self.shared.error.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| Error::new(ErrorKind::System, "execution failed"))),
+            FAILED => Err(self.failure()),
             _ => Ok(false),
         }
     }
