@@ -715,14 +715,7 @@ impl Engine {
         let s = &e.sched.s;
         let o = &s.ops[r.op as usize];
         let base = e.bufs.scratch.as_ptr() as *mut u8;
-        let resolve = |addr: u64, scratch: bool| -> *mut u8 {
-            if scratch {
-                // SAFETY: the compiler checked that scratchpad ranges lie inside the scratchpad.
-                unsafe { base.add(addr as usize) }
-            } else {
-                addr as usize as *mut u8
-            }
-        };
+        let resolve = |addr: u64, scratch: bool| operand(base, addr, scratch);
         Some(match o.kind() {
             OpKind::Send | OpKind::Recv => Pieces::One([(resolve(o.addr, o.in_scratch()), o.len as usize)]),
             OpKind::SendVec | OpKind::RecvVec => {
@@ -799,14 +792,7 @@ impl Engine {
                 self.shm.flush();
             }
             let base = e.bufs.scratch.as_ptr() as *mut u8;
-            let at = |i: u8, a: u64| -> *mut u8 {
-                if l.mem & (1 << i) != 0 {
-                    // SAFETY: the compiler checked scratchpad ranges.
-                    unsafe { base.add(a as usize) }
-                } else {
-                    a as usize as *mut u8
-                }
-            };
+            let at = |i: u8, a: u64| operand(base, a, l.mem & (1 << i) != 0);
             // SAFETY: user buffers are valid for the operation's extent by the API
             // contract; scratchpad ranges were checked at compile time.
             unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
@@ -844,15 +830,7 @@ impl Engine {
         let list = |i: usize| -> Vec<(*mut u8, usize)> {
             s.pieces_of(l.lists[i])
                 .iter()
-                .map(|p| {
-                    let ptr = if l.mem & (1 << i) != 0 {
-                        // SAFETY: the compiler checked scratchpad ranges.
-                        unsafe { base.add(p.addr as usize) }
-                    } else {
-                        p.addr as usize as *mut u8
-                    };
-                    (ptr, p.len as usize)
-                })
+                .map(|p| (operand(base, p.addr, l.mem & (1 << i) != 0), p.len as usize))
                 .collect()
         };
         let (a, b, c) = (list(0), list(1), list(2));
@@ -957,29 +935,31 @@ impl Engine {
     /// failure and kernel cases (their registers and checks cost every
     /// execution about 40 instructions).
     fn completed(&mut self, slot: u32) {
-        let Some(e) = self.st.execs[slot as usize].take() else { return };
-        self.st.free_slots.push(slot);
-        if let Some(list) = self.st.active.get_mut(e.sched.id as usize) {
-            if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
-                list.swap_remove(i);
-            }
-        }
+        let Some(e) = self.vacate(slot) else { return };
         e.sched.running.store(e.sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
         e.bufs.shared.state.store(DONE, Ordering::Release);
         let Exec { sched, bufs, .. } = e;
         self.recycle(&sched, bufs);
     }
 
-    #[inline(never)]
-    fn complete_slow(&mut self, slot: u32, res: Result<(), Error>) {
-        let Some(e) = self.st.execs[slot as usize].take() else { return };
+    /// Takes the execution out of `slot`, frees the slot and drops the
+    /// execution from its schedule's active list.
+    #[inline(always)]
+    fn vacate(&mut self, slot: u32) -> Option<Exec> {
+        let e = self.st.execs[slot as usize].take()?;
         self.st.free_slots.push(slot);
-        let id = e.sched.id as usize;
-        if let Some(list) = self.st.active.get_mut(id) {
+        if let Some(list) = self.st.active.get_mut(e.sched.id as usize) {
             if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
                 list.swap_remove(i);
             }
         }
+        Some(e)
+    }
+
+    #[inline(never)]
+    fn complete_slow(&mut self, slot: u32, res: Result<(), Error>) {
+        let Some(e) = self.vacate(slot) else { return };
+        let id = e.sched.id as usize;
         let k = key(e.sched.id, e.seq);
         let mut in_kernel = false;
         if let Some(kp) = self.kp.as_mut() {
@@ -1062,9 +1042,7 @@ impl Engine {
         let pieces = if o.kind() == OpKind::Send {
             // One buffer: resolved here, without the general `pieces`.
             let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
-            // SAFETY: the compiler checked scratchpad ranges.
-            let ptr = if o.in_scratch() { unsafe { base.add(o.addr as usize) } } else { o.addr as usize as *mut u8 };
-            Some(Pieces::One([(ptr, len)]))
+            Some(Pieces::One([(operand(base, o.addr, o.in_scratch()), len)]))
         } else {
             self.pieces(r)
         };
@@ -2024,14 +2002,7 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived
     let base = e.bufs.scratch.as_ptr() as *mut u8;
     let truncated = payload.len() > o.len as usize;
     if !truncated {
-        let resolve = |addr: u64| -> *mut u8 {
-            if o.in_scratch() {
-                // SAFETY: the compiler checked scratchpad ranges.
-                unsafe { base.add(addr as usize) }
-            } else {
-                addr as usize as *mut u8
-            }
-        };
+        let resolve = |addr: u64| operand(base, addr, o.in_scratch());
         match o.kind() {
             OpKind::Recv => {
                 // SAFETY: the receive buffer is valid for o.len >= payload.len() bytes
@@ -2059,6 +2030,19 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived
     }
     let last = arrived.last_mut().unwrap_or_else(|| unreachable!());
     last.1 = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
+}
+
+/// An operand's address: `addr` itself, or, with `scratch`, an offset into
+/// the execution's scratchpad that starts at `base`.
+#[inline(always)]
+fn operand(base: *mut u8, addr: u64, scratch: bool) -> *mut u8 {
+    if scratch {
+        // SAFETY: `base` is the start of the execution's scratchpad, and the
+        // compiler checked that scratchpad ranges lie inside it.
+        unsafe { base.add(addr as usize) }
+    } else {
+        addr as usize as *mut u8
+    }
 }
 
 /// `len` bytes at `ptr` (none when `len` is 0, whatever `ptr`).
@@ -2090,7 +2074,7 @@ mod smallvec_like {
     impl<'a> Slices<'a> {
         pub fn new(pieces: &'a [(*mut u8, usize)]) -> Slices<'a> {
             // SAFETY: send buffers are valid for their lengths by the API contract.
-            let slice = |&(ptr, len): &(*mut u8, usize)| -> &'a [u8] { if len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(ptr as *const u8, len) } } };
+            let slice = |&(ptr, len): &(*mut u8, usize)| -> &'a [u8] { unsafe { super::byte_slice(ptr, len) } };
             if pieces.len() <= 4 {
                 let mut a: [&[u8]; 4] = [&[]; 4];
                 for (i, p) in pieces.iter().enumerate() {

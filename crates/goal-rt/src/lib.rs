@@ -289,6 +289,8 @@ impl Runtime {
             }
             (a, b) => (a.or(b), None),
         };
+        // The clock's rate, before the thresholds are converted to it.
+        ticks::init();
         let rt = Arc::new(Runtime {
             rank: rank as u32,
             size: size as u32,
@@ -304,10 +306,7 @@ impl Runtime {
             app_mark: progress::AppMark::new(),
             shutdown: AtomicBool::new(false),
             oversubscribed: local_ranks > cores,
-            spin_ticks: {
-                ticks::init();
-                ticks::of(cfg.spin)
-            },
+            spin_ticks: ticks::of(cfg.spin),
             helper: Mutex::new(None),
             cfg,
         });
