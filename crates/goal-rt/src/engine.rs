@@ -1538,6 +1538,11 @@ impl Engine {
                 }
             }
             proto::RTS => {
+                if src < self.rank && (h.mode == proto::MODE_CMA || h.mode == proto::MODE_STREAM) {
+                    // The pair's lower rank chose: our sends follow (see `adapt`).
+                    let path = if h.mode == proto::MODE_CMA { adapt::Path::Cma } else { adapt::Path::Stream };
+                    self.adapt.heard(src as usize, h.len as usize, path);
+                }
                 let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode: h.mode, token: h.token, addr: h.addr } };
                 match self.match_posted(h.sched, h.seq, src, h.tag) {
                     Some(r) => self.deliver(r, u),
