@@ -102,12 +102,17 @@ static double work_rate(double secs) {
     return n / (t - t0);
 }
 
-static void notifier(const char *mode, pid_t pid, double period_us) {
+static void notifier(const char *mode, pid_t pid, double period_us, double secs) {
     pin(1);
     long n = 0;
     double spent = 0, next = now();
+    /* Spins on its own core for one measurement; bounded, so that it ends
+     * even if the computing process dies without setting `stop`. */
+    double deadline = next + 4 * secs + 1;
     while (!atomic_load(&sh->stop)) {
         double t = now();
+        if (t > deadline)
+            break;
         if (t < next)
             continue;
         next += period_us * 1e-6;
@@ -143,7 +148,7 @@ static double measure(const char *mode, double period_us, double secs, double no
         exit(1);
     }
     if (child == 0)
-        notifier(mode, getppid(), period_us);
+        notifier(mode, getppid(), period_us, secs);
     double during = work_rate(secs);
     atomic_store(&sh->stop, 1);
     waitpid(child, NULL, 0);
