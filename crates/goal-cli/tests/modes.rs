@@ -15,7 +15,7 @@ mod util;
 use goal_sched::coll::{self, Algorithm, Group, Placement, Reduction, TAG_SPAN};
 use goal_sched::{Buf, DataType, Graph, ReduceOp};
 use std::sync::Arc;
-use util::{in_job, launch, pattern};
+use util::{helper_switches, helper_task, in_job, launch, pattern, report};
 
 type Rt = Arc<goal_rt::Runtime>;
 
@@ -254,37 +254,6 @@ fn gettid() -> i32 {
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
-/// Runs test `name` as 2 ranks with `vars` and returns the line of rank 0's
-/// report, from `key` on; `what` names the run in a failure.
-fn report(name: &str, vars: &[(&str, &str)], key: &str, what: &str) -> String {
-    let job = launch(name, 2, vars);
-    assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-    // (the other rank's harness output may share the line)
-    job.stdout
-        .lines()
-        .find_map(|l| l.find(key).map(|i| l[i..].to_string()))
-        .unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout))
-}
-
-/// `/proc/self/task/<tid>` of this process' helper thread, if it has one.
-/// The helper names itself once it runs, maybe after GOAL_Init returned:
-/// look for up to a second.
-fn helper_task() -> Option<std::path::PathBuf> {
-    let find = || {
-        std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .find(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "goal-progress"))
-            .map(|e| e.path())
-    };
-    (0..1000).find_map(|_| {
-        find().or_else(|| {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            None
-        })
-    })
-}
-
 const SLICE_NAME: &str = "goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own";
 
 /// Rank 0 of a 2-rank job: the helper's slice, the application thread's
@@ -387,14 +356,6 @@ const PARK_NAME: &str = "the_helper_sleeps_through_rings_meant_for_a_waiting_app
 /// Messages rank 1 sends while rank 0 waits for something else.
 const PARK_RINGS: usize = 200;
 
-/// The voluntary context switches of this process' helper thread so far:
-/// one per sleep it came out of.
-fn helper_switches() -> u64 {
-    let task = helper_task().expect("a goal-progress thread");
-    let status = std::fs::read_to_string(task.join("status")).unwrap();
-    status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).unwrap().trim().parse().unwrap()
-}
-
 /// Rank 0 waits for one message of schedule 0 while rank 1 sends
 /// [`PARK_RINGS`] messages of schedule 1, 300 us apart: each finds rank 0's
 /// application thread asleep in Wait and rings its doorbell. Rank 0 prints
@@ -451,3 +412,4 @@ fn the_helper_sleeps_through_rings_meant_for_a_waiting_application_thread() {
     // by the rings, it would wake about PARK_RINGS times.
     assert!(woke < PARK_RINGS / 2, "the helper woke {woke} times while the application thread waited through {PARK_RINGS} rings: {line}");
 }
+

@@ -60,6 +60,11 @@ use std::time::Instant;
 /// messages were just written to (a 4 MiB copy takes about 300 us here).
 const LONG_LOCAL_BYTES: u64 = 64 << 10;
 
+/// Copies of at least this many bytes take long enough (10 us and more)
+/// to count as work of their own in the progress heuristics (see
+/// [`Engine::long_end`]).
+const LONG_COPY_BYTES: usize = 64 << 10;
+
 /// A compiled schedule as the runtime holds it.
 pub(crate) struct SchedInner {
     /// Position in this process' compile order: the same on every rank.
@@ -304,6 +309,9 @@ struct State {
     /// Peers known to be gone.
     lost: Vec<Option<String>>,
     finished_ops: usize,
+    /// When (in `ticks`) the last copy of at least [`LONG_COPY_BYTES`]
+    /// ended: see [`Engine::long_end`].
+    long_end: u64,
     /// Some released credit may be due for publishing.
     credit_due: bool,
     /// Bytes of self-sends copied aside and not yet received.
@@ -403,6 +411,7 @@ impl Engine {
             published: vec![0; n],
             lost: vec![None; n],
             finished_ops: 0,
+            long_end: 0,
             credit_due: false,
             self_buffered: 0,
             passes: 0,
@@ -552,6 +561,22 @@ impl Engine {
         !self.st.outq_peers.is_empty()
     }
 
+
+    /// When the last long copy (a large message read by CMA, a stream
+    /// chunk, a long local operation) ended, in `ticks`: a Run or Wait that
+    /// did one itself took long for that, not because the application
+    /// computed (see `progress::AppMark`). One clock read per long copy.
+    pub fn long_end(&self) -> u64 {
+        self.st.long_end
+    }
+
+    /// Notes a copy of `bytes` that just ended (see [`long_end`](Self::long_end)).
+    #[inline]
+    fn copied(&mut self, bytes: usize) {
+        if bytes >= LONG_COPY_BYTES {
+            self.st.long_end = crate::ticks::now();
+        }
+    }
 
     /// Whether any execution is in flight.
     pub fn busy(&self) -> bool {
@@ -782,11 +807,13 @@ impl Engine {
     fn start_local(&mut self, r: OpRef, o: &OpRec) {
         // Borrowed, not cloned (the borrow ends before `finish`).
         let Some(e) = self.exec(r) else { return };
+        let mut bytes = 0;
         let res = if o.kind() == OpKind::LocalVec {
             self.local_vec(r, &e.sched, o)
         } else {
             let l = e.sched.s.locals[o.addr as usize];
-            if l.count as u64 * l.width as u64 / 8 >= LONG_LOCAL_BYTES {
+            bytes = l.count as u64 * l.width as u64 / 8;
+            if bytes >= LONG_LOCAL_BYTES {
                 // Wake the peers written to so far before a long copy
                 // or reduction, not after it.
                 self.shm.flush();
@@ -797,6 +824,7 @@ impl Engine {
             // contract; scratchpad ranges were checked at compile time.
             unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
         };
+        self.copied(bytes as usize);
         match res {
             Ok(()) => self.finish(r),
             Err(KernelError::DivByZero(i)) => {
@@ -1246,6 +1274,7 @@ impl Engine {
             if let Some(p) = self.pieces(r) {
                 gather(&p, &mut data);
             }
+            self.copied(data.len());
             self.stash(head.sched, head.seq, Unexp { kind: UnexpKind::Eager(data, None), ..u });
             return self.finish(r);
         }
@@ -1308,6 +1337,7 @@ impl Engine {
         match u.kind {
             UnexpKind::Eager(mut d, ctl) => {
                 scatter(&mut d, dst.as_slice());
+                self.copied(d.len());
                 self.release_credit(u.src, d.len() as u64);
                 self.st.spare_buf(d);
                 if let Some(ctl) = ctl {
@@ -1321,6 +1351,7 @@ impl Engine {
                 if let Some(src) = self.pieces(s) {
                     copy_pieces(&src, &dst, u.len as usize);
                 }
+                self.copied(u.len as usize);
                 self.finish(s);
                 self.finish(r);
             }
@@ -1392,6 +1423,7 @@ impl Engine {
                         return;
                     }
                 }
+                self.copied(off as usize);
                 // FIN carries the read's time, for the sender's choice of path.
                 let ns = if mode == proto::MODE_CMA && res.is_ok() { t0.elapsed().as_nanos() as u64 } else { 0 };
                 self.post_message(src as usize, Head { addr: ns, ..Head::control(proto::FIN, token) });
@@ -1617,6 +1649,7 @@ impl Engine {
                         self.shm.stream_push(p, &z)
                     }
                 };
+                self.copied(moved);
                 let so = self.st.stream_out[p].front_mut().unwrap_or_else(|| unreachable!());
                 if so.since.is_none() {
                     so.since = Some(Instant::now());
@@ -1645,6 +1678,7 @@ impl Engine {
                         self.shm.stream_pop(p, &mut self.st.discard[..n])
                     }
                 };
+                self.copied(moved);
                 let si = self.st.stream_in[p].front_mut().unwrap_or_else(|| unreachable!());
                 si.pos += moved;
                 if si.pos < si.len {

@@ -360,7 +360,14 @@ impl Runtime {
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::AppMark`).
         let run_at = self.app_mark.at_run(&self.bell, s.inner.id, || progress::unpark(self));
-        let shared = self.lock_engine().start(&s.inner);
+        let mut e = self.lock_engine();
+        let long = e.long_end();
+        let shared = e.start(&s.inner);
+        let long = (e.long_end() != long).then(|| e.long_end());
+        drop(e);
+        // A Run that copied a large message itself (its data was there)
+        // ends long after `run_at`: that time was not the application's.
+        let run_at = long.map_or(run_at, |end| self.app_mark.ran_until(end));
         Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_at })
     }
 

@@ -88,8 +88,9 @@ pub(crate) struct AppMark {
     last_run: std::sync::atomic::AtomicU64,
     /// The last clock reading of the last Wait that did not find its
     /// execution finished (at most a batch of polls, or a wake-up, before
-    /// it returned), in `ticks`: a Run soon after it follows a Wait, not a
-    /// computation.
+    /// it returned; later if that batch made a long copy, whose end the
+    /// engine notes), in `ticks`: a Run soon after it follows a Wait, not
+    /// a computation.
     last_wait: std::sync::atomic::AtomicU64,
     /// The helper sleeps on the doorbell alone, deaf to the network and the
     /// kernel ring (it does while an application thread waits, since that
@@ -212,6 +213,14 @@ impl AppMark {
             bell.ring();
         }
         now
+    }
+
+    /// Called by a Run whose own long copy ended at `end` (see
+    /// `Engine::long_end`): the Run counts as ending then, both for the
+    /// next Run's gap and for its own Wait. Returns `end`, the new `run_at`.
+    pub(crate) fn ran_until(&self, end: u64) -> u64 {
+        self.last_run.store(end, Ordering::Relaxed);
+        end
     }
 
     /// Called by Wait when it finds its execution still running, `now`
@@ -557,9 +566,15 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
     // When the current spell of polling began (the clock read above is
     // the first one's).
     let mut spell = entry;
-    // The latest clock reading: the last news of the current spell (its
-    // start, without any), left for Run in `AppMark::last_wait`.
+    // The last news of the current spell (its start, without any).
     let mut since;
+    // The latest clock reading, left for Run in `AppMark::last_wait`: at
+    // most a batch of polls before the end, or the end of a long copy
+    // made in the last batch (`long_end`), whichever is later. (The last
+    // news alone missed a Wait that polled long for one message: the next
+    // Run took that wait for a computation and woke the helper.)
+    let mut latest = entry;
+    let mut long_end = 0;
     let mut next_report = STALL_REPORT_AFTER;
     loop {
         // Poll (peers need not ring while we do), for `spin` after the last
@@ -577,6 +592,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
                                 news = true;
                                 if shared.state.load(Ordering::Acquire) != RUNNING {
                                     others_busy = Some(e.busy());
+                                    long_end = e.long_end();
                                     break 'spin;
                                 }
                             }
@@ -584,9 +600,10 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
                     }
                     Err(_) => std::hint::spin_loop(),
                 }
+                latest = crate::ticks::now();
                 if news {
-                    since = crate::ticks::now();
-                } else if crate::ticks::now().saturating_sub(since) >= spin_ticks {
+                    since = latest;
+                } else if latest.saturating_sub(since) >= spin_ticks {
                     break;
                 } else if yield_polls {
                     yield_now();
@@ -621,6 +638,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
             sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         }
         spell = crate::ticks::now();
+        latest = spell;
         let waited = crate::ticks::duration(spell.saturating_sub(entry));
         let mut e = rt.lock_engine();
         e.check_peers_if_due();
@@ -635,7 +653,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
         }
     }
     if helper {
-        rt.app_mark.last_wait.store(since, Ordering::Relaxed);
+        rt.app_mark.last_wait.store(latest.max(long_end), Ordering::Relaxed);
     }
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
     // Data for executions still running must wake the helper from now on.

@@ -272,3 +272,42 @@ pub fn no_overtaking_rank(pairs: &[(u32, u32)]) {
     }
     goal_rt::finalize().unwrap();
 }
+
+/// Runs test `name` as 2 ranks with `vars` and returns the line of rank 0's
+/// report, from `key` on; `what` names the run in a failure.
+pub fn report(name: &str, vars: &[(&str, &str)], key: &str, what: &str) -> String {
+    let job = launch(name, 2, vars);
+    assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+    // (the other rank's harness output may share the line)
+    job.stdout
+        .lines()
+        .find_map(|l| l.find(key).map(|i| l[i..].to_string()))
+        .unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout))
+}
+
+/// `/proc/self/task/<tid>` of this process' helper thread, if it has one.
+/// The helper names itself once it runs, maybe after GOAL_Init returned:
+/// look for up to a second.
+pub fn helper_task() -> Option<std::path::PathBuf> {
+    let find = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "goal-progress"))
+            .map(|e| e.path())
+    };
+    (0..1000).find_map(|_| {
+        find().or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            None
+        })
+    })
+}
+
+/// The voluntary context switches of this process' helper thread so far:
+/// one per sleep it came out of.
+pub fn helper_switches() -> u64 {
+    let task = helper_task().expect("a goal-progress thread");
+    let status = std::fs::read_to_string(task.join("status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).unwrap().trim().parse().unwrap()
+}
