@@ -245,6 +245,16 @@ fn the_own_block_is_copied_after_the_messages_start() {
             first_local_after_first_send(&g, &format!("allgather {alg:?}, {size} ranks"));
         }
     }
+    // A gather's root posts its receives first: a sender's stream no
+    // longer stands full while the root copies its own block.
+    for alg in [Algorithm::Linear, Algorithm::LinearSync, Algorithm::Binomial] {
+        let mut g = Graph::new();
+        gather(&mut g, Group { rank: 0, size: 4 }, place(), 0, big, 16 * big, 0, alg).unwrap();
+        let v = g.vertices();
+        let recv = v.iter().position(|v| matches!(v, Vertex::Recv { .. } | Vertex::RecvVec { .. })).unwrap_or_else(|| panic!("gather {alg:?}: no receive"));
+        let local = v.iter().position(|v| matches!(v, Vertex::Local { .. })).unwrap_or_else(|| panic!("gather {alg:?}: no copy"));
+        assert!(recv < local, "gather {alg:?}: the root's own copy (vertex {local}) comes before its first receive (vertex {recv})");
+    }
 }
 
 // ---------------------------------------------------------------------------

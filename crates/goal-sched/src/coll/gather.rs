@@ -44,16 +44,21 @@ pub fn gather(
     check_total("the gather buffer", grp.size as u64, bytes)?;
     let mut b = Builder::new(g, grp, at)?;
     if bytes > 0 {
-        let in_place = sbuf == rbuf;
-        if grp.rank == root && !in_place {
-            b.copy(user(sbuf), user(rbuf + root as u64 * bytes), bytes, &[]);
-        }
         if grp.size > 1 {
             match alg {
                 Algorithm::Linear => linear(&mut b, sbuf, bytes, rbuf, root),
                 Algorithm::LinearSync => linear_sync(&mut b, sbuf, bytes, rbuf, root),
                 _ => binomial(&mut b, sbuf, bytes, rbuf, root),
             }
+        }
+        // The root's own block last, as in scatter: an execution starts its
+        // independent operations in order, so the receives are posted (and
+        // answered: a stream's sender fills the stream, a CMA read can be
+        // made) before the root spends its time on its own copy. First, the
+        // copy held them back: 2 ranks, 4 MiB, the sender's stream stood
+        // full while the root copied its own block.
+        if grp.rank == root && sbuf != rbuf {
+            b.copy(user(sbuf), user(rbuf + root as u64 * bytes), bytes, &[]);
         }
     }
     Ok(b.finish())
