@@ -73,9 +73,8 @@ pub struct Runtime {
     /// More ranks on this machine than cores this process may run on: a
     /// waiting thread polls only briefly before sleeping.
     pub(crate) oversubscribed: bool,
-    /// `cfg.spin` in `ticks` (the conversion is floating-point work that
-    /// every Wait would repeat).
-    pub(crate) spin_ticks: u64,
+    /// How long a Wait polls before it sleeps (see `progress::Spin`).
+    pub(crate) spin: progress::Spin,
     helper: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -306,7 +305,10 @@ impl Runtime {
             app_mark: progress::AppMark::new(),
             shutdown: AtomicBool::new(false),
             oversubscribed: local_ranks > cores,
-            spin_ticks: ticks::of(cfg.spin),
+            // Adaptive unless fixed by GOAL_SPIN_US, by the spin mode, or
+            // by more ranks than cores (a poller then holds a core another
+            // rank needs).
+            spin: progress::Spin::new(cfg.spin, !cfg.spin_given && cfg.progress != config::ProgressMode::Spin && local_ranks <= cores),
             helper: Mutex::new(None),
             cfg,
         });

@@ -1,8 +1,9 @@
 //! Who drives the engine, and how a thread waits without burning a core.
 //!
 //! Every waiting thread follows the same rule: poll for a short, tunable
-//! while (`GOAL_SPIN_US`; a spin hand-over costs tens of nanoseconds, a
-//! cross-core wake-up tens of microseconds in a VM), then register on the
+//! while (`GOAL_SPIN_US`, or adapted to recent waits: see [`Spin`]; a spin
+//! hand-over costs tens of nanoseconds, a cross-core wake-up tens of
+//! microseconds in a VM), then register on the
 //! doorbell, poll once more, and sleep in the kernel until a peer rings. The
 //! register-then-recheck order means a peer's write is either seen by the
 //! recheck or followed by a ring: no lost wake-ups (see goal-transport's
@@ -254,6 +255,74 @@ impl AppMark {
 
     fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Relaxed)
+    }
+}
+
+/// The longest an adaptive [`Spin`] polls before sleeping.
+const SPIN_MAX: Duration = Duration::from_millis(1);
+
+/// How long a Wait polls before it sleeps: `GOAL_SPIN_US`, or adapted to
+/// the waits this process has seen.
+///
+/// A Wait that sleeps pays a wake-up when its execution finishes: on this
+/// VM 10-100 us, against nothing for one that still polls. Waits that
+/// reliably end a little after the fixed 50 us (a rank that waits in a
+/// barrier for a root still busy with a 4 MiB gather, 300-400 us) paid it
+/// every time: 2 ranks, gather 4 MiB took 500-530 us with a 50 us spin and
+/// 267-333 us with 1 ms. So the spin follows the waits: an average of
+/// recent wait times (weight 1/8 for the newest), where a wait longer than
+/// [`SPIN_MAX`] counts as zero (sleeping was right for it, and the average
+/// falls back to `GOAL_SPIN_US`); the spin is twice that average, between
+/// `GOAL_SPIN_US` and [`SPIN_MAX`]. A loop of short Waits keeps the
+/// average near zero without updating it (no store on that path). Only a
+/// process whose ranks each have a core polls longer: a poller on a shared
+/// core holds it from the rank it waits for.
+pub(crate) struct Spin {
+    /// `GOAL_SPIN_US`, the least spin, in `ticks`.
+    min: u64,
+    /// [`SPIN_MAX`] in `ticks`; `min` when not adaptive.
+    max: u64,
+    /// The average wait, in `ticks`.
+    avg: std::sync::atomic::AtomicU64,
+}
+
+impl Spin {
+    pub(crate) fn new(min: Duration, adaptive: bool) -> Spin {
+        let min = crate::ticks::of(min);
+        let max = if adaptive { crate::ticks::of(SPIN_MAX).max(min) } else { min };
+        Spin { min, max, avg: Default::default() }
+    }
+
+    /// How long to poll before sleeping, in `ticks`.
+    #[inline]
+    fn limit(&self) -> u64 {
+        if self.max == self.min {
+            return self.min;
+        }
+        self.avg.load(Ordering::Relaxed).saturating_mul(2).clamp(self.min, self.max)
+    }
+
+    /// Notes a Wait that polled or slept for `waited` ticks (from its entry
+    /// to its last clock reading).
+    #[inline]
+    fn record(&self, waited: u64, slept: bool) {
+        if self.max == self.min {
+            return;
+        }
+        let avg = self.avg.load(Ordering::Relaxed);
+        // Short waits of a loop that never slept: nothing to learn.
+        if avg == 0 && !slept && waited < self.min / 4 {
+            return;
+        }
+        let sample = if waited > self.max { 0 } else { waited };
+        // avg += (sample - avg) / 8, in unsigned steps.
+        let next = if sample >= avg { avg + (sample - avg) / 8 } else { avg - (avg - sample).div_ceil(8) };
+        // Far below the least spin the average has no effect: let it be
+        // zero, which the check above keeps from further stores.
+        let next = if next < self.min / 16 { 0 } else { next };
+        if next != avg {
+            self.avg.store(next, Ordering::Relaxed);
+        }
     }
 }
 
@@ -562,7 +631,8 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
     // thread saw it finish with the engine lock held (saves taking the lock
     // again below).
     let mut others_busy = None;
-    let spin_ticks = rt.spin_ticks;
+    let spin_ticks = rt.spin.limit();
+    let mut slept = false;
     // When the current spell of polling began (the clock read above is
     // the first one's).
     let mut spell = entry;
@@ -637,6 +707,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
             let _slice = crate::slice::WaitSlice::enter(rt.cfg.slice);
             sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         }
+        slept = true;
         spell = crate::ticks::now();
         latest = spell;
         let waited = crate::ticks::duration(spell.saturating_sub(entry));
@@ -652,6 +723,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
             }
         }
     }
+    rt.spin.record(latest.saturating_sub(entry), slept);
     if helper {
         rt.app_mark.last_wait.store(latest.max(long_end), Ordering::Relaxed);
     }
@@ -672,5 +744,67 @@ fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Dura
     match rt.wake_fd {
         Some(fd) => guard.sleep_or_readable(fd, timeout),
         None => guard.sleep(timeout),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ticks;
+
+    fn us(n: u64) -> u64 {
+        ticks::of(Duration::from_micros(n))
+    }
+
+    #[test]
+    fn the_spin_grows_to_catch_waits_that_end_soon_after_a_sleep() {
+        let spin = Spin::new(Duration::from_micros(50), true);
+        assert_eq!(spin.limit(), us(50));
+        // Waits of 400 us, each of which slept: within a few dozen the
+        // spin covers them, and stays at most SPIN_MAX.
+        let waits = (1..=40).find(|_| {
+            spin.record(us(400), true);
+            spin.limit() >= us(400)
+        });
+        assert!(waits.is_some(), "the spin stayed at {:?} after 40 waits of 400 us", ticks::duration(spin.limit()));
+        for _ in 0..100 {
+            spin.record(us(900), false);
+        }
+        assert!(spin.limit() <= us(1000) + 1, "the spin passed SPIN_MAX: {:?}", ticks::duration(spin.limit()));
+        // Waits far longer than SPIN_MAX: sleeping is right, the spin falls
+        // back to GOAL_SPIN_US, and the average to zero.
+        for _ in 0..200 {
+            spin.record(us(20_000), true);
+        }
+        assert_eq!(spin.limit(), us(50));
+        assert_eq!(spin.avg.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn short_waits_leave_the_spin_alone() {
+        let spin = Spin::new(Duration::from_micros(50), true);
+        for _ in 0..1000 {
+            spin.record(us(1), false);
+        }
+        assert_eq!(spin.avg.load(Ordering::Relaxed), 0);
+        assert_eq!(spin.limit(), us(50));
+        // After longer waits, short ones bring it back down.
+        for _ in 0..50 {
+            spin.record(us(300), true);
+        }
+        assert!(spin.limit() > us(300));
+        for _ in 0..200 {
+            spin.record(us(1), false);
+        }
+        assert_eq!(spin.limit(), us(50));
+    }
+
+    #[test]
+    fn a_fixed_spin_does_not_adapt() {
+        let spin = Spin::new(Duration::from_micros(50), false);
+        for _ in 0..100 {
+            spin.record(us(400), true);
+        }
+        assert_eq!(spin.limit(), us(50));
     }
 }
