@@ -56,12 +56,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Local operations on at least this many bytes first wake the peers that
-/// messages were just written to (a 4 MiB copy takes about 300 us here).
-const LONG_LOCAL_BYTES: u64 = 64 << 10;
-
-/// Copies of at least this many bytes take long enough (10 us and more)
-/// to count as work of their own in the progress heuristics (see
+/// Copies of at least this many bytes take long enough (10 us and more; a
+/// 4 MiB copy about 300 us here) to count as work of their own: a local
+/// operation this long first wakes the peers that messages were just
+/// written to, and the progress heuristics note when one ended (see
 /// [`Engine::long_end`]).
 const LONG_COPY_BYTES: usize = 64 << 10;
 
@@ -812,8 +810,8 @@ impl Engine {
             self.local_vec(r, &e.sched, o)
         } else {
             let l = e.sched.s.locals[o.addr as usize];
-            bytes = l.count as u64 * l.width as u64 / 8;
-            if bytes >= LONG_LOCAL_BYTES {
+            bytes = (l.count as u64 * l.width as u64 / 8) as usize;
+            if bytes >= LONG_COPY_BYTES {
                 // Wake the peers written to so far before a long copy
                 // or reduction, not after it.
                 self.shm.flush();
@@ -824,7 +822,7 @@ impl Engine {
             // contract; scratchpad ranges were checked at compile time.
             unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
         };
-        self.copied(bytes as usize);
+        self.copied(bytes);
         match res {
             Ok(()) => self.finish(r),
             Err(KernelError::DivByZero(i)) => {

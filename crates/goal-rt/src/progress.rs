@@ -636,8 +636,6 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
     // When the current spell of polling began (the clock read above is
     // the first one's).
     let mut spell = entry;
-    // The last news of the current spell (its start, without any).
-    let mut since;
     // The latest clock reading, left for Run in `AppMark::last_wait`: at
     // most a batch of polls before the end, or the end of a long copy
     // made in the last batch (`long_end`), whichever is later. (The last
@@ -652,7 +650,8 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
         // per poll would add two locked instructions to every hop.
         {
             let _polling = mark.then(|| rt.bell.polling());
-            since = spell;
+            // The last news of this spell (its start, without any).
+            let mut since = spell;
             'spin: while shared.state.load(Ordering::Acquire) == RUNNING {
                 let mut news = false;
                 match rt.engine.try_lock() {
