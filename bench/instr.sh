@@ -7,11 +7,8 @@
 #
 # Prints rank 0's instructions per iteration in all, in GOAL_Run and in
 # GOAL_Wait, and its ten costliest functions (self cost, inlined callees
-# included). Needs a valgrind that knows pidfd_open: Debian 12's 3.19 does
-# not, and GOAL_Init then fails with "Function not implemented" (for
-# measuring there, docs/measurements/coll-ir-2026-11-23/ shows a local
-# patch that lets goal attach without pidfds; not for use otherwise: it
-# turns off the detection of dead peers).
+# included). Under valgrind (3.19 knows no pidfd_open) goal watches its
+# peers through /proc and reserves a 256 MiB shared heap, by itself.
 set -euo pipefail
 prefix=${1:?usage: bench/instr.sh PREFIX [BYTES] [ITERATIONS]}
 bytes=${2:-8}
@@ -26,8 +23,7 @@ cat > "$work/rank0.sh" <<WRAP
 if [ "\$GOAL_RANK" = 0 ]; then exec valgrind -q --tool=callgrind --callgrind-out-file="$work/cg.out" "\$@"; else exec "\$@"; fi
 WRAP
 chmod +x "$work/rank0.sh"
-# A small shared heap: valgrind cannot map the default 64 GiB reservation.
-GOAL_HEAP_BYTES=$((64 << 20)) GOAL_PROGRESS=${GOAL_PROGRESS:-manual} \
+GOAL_PROGRESS=${GOAL_PROGRESS:-manual} \
     "$prefix/bin/goalrun" -n 2 "$work/rank0.sh" "$work/pp" "$n" "$bytes"
 echo "rank 0, $bytes bytes, GOAL_PROGRESS=${GOAL_PROGRESS:-manual}, instructions per iteration:"
 callgrind_annotate --inclusive=yes --threshold=100 "$work/cg.out" 2>/dev/null \

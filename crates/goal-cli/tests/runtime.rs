@@ -492,13 +492,16 @@ fn senders_wait_past_the_unexpected_bound() {
 }
 
 /// Rank 1 is killed in the middle of an execution: the others fail with an
-/// error naming it, within seconds; goalrun exits non-zero naming it too.
+/// error naming it and the signal, within seconds; goalrun exits non-zero
+/// naming it too.
 #[test]
 fn a_killed_rank_fails_the_others_quickly() {
     if !in_job() {
-        for (n, mode) in [(2, "thread"), (4, "thread"), (2, "kernel"), (4, "kernel")] {
+        // GOAL_PIDFD=0: peers watched through /proc, as where pidfd_open is
+        // missing (and kernel mode's channels, which need pidfds, refused).
+        for (n, mode, pidfd) in [(2, "thread", "1"), (4, "thread", "1"), (2, "kernel", "1"), (4, "kernel", "1"), (3, "thread", "0"), (3, "kernel", "0")] {
             let t = std::time::Instant::now();
-            let job = launch("a_killed_rank_fails_the_others_quickly", n, &[("GOAL_PROGRESS", mode)]);
+            let job = launch("a_killed_rank_fails_the_others_quickly", n, &[("GOAL_PROGRESS", mode), ("GOAL_PIDFD", pidfd)]);
             assert_ne!(job.status, 0);
             assert!(t.elapsed().as_secs() < 20, "the job took {:?}", t.elapsed());
             assert!(job.stderr.contains("rank 1"), "goalrun does not name rank 1:\n{}", job.stderr);
@@ -535,9 +538,57 @@ fn a_killed_rank_fails_the_others_quickly() {
     let e = run_wait(&rt, &s).expect_err("waiting on a dead rank must fail");
     assert_eq!(e.kind, goal_rt::ErrorKind::PeerLost, "{e}");
     assert!(t.elapsed().as_secs() < 5, "noticed after {:?}", t.elapsed());
+    // Seen by the ranks themselves, not only by goalrun (pidfd: waitid;
+    // /proc: the zombie's exit status, or "exited" once it is reaped).
+    assert!(e.to_string().contains("killed by signal 9") || e.to_string().contains("rank 1 exited"), "{e}");
     println!("rank {me} saw: {e}");
     let _ = n;
     std::process::exit(3);
+}
+
+/// Under a limit on address space (`ulimit -v`, as batch systems set) that
+/// the default 64 GiB heap reserve does not fit, GOAL_Init still succeeds
+/// with a smaller heap and says so with GOAL_DEBUG; heap buffers and
+/// ordinary ones still move. An explicit GOAL_HEAP_BYTES that does not fit
+/// fails GOAL_Init with an error naming it.
+#[test]
+fn a_limited_address_space_shrinks_the_shared_heap() {
+    if !in_job() {
+        // 12 GiB: each of the 3 ranks maps all 3 heaps, in half the limit
+        // at most: 2 GiB each.
+        let kib = 12 << 20;
+        let job = util::launch_limited("a_limited_address_space_shrinks_the_shared_heap", 3, kib, &[("GOAL_DEBUG", "1")]);
+        assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
+        assert!(job.stderr.contains("the shared heap reserves 2048 MiB of address space, not 65536 MiB"), "{}", job.stderr);
+        let job = util::launch_limited("a_limited_address_space_shrinks_the_shared_heap", 2, kib, &[("GOAL_HEAP_BYTES", "64G")]);
+        assert_ne!(job.status, 0);
+        assert!(job.stdout.contains("GOAL_HEAP_BYTES"), "{}\n{}", job.stdout, job.stderr);
+        return;
+    }
+    let rt = match goal_rt::init() {
+        Ok(rt) => rt,
+        Err(e) => {
+            println!("GOAL_Init failed: {e}");
+            std::process::exit(2);
+        }
+    };
+    let (me, n) = (rt.rank() as usize, rt.size() as usize);
+    let (to, from) = ((me + 1) % n, (me + n - 1) % n);
+    for heap in [false, true] {
+        for len in [100, 200_000, 3 << 20] {
+            let mut out = Mem::new(&rt, len, heap);
+            for (i, b) in out.bytes_mut().iter_mut().enumerate() {
+                *b = pattern(me as u64, i);
+            }
+            let inp = Mem::new(&rt, len, false);
+            let mut g = Graph::new();
+            g.send(out.buf(), len as i64, to as i64, 5);
+            g.recv(inp.buf(), len as i64, from as i64, 5);
+            let s = rt.compile(&g).unwrap();
+            run_wait(&rt, &s).unwrap();
+            assert!(inp.bytes().iter().enumerate().all(|(i, &b)| b == pattern(from as u64, i)), "{len} bytes from rank {from} (heap {heap})");
+        }
+    }
 }
 
 /// Random graphs over random ranks: every message (random size, so every

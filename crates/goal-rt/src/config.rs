@@ -12,7 +12,7 @@
 //! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream (setting either fixes the choice) | chosen per message from 64 KiB (see `adapt`), calibrated below |
 //! | `GOAL_ADAPT` | `0`: no per-message choice between stream and CMA; the calibrated range decides | on |
 //! | `GOAL_UNEXPECTED_BYTES` | eager bytes a rank buffers for receives not yet started, before senders must wait | 64 MiB |
-//! | `GOAL_SHM_RING_BYTES`, `GOAL_SHM_STREAM_BYTES`, `GOAL_HEAP_BYTES` | shared-memory sizes | see goal-transport |
+//! | `GOAL_SHM_RING_BYTES`, `GOAL_SHM_STREAM_BYTES`, `GOAL_HEAP_BYTES`, `GOAL_PIDFD` | shared-memory sizes; `GOAL_PIDFD=0` watches local peers through `/proc` | see goal-transport |
 //! | `GOAL_DEBUG` | `1`: print decisions (mode, thresholds) on stderr, and what a Wait stuck for 10 s waits for | off |
 //!
 //! `auto` picks the mode once the runtime knows how many ranks share this

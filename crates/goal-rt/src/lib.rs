@@ -271,6 +271,14 @@ impl Runtime {
                 th.credit
             );
         }
+        if let Some(why) = shm.heap_note().filter(|_| cfg.debug && rank == 0) {
+            eprintln!("goal: {why} (GOAL_Alloc gives out less)");
+        }
+        if let Some(why) = shm.watch_note().filter(|_| cfg.debug && rank == 0) {
+            // (Kernel mode's local channels need pidfds too: without them
+            // every offer is refused and those sends stay eager.)
+            eprintln!("goal: rank {rank}: watching local peers through /proc/<pid>/stat, not pidfds ({why})");
+        }
         let bell = shm.doorbell();
         let heap = shm.heap();
         let net_fd = net.as_ref().map(|n| n.as_raw_fd());

@@ -8,7 +8,9 @@
 //!   a bulk byte stream `s -> me`, a credit word, and one doorbell word.
 //! * Peers attach to each other's inbox through `/proc/<pid>/fd/<fd>` (no
 //!   file names, nothing to clean up after a crash) and watch each other
-//!   with pidfds.
+//!   with pidfds, or through `/proc/<pid>/stat` where `pidfd_open` is
+//!   missing or refused (kernels before 5.3, container seccomp profiles of
+//!   before 2020, valgrind 3.19) or `GOAL_PIDFD=0`.
 //! * Sending to `p` writes into `p`'s inbox; receiving reads my own inbox.
 //! * `flush` wakes the peers written to since the last flush, if they sleep.
 //!
@@ -56,6 +58,13 @@ pub struct ShmConfig {
     pub stream_bytes: usize,
     /// Virtual bytes reserved for this rank's shared heap. `GOAL_HEAP_BYTES`.
     pub heap_bytes: usize,
+    /// Where the address space does not allow `heap_bytes` (a `ulimit -v`,
+    /// valgrind), the reserve is halved down to this; equal to `heap_bytes`
+    /// when `GOAL_HEAP_BYTES` is set.
+    pub heap_min_bytes: usize,
+    /// Watch peers with pidfds when the kernel allows (`GOAL_PIDFD=0`: never,
+    /// always through `/proc`).
+    pub pidfd: bool,
 }
 
 impl Default for ShmConfig {
@@ -64,6 +73,8 @@ impl Default for ShmConfig {
             ring_bytes: 256 << 10,
             stream_bytes: 1 << 20,
             heap_bytes: 64 << 30,
+            heap_min_bytes: 64 << 20,
+            pidfd: true,
         }
     }
 }
@@ -105,6 +116,12 @@ impl ShmConfig {
             }
             let page = sys::page_size() as u64;
             cfg.heap_bytes = n.div_ceil(page).saturating_mul(page) as usize;
+            cfg.heap_min_bytes = cfg.heap_bytes;
+        }
+        match get("GOAL_PIDFD").as_deref() {
+            None | Some("1") => {}
+            Some("0") => cfg.pidfd = false,
+            Some(v) => return Err(bad_var("GOAL_PIDFD", v, "must be 0 or 1")),
         }
         Ok(cfg)
     }
@@ -239,12 +256,91 @@ impl Address {
     }
 }
 
+/// The default heap reserve under valgrind.
+const VALGRIND_HEAP_BYTES: usize = 256 << 20;
+
+/// The shared heap: `heap_bytes` of address space, or, where that cannot
+/// be had (`ulimit -v`, `ulimit -f`, valgrind), the largest power-of-two
+/// fraction of it down to `heap_min_bytes`, with a note saying so.
+///
+/// Under valgrind it is 256 MiB. Under a limit on address space, every
+/// rank also maps the heaps of its local peers (up to `size` heaps in all),
+/// so the reserve is first brought under half the limit shared among them.
+fn create_heap(cfg: &ShmConfig, size: usize) -> io::Result<(Heap, Option<String>)> {
+    let mut bytes = cfg.heap_bytes;
+    // Valgrind cannot map the default reserve, and its leak check at exit
+    // reads every page of what it did map (a 32 GiB heap took 4 GiB of
+    // memory per rank before the kernel killed it).
+    let valgrind = std::env::var("LD_PRELOAD").is_ok_and(|v| v.contains("vgpreload"));
+    if valgrind && cfg.heap_min_bytes < cfg.heap_bytes {
+        bytes = VALGRIND_HEAP_BYTES.max(cfg.heap_min_bytes);
+    }
+    if let Some(limit) = sys::address_space_limit() {
+        let share = limit / 2 / size.max(1) as u64;
+        while bytes as u64 > share && bytes / 2 >= cfg.heap_min_bytes {
+            bytes /= 2;
+        }
+    }
+    loop {
+        match Heap::create(bytes) {
+            Ok(h) if bytes == cfg.heap_bytes => return Ok((h, None)),
+            Ok(h) => {
+                let why = if valgrind { "under valgrind" } else { "which this process may not map" };
+                let note = format!("the shared heap reserves {} MiB of address space, not {} MiB, {why}", bytes >> 20, cfg.heap_bytes >> 20);
+                return Ok((h, Some(note)));
+            }
+            Err(e) if bytes / 2 >= cfg.heap_min_bytes => {
+                let _ = e;
+                bytes /= 2;
+            }
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("reserving {} MiB of address space for the shared heap (GOAL_HEAP_BYTES): {e}", bytes >> 20),
+                ))
+            }
+        }
+    }
+}
+
+/// How a peer's exit is noticed.
+enum Watch {
+    /// A pidfd: readable once the peer has exited.
+    Pidfd(OwnedFd),
+    /// No pidfds here: `/proc/<pid>/stat` is read, and the peer has exited
+    /// when it is gone, a zombie, or another process (a later `start`).
+    Proc { start: u64 },
+}
+
+/// Why the peer watched through `/proc` (pid `pid`, started at `start`)
+/// has ended, or `None` while it runs.
+fn proc_exit(pid: i32, start: u64) -> Option<String> {
+    match sys::proc_stat(pid) {
+        Ok(st) if st.start == start && !st.ended => None,
+        Ok(st) if st.start == start => Some(st.status.map_or_else(|| "exited".to_string(), |w| describe_exit(sys::exit_cause(w)))),
+        Ok(_) => Some("exited".to_string()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Some("exited".to_string()),
+        // Cannot tell (out of descriptors, say): ask again next time.
+        Err(_) => None,
+    }
+}
+
+/// `cause` in the words of a lost-peer error.
+fn describe_exit(cause: sys::ExitCause) -> String {
+    match cause {
+        sys::ExitCause::Exited(code) => format!("exited with status {code}"),
+        sys::ExitCause::Killed { signal, dumped } => {
+            format!("killed by signal {signal}{}", if dumped { " (core dumped)" } else { "" })
+        }
+    }
+}
+
 /// What I hold of a connected peer.
 struct Peer {
     /// The peer's process id (the pid its address gave, checked against its inbox header).
     pid: i32,
-    /// Becomes readable when the peer exits.
-    pidfd: OwnedFd,
+    /// How we learn that the peer exited.
+    watch: Watch,
     /// Ring `me -> peer`, in the peer's inbox.
     ring: RingProducer,
     /// Stream `me -> peer`, in the peer's inbox.
@@ -294,6 +390,12 @@ pub struct ShmNode {
     dirty: Vec<Cell<u64>>,
     /// Peers whose death `check_peers` has already reported.
     reported: Vec<Cell<bool>>,
+    /// Whether to try `pidfd_open` for new peers (off after it failed once).
+    try_pidfd: bool,
+    /// Why peers are watched through `/proc`, if they are.
+    watch_note: Option<String>,
+    /// Why the heap is smaller than configured, if it is.
+    heap_note: Option<String>,
     /// True while `poll` runs callbacks (a nested `poll` returns 0).
     polling: Cell<bool>,
 }
@@ -348,7 +450,7 @@ impl ShmNode {
                 })
             })
             .collect();
-        let heap = Arc::new(Heap::create(cfg.heap_bytes)?);
+        let (heap, heap_note) = create_heap(cfg, size)?;
         Ok(ShmNode {
             rank,
             size,
@@ -356,11 +458,14 @@ impl ShmNode {
             doorbell: Arc::new(Doorbell::new(inbox.clone())),
             inbox,
             inbox_fd,
-            heap,
+            heap: Arc::new(heap),
+            heap_note,
             peers: (0..size).map(|_| None).collect(),
             incoming,
             dirty: (0..size.div_ceil(64)).map(|_| Cell::new(0)).collect(),
             reported: (0..size).map(|_| Cell::new(false)).collect(),
+            try_pidfd: cfg.pidfd,
+            watch_note: (!cfg.pidfd).then(|| "GOAL_PIDFD=0".to_string()),
             polling: Cell::new(false),
         })
     }
@@ -415,7 +520,7 @@ impl ShmNode {
         }
         // Watch first: if the process is gone now, say so rather than maybe
         // opening a recycled pid's descriptor.
-        let pidfd = sys::pidfd_open(a.pid)?;
+        let watch = self.watch(a.pid)?;
         let fd = sys::open_proc_fd(a.pid, a.inbox_fd, true)?;
         if sys::file_size(fd.as_fd())? < total as u64 {
             return Err(invalid(format!(
@@ -433,9 +538,20 @@ impl ShmNode {
                 a.pid, a.inbox_fd
             )));
         }
+        if let Watch::Proc { start } = watch {
+            // The inbox is the peer's, so the pid was the peer's when we
+            // opened it; it was the same process at the first look if it
+            // started at the same time.
+            if sys::proc_stat(a.pid).map(|st| st.start).ok() != Some(start) {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("rank {peer} (pid {}) exited while attaching", a.pid),
+                ));
+            }
+        }
         self.peers[peer] = Some(Peer {
             pid: a.pid,
-            pidfd,
+            watch,
             ring: RingProducer::new(inbox.clone(), &self.layout, self.rank),
             stream: StreamProducer::new(inbox.clone(), &self.layout, self.rank),
             bell: RemoteBell::new(inbox.clone()),
@@ -621,14 +737,26 @@ impl ShmNode {
         let mut ranks = Vec::new();
         let mut fds: Vec<libc::pollfd> = Vec::new();
         for (r, p) in self.peers.iter().enumerate() {
-            if let Some(p) = p.as_ref().filter(|_| !self.reported[r].get()) {
-                ranks.push(r);
-                fds.push(libc::pollfd {
-                    fd: p.pidfd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                });
+            let Some(p) = p.as_ref().filter(|_| !self.reported[r].get()) else { continue };
+            match &p.watch {
+                Watch::Pidfd(fd) => {
+                    ranks.push(r);
+                    fds.push(libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    });
+                }
+                Watch::Proc { start } => {
+                    if let Some(cause) = proc_exit(p.pid, *start) {
+                        self.reported[r].set(true);
+                        return Err(PeerLost { rank: r, cause });
+                    }
+                }
             }
+        }
+        if fds.is_empty() {
+            return Ok(());
         }
         match sys::poll(&mut fds, 0) {
             Ok(0) => return Ok(()),
@@ -643,14 +771,9 @@ impl ShmNode {
                 let p = self.peers[rank]
                     .as_ref()
                     .expect("polled peers are connected");
-                let cause = match sys::waitid_pidfd(p.pidfd.as_fd()) {
-                    Ok(Some(sys::ExitCause::Exited(code))) => format!("exited with status {code}"),
-                    Ok(Some(sys::ExitCause::Killed { signal, dumped })) => {
-                        format!(
-                            "killed by signal {signal}{}",
-                            if dumped { " (core dumped)" } else { "" }
-                        )
-                    }
+                let Watch::Pidfd(pidfd) = &p.watch else { unreachable!("only pidfds are polled") };
+                let cause = match sys::waitid_pidfd(pidfd.as_fd()) {
+                    Ok(Some(c)) => describe_exit(c),
                     _ => "exited".to_string(),
                 };
                 self.reported[rank].set(true);
@@ -658,6 +781,40 @@ impl ShmNode {
             }
         }
         Ok(())
+    }
+
+    /// How to watch the process `pid`: a pidfd if the kernel gives one,
+    /// else its start time in `/proc` (and a note saying why, once).
+    fn watch(&mut self, pid: i32) -> io::Result<Watch> {
+        if self.try_pidfd {
+            match sys::pidfd_open(pid) {
+                Ok(fd) => return Ok(Watch::Pidfd(fd)),
+                // Missing (ENOSYS) or refused by a seccomp filter (EPERM):
+                // fall back, for this peer and every later one.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EACCES)) => {
+                    self.try_pidfd = false;
+                    self.watch_note = Some(format!("pidfd_open: {e}"));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let st = sys::proc_stat(pid).map_err(|e| io::Error::new(e.kind(), format!("watching pid {pid}: {e}")))?;
+        if st.ended {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("pid {pid} has exited")));
+        }
+        Ok(Watch::Proc { start: st.start })
+    }
+
+    /// Why peers are watched through `/proc/<pid>/stat` rather than pidfds
+    /// (`None`: they are not).
+    pub fn watch_note(&self) -> Option<&str> {
+        self.watch_note.as_deref()
+    }
+
+    /// Why the shared heap reserves less than `ShmConfig::heap_bytes`
+    /// (`None`: it does not).
+    pub fn heap_note(&self) -> Option<&str> {
+        self.heap_note.as_deref()
     }
 
     /// The process id of `peer`.
@@ -683,7 +840,13 @@ impl ShmNode {
                 format!("rank {peer} is not attached"),
             ));
         };
-        sys::pidfd_getfd(p.pidfd.as_fd(), fd).map_err(|e| {
+        let Watch::Pidfd(pidfd) = &p.watch else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("no pidfd for rank {peer} to take its descriptor {fd} with"),
+            ));
+        };
+        sys::pidfd_getfd(pidfd.as_fd(), fd).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(
@@ -718,7 +881,16 @@ impl ShmNode {
                 let fd = sys::open_proc_fd(p.pid, p.heap_fd, false)?;
                 let len = usize::try_from(p.heap_bytes)
                     .map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
-                let _ = p.heap.set(Mapping::new(fd.as_fd(), len, false)?);
+                let map = Mapping::new(fd.as_fd(), len, false).map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!(
+                            "mapping rank {peer}'s {} MiB shared heap: {e} (a smaller GOAL_HEAP_BYTES on every rank leaves room)",
+                            len >> 20
+                        ),
+                    )
+                })?;
+                let _ = p.heap.set(map);
             }
             let map = p.heap.get().expect("mapped above");
             (map.ptr() as *const u8, map.len())

@@ -281,6 +281,64 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
     }
 }
 
+/// The soft limit on this process's address space (`RLIMIT_AS`, what
+/// `ulimit -v` sets), if there is one.
+pub fn address_space_limit() -> Option<u64> {
+    // SAFETY: rlimit is plain old data; all-zero is valid.
+    let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid, writable rlimit for the duration of the call.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
+
+/// What `/proc/<pid>/stat` says of a process: enough to tell whether the
+/// process seen earlier under `pid` still runs, where pidfds are missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Clock ticks after boot at which the process started (field 22): a
+    /// pid reused by a new process has a later one.
+    pub start: u64,
+    /// The process has ended and waits to be reaped (state `Z` or `X`).
+    pub ended: bool,
+    /// Its wait status (field 52, kept while it is a zombie; Linux 3.5).
+    pub status: Option<i32>,
+}
+
+/// Reads `/proc/<pid>/stat`; `ErrorKind::NotFound` once the process is gone.
+pub fn proc_stat(pid: i32) -> io::Result<ProcStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    parse_proc_stat(&text).ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidData, format!("/proc/{pid}/stat: cannot parse {text:?}"))
+    })
+}
+
+/// The fields of a `/proc/<pid>/stat` line that [`ProcStat`] keeps. The
+/// command name (field 2) may hold spaces and parentheses, so fields are
+/// counted from the last `)`.
+fn parse_proc_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // f[0] is field 3 (state), so field k is f[k - 3].
+    let state = f.first()?;
+    Some(ProcStat {
+        start: f.get(22 - 3)?.parse().ok()?,
+        ended: *state == "Z" || *state == "X",
+        status: f.get(52 - 3).and_then(|s| s.parse().ok()),
+    })
+}
+
+/// How a process ended, from a wait status (`waitpid`'s encoding).
+pub fn exit_cause(status: i32) -> ExitCause {
+    if status & 0x7f == 0 {
+        ExitCause::Exited((status >> 8) & 0xff)
+    } else {
+        ExitCause::Killed {
+            signal: status & 0x7f,
+            dumped: status & 0x80 != 0,
+        }
+    }
+}
+
 /// How a process ended, as far as `waitid` could tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitCause {
@@ -547,4 +605,31 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], flags: libc::c_int) -> io::Resul
     // for the whole call.
     let r = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) };
     Ok(cvt_long(r as libc::c_long)? as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_reads_this_process() {
+        let st = proc_stat(getpid()).unwrap();
+        assert!(st.start > 0);
+        assert!(!st.ended);
+    }
+
+    #[test]
+    fn proc_stat_counts_fields_after_the_command_name() {
+        // A zombie whose command name holds ") Z (": the fields count from the last ')'.
+        let mut fields = vec!["0"; 50];
+        fields[0] = "Z";
+        fields[22 - 3] = "12345";
+        fields[52 - 3] = "9";
+        let line = format!("42 (a) Z (b) {}\n", fields.join(" "));
+        let st = parse_proc_stat(&line).unwrap();
+        assert_eq!(st, ProcStat { start: 12345, ended: true, status: Some(9) });
+        assert_eq!(exit_cause(9), ExitCause::Killed { signal: 9, dumped: false });
+        assert_eq!(exit_cause(3 << 8), ExitCause::Exited(3));
+        assert!(parse_proc_stat("42 (a) R 1 2").is_none());
+    }
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use goal_transport::shm::ShmNode;
+use goal_transport::shm::{ShmConfig, ShmNode};
 use goal_transport::sys;
 use std::time::{Duration, Instant};
 
@@ -227,12 +227,18 @@ fn process_check_peers_reports_a_killed_child() {
             std::thread::sleep(Duration::from_secs(1));
         }
     }
-    for (role, expected) in [
-        ("kill", "killed by signal 9"),
-        ("exit3", "exited with status 3"),
+    // pidfd: false watches through /proc/<pid>/stat (the unreaped child's
+    // exit status is there until the wait below).
+    for (role, expected, pidfd) in [
+        ("kill", "killed by signal 9", true),
+        ("exit3", "exited with status 3", true),
+        ("kill", "killed by signal 9", false),
+        ("exit3", "exited with status 3", false),
     ] {
+        let pcfg = ShmConfig { pidfd, ..cfg.clone() };
         let (node, mut child) =
-            parent_pair("process_check_peers_reports_a_killed_child", role, &cfg);
+            parent_pair("process_check_peers_reports_a_killed_child", role, &pcfg);
+        assert_eq!(node.watch_note().is_some(), !pidfd);
         assert_eq!(node.check_peers(), Ok(()));
         assert_eq!(node.peer_pid(1) as u32, child.child.id());
         if role == "kill" {
@@ -266,6 +272,10 @@ fn process_check_peers_reports_a_killed_child() {
             t.elapsed()
         );
         child.child.wait().unwrap();
+        if !pidfd {
+            // Reaped (and its pid free for reuse): still reported once only.
+            assert_eq!(node.check_peers(), Ok(()));
+        }
         // The dead peer's inbox stays mapped: writing to it is harmless.
         let _ = node.try_send(1, &[0; 4], &[]);
     }

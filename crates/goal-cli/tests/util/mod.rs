@@ -45,6 +45,23 @@ pub fn launch(test: &str, n: usize, env: &[(&str, &str)]) -> Job {
     Job::from(cmd.output().expect("goalrun could not be started"))
 }
 
+/// As [`launch`], with goalrun and its ranks under `ulimit -v KIB` (a
+/// batch system's limit on address space).
+pub fn launch_limited(test: &str, n: usize, kib: u64, env: &[(&str, &str)]) -> Job {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_goalrun"))
+        .args(["-n", &n.to_string(), "--timeout", "120", "--"])
+        .arg(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Job::from(cmd.output().expect("sh could not be started"))
+}
+
 /// Runs `body` as each rank of jobs of the given sizes and progress modes;
 /// in the driver, asserts every job succeeded.
 pub fn ranks(test: &str, sizes: &[usize], modes: &[&str], body: impl Fn()) {

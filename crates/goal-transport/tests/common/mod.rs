@@ -12,6 +12,7 @@ pub fn small_cfg() -> ShmConfig {
         ring_bytes: 16 << 10,
         stream_bytes: 1 << 20,
         heap_bytes: 1 << 30,
+        ..ShmConfig::default()
     }
 }
 
