@@ -13,6 +13,9 @@
 #   // ranks: 2 3 4      rank counts to run at (default: $CTEST_RANKS or 1 2 3 4 7)
 #   // modes: 2 3        also run with GOAL_PROGRESS=manual and =thread at these
 #                        rank counts (the default runs leave GOAL_PROGRESS unset)
+#   // memcheck: 2       also run every rank under valgrind's memcheck at these
+#                        rank counts: any memory error, or memory definitely
+#                        lost at exit, fails the case (skipped without valgrind)
 #   // expect-fail: RE   the case must exit non-zero and its output must match
 #                        the extended regex RE (case-insensitive); repeatable
 #   // expect-survivors: RE
@@ -85,12 +88,17 @@ run_case() {
     t0=$(date +%s.%N)
     (
         cd "$BUILD/work" || exit 125
-        if [ "$mode" = default ]; then
+        local wrap=()
+        case $mode in
+        default) unset GOAL_PROGRESS ;;
+        memcheck)
             unset GOAL_PROGRESS
-        else
-            export GOAL_PROGRESS=$mode
-        fi
-        exec timeout -k 5 $((TIMEOUT + 30)) "$GOALRUN" --timeout "$TIMEOUT" -n "$n" "$exe" "$n"
+            wrap=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+                  --show-leak-kinds=definite)
+            ;;
+        *) export GOAL_PROGRESS=$mode ;;
+        esac
+        exec timeout -k 5 $((TIMEOUT + 30)) "$GOALRUN" --timeout "$TIMEOUT" -n "$n" "${wrap[@]}" "$exe" "$n"
     ) >"$log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
@@ -191,6 +199,13 @@ for f in "${built[@]}"; do
         for mode in manual thread; do
             run_case "$name" "$exe" "$f" "$n" "$mode"
         done
+    done
+    for n in $(directive "$f" memcheck | tr '\n' ' '); do
+        if command -v valgrind >/dev/null 2>&1; then
+            run_case "$name" "$exe" "$f" "$n" memcheck
+        else
+            report SKIP "$name n=$n mode=memcheck" "(valgrind is not installed)"
+        fi
     done
 done
 

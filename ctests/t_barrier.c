@@ -25,6 +25,7 @@
  *     rank's arrival through the dependencies;
  *   - a hundred back-to-back executions of each barrier succeed.
  */
+// memcheck: 2
 // ranks: 1 2 3 4 5 6 7 8
 // modes: 4 5
 #include "helpers.h"

@@ -21,6 +21,7 @@
  *     GOAL_INVALID_VERTEX and leaves the graph usable;
  *   - several collective schedules in flight at once (Run all, then Wait all).
  */
+// memcheck: 2
 // ranks: 1 2 3 4 5 7
 // modes: 3 4
 #include "helpers.h"

@@ -29,6 +29,7 @@
  * for executions they have not started yet arrive early) change nothing;
  * repeated for several rounds, and with Test-polling instead of Wait.
  */
+// memcheck: 2
 // modes: 2 3
 #include "helpers.h"
 

@@ -17,6 +17,7 @@
  *     A first, then B; A's receive gets A's data and B's gets B's, although
  *     B's message arrived first with the same source and tag.
  */
+// memcheck: 2
 // modes: 2 3
 #include "helpers.h"
 

@@ -37,6 +37,7 @@
  *   - GOAL_IsExtensionAvailable of a made-up id is not 1;
  *   - after all that, a ring exchange still works.
  */
+// memcheck: 2
 #include "helpers.h"
 
 /* ------------------------------------------------- error code bookkeeping */

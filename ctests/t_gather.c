@@ -34,6 +34,7 @@
  * buffer is modified, non-root receive buffers are untouched; two runs of
  * each schedule with new data.
  */
+// memcheck: 2
 // modes: 3
 #include "helpers.h"
 

@@ -19,6 +19,7 @@
  * its pieces whatever the piece layouts of the three lists (including a
  * scratchpad list), and its piece arrays are copied at the call.
  */
+// memcheck: 2
 // ranks: 1 2
 #include "helpers.h"
 

@@ -15,6 +15,7 @@
  *     r(r+1)/2 for rank r > 0; 50 runs, with a per-run offset added by rank 0
  *     so stale tokens would show.
  */
+// memcheck: 2
 // modes: 2 3
 #include "helpers.h"
 

@@ -13,6 +13,7 @@
  *   - all at once: one execution in which every rank sends a 64 KiB and a
  *     1 MiB + 13 message to every rank (two tags) and receives all of them.
  */
+// memcheck: 2
 // modes: 2 3
 #include "helpers.h"
 

@@ -16,6 +16,7 @@
  * arrive in send order, nothing past a message is written; three runs with
  * new data.
  */
+// memcheck: 2
 // modes: 2 3
 #include "helpers.h"
 

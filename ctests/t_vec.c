@@ -19,6 +19,7 @@
  *     overwritten right after every SendVec/RecvVec;
  *   - all of it over two runs with new data.
  */
+// memcheck: 2
 // modes: 2 3
 #include "helpers.h"
 

@@ -21,6 +21,7 @@
  *     receives for tag 30;
  *   - two runs of every schedule.
  */
+// memcheck: 2
 // modes: 2 3
 #include "helpers.h"
 

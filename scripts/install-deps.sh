@@ -8,6 +8,8 @@
 #   - Slurm (slurmd, slurmctld, slurm-client) and munge: crates/goal-cli's
 #     tests/slurm.rs runs jobs with srun across the emulated hosts, on daemons
 #     it starts itself (the packages' services are not used)
+#   - valgrind: ctests/run.sh runs some C tests under memcheck (`// memcheck:`),
+#     and bench/instr.sh counts instructions with callgrind
 #   - Python's matplotlib (for the benchmark plots)
 # and write scripts/mpi-env.sh, which names each MPI's compiler wrapper and
 # launcher explicitly (mpicc.openmpi / mpirun.openmpi, mpicc.mpich / mpirun.mpich),
@@ -37,7 +39,7 @@ done
 export DEBIAN_FRONTEND=noninteractive
 PY="${PYTHON:-python3}"
 
-DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping libpmix2 libpmix-dev
+DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping libpmix2 libpmix-dev valgrind
       slurmd slurmctld slurm-client munge)
 
 SUDO=()
