@@ -289,10 +289,7 @@ fn create_heap(cfg: &ShmConfig, size: usize) -> io::Result<(Heap, Option<String>
                 let note = format!("the shared heap reserves {} MiB of address space, not {} MiB, {why}", bytes >> 20, cfg.heap_bytes >> 20);
                 return Ok((h, Some(note)));
             }
-            Err(e) if bytes / 2 >= cfg.heap_min_bytes => {
-                let _ = e;
-                bytes /= 2;
-            }
+            Err(_) if bytes / 2 >= cfg.heap_min_bytes => bytes /= 2,
             Err(e) => {
                 return Err(io::Error::new(
                     e.kind(),
@@ -390,9 +387,8 @@ pub struct ShmNode {
     dirty: Vec<Cell<u64>>,
     /// Peers whose death `check_peers` has already reported.
     reported: Vec<Cell<bool>>,
-    /// Whether to try `pidfd_open` for new peers (off after it failed once).
-    try_pidfd: bool,
-    /// Why peers are watched through `/proc`, if they are.
+    /// Why peers are watched through `/proc`, if they are (`None`: new
+    /// peers get a pidfd).
     watch_note: Option<String>,
     /// Why the heap is smaller than configured, if it is.
     heap_note: Option<String>,
@@ -464,7 +460,6 @@ impl ShmNode {
             incoming,
             dirty: (0..size.div_ceil(64)).map(|_| Cell::new(0)).collect(),
             reported: (0..size).map(|_| Cell::new(false)).collect(),
-            try_pidfd: cfg.pidfd,
             watch_note: (!cfg.pidfd).then(|| "GOAL_PIDFD=0".to_string()),
             polling: Cell::new(false),
         })
@@ -786,13 +781,12 @@ impl ShmNode {
     /// How to watch the process `pid`: a pidfd if the kernel gives one,
     /// else its start time in `/proc` (and a note saying why, once).
     fn watch(&mut self, pid: i32) -> io::Result<Watch> {
-        if self.try_pidfd {
+        if self.watch_note.is_none() {
             match sys::pidfd_open(pid) {
                 Ok(fd) => return Ok(Watch::Pidfd(fd)),
                 // Missing (ENOSYS) or refused by a seccomp filter (EPERM):
                 // fall back, for this peer and every later one.
                 Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EACCES)) => {
-                    self.try_pidfd = false;
                     self.watch_note = Some(format!("pidfd_open: {e}"));
                 }
                 Err(e) => return Err(e),
