@@ -247,6 +247,76 @@ fn dropped_schedules_are_freed() {
     });
 }
 
+/// Executions point at their compiled schedule without counting: a
+/// schedule dropped while it runs (its last handle gone) stays with the
+/// engine until they finish, which they do, with the data, and it is freed
+/// then (memory stays flat over hundreds of such drops). A handle dropped
+/// unwaited leaves its execution running too.
+#[test]
+fn a_schedule_dropped_while_it_runs_still_finishes() {
+    ranks("a_schedule_dropped_while_it_runs_still_finishes", &[2, 3], &["manual", "thread"], || {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        let (to, from) = ((me + 1) % n, (me + n - 1) % n);
+        let mut dropped_running = 0;
+        let mut round = |i: usize, len: usize| {
+            let sb = vec![(me + i) as u8; len];
+            let mut rb = vec![0u8; len];
+            let mut g = Graph::new();
+            g.send(Buf::user(sb.as_ptr() as u64), len as i64, to as i64, 5);
+            g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 5);
+            let s = rt.compile(&g).unwrap();
+            if me != 0 && i == 0 {
+                // Rank 0's receive cannot finish before this.
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            // SAFETY: the buffers outlive the execution (waited for below).
+            let h = unsafe { rt.run(&s) }.unwrap();
+            if me == 0 {
+                dropped_running += s.is_running() as usize;
+                drop(s);
+            }
+            h.wait().unwrap();
+            assert!(rb.iter().all(|&b| b == (from + i) as u8), "rank {me}: round {i} of {len} bytes: wrong data");
+        };
+        for i in 0..100 {
+            round(i, if i % 2 == 0 { 100 } else { 200 << 10 });
+        }
+        let before = rss_kib();
+        for i in 100..600 {
+            round(i, if i % 2 == 0 { 100 } else { 200 << 10 });
+        }
+        let after = rss_kib();
+        assert!(after <= before + (16 << 10), "rank {me}: RSS grew from {before} KiB to {after} KiB over 500 schedules dropped while running");
+        if me == 0 {
+            assert!(dropped_running > 0, "rank 0 never dropped a schedule while it ran: the test tested nothing");
+        }
+        // A handle dropped without Wait: its execution still completes
+        // (the peers' Waits below need rank 0's send and receive).
+        let sb = [7u8; 64];
+        let mut rb = vec![0u8; 64];
+        let mut g = Graph::new();
+        g.send(Buf::user(sb.as_ptr() as u64), 64, to as i64, 6);
+        g.recv(Buf::user(rb.as_mut_ptr() as u64), 64, from as i64, 6);
+        let s = rt.compile(&g).unwrap();
+        // SAFETY: the buffers outlive the execution (finished below).
+        let h = unsafe { rt.run(&s) }.unwrap();
+        if me == 0 {
+            drop(h);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while s.is_running() {
+                assert!(std::time::Instant::now() < deadline, "rank 0: an unwaited execution did not finish");
+                rt.progress();
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        } else {
+            h.wait().unwrap();
+        }
+        assert_eq!(rb, vec![7u8; 64], "rank {me}: the unwaited exchange's data");
+        goal_rt::finalize().unwrap();
+    });
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the same clock in every process here.
 fn mono_ns() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };

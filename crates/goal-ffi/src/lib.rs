@@ -22,7 +22,6 @@ use goal_sched::{Buf, Graph, Vertex};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 mod coll;
@@ -41,9 +40,9 @@ pub struct goal_schedule {
     rt: Arc<goal_rt::Runtime>,
 }
 
-/// One execution of a schedule (opaque).
+/// One execution of a schedule (opaque: a `goal_rt::Handle` as a pointer).
 pub struct goal_handle {
-    h: goal_rt::Handle,
+    _opaque: [u8; 0],
 }
 
 /// A graph; NULL is invalid.
@@ -248,8 +247,6 @@ pub extern "C" fn GOAL_MyRank() -> c_int {
 pub extern "C" fn GOAL_Finalize() -> c_int {
     code_result("GOAL_Finalize", || {
         goal_rt::finalize()?;
-        // SAFETY: whatever SPARE held was its allocation, with no value.
-        unsafe { free_spare(SPARE.swap(std::ptr::null_mut(), Ordering::Acquire)) };
         Ok(GOAL_SUCCESS)
     })
 }
@@ -549,47 +546,19 @@ pub unsafe extern "C" fn GOAL_FreeSchedule(s: GOAL_Schedule) -> c_int {
     })
 }
 
-/// The memory of one released handle, kept for the next Run: a loop of
-/// Run and Wait then allocates nothing (malloc and free took 2 % of a
-/// 2-rank 8-byte barrier). Null, or an allocation of a `goal_handle` whose
-/// value has been moved out.
-static SPARE: AtomicPtr<goal_handle> = AtomicPtr::new(std::ptr::null_mut());
-
-/// A handle for `h`, in the spare allocation if there is one.
+/// C's handle for `h`: the execution's counted state itself
+/// ([`goal_rt::Handle::into_raw`]), so that Run and Wait allocate nothing.
 fn new_handle(h: goal_rt::Handle) -> GOAL_Handle {
-    let p = SPARE.swap(std::ptr::null_mut(), Ordering::Acquire);
-    if p.is_null() {
-        return Box::into_raw(Box::new(goal_handle { h }));
-    }
-    // SAFETY: `p` is a `goal_handle` allocation with no value in it (the
-    // invariant of SPARE), and the swap made it ours alone.
-    unsafe { p.write(goal_handle { h }) };
-    p
+    h.into_raw() as GOAL_Handle
 }
 
-/// Moves the execution out of handle `p` and keeps (or frees) its memory.
+/// Takes back the execution of handle `p`.
 ///
 /// # Safety
 /// `p` must come from [`new_handle`] and not have been taken before.
 unsafe fn take_handle(p: GOAL_Handle) -> goal_rt::Handle {
-    // SAFETY: `p` holds a value (caller), which is moved out exactly once.
-    let h = unsafe { std::ptr::read(&(*p).h) };
-    // SAFETY: what SPARE held was its allocation, with no value.
-    unsafe { free_spare(SPARE.swap(p, Ordering::Release)) };
-    h
-}
-
-/// Frees `p`, an allocation of a `goal_handle` whose value has been moved
-/// out (so none is dropped), or nothing if it is null.
-///
-/// # Safety
-/// `p` must be null or such an allocation, owned by the caller.
-unsafe fn free_spare(p: GOAL_Handle) {
-    if !p.is_null() {
-        // SAFETY: a `goal_handle` allocation (caller); `MaybeUninit` frees
-        // it without dropping the value that is no longer there.
-        drop(unsafe { Box::from_raw(p as *mut std::mem::MaybeUninit<goal_handle>) });
-    }
+    // SAFETY: from `new_handle`, taken once (caller).
+    unsafe { goal_rt::Handle::from_raw(p as *const c_void) }
 }
 
 /// Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why.
@@ -627,12 +596,15 @@ pub unsafe extern "C" fn GOAL_Run(s: GOAL_Schedule) -> GOAL_Handle {
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Test(h: GOAL_Handle) -> c_int {
     code_result("GOAL_Test", || {
-        // SAFETY: caller guarantee: NULL or live.
-        let hd = unsafe { h.as_ref() }.ok_or_else(|| invalid("GOAL_Test: the handle is NULL".into()))?;
-        let r = hd.h.test();
+        if h.is_null() {
+            return Err(invalid("GOAL_Test: the handle is NULL".into()));
+        }
+        // SAFETY: h came from GOAL_Run (caller: live); given back below
+        // unless released here, exactly once.
+        let hd = std::mem::ManuallyDrop::new(unsafe { take_handle(h) });
+        let r = hd.test();
         if !matches!(r, Ok(false)) {
-            // SAFETY: h came from GOAL_Run; released exactly once here.
-            drop(unsafe { take_handle(h) });
+            drop(std::mem::ManuallyDrop::into_inner(hd));
         }
         r.map(|done| done as c_int)
     })

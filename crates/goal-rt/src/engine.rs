@@ -52,7 +52,7 @@ use goal_transport::shm::ShmNode;
 use goal_transport::PeerLost;
 use std::collections::{HashMap, VecDeque};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -103,6 +103,39 @@ struct LockedPool(UnsafeCell<Vec<Box<ExecBufs>>>);
 // threads touch a pool at once.
 unsafe impl Sync for LockedPool {}
 
+/// An execution's schedule, by pointer: an `Arc` clone and drop per
+/// execution were two of the fourteen locked instructions of a 2-rank
+/// barrier's Run and Wait.
+///
+/// Valid while an execution holding it exists: a schedule with executions
+/// in flight is kept by its [`Schedule`](crate::Schedule) handles and, once
+/// the last of those is dropped, by the engine ([`Engine::orphan`]) until
+/// `running` reaches zero. A copy taken out of an `Exec` must not be used
+/// after that execution completes.
+#[derive(Clone, Copy)]
+struct SchedRef(std::ptr::NonNull<SchedInner>);
+
+impl SchedRef {
+    fn new(s: &Arc<SchedInner>) -> SchedRef {
+        SchedRef(std::ptr::NonNull::from(&**s))
+    }
+}
+
+impl std::ops::Deref for SchedRef {
+    type Target = SchedInner;
+    fn deref(&self) -> &SchedInner {
+        // SAFETY: the schedule outlives every execution of it (see the type's
+        // comment), and only executions hold a `SchedRef`; `SchedInner` is
+        // only read through shared references (its mutable parts are atomics
+        // and the engine-locked pool).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+// SAFETY: a `SchedRef` stands for a shared `&SchedInner`, and `SchedInner` is
+// `Sync` (it is shared through `Arc` between threads already).
+unsafe impl Send for SchedRef {}
+
 /// A 64-byte aligned block, so scratchpads are aligned for any element type.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -120,17 +153,29 @@ struct ExecBufs {
 }
 
 impl ExecShared {
-    fn new() -> Arc<ExecShared> {
-        Arc::new(ExecShared { state: AtomicI32::new(RUNNING), error: Mutex::new(None) })
+    fn new(rt: &Arc<crate::Runtime>, sched_id: u32) -> Arc<ExecShared> {
+        Arc::new(ExecShared { state: AtomicI32::new(RUNNING), error: Mutex::new(None), rt: rt.clone(), sched_id, run_at: AtomicU64::new(0) })
     }
 }
 
-/// The state of an execution that its handle observes.
+/// The state of an execution that its handle observes: all a handle is
+/// (see [`Handle`](crate::Handle)).
 pub struct ExecShared {
     /// 0 running, 1 finished, -1 failed.
     pub state: AtomicI32,
     /// Why it failed.
     pub error: Mutex<Option<Error>>,
+    /// The runtime, for the handle: held here, with the reused state,
+    /// rather than cloned into every handle (a locked increment in Run and
+    /// a decrement in Wait). Schedules hold their pooled states, so a
+    /// schedule kept past `finalize` keeps the runtime's memory until it
+    /// is dropped.
+    pub rt: Arc<crate::Runtime>,
+    /// The schedule's id and the time of Run (`ticks`), from which Wait
+    /// learns whether the application computes after this schedule's Runs
+    /// (see `progress::AppMark`). Written by Run before the handle exists.
+    pub sched_id: u32,
+    pub run_at: AtomicU64,
 }
 
 /// Execution running, finished, failed.
@@ -155,7 +200,7 @@ struct Posted {
 }
 
 struct Exec {
-    sched: Arc<SchedInner>,
+    sched: SchedRef,
     seq: u32,
     gen: u32,
     /// Boxed: an execution's buffers move from the pool into its slot and
@@ -271,6 +316,9 @@ struct State {
     free_slots: Vec<u32>,
     /// Active executions per schedule id: (execution number, slot).
     active: Vec<Vec<(u32, u32)>>,
+    /// Schedules dropped by the application with executions still running,
+    /// kept until those finish (see `SchedRef`).
+    orphans: Vec<Arc<SchedInner>>,
     unexp: KeyMap<u64, VecDeque<Unexp>>,
     /// Emptied queues of `unexp`, and payload buffers of unexpected eager
     /// messages already delivered, for the next ones: an unexpected message
@@ -389,6 +437,7 @@ impl Engine {
             gens: Vec::new(),
             free_slots: Vec::new(),
             active: Vec::new(),
+            orphans: Vec::new(),
             unexp: KeyMap::default(),
             spare_queues: Vec::new(),
             spare_bufs: Vec::new(),
@@ -429,7 +478,7 @@ impl Engine {
     }
 
     /// Starts an execution of `sched`; returns its shared state.
-    pub fn start(&mut self, sched: &Arc<SchedInner>) -> Arc<ExecShared> {
+    pub fn start(&mut self, sched: &Arc<SchedInner>, rt: &Arc<crate::Runtime>) -> Arc<ExecShared> {
         // Both counters change only here and in `complete`, under the lock.
         let seq = sched.runs.load(Ordering::Relaxed);
         sched.runs.store(seq.wrapping_add(1), Ordering::Relaxed);
@@ -440,19 +489,25 @@ impl Engine {
             counters: Vec::with_capacity(n),
             scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
             posted: Vec::new(),
-            shared: ExecShared::new(),
+            shared: ExecShared::new(rt, sched.id),
         }));
         bufs.counters.clear();
         bufs.counters.extend_from_slice(&sched.deps);
         bufs.posted.clear();
         // A handle of an earlier execution may still hold the state (it was
-        // not waited for yet); only an unshared one can be reset.
-        match Arc::get_mut(&mut bufs.shared) {
-            Some(sh) => {
-                *sh.state.get_mut() = RUNNING;
-                *sh.error.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        // not waited for yet); only an unshared one can be reset. Counted
+        // rather than `Arc::get_mut`, whose compare-and-swap is a locked
+        // instruction on every Run; no `Weak` of it is ever made.
+        if Arc::strong_count(&bufs.shared) == 1 {
+            // Pairs with the release of the last handle's drop: its reads
+            // of the state are over before the state is reset.
+            std::sync::atomic::fence(Ordering::Acquire);
+            if bufs.shared.state.load(Ordering::Relaxed) == FAILED {
+                *bufs.shared.error.lock().unwrap_or_else(|e| e.into_inner()) = None;
             }
-            None => bufs.shared = ExecShared::new(),
+            bufs.shared.state.store(RUNNING, Ordering::Relaxed);
+        } else {
+            bufs.shared = ExecShared::new(rt, sched.id);
         }
         let shared = bufs.shared.clone();
         if n == 0 {
@@ -472,7 +527,7 @@ impl Engine {
         let gen = self.st.gens[slot as usize].wrapping_add(1);
         self.st.gens[slot as usize] = gen;
         self.st.execs[slot as usize] = Some(Exec {
-            sched: sched.clone(),
+            sched: SchedRef::new(sched),
             seq,
             gen,
             bufs,
@@ -776,7 +831,7 @@ impl Engine {
         let (id, seq) = (e.sched.id, e.seq);
         let o = e.sched.s.ops[r.op as usize];
         if !e.sched.s.start_index.is_empty() {
-            let sched = e.sched.clone();
+            let sched = e.sched;
             for &d in sched.s.start_dependents(r.op as usize) {
                 self.dec(OpRef { op: d, ..r });
             }
@@ -966,6 +1021,23 @@ impl Engine {
         e.bufs.shared.state.store(DONE, Ordering::Release);
         let Exec { sched, bufs, .. } = e;
         self.recycle(&sched, bufs);
+        if !self.st.orphans.is_empty() {
+            self.release_orphans();
+        }
+    }
+
+    /// Keeps a schedule whose last [`Schedule`](crate::Schedule) handle is
+    /// going while executions of it still run (they hold `SchedRef`s to it).
+    pub fn orphan(&mut self, sched: Arc<SchedInner>) {
+        if sched.running.load(Ordering::Relaxed) > 0 {
+            self.st.orphans.push(sched);
+        }
+    }
+
+    /// Drops the kept schedules that have no execution left.
+    #[cold]
+    fn release_orphans(&mut self) {
+        self.st.orphans.retain(|s| s.running.load(Ordering::Relaxed) > 0);
     }
 
     /// Takes the execution out of `slot`, frees the slot and drops the
@@ -1030,10 +1102,11 @@ impl Engine {
             // The kernel may still write its scratchpad until the
             // cancellations land: never reuse or free it.
             std::mem::forget(e.bufs);
-            return;
+        } else {
+            let Exec { sched, bufs, .. } = e;
+            self.recycle(&sched, bufs);
         }
-        let Exec { sched, bufs, .. } = e;
-        self.recycle(&sched, bufs);
+        self.release_orphans();
     }
 
     /// An unexpected message whose execution is gone: release its sender.
@@ -1773,7 +1846,7 @@ impl Engine {
     /// or switches to it.
     fn channel_note(&mut self, r: OpRef, src: u32, ctl: Ctl, len: u32) -> Result<(), Error> {
         let Some(e) = self.exec(r) else { return Ok(()) };
-        let sched = e.sched.clone();
+        let sched = e.sched;
         let (id, op) = (sched.id, r.op);
         if ctl.mode == proto::MODE_SWITCH {
             let Some(ch) = self.kp.as_mut().and_then(|k| k.chan_mut(id, op)) else {
@@ -1826,7 +1899,7 @@ impl Engine {
     /// after it on its chain that travel on channels too, linked.
     fn ksubmit(&mut self, r: OpRef) {
         let Some(e) = self.exec(r) else { return };
-        let sched = e.sched.clone();
+        let sched = e.sched;
         let id = sched.id;
         let s = &sched.s;
         let Some(kp) = self.kp.as_ref() else { return };

@@ -84,6 +84,22 @@ pub struct Schedule {
     inner: Arc<SchedInner>,
 }
 
+impl Drop for Schedule {
+    fn drop(&mut self) {
+        // Executions in flight point at the compiled schedule without
+        // counting (see `engine::SchedRef`): the engine keeps it for them.
+        if self.inner.running.load(Ordering::Acquire) > 0 {
+            match runtime("dropping a schedule") {
+                Ok(rt) => rt.lock_engine().orphan(self.inner.clone()),
+                // Finalized with executions running: they can never
+                // finish, and whatever still reaches them must find the
+                // schedule, so it is never freed.
+                Err(_) => std::mem::forget(self.inner.clone()),
+            }
+        }
+    }
+}
+
 impl Schedule {
     /// Whether any execution of it is still running.
     pub fn is_running(&self) -> bool {
@@ -99,15 +115,12 @@ impl Schedule {
     }
 }
 
-/// One execution of a schedule.
+/// One execution of a schedule: a counted reference to its state (which
+/// holds the runtime), one pointer wide, so that C's handle is this pointer
+/// itself (see [`into_raw`](Self::into_raw)) and Run and Wait allocate
+/// nothing.
 pub struct Handle {
     shared: Arc<ExecShared>,
-    rt: Arc<Runtime>,
-    /// The schedule's id and the time of Run (`ticks`), from which Wait learns
-    /// whether the application computes after this schedule's Runs (see
-    /// `progress::AppMark`).
-    sched_id: u32,
-    run_at: u64,
 }
 
 /// Submission queue of the kernel mode's ring: the longest run handed to the
@@ -364,21 +377,23 @@ impl Runtime {
     /// has finished.
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
         if self.cfg.progress == ProgressMode::Manual {
-            let shared = self.lock_engine().start(&s.inner);
-            return Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_at: 0 });
+            let shared = self.lock_engine().start(&s.inner, self);
+            shared.run_at.store(0, Ordering::Relaxed);
+            return Ok(Handle { shared });
         }
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::AppMark`).
         let run_at = self.app_mark.at_run(&self.bell, s.inner.id, || progress::unpark(self));
         let mut e = self.lock_engine();
         let long = e.long_end();
-        let shared = e.start(&s.inner);
+        let shared = e.start(&s.inner, self);
         let long = (e.long_end() != long).then(|| e.long_end());
         drop(e);
         // A Run that copied a large message itself (its data was there)
         // ends long after `run_at`: that time was not the application's.
         let run_at = long.map_or(run_at, |end| self.app_mark.ran_until(end));
-        Ok(Handle { shared, rt: self.clone(), sched_id: s.inner.id, run_at })
+        shared.run_at.store(run_at, Ordering::Relaxed);
+        Ok(Handle { shared })
     }
 
     /// Advances every running execution as far as it can without blocking;
@@ -420,7 +435,7 @@ impl Handle {
     /// `Ok(true)` once finished, `Ok(false)` while running, `Err` if it failed.
     pub fn test(&self) -> Result<bool> {
         if self.shared.state.load(Ordering::Acquire) == RUNNING {
-            self.rt.try_progress();
+            self.shared.rt.try_progress();
         }
         self.state()
     }
@@ -442,13 +457,29 @@ impl Handle {
 
     /// Blocks until the execution has finished.
     pub fn wait(self) -> Result<()> {
-        progress::wait(&self.rt, &self.shared, self.sched_id, self.run_at);
+        let sh = &self.shared;
+        progress::wait(&sh.rt, sh, sh.sched_id, sh.run_at.load(Ordering::Relaxed));
         self.state().map(|_| ())
     }
 
     /// Whether the execution has finished (without progressing).
     pub fn is_finished(&self) -> bool {
         self.shared.state.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// The handle as one pointer (never null), for a C caller to hold.
+    pub fn into_raw(self) -> *const std::ffi::c_void {
+        Arc::into_raw(self.shared).cast()
+    }
+
+    /// The handle back from [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `p` must come from `into_raw` and not have been turned back before.
+    pub unsafe fn from_raw(p: *const std::ffi::c_void) -> Handle {
+        // SAFETY: `p` is an `Arc<ExecShared>` given up by `into_raw`, taken
+        // back once (caller).
+        Handle { shared: unsafe { Arc::from_raw(p.cast()) } }
     }
 }
 
