@@ -171,10 +171,12 @@ pub struct ExecShared {
     /// schedule kept past `finalize` keeps the runtime's memory until it
     /// is dropped.
     pub rt: Arc<crate::Runtime>,
-    /// The schedule's id and the time of Run (`ticks`), from which Wait
-    /// learns whether the application computes after this schedule's Runs
-    /// (see `progress::AppMark`). Written by Run before the handle exists.
+    /// The schedule's id: with `run_at`, Wait learns from them whether the
+    /// application computes after this schedule's Runs (see
+    /// `progress::AppMark`).
     pub sched_id: u32,
+    /// The time of this execution's Run (`ticks`), written by Run before
+    /// the handle exists.
     pub run_at: AtomicU64,
 }
 
