@@ -132,7 +132,7 @@
 typedef struct goal_graph goal_graph;
 
 /*
- One execution of a schedule (opaque).
+ One execution of a schedule (opaque: a `goal_rt::Handle` as a pointer).
  */
 typedef struct goal_handle goal_handle;
 
