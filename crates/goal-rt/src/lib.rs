@@ -457,8 +457,7 @@ impl Handle {
 
     /// Blocks until the execution has finished.
     pub fn wait(self) -> Result<()> {
-        let sh = &self.shared;
-        progress::wait(&sh.rt, sh, sh.sched_id, sh.run_at.load(Ordering::Relaxed));
+        progress::wait(&self.shared);
         self.state().map(|_| ())
     }
 

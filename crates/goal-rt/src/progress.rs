@@ -606,7 +606,8 @@ pub(crate) fn unpark(rt: &Runtime) {
 }
 
 /// Blocks the calling application thread until `shared` is no longer running.
-pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64) {
+pub(crate) fn wait(shared: &ExecShared) {
+    let rt: &Runtime = &shared.rt;
     if shared.state.load(Ordering::Acquire) != RUNNING {
         return;
     }
@@ -622,7 +623,7 @@ pub(crate) fn wait(rt: &Runtime, shared: &ExecShared, sched_id: u32, run_at: u64
     let helper = rt.cfg.progress != ProgressMode::Manual;
     let mark = !helper && others > 0;
     if helper {
-        rt.app_mark.note_wait(sched_id, run_at, entry);
+        rt.app_mark.note_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), entry);
         // Once per call: after a sleep the mark stays lifted (touching it
         // again would ring the helper on every wake-up).
         rt.app_mark.touch(&rt.bell, false);
