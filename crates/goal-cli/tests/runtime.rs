@@ -19,6 +19,15 @@ fn run_wait(rt: &Arc<goal_rt::Runtime>, s: &goal_rt::Schedule) -> goal_rt::Resul
     unsafe { rt.run(s) }?.wait()
 }
 
+/// A graph that sends `sb` to rank `to` and receives `rb` from rank `from`,
+/// both with `tag` (the buffers must outlive every execution of it).
+fn exchange(sb: &[u8], rb: &mut [u8], to: usize, from: usize, tag: i64) -> Graph {
+    let mut g = Graph::new();
+    g.send(Buf::user(sb.as_ptr() as u64), sb.len() as i64, to as i64, tag);
+    g.recv(Buf::user(rb.as_mut_ptr() as u64), rb.len() as i64, from as i64, tag);
+    g
+}
+
 /// A buffer that is either ordinary memory or from goal's shared heap.
 struct Mem {
     ptr: *mut u8,
@@ -111,10 +120,7 @@ fn the_helper_finishes_executions_the_application_never_waits_for() {
         for len in [100usize, 1 << 20] {
             let sb = vec![me as u8; len];
             let mut rb = vec![0u8; len];
-            let mut g = Graph::new();
-            g.send(Buf::user(sb.as_ptr() as u64), len as i64, to as i64, 3);
-            g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 3);
-            let s = rt.compile(&g).unwrap();
+            let s = rt.compile(&exchange(&sb, &mut rb, to, from, 3)).unwrap();
             run_wait(&rt, &s).unwrap();
             // SAFETY: the buffers outlive the execution (waited for below).
             let h = unsafe { rt.run(&s) }.unwrap();
@@ -262,10 +268,7 @@ fn a_schedule_dropped_while_it_runs_still_finishes() {
         let mut round = |i: usize, len: usize| {
             let sb = vec![(me + i) as u8; len];
             let mut rb = vec![0u8; len];
-            let mut g = Graph::new();
-            g.send(Buf::user(sb.as_ptr() as u64), len as i64, to as i64, 5);
-            g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 5);
-            let s = rt.compile(&g).unwrap();
+            let s = rt.compile(&exchange(&sb, &mut rb, to, from, 5)).unwrap();
             if me != 0 && i == 0 {
                 // Rank 0's receive cannot finish before this.
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -295,10 +298,7 @@ fn a_schedule_dropped_while_it_runs_still_finishes() {
         // (the peers' Waits below need rank 0's send and receive).
         let sb = [7u8; 64];
         let mut rb = vec![0u8; 64];
-        let mut g = Graph::new();
-        g.send(Buf::user(sb.as_ptr() as u64), 64, to as i64, 6);
-        g.recv(Buf::user(rb.as_mut_ptr() as u64), 64, from as i64, 6);
-        let s = rt.compile(&g).unwrap();
+        let s = rt.compile(&exchange(&sb, &mut rb, to, from, 6)).unwrap();
         // SAFETY: the buffers outlive the execution (finished below).
         let h = unsafe { rt.run(&s) }.unwrap();
         if me == 0 {
@@ -824,10 +824,7 @@ fn large_messages_choose_stream_or_cma_per_message() {
     for &len in &[256usize << 10, 1 << 20] {
         let mut rb = vec![0u8; len];
         let sb: Vec<u8> = (0..len).map(|i| pattern(me as u64 + 20, i)).collect();
-        let mut g = Graph::new();
-        g.send(Buf::user(sb.as_ptr() as u64), len as i64, to as i64, 0);
-        g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 0);
-        let s = rt.compile(&g).unwrap();
+        let s = rt.compile(&exchange(&sb, &mut rb, to, from, 0)).unwrap();
         for k in 0..70 {
             rb.fill(0);
             run_wait(&rt, &s).unwrap();
@@ -861,10 +858,7 @@ fn forced_cma_and_tiny_stream_paths_move_data() {
     for &len in &[1000usize, 20_000, 300_000, 2 << 20] {
         let sb: Vec<u8> = (0..len).map(|i| pattern(me as u64 + 10, i)).collect();
         let mut rb = vec![0u8; len];
-        let mut g = Graph::new();
-        g.send(Buf::user(sb.as_ptr() as u64), len as i64, ((me + 1) % n) as i64, 0);
-        g.recv(Buf::user(rb.as_mut_ptr() as u64), len as i64, from as i64, 0);
-        let s = rt.compile(&g).unwrap();
+        let s = rt.compile(&exchange(&sb, &mut rb, (me + 1) % n, from, 0)).unwrap();
         run_wait(&rt, &s).unwrap();
         assert!(rb.iter().enumerate().all(|(i, &b)| b == pattern(from as u64 + 10, i)), "len {len}");
     }
