@@ -15,7 +15,7 @@ mod util;
 use goal_sched::coll::{self, Algorithm, Group, Placement, Reduction, TAG_SPAN};
 use goal_sched::{Buf, DataType, Graph, ReduceOp};
 use std::sync::Arc;
-use util::{helper_switches, helper_task, in_job, launch, pattern, report};
+use util::{helper_switches, helper_task, in_job, launch, open_gate, pattern, report, until_asleep, wait_gate};
 
 type Rt = Arc<goal_rt::Runtime>;
 
@@ -259,15 +259,18 @@ const SLICE_NAME: &str = "goal_threads_ask_for_a_short_slice_and_the_application
 /// Rank 0 of a 2-rank job: the helper's slice, the application thread's
 /// slice while it sleeps in Wait (read by a thread of the test), and its
 /// attributes after Wait, printed for the driver.
+///
+/// No timing is assumed: rank 1 sends only once rank 0's watcher has taken
+/// its reading and opened the gate, so the reading is always made while
+/// rank 0 is still inside Wait.
 fn slice_body() {
     let before = sched_attr(0);
     let rt = goal_rt::init().expect("GOAL_Init");
     let me = rt.rank();
-    // Rank 1 sends after 400 ms, so that rank 0's Wait sleeps.
     let mut word = [0u8; 8];
     let mut g = Graph::new();
     if me == 1 {
-        std::thread::sleep(std::time::Duration::from_millis(400));
+        wait_gate();
         g.send(Buf::user(word.as_ptr() as u64), 8, 0, 1);
     } else {
         g.recv(Buf::user(word.as_mut_ptr() as u64), 8, 1, 1);
@@ -276,8 +279,18 @@ fn slice_body() {
     let main_tid = gettid();
     let watcher = (me == 0).then(|| {
         std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            sched_attr(main_tid)
+            // The receive cannot finish before the gate opens, so every
+            // reading here is of the thread inside Wait: wait until it has
+            // fallen asleep with its changed slice, or give up after a
+            // second (the slice may rightly stay the kernel's).
+            let t = std::time::Instant::now();
+            let mut during = sched_attr(main_tid);
+            while during.runtime == before.runtime && t.elapsed().as_millis() < 1000 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                during = sched_attr(main_tid);
+            }
+            open_gate();
+            during
         })
     });
     // SAFETY: `word` outlives the execution, which ends in this statement.
@@ -375,8 +388,8 @@ fn park_body() {
     let (s0, s1) = (rt.compile(&g0).expect("compile"), rt.compile(&g1).expect("compile"));
     // SAFETY (every Run below): `word` outlives the execution, which ends in the same statement.
     if me == 1 {
-        // Let rank 0 reach its Wait and fall asleep there.
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // Rank 0 opens the gate once it sleeps in Wait.
+        wait_gate();
         for _ in 0..PARK_RINGS {
             unsafe { rt.run(&s1) }.and_then(|h| h.wait()).expect("send");
             std::thread::sleep(std::time::Duration::from_micros(300));
@@ -384,8 +397,14 @@ fn park_body() {
         unsafe { rt.run(&s0) }.and_then(|h| h.wait()).expect("send");
     } else {
         let before = helper_switches();
+        let main_tid = gettid();
+        let watcher = std::thread::spawn(move || {
+            until_asleep(main_tid);
+            open_gate();
+        });
         unsafe { rt.run(&s0) }.and_then(|h| h.wait()).expect("recv");
         let woke = helper_switches() - before;
+        watcher.join().unwrap();
         for _ in 0..PARK_RINGS {
             unsafe { rt.run(&s1) }.and_then(|h| h.wait()).expect("recv");
         }

@@ -291,15 +291,54 @@ pub fn no_overtaking_rank(pairs: &[(u32, u32)]) {
 }
 
 /// Runs test `name` as 2 ranks with `vars` and returns the line of rank 0's
-/// report, from `key` on; `what` names the run in a failure.
+/// report, from `key` on; `what` names the run in a failure. The ranks get
+/// a fresh [`open_gate`]/[`wait_gate`] pair.
 pub fn report(name: &str, vars: &[(&str, &str)], key: &str, what: &str) -> String {
-    let job = launch(name, 2, vars);
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let gate = std::env::temp_dir().join(format!("goal-test-gate-{}-{}", std::process::id(), RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let _ = std::fs::remove_file(&gate);
+    let mut vars = vars.to_vec();
+    let gate_var = gate.to_str().unwrap().to_string();
+    vars.push(("TEST_GATE", &gate_var));
+    let job = launch(name, 2, &vars);
+    let _ = std::fs::remove_file(&gate);
     assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
     // (the other rank's harness output may share the line)
     job.stdout
         .lines()
         .find_map(|l| l.find(key).map(|i| l[i..].to_string()))
         .unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout))
+}
+
+fn gate() -> PathBuf {
+    PathBuf::from(std::env::var("TEST_GATE").expect("TEST_GATE: run the job through report()"))
+}
+
+/// Lets the ranks blocked in [`wait_gate`] go on: a signal between the
+/// processes of a [`report`] job that does not go through goal, for tests
+/// that must not assume how long anything takes.
+pub fn open_gate() {
+    std::fs::write(gate(), b"").expect("create the gate file");
+}
+
+/// Returns once some rank has called [`open_gate`]; panics after 30 s.
+pub fn wait_gate() {
+    let (gate, t) = (gate(), std::time::Instant::now());
+    while !gate.exists() {
+        assert!(t.elapsed().as_secs() < 30, "the gate {} was never opened", gate.display());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Waits (up to 10 s) until thread `tid` of this process sleeps in the kernel.
+pub fn until_asleep(tid: i32) {
+    let stat = format!("/proc/self/task/{tid}/stat");
+    let t = std::time::Instant::now();
+    // The state follows the parenthesised command name.
+    let state = || std::fs::read_to_string(&stat).ok().and_then(|s| s.rsplit_once(") ").and_then(|(_, r)| r.chars().next()));
+    while state() != Some('S') && t.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// `/proc/self/task/<tid>` of this process' helper thread, if it has one.
