@@ -223,13 +223,15 @@ def run_all(a, configs: list[Config]):
                 done += 1
                 for attempt in range(a.retries + 1):
                     idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
-                    c2c0 = C.c2c_probe()
+                    p0 = C.cpu_probe()
+                    c2c0 = p0.get("oneway_ns")
                     C.log(f"[{done}/{total}, round {r + 1}] {cfg.name}, {n} ranks ..."
                           + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
                     with C.CpuMeter() as meter:
                         res = C.run(cfg.cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
                     st = meter.result
-                    c2c1 = C.c2c_probe()
+                    p1 = C.cpu_probe()
+                    c2c1 = p1.get("oneway_ns")
                     c2c = C.c2c_mean(c2c0, c2c1)
                     disturbed = st["foreign_pct"] > C.DISTURBED_PCT
                     unstable = bool(c2c0 and c2c1 and not C.same_state(c2c0, c2c1))
@@ -247,7 +249,8 @@ def run_all(a, configs: list[Config]):
                     x.setdefault("variant", "")
                 run = {"lib": cfg.name, "ranks": n, "round": r, "position": pos, "rc": res.rc,
                        "timed_out": res.timed_out, "seconds": round(res.seconds, 2), "c2c_ns": c2c,
-                       "c2c_before_ns": c2c0, "c2c_after_ns": c2c1, "rows": len(data), "meta": meta,
+                       "c2c_before_ns": c2c0, "c2c_after_ns": c2c1, "cpu_ratio_before": p0.get("cpu_ratio"),
+                       "cpu_ratio_after": p1.get("cpu_ratio"), "rows": len(data), "meta": meta,
                        "skips": skips, "attempts": attempt + 1, "idle_wait_s": round(waited, 1),
                        "disturbed": disturbed, "unstable": unstable, **st}
                 if not res.ok:
@@ -258,7 +261,8 @@ def run_all(a, configs: list[Config]):
                     run["stderr_tail"] = res.stderr.strip().splitlines()[-10:]
                 runs.append(run)
                 rows += data
-                C.log(f"    {len(data)} rows in {res.seconds:.1f} s (c2c {c2c} ns, foreign CPU "
+                C.log(f"    {len(data)} rows in {res.seconds:.1f} s (c2c {c2c} ns, cpu ratio "
+                      f"{p0.get('cpu_ratio')}/{p1.get('cpu_ratio')}, foreign CPU "
                       f"{st['foreign_pct']}%, steal {st['steal_pct']}%)")
     return rows, runs, failures
 
@@ -561,6 +565,8 @@ def main() -> int:
     if c2cs and not C.same_state(min(c2cs), max(c2cs)):
         notes.append(f"core-to-core latency changed between runs ({min(c2cs):.0f}..{max(c2cs):.0f} ns): "
                      "the host moved the vCPUs; the summary prefers runs in the fast state")
+    if (n := C.cpu_ratio_note(runs)):
+        notes.append(n)
     for lib, info in libinfo.items():
         for s in info.get("skipped", []):
             notes.append(f"{lib}: skipped {s}")

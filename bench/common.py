@@ -482,19 +482,36 @@ def build_goal_program(goal: Goal, src: Path, out: Path, extra_deps: Sequence[Pa
 # ---------------------------------------------------------------------------------------
 # core-to-core probe (bench/c2c.c)
 
-def c2c_probe(cpus: tuple[int, int] = (0, 1)) -> float | None:
-    """One-way cache-line latency between two CPUs in ns, or None."""
+def cpu_probe(cpus: tuple[int, int] = (0, 1)) -> dict:
+    """The state of two CPUs (bench/c2c.c): one-way cache-line latency in ns ("oneway_ns") and
+    how much slower the slower CPU computes than the faster one alone ("cpu_ratio"); {} if the
+    probe cannot run."""
     if (os.cpu_count() or 1) < 2:
-        return None
+        return {}
     exe = BUILD / "c2c"
     try:
         build_c_program(BENCH / "c2c.c", exe, ["-pthread"])
     except BenchError as e:
         warn(f"c2c probe unavailable: {e}")
-        return None
+        return {}
     r = run([exe, str(cpus[0]), str(cpus[1])], timeout=60)
     rows = parse_rows(r.stdout) if r.ok else []
-    return rows[0].get("oneway_ns") if rows else None
+    return rows[0] if rows else {}
+
+
+def c2c_probe(cpus: tuple[int, int] = (0, 1)) -> float | None:
+    """One-way cache-line latency between two CPUs in ns, or None."""
+    return cpu_probe(cpus).get("oneway_ns")
+
+
+def cpu_ratio_note(runs) -> str | None:
+    """What the runs' cpu_ratio probes (see `cpu_probe`) saw, if they varied enough to matter."""
+    seen = [x for r in runs for x in (r.get("cpu_ratio_before"), r.get("cpu_ratio_after")) if isnum(x)]
+    if not seen or max(seen) < 1.2:
+        return None
+    return (f"the two CPUs' speed varied: the slower one computed {min(seen):.2f}..{max(seen):.2f}x "
+            f"(median {median(seen):.2f}x) as slow as the faster one alone, probed before and after each "
+            "run: the host shares their cores with other work, and small-message times move with it")
 
 
 # A run during which other processes used more than this % of the CPUs is repeated.
