@@ -371,8 +371,16 @@ def evaluate(summary, ranks_list, goal_lib="goal"):
                         continue
                     v = g / ref
                     ok = v <= bound
-                res.append({"ranks": n, "coll": coll, "bytes": nb, "target": text, "relation": rel,
-                            "bound": bound, "value": v, "goal_us": g, "ref_us": ref, "ok": ok})
+                t = {"ranks": n, "coll": coll, "bytes": nb, "target": text, "relation": rel,
+                     "bound": bound, "value": v, "goal_us": g, "ref_us": ref, "ok": ok}
+                # How far the rounds spread: a ratio near the bound whose rounds overlap says less
+                # than its median.
+                gs = summary[(n, coll, nb, goal_lib, "AUTO")]
+                t["goal_rounds_us"] = [gs["min_round_us"], gs["max_round_us"]]
+                if rel != "abs":
+                    rs = summary[(n, coll, nb, rlib, rset)]
+                    t["ref_rounds_us"] = [rs["min_round_us"], rs["max_round_us"]]
+                res.append(t)
     return res
 
 
@@ -603,6 +611,10 @@ def main() -> int:
             if not t["ok"]:
                 what = (f"{C.fmt_num(t['value'])} us" if t["relation"] == "abs"
                         else f"{C.fmt_num(t['value'], 2)}x: goal {C.fmt_num(t['goal_us'])} us vs {C.fmt_num(t['ref_us'])} us")
+                spread = lambda r: f"{C.fmt_num(r[0])}..{C.fmt_num(r[1])}"  # noqa: E731
+                if "ref_rounds_us" in t:
+                    what += (f" (rounds: goal {spread(t['goal_rounds_us'])}, "
+                             f"best MPI {spread(t['ref_rounds_us'])})")
                 print(f"  MISSED  {t['ranks']} ranks {t['coll']} {C.fmt_bytes(t['bytes']) if t['bytes'] else ''}: {what}")
     print(f"{len(runs)} runs in {elapsed:.0f} s")
 
