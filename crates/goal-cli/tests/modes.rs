@@ -279,10 +279,10 @@ fn slice_body() {
     let main_tid = gettid();
     let watcher = (me == 0).then(|| {
         std::thread::spawn(move || {
-            // The receive cannot finish before the gate opens, so every
-            // reading here is of the thread inside Wait: wait until it has
-            // fallen asleep with its changed slice, or give up after a
-            // second (the slice may rightly stay the kernel's).
+            // The receive cannot finish before the gate opens, so once the
+            // thread sleeps it sleeps in Wait: read its slice until it
+            // changes, or for a second (it may rightly stay the kernel's).
+            until_asleep(main_tid);
             let t = std::time::Instant::now();
             let mut during = sched_attr(main_tid);
             while during.runtime == before.runtime && t.elapsed().as_millis() < 1000 {
