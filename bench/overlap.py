@@ -329,12 +329,14 @@ def run_one(a, setup: str, cfg: Config, rnd: int, pos: int, label: str) -> tuple
     """One run of cfg (repeated up to --retries times while disturbed): (run record, rows)."""
     for attempt in range(a.retries + 1):
         idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
-        c2c0 = C.c2c_probe()
+        p0 = C.cpu_probe()
+        c2c0 = p0.get("oneway_ns")
         C.log(f"[{label}] {cfg.lib} ..." + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
         with C.CpuMeter() as meter:
             res, hung = run_watched(cfg.cmd, cfg.env, a.timeout)
         st = meter.result
-        c2c1 = C.c2c_probe()
+        p1 = C.cpu_probe()
+        c2c1 = p1.get("oneway_ns")
         # Other processes' CPU use = busy CPU time minus this process' children's. No verdict
         # for a run killed in finalize (its ranks' CPU time is never reported) nor across the
         # emulated hosts (their launcher daemons are not waited for by this process).
@@ -354,7 +356,8 @@ def run_one(a, setup: str, cfg: Config, rnd: int, pos: int, label: str) -> tuple
         x.update(setup=setup, lib=cfg.lib, round=rnd, c2c_ns=c2c)
     run = {"setup": setup, "lib": cfg.lib, "round": rnd, "position": pos, "rc": res.rc,
            "timed_out": res.timed_out, "seconds": round(res.seconds, 2), "c2c_ns": c2c,
-           "c2c_before_ns": c2c0, "c2c_after_ns": c2c1, "rows": len(data), "meta": meta,
+           "c2c_before_ns": c2c0, "c2c_after_ns": c2c1, "cpu_ratio_before": p0.get("cpu_ratio"),
+           "cpu_ratio_after": p1.get("cpu_ratio"), "rows": len(data), "meta": meta,
            "attempts": attempt + 1, "idle_wait_s": round(waited, 1), "disturbed": disturbed,
            "unstable": unstable, "ok": res.ok or hung, "finalize_hang": hung, **st}
     tail = res.stderr.strip().splitlines()[-30 if not res.ok else -10:]
@@ -987,6 +990,8 @@ def main() -> int:
                      "100 (1 - c / t_pure) here")
     elif cluster:
         notes.append("the emulated network's own CPU cost could not be measured")
+    if (n := C.cpu_ratio_note(runs)):
+        notes.append(n)
     notes.append("the VM's vCPUs are time-shared by its host: the work rate can drop by up to 3x for seconds "
                  "without any sign in /proc/stat, so the program compares adjacent, interleaved measurements "
                  "and the tables take medians over rounds")

@@ -167,13 +167,15 @@ def run_all(a, configs: list[Config]):
         for pos, cfg in enumerate(order):
             for attempt in range(a.retries + 1):
                 idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
-                c2c0 = C.c2c_probe()
+                p0 = C.cpu_probe()
+                c2c0 = p0.get("oneway_ns")
                 C.log(f"[round {r + 1}/{a.rounds}] {cfg.name} ..."
                       + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
                 with C.CpuMeter() as meter:
                     res = C.run(cfg.cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
                 st = meter.result
-                c2c1 = C.c2c_probe()
+                p1 = C.cpu_probe()
+                c2c1 = p1.get("oneway_ns")
                 c2c = C.c2c_mean(c2c0, c2c1)
                 disturbed = st["foreign_pct"] > C.DISTURBED_PCT
                 unstable = bool(c2c0 and c2c1 and not C.same_state(c2c0, c2c1))
@@ -181,6 +183,7 @@ def run_all(a, configs: list[Config]):
                     break
                 C.log_again(disturbed, st["foreign_pct"], c2c0, c2c1)
             st = dict(st, disturbed=disturbed, unstable=unstable, c2c_before_ns=c2c0, c2c_after_ns=c2c1,
+                      cpu_ratio_before=p0.get("cpu_ratio"), cpu_ratio_after=p1.get("cpu_ratio"),
                       attempts=attempt + 1, idle_wait_s=round(waited, 1))
             got = C.parse_rows(res.stdout)
             meta = next((x for x in got if x.get("test") == "meta"), {})
@@ -571,6 +574,8 @@ def main() -> int:
         notes.append(f"core-to-core state changed during {len(unst)} run(s) even after retries: {', '.join(unst)}")
     if steal and max(steal) > 2:
         notes.append(f"CPU steal up to {max(steal):.1f}% during some runs (busy host)")
+    if (n := C.cpu_ratio_note(runs)):
+        notes.append(n)
     machine["loadavg_end"] = C.loadavg()
 
     print()
