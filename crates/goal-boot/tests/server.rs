@@ -133,21 +133,59 @@ fn bad_hello_is_rejected_and_the_job_goes_on() {
     server.shutdown();
 }
 
+/// The calling thread's id, for [`until_blocked`].
+fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// Waits (up to 10 s) until thread `tid` of this process sleeps in the
+/// kernel. A rank thread that sleeps after it was told to start an
+/// allgather is blocked in it, waiting for the reply: the test need not
+/// guess how long the thread takes to get there.
+fn until_blocked(tid: i32) {
+    let stat = format!("/proc/self/task/{tid}/stat");
+    let t = Instant::now();
+    // The state follows the parenthesised command name.
+    let state = || {
+        std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").and_then(|(_, r)| r.chars().next()))
+    };
+    while state() != Some('S') && t.elapsed() < Duration::from_secs(10) {
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Runs `c.allgather(b"x")` and then `then` on a thread of its own;
+/// returns once that thread is blocked in the allgather (or past it).
+fn allgather_in_thread<T: Send + 'static>(
+    mut c: UnixClient,
+    then: impl FnOnce(&mut UnixClient, io::Result<Vec<Vec<u8>>>) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = thread::spawn(move || {
+        tx.send(gettid()).unwrap();
+        let r = c.allgather(b"x");
+        then(&mut c, r)
+    });
+    until_blocked(rx.recv().unwrap());
+    handle
+}
+
+/// The waiting rank connects before the thread that waits is started (a
+/// client that came after the abort would be refused at its HELLO), and the
+/// abort comes once that thread is blocked in its allgather.
 #[test]
 fn abort_fails_a_blocked_allgather_promptly_with_the_reason() {
     let dir = TempDir::new();
     let server = Server::bind(dir.sock(), 2).unwrap().spawn().unwrap();
     let mut idle = UnixClient::connect(&dir.sock(), 1, 2, "j".into()).unwrap();
-    let waiter = {
-        let path = dir.sock();
-        thread::spawn(move || {
-            let mut c = UnixClient::connect(&path, 0, 2, "j".into()).unwrap();
-            let r = c.allgather(b"x");
-            let again = c.allgather(b"x");
-            (r, again, Instant::now())
-        })
-    };
-    thread::sleep(Duration::from_millis(200));
+    let c = UnixClient::connect(&dir.sock(), 0, 2, "j".into()).unwrap();
+    let waiter = allgather_in_thread(c, |c, r| {
+        let again = c.allgather(b"x");
+        (r, again, Instant::now())
+    });
     let aborted_at = Instant::now();
     server.abort("rank 1 (pid 7) was killed by signal 9");
     let (r, again, failed_at) = waiter.join().unwrap();
@@ -170,21 +208,19 @@ fn abort_fails_a_blocked_allgather_promptly_with_the_reason() {
     server.shutdown();
 }
 
+/// As above: every rank connects first, and the leaver leaves once both
+/// others are blocked in the round.
 #[test]
 fn rank_leaving_during_a_round_aborts_the_others() {
     let dir = TempDir::new();
     let server = Server::bind(dir.sock(), 3).unwrap().spawn().unwrap();
     let waiters: Vec<_> = (0..2)
         .map(|rank| {
-            let path = dir.sock();
-            thread::spawn(move || {
-                let mut c = UnixClient::connect(&path, rank, 3, "j".into()).unwrap();
-                c.allgather(b"x")
-            })
+            let c = UnixClient::connect(&dir.sock(), rank, 3, "j".into()).unwrap();
+            allgather_in_thread(c, |_, r| r)
         })
         .collect();
     let leaver = UnixClient::connect(&dir.sock(), 2, 3, "j".into()).unwrap();
-    thread::sleep(Duration::from_millis(200));
     drop(leaver);
     for w in waiters {
         let e = w.join().unwrap().unwrap_err();
