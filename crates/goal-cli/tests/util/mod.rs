@@ -34,11 +34,15 @@ pub fn in_job() -> bool {
     ["GOAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
-/// Launches `test` (its full path name in the harness) as `n` ranks with the given extra env.
+/// Launches `test` (its full path name in the harness) as `n` ranks with
+/// the given extra env. The ranks get a fresh [`open_gate`]/[`wait_gate`]
+/// pair.
 pub fn launch(test: &str, n: usize, env: &[(&str, &str)]) -> Job {
     let exe = std::env::current_exe().unwrap();
+    let gate = Gate::new();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_goalrun"));
     cmd.args(["-n", &n.to_string(), "--timeout", "120", "--"]).arg(exe).args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    cmd.env("TEST_GATE", gate.var());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -109,10 +113,14 @@ pub fn pattern(m: u64, i: usize) -> u8 {
 }
 
 /// One rank of the unexpected-bound check: rank 0 sends 512 x 1 KiB eagerly
-/// sized messages to rank 1, which posts its receives only after `late`.
-/// With `GOAL_UNEXPECTED_BYTES=64K` the sender must not finish within `hold`
-/// (past its credit it switches to rendezvous and waits); then all arrives.
-pub fn unexpected_bound_rank(hold: std::time::Duration, late: std::time::Duration) {
+/// sized messages to rank 1, which posts its receives only once rank 0
+/// opens the gate ([`open_gate`]: the job needs a `TEST_GATE`). With
+/// `GOAL_UNEXPECTED_BYTES=64K` the sender must not finish within `hold`
+/// (past its credit it switches to rendezvous and waits); then it opens the
+/// gate, and all arrives. (Rank 1 used to sleep a fixed time instead; a
+/// rank 0 slower than that on a loaded machine saw the receives posted
+/// during its `hold`, and rightly finished.)
+pub fn unexpected_bound_rank(hold: std::time::Duration) {
     use goal_sched::{Buf, Graph};
     let rt = goal_rt::init().expect("GOAL_Init");
     let me = rt.rank();
@@ -134,13 +142,14 @@ pub fn unexpected_bound_rank(hold: std::time::Duration, late: std::time::Duratio
     }
     let s = rt.compile(&g).unwrap();
     // SAFETY: buf outlives the execution (waited for below).
-    let h = if me == 0 { unsafe { rt.run(&s) }.unwrap() } else { std::thread::sleep(late); unsafe { rt.run(&s) }.unwrap() };
+    let h = if me == 0 { unsafe { rt.run(&s) }.unwrap() } else { wait_gate(); unsafe { rt.run(&s) }.unwrap() };
     if me == 0 {
         let t = std::time::Instant::now();
         while t.elapsed() < hold {
             assert!(!h.test().unwrap(), "all 512 KiB went out although the receiver buffers at most 64 KiB");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        open_gate();
     }
     h.wait().unwrap();
     if me == 1 {
@@ -292,16 +301,9 @@ pub fn no_overtaking_rank(pairs: &[(u32, u32)]) {
 
 /// Runs test `name` as 2 ranks with `vars` and returns the line of rank 0's
 /// report, from `key` on; `what` names the run in a failure. The ranks get
-/// a fresh [`open_gate`]/[`wait_gate`] pair.
+/// a fresh [`open_gate`]/[`wait_gate`] pair (from [`launch`]).
 pub fn report(name: &str, vars: &[(&str, &str)], key: &str, what: &str) -> String {
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let gate = std::env::temp_dir().join(format!("goal-test-gate-{}-{}", std::process::id(), RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
-    let _ = std::fs::remove_file(&gate);
-    let mut vars = vars.to_vec();
-    let gate_var = gate.to_str().unwrap().to_string();
-    vars.push(("TEST_GATE", &gate_var));
-    let job = launch(name, 2, &vars);
-    let _ = std::fs::remove_file(&gate);
+    let job = launch(name, 2, vars);
     assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
     // (the other rank's harness output may share the line)
     job.stdout
@@ -310,20 +312,58 @@ pub fn report(name: &str, vars: &[(&str, &str)], key: &str, what: &str) -> Strin
         .unwrap_or_else(|| panic!("{what}: no report\n{}", job.stdout))
 }
 
-fn gate() -> PathBuf {
-    PathBuf::from(std::env::var("TEST_GATE").expect("TEST_GATE: run the job through report()"))
+/// A job's gate (see [`open_gate`]): a file name no other job uses, whose
+/// file is removed when the gate is dropped. [`launch`] makes one for each
+/// job; a test that starts its ranks otherwise passes [`Gate::var`] to them
+/// as `TEST_GATE`.
+pub struct Gate(PathBuf);
+
+impl Gate {
+    pub fn new() -> Gate {
+        static GATES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = GATES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("goal-test-gate-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        Gate(path)
+    }
+
+    /// The value of `TEST_GATE` for the ranks.
+    pub fn var(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temporary directory")
+    }
+
+    /// In the test driver: returns once a rank has opened the gate; panics
+    /// after 30 s.
+    pub fn wait(&self) {
+        wait_for(&self.0);
+    }
 }
 
-/// Lets the ranks blocked in [`wait_gate`] go on: a signal between the
-/// processes of a [`report`] job that does not go through goal, for tests
-/// that must not assume how long anything takes.
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn gate() -> PathBuf {
+    PathBuf::from(std::env::var("TEST_GATE").expect("TEST_GATE: start the job with launch() or pass it a Gate"))
+}
+
+/// Lets the ranks blocked in [`wait_gate`] (or the driver, in
+/// [`Gate::wait`]) go on: a signal between the processes of a job that does
+/// not go through goal, for tests that must not assume how long anything
+/// takes.
 pub fn open_gate() {
     std::fs::write(gate(), b"").expect("create the gate file");
 }
 
 /// Returns once some rank has called [`open_gate`]; panics after 30 s.
 pub fn wait_gate() {
-    let (gate, t) = (gate(), std::time::Instant::now());
+    wait_for(&gate());
+}
+
+fn wait_for(gate: &Path) {
+    let t = std::time::Instant::now();
     while !gate.exists() {
         assert!(t.elapsed().as_secs() < 30, "the gate {} was never opened", gate.display());
         std::thread::sleep(std::time::Duration::from_millis(2));
