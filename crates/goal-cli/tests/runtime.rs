@@ -328,6 +328,10 @@ fn mono_ns() -> u64 {
 /// A long local operation does not hold back a message started before it:
 /// the receiver, asleep in Wait, is woken when the message is written,
 /// not when the 64 MiB copy after it is done.
+///
+/// Rank 0 starts only once rank 1 sleeps in its Wait (rank 1 opens the
+/// gate then): after a fixed 30 ms, a rank 1 that a loaded machine had not
+/// yet let reach Wait stamped its time late, copy or no copy.
 #[test]
 fn a_long_local_operation_does_not_delay_the_messages_before_it() {
     ranks("a_long_local_operation_does_not_delay_the_messages_before_it", &[2], &["manual", "thread"], || {
@@ -352,7 +356,7 @@ fn a_long_local_operation_does_not_delay_the_messages_before_it() {
         if me == 0 {
             // Rank 1 is asleep in its Wait by then (and not yet at the
             // end of its first 100 ms sleep, when it would look anyway).
-            std::thread::sleep(std::time::Duration::from_millis(30));
+            util::wait_gate();
             run_wait(&rt, &s).unwrap();
             let copied = mono_ns();
             run_wait(&rt, &s2).unwrap();
@@ -364,8 +368,12 @@ fn a_long_local_operation_does_not_delay_the_messages_before_it() {
                 (received - copied) as f64 * 1e-6
             );
         } else {
+            // The receive cannot finish before rank 0 starts: this thread's
+            // next sleep is in Wait.
+            let watcher = util::open_gate_once_asleep();
             run_wait(&rt, &s).unwrap();
             stamp.copy_from_slice(&mono_ns().to_ne_bytes());
+            watcher.join().unwrap();
             assert_eq!(word, [7u8; 8]);
             run_wait(&rt, &s2).unwrap();
         }

@@ -370,6 +370,19 @@ fn wait_for(gate: &Path) {
     }
 }
 
+/// Opens the gate from a thread of its own once the calling thread sleeps
+/// in the kernel ([`until_asleep`]): for a rank whose next sleep can only
+/// be in Wait, so that its peer acts only once it waits. Join the handle
+/// after the Wait.
+pub fn open_gate_once_asleep() -> std::thread::JoinHandle<()> {
+    // SAFETY: gettid has no arguments.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    std::thread::spawn(move || {
+        until_asleep(tid);
+        open_gate();
+    })
+}
+
 /// Waits (up to 10 s) until thread `tid` of this process sleeps in the kernel.
 pub fn until_asleep(tid: i32) {
     let stat = format!("/proc/self/task/{tid}/stat");
