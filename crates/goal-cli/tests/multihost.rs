@@ -213,14 +213,22 @@ fn a_rail_that_goes_down_mid_transfer_loses_nothing() {
                     panic!("run {run}: byte {i} is wrong");
                 }
                 buf.fill(0);
+                if run == 0 {
+                    util::open_gate();
+                }
             }
         }
         goal_rt::finalize().unwrap();
         return;
     }
     let Some(c) = cluster_of(2, 2) else { return };
-    let ranks = spawn_per_host(&c, "a_rail_that_goes_down_mid_transfer_loses_nothing", 2, 29701, &[("GOAL_NET_DEAD_AFTER", "1")]);
-    std::thread::sleep(Duration::from_millis(700));
+    // The rail goes down once rank 1 has the first 64 MiB (so both rails
+    // are connected and 256 MiB are still to come), not after a fixed time:
+    // on a loaded machine the ranks could still be connecting by then, and
+    // a rail that is down while they connect fails GOAL_Init.
+    let gate = util::Gate::new();
+    let ranks = spawn_per_host(&c, "a_rail_that_goes_down_mid_transfer_loses_nothing", 2, 29701, &[("GOAL_NET_DEAD_AFTER", "1"), ("TEST_GATE", gate.var())]);
+    gate.wait();
     c.set_rail(1, 1, false).expect("taking rail 1 of host 1 down");
     let res = wait_all(ranks, Duration::from_secs(60));
     for (r, (code, err)) in res.iter().enumerate() {
@@ -235,17 +243,24 @@ fn a_rank_killed_on_another_host_fails_the_others_quickly() {
     if in_job() {
         let rt = goal_rt::init().expect("GOAL_Init");
         let s = rt.compile(&barrier_graph(&rt)).unwrap();
-        loop {
+        for round in 0.. {
             // SAFETY: a barrier has no buffers.
             if let Err(e) = unsafe { rt.run(&s) }.unwrap().wait() {
                 eprintln!("rank {}: {e}", rt.rank());
                 std::process::exit(3);
             }
+            if round == 0 && rt.rank() == 2 {
+                util::open_gate();
+            }
         }
     }
     let Some(c) = cluster_of(4, 1) else { return };
-    let mut ranks = spawn_per_host(&c, "a_rank_killed_on_another_host_fails_the_others_quickly", 1, 29702, &[]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Rank 2 is killed once it has passed a barrier, so every rank is past
+    // GOAL_Init and in the loop: after a fixed time, a loaded machine could
+    // still have ranks starting, which would fail in GOAL_Init instead.
+    let gate = util::Gate::new();
+    let mut ranks = spawn_per_host(&c, "a_rank_killed_on_another_host_fails_the_others_quickly", 1, 29702, &[("TEST_GATE", gate.var())]);
+    gate.wait();
     ranks[2].kill().expect("killing rank 2");
     let t = Instant::now();
     let res = wait_all(ranks, Duration::from_secs(30));
