@@ -396,7 +396,8 @@ pub fn until_asleep(tid: i32) {
 
 /// `/proc/self/task/<tid>` of this process' helper thread, if it has one.
 /// The helper names itself once it runs, maybe after GOAL_Init returned:
-/// look for up to a second.
+/// look for up to 10 s (a new thread of a loaded machine may wait a while
+/// for a CPU; every caller expects a helper).
 pub fn helper_task() -> Option<std::path::PathBuf> {
     let find = || {
         std::fs::read_dir("/proc/self/task")
@@ -405,12 +406,14 @@ pub fn helper_task() -> Option<std::path::PathBuf> {
             .find(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "goal-progress"))
             .map(|e| e.path())
     };
-    (0..1000).find_map(|_| {
-        find().or_else(|| {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            None
-        })
-    })
+    let t = std::time::Instant::now();
+    loop {
+        match find() {
+            Some(task) => return Some(task),
+            None if t.elapsed().as_secs() >= 10 => return None,
+            None => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
 }
 
 /// The voluntary context switches of this process' helper thread so far:
