@@ -89,21 +89,64 @@ fn a_rail_taken_down_stops_its_traffic_and_up_restores_it() {
         .expect("rail 0 works again, inbound");
 }
 
+/// Waits (up to 30 s) until process `pid`, started through a host's
+/// `command`, runs `comm`: then it has entered the host's namespaces.
+fn until_running(pid: u32, comm: &str) {
+    let t = Instant::now();
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).map_or(true, |c| c.trim() != comm) {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "process {pid} did not become {comm} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The bytes received so far by the interfaces (loopback aside) of the
+/// network namespace of process `pid`.
+fn received_bytes(pid: u32) -> u64 {
+    let dev = std::fs::read_to_string(format!("/proc/{pid}/net/dev")).expect("reading net/dev");
+    dev.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(name, _)| name.trim() != "lo")
+        .filter_map(|(_, counters)| counters.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The rail goes down once the stream is seen flowing into host 1, not
+/// after a fixed time: the two probe processes the measurement starts may
+/// take longer than that to connect on a loaded machine, and an outage
+/// before the stream begins (its 2 s count from the connection) leaves it
+/// at full rate.
 #[test]
 fn a_stream_survives_its_rail_going_down_and_up_mid_transfer() {
     let Some(c) = cluster("rail down mid-transfer", &spec_1gbit()) else {
         return;
     };
     let outage = Duration::from_millis(800);
+    // A process in host 1, through which its interfaces' counters are read.
+    let mut inside = c.host(1).command("sleep").arg("60").spawn().expect("spawn sleep");
+    until_running(inside.id(), "sleep");
+    let before = received_bytes(inside.id());
     let rate = std::thread::scope(|s| {
         let stream = s.spawn(|| c.measure_tcp(probe(), 0, 1, &[0], Duration::from_secs(2)));
-        std::thread::sleep(Duration::from_millis(500));
+        // 4 MiB: 30 ms of the stream at 1 Gbit/s, far more than anything else.
+        let t = Instant::now();
+        while received_bytes(inside.id()) < before + (4 << 20) {
+            assert!(
+                t.elapsed() < Duration::from_secs(30) && !stream.is_finished(),
+                "the stream did not start within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
         c.set_rail(1, 0, false).expect("rail down");
         std::thread::sleep(outage);
         c.set_rail(1, 0, true).expect("rail up");
         stream.join().expect("measuring thread")
     })
     .expect("the stream completes after the rail is back")[0];
+    let _ = inside.kill();
+    let _ = inside.wait();
     // An 800 ms outage (plus TCP's retransmission back-off) in a ~2 s
     // stream must show; a stream that did not notice would be near 0.95.
     println!(
@@ -172,7 +215,12 @@ fn dropping_a_cluster_leaves_nothing_behind() {
         .arg("60")
         .spawn()
         .expect("spawn sleep");
-    std::thread::sleep(Duration::from_millis(100));
+    // Inside, not on its way there (a fixed 100 ms need not be enough on a
+    // loaded machine): a sleep that entered the namespace after the drop
+    // had killed what was inside would run its full minute and fail the
+    // test, and one that came after the namespace was gone would pass it
+    // without testing anything.
+    until_running(forgotten.id(), "sleep");
     let t = Instant::now();
     drop(c);
     let status = forgotten.wait().expect("wait for sleep");
