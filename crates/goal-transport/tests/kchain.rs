@@ -27,7 +27,9 @@ const CONNECT: Duration = Duration::from_secs(5);
 /// How long the process that submitted a chain computes or sleeps.
 const IDLE: Duration = Duration::from_millis(500);
 /// A peer acts this long after it is told to, so that the submitter is
-/// surely idle by then.
+/// most likely idle by then. (Not surely, on a loaded machine: so the
+/// submitter's window is taken to start before it tells the peer, and no
+/// test depends on it being idle already.)
 const LATER: Duration = Duration::from_millis(50);
 const ECANCELED: i32 = -libc::ECANCELED;
 
@@ -312,8 +314,11 @@ fn forward_chain(test: &str, how: Idle) {
     // SAFETY: `buf` and both sockets outlive the ring, and `buf` is not
     // touched until both completions are reaped.
     unsafe { ring.submit_chain(&chain) }.unwrap();
+    // The window starts before GO: A sends only after it, so the bytes
+    // cannot come before `start`, however late this process idles.
+    let start = now_ns();
     children[0].send("GO", "");
-    let (start, end) = idle(how, IDLE);
+    let (_, end) = idle(how, IDLE);
     let mut done = Vec::new();
     ring.reap(&mut done);
     assert_eq!(
@@ -477,8 +482,10 @@ fn futex_wait_hard_linked_to_a_send_lets_it_leave_only_after_the_wake() {
     ];
     // SAFETY: the page is never unmapped; `msg` and the socket outlive the ring.
     unsafe { ring.submit_chain(&chain) }.unwrap();
+    // Before GO, as in `forward_chain`.
+    let start = now_ns();
     children[0].send("GO", "");
-    let (start, end) = idle(Idle::Sleep, IDLE + Duration::from_millis(300));
+    let (_, end) = idle(Idle::Sleep, IDLE + Duration::from_millis(300));
     let mut done = Vec::new();
     ring.reap(&mut done);
     assert_eq!(done, [(1, 0), (2, msg.len() as i32)]);
@@ -562,8 +569,10 @@ fn recv_into_a_shared_word_linked_to_futex_wake_wakes_a_waiter() {
     // SAFETY: the page is never unmapped; nothing in this process touches the
     // word until both completions are reaped; the socket outlives the ring.
     unsafe { ring.submit_chain(&chain) }.unwrap();
+    // Before GO, as in `forward_chain`.
+    let start = now_ns();
     children[0].send("GO", "");
-    let (start, end) = idle(Idle::Sleep, IDLE);
+    let (_, end) = idle(Idle::Sleep, IDLE);
     let mut done = Vec::new();
     ring.reap(&mut done);
     assert_eq!(done, [(1, 4), (2, 1)], "one waiter woken");
@@ -824,11 +833,13 @@ fn links_cancels_and_the_rings_descriptor() {
     }];
     assert_eq!(sys::poll(&mut pfd, 0).unwrap(), 0);
     let a_fd = a.try_clone().unwrap();
+    // Taken before the sender starts: it sends at least LATER after `t`
+    // however late this thread gets to poll.
+    let t = Instant::now();
     let sender = std::thread::spawn(move || {
         std::thread::sleep(LATER);
         sys::send(a_fd.as_fd(), b"ring", 0).unwrap();
     });
-    let t = Instant::now();
     // SAFETY: `pfd` is a valid array of one pollfd. (Raw poll, not sys::poll,
     // which would hide an EINTR.)
     let r = unsafe { libc::poll(pfd.as_mut_ptr(), 1, LIMIT.as_millis() as i32) };
