@@ -386,14 +386,28 @@ fn bytes_of(v: &u64) -> &[u8] {
 
 /// Runs one side of the exchange: submit once, idle, then check that every
 /// round completed and carried the peer's words.
-fn exchange_rounds(me: usize, fd: BorrowedFd<'_>, how: Idle) {
+///
+/// `handshake` orders the two submissions: rank 1 calls it once its chain
+/// is in the kernel (to say so), rank 0 before it submits (to hear that).
+/// So rank 0 idles with both chains submitted, and rank 1's idle has only
+/// to outlast rank 0's submission, not its whole set-up (a fixed window
+/// that also covered the peer's ring set-up and scheduling was a guess
+/// about how fast a loaded machine runs the other process).
+fn exchange_rounds(me: usize, fd: BorrowedFd<'_>, how: Idle, handshake: impl FnOnce()) {
     let out: [u64; ROUNDS] = std::array::from_fn(|r| (r * 2 + me) as u64);
     let mut into = [u64::MAX; ROUNDS];
     let mut ring = kring();
     let chain = rounds_chain(me, fd, &out, &mut into);
     // SAFETY: `out`, `into` and `fd` outlive the ring; `into` is read only
     // after every completion has been reaped.
-    unsafe { ring.submit_chain(&chain) }.unwrap();
+    let mut submit = || unsafe { ring.submit_chain(&chain) }.unwrap();
+    if me == 0 {
+        handshake();
+        submit();
+    } else {
+        submit();
+        handshake();
+    }
     let (_, _) = idle(how, IDLE);
     let mut done = Vec::new();
     ring.reap(&mut done);
@@ -417,7 +431,7 @@ fn rounds_of_an_exchange_complete_in_the_kernel() {
     const TEST: &str = "rounds_of_an_exchange_complete_in_the_kernel";
     if child_role().as_deref() == Some("peer") {
         let fd = child_connect(0, 1);
-        exchange_rounds(1, fd.as_fd(), Idle::Sleep);
+        exchange_rounds(1, fd.as_fd(), Idle::Sleep, || child_send("SUBMITTED", ""));
         child_send("DONE", "");
         return;
     }
@@ -428,7 +442,9 @@ fn rounds_of_an_exchange_complete_in_the_kernel() {
     let listener = KListener::bind(&job, 0).unwrap();
     let (mut children, mut conns) = spawn_and_accept(TEST, &listener, &job, &[("peer", 1)]);
     let fd = take(&mut conns, 1);
-    exchange_rounds(0, fd.as_fd(), Idle::Compute);
+    exchange_rounds(0, fd.as_fd(), Idle::Compute, || {
+        children[0].recv("SUBMITTED");
+    });
     children[0].recv("DONE");
     children.pop().unwrap().wait_ok(LIMIT);
 }
