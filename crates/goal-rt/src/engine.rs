@@ -176,7 +176,7 @@ pub struct ExecShared {
     /// `progress::AppMark`).
     pub sched_id: u32,
     /// The time of this execution's Run (`ticks`), written by Run before
-    /// the handle exists.
+    /// the handle exists; only in modes with a helper, whose Wait reads it.
     pub run_at: AtomicU64,
 }
 
@@ -1019,10 +1019,10 @@ impl Engine {
     /// execution about 40 instructions).
     fn completed(&mut self, slot: u32) {
         let Some(e) = self.vacate(slot) else { return };
-        e.sched.running.store(e.sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
         e.bufs.shared.state.store(DONE, Ordering::Release);
         let Exec { sched, bufs, .. } = e;
         self.recycle(&sched, bufs);
+        sched_done(sched);
         if !self.st.orphans.is_empty() {
             self.release_orphans();
         }
@@ -1098,16 +1098,16 @@ impl Engine {
             }
             *e.bufs.shared.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(err.clone());
         }
-        e.sched.running.store(e.sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
         e.bufs.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
+        let Exec { sched, bufs, .. } = e;
         if in_kernel {
             // The kernel may still write its scratchpad until the
             // cancellations land: never reuse or free it.
-            std::mem::forget(e.bufs);
+            std::mem::forget(bufs);
         } else {
-            let Exec { sched, bufs, .. } = e;
             self.recycle(&sched, bufs);
         }
+        sched_done(sched);
         self.release_orphans();
     }
 
@@ -2142,6 +2142,16 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived
     }
     let last = arrived.last_mut().unwrap_or_else(|| unreachable!());
     last.1 = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
+}
+
+/// Counts one execution of `sched` as over: the last use of its
+/// `SchedRef`. A `Schedule` dropped without the engine lock frees the
+/// schedule, its pool included, once it reads `running == 0`; so the
+/// decrement comes after the execution's buffers are back in that pool
+/// (decremented first, a drop in between freed the pool under `recycle`).
+#[inline(always)]
+fn sched_done(sched: SchedRef) {
+    sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
 }
 
 /// An operand's address: `addr` itself, or, with `scratch`, an offset into

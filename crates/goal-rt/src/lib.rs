@@ -377,8 +377,8 @@ impl Runtime {
     /// has finished.
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
         if self.cfg.progress == ProgressMode::Manual {
+            // (`run_at` is for the helper's heuristics: none here.)
             let shared = self.lock_engine().start(&s.inner, self);
-            shared.run_at.store(0, Ordering::Relaxed);
             return Ok(Handle { shared });
         }
         // Whether the application computes from here on, and arriving data
