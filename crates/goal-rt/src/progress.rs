@@ -612,6 +612,28 @@ pub(crate) fn wait(shared: &ExecShared) {
         return;
     }
     let entry = crate::ticks::now();
+    let helper = rt.cfg.progress != ProgressMode::Manual;
+    if helper {
+        rt.app_mark.note_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), entry);
+        // Once per call: after a sleep the mark stays lifted (touching it
+        // again would ring the helper on every wake-up).
+        rt.app_mark.touch(&rt.bell, false);
+    }
+    // A first batch of passes, without counting this thread among the
+    // waiting ones: in a loop of small collectives most Waits end here, and
+    // the count's two locked instructions and the spin's bookkeeping were
+    // a tenth of a 2-rank barrier's Run and Wait.
+    if let Some(mut e) = rt.try_engine() {
+        for _ in 0..POLL_BATCH {
+            if e.progress() > 0 && shared.state.load(Ordering::Acquire) != RUNNING {
+                let (busy, long_end) = (e.busy(), e.long_end());
+                drop(e);
+                rt.spin.record(0, false);
+                let last = rt.app_waiting.load(Ordering::SeqCst) == 0;
+                return leave(rt, helper, entry.max(long_end), busy, last);
+            }
+        }
+    }
     let others = rt.app_waiting.fetch_add(1, Ordering::AcqRel);
     let yield_polls = yields(rt);
     // The polling mark tells peers to skip waking a sleeper of ours while we
@@ -620,14 +642,7 @@ pub(crate) fn wait(shared: &ExecShared) {
     // sleeper, and the mark would only move its cache line back and forth
     // between us and every peer that sends (measured: 10 % of an 8-byte
     // exchange).
-    let helper = rt.cfg.progress != ProgressMode::Manual;
     let mark = !helper && others > 0;
-    if helper {
-        rt.app_mark.note_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), entry);
-        // Once per call: after a sleep the mark stays lifted (touching it
-        // again would ring the helper on every wake-up).
-        rt.app_mark.touch(&rt.bell, false);
-    }
     // Whether other executions were in flight when ours finished, if this
     // thread saw it finish with the engine lock held (saves taking the lock
     // again below).
@@ -724,12 +739,23 @@ pub(crate) fn wait(shared: &ExecShared) {
         }
     }
     rt.spin.record(latest.saturating_sub(entry), slept);
-    if helper {
-        rt.app_mark.last_wait.store(latest.max(long_end), Ordering::Relaxed);
-    }
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
+    let busy = helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy());
+    leave(rt, helper, latest.max(long_end), busy, last);
+}
+
+/// The end of a Wait whose execution finished at `end` (`ticks`): leaves
+/// `end` for the next Run (see `AppMark::last_wait`) and, if executions are
+/// still `busy`, hands progress back to the helper (woken if this was the
+/// `last` thread waiting).
+#[inline]
+fn leave(rt: &Runtime, helper: bool, end: u64, busy: bool, last: bool) {
+    if !helper {
+        return;
+    }
+    rt.app_mark.last_wait.store(end, Ordering::Relaxed);
     // Data for executions still running must wake the helper from now on.
-    if helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy()) {
+    if busy {
         rt.app_mark.lift(&rt.bell);
         rt.bell.ring();
         if last {
