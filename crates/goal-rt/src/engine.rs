@@ -360,8 +360,10 @@ struct State {
     /// When (in `ticks`) the last copy of at least [`LONG_COPY_BYTES`]
     /// ended: see [`Engine::long_end`].
     long_end: u64,
-    /// Some released credit may be due for publishing.
+    /// Some peer's released credit reached `credit_step` unpublished bytes.
     credit_due: bool,
+    /// Released credit is published in steps of a quarter of the credit.
+    credit_step: u64,
     /// Bytes of self-sends copied aside and not yet received.
     self_buffered: u64,
     passes: u32,
@@ -462,6 +464,7 @@ impl Engine {
             finished_ops: 0,
             long_end: 0,
             credit_due: false,
+            credit_step: (th.credit / 4).max(1),
             self_buffered: 0,
             passes: 0,
             last_check: Instant::now(),
@@ -487,7 +490,7 @@ impl Engine {
         sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let s = &sched.s;
         let n = s.ops.len();
-        let mut bufs = self.pool(sched).pop().unwrap_or_else(|| Box::new(ExecBufs {
+        let mut bufs = self.st.pool(sched).pop().unwrap_or_else(|| Box::new(ExecBufs {
             counters: Vec::with_capacity(n),
             scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
             posted: Vec::new(),
@@ -515,7 +518,7 @@ impl Engine {
         if n == 0 {
             sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
             shared.state.store(DONE, Ordering::Release);
-            self.recycle(sched, bufs);
+            self.st.recycle(sched, bufs);
             return shared;
         }
         let slot = match self.st.free_slots.pop() {
@@ -570,26 +573,17 @@ impl Engine {
         shared
     }
 
-    fn recycle(&mut self, sched: &SchedInner, bufs: Box<ExecBufs>) {
-        let pool = self.pool(sched);
-        if pool.len() < 8 {
-            pool.push(bufs);
-        }
-    }
-
-    /// `sched`'s pool of execution buffers.
-    #[allow(clippy::mut_from_ref)]
-    #[allow(clippy::vec_box)] // see LockedPool
-    fn pool<'a>(&'a mut self, sched: &'a SchedInner) -> &'a mut Vec<Box<ExecBufs>> {
-        // SAFETY: `&mut self` means the engine lock is held. There is one
-        // engine per process, and a schedule runs only on the runtime that
-        // compiled it, so every access to this pool goes through this
-        // engine; the returned borrow ends before the lock can be released.
-        unsafe { &mut *sched.pool.0.get() }
-    }
-
     /// One pass over everything that can move; returns the operations finished.
     pub fn progress(&mut self) -> usize {
+        if self.quiet() && !self.shm.pending() {
+            // Nothing to move and nothing arrived: the pass of a Wait that
+            // polls for a message, cut from some 200 instructions to the
+            // loads above (the message that arrives meanwhile is found
+            // that much sooner).
+            self.shm.flush();
+            self.count_pass();
+            return 0;
+        }
         let before = self.st.finished_ops;
         self.poll_messages();
         self.reap_kernel();
@@ -603,11 +597,26 @@ impl Engine {
         }
         self.publish_credits();
         self.shm.flush();
+        self.count_pass();
+        self.st.finished_ops - before
+    }
+
+    /// Whether a pass has nothing to do but look for arrivals in the rings:
+    /// no network or kernel ring to poll, nothing queued to start or send,
+    /// no stream moving and no credit to publish.
+    #[inline]
+    fn quiet(&self) -> bool {
+        let st = &self.st;
+        self.net.is_none() && self.kp.is_none() && st.ready.is_empty() && st.outq_peers.is_empty() && st.streams_active == 0 && !st.credit_due
+    }
+
+    /// Counts a pass; every 1024th looks at the peers' liveness if due.
+    #[inline]
+    fn count_pass(&mut self) {
         self.st.passes = self.st.passes.wrapping_add(1);
         if self.st.passes.is_multiple_of(1024) {
             self.check_peers_if_due();
         }
-        self.st.finished_ops - before
     }
 
     /// Whether messages wait for ring space: the peer will not ring for
@@ -980,21 +989,8 @@ impl Engine {
         if trace_on() {
             self.trace_finish(r);
         }
-        let Some(e) = self.st.execs.get_mut(r.slot as usize).and_then(|e| e.as_mut()).filter(|e| e.gen == r.gen) else {
-            return;
-        };
-        self.st.finished_ops += 1;
-        let s = &e.sched.s;
-        for &d in s.dependents(r.op as usize) {
-            let c = &mut e.bufs.counters[d as usize];
-            *c -= 1;
-            if *c == 0 {
-                self.st.ready.push_back(OpRef { op: d, ..r });
-            }
-        }
-        e.remaining -= 1;
-        if e.remaining == 0 {
-            self.complete(r.slot, Ok(()));
+        if let Some(slot) = self.st.finish(r) {
+            self.complete(slot, Ok(()));
         }
     }
 
@@ -1008,24 +1004,9 @@ impl Engine {
 
     fn complete(&mut self, slot: u32, res: Result<(), Error>) {
         if res.is_ok() && self.kp.is_none() {
-            return self.completed(slot);
+            return self.st.completed(slot);
         }
         self.complete_slow(slot, res)
-    }
-
-    /// [`complete`](Self::complete) of a successful execution outside the
-    /// kernel mode: the path of every Run and Wait, kept apart from the
-    /// failure and kernel cases (their registers and checks cost every
-    /// execution about 40 instructions).
-    fn completed(&mut self, slot: u32) {
-        let Some(e) = self.vacate(slot) else { return };
-        e.bufs.shared.state.store(DONE, Ordering::Release);
-        let Exec { sched, bufs, .. } = e;
-        self.recycle(&sched, bufs);
-        sched_done(sched);
-        if !self.st.orphans.is_empty() {
-            self.release_orphans();
-        }
     }
 
     /// Keeps a schedule whose last [`Schedule`](crate::Schedule) handle is
@@ -1036,29 +1017,10 @@ impl Engine {
         }
     }
 
-    /// Drops the kept schedules that have no execution left.
-    #[cold]
-    fn release_orphans(&mut self) {
-        self.st.orphans.retain(|s| s.running.load(Ordering::Relaxed) > 0);
-    }
-
-    /// Takes the execution out of `slot`, frees the slot and drops the
-    /// execution from its schedule's active list.
-    #[inline(always)]
-    fn vacate(&mut self, slot: u32) -> Option<Exec> {
-        let e = self.st.execs[slot as usize].take()?;
-        self.st.free_slots.push(slot);
-        if let Some(list) = self.st.active.get_mut(e.sched.id as usize) {
-            if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
-                list.swap_remove(i);
-            }
-        }
-        Some(e)
-    }
 
     #[inline(never)]
     fn complete_slow(&mut self, slot: u32, res: Result<(), Error>) {
-        let Some(e) = self.vacate(slot) else { return };
+        let Some(e) = self.st.vacate(slot) else { return };
         let id = e.sched.id as usize;
         let k = key(e.sched.id, e.seq);
         let mut in_kernel = false;
@@ -1105,10 +1067,10 @@ impl Engine {
             // cancellations land: never reuse or free it.
             std::mem::forget(bufs);
         } else {
-            self.recycle(&sched, bufs);
+            self.st.recycle(&sched, bufs);
         }
         sched_done(sched);
-        self.release_orphans();
+        self.st.release_orphans();
     }
 
     /// An unexpected message whose execution is gone: release its sender.
@@ -1242,6 +1204,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn eager_credit(&mut self, p: usize, len: u64) -> bool {
         let st = &mut self.st;
         if st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit {
@@ -1526,8 +1489,7 @@ impl Engine {
 
     fn release_credit(&mut self, src: u32, n: u64) {
         if src != self.rank {
-            self.st.released[src as usize] += n;
-            self.st.credit_due = true;
+            self.st.release(src, n);
         } else {
             self.st.self_buffered -= n;
         }
@@ -1542,10 +1504,8 @@ impl Engine {
             return;
         }
         self.st.credit_due = false;
-        let step = (self.th.credit / 4).max(1);
         for p in 0..self.size as usize {
-            let unpublished = self.st.released[p] - self.st.published[p];
-            if unpublished >= step {
+            if self.st.released[p] - self.st.published[p] >= self.st.credit_step {
                 self.st.published[p] = self.st.released[p];
                 if self.remote[p] {
                     let mut h = Head::control(proto::CREDIT, 0);
@@ -1554,8 +1514,6 @@ impl Engine {
                 } else {
                     self.shm.return_credits(p, self.st.released[p]);
                 }
-            } else if unpublished > 0 {
-                self.st.credit_due = true;
             }
         }
     }
@@ -1568,13 +1526,16 @@ impl Engine {
         let st = &mut self.st;
         st.poll_no += 1;
         let poll = st.poll_no;
-        shm.poll(&mut |src, env, payload| st_arrive(st, &mut arrived, poll, src as u32, Head::decode(env), payload));
+        // Without kernel channels a finished execution completes without the
+        // transports (see `State::completed`): at once, inside the poll.
+        let now = self.kp.is_none() && !trace_on();
+        shm.poll(&mut |src, env, payload| st_arrive(st, &mut arrived, poll, now, src as u32, Head::decode(env), payload));
         if let Some(net) = self.net.as_mut() {
             let st = &mut self.st;
             net.poll(&mut |ev| match ev {
                 Event::Am { src, handler, head, payload } => {
                     if let Some(h) = net_head(handler, head) {
-                        st_arrive(st, &mut arrived, poll, src, h, payload);
+                        st_arrive(st, &mut arrived, poll, now, src, h, payload);
                     }
                 }
                 // In line with the messages, in the order goal-net reports
@@ -1621,7 +1582,7 @@ impl Engine {
                         None => self.stash(h.sched, h.seq, u),
                     }
                 }
-                // data == None: delivered inline during the poll (see DELIVERED below)
+                // (Always with data: one delivered inline comes as DELIVERED.)
             }
             NET_BULK_DONE => {
                 if let Some(r) = self.st.net_in.remove(&(src, h.token)) {
@@ -2061,8 +2022,10 @@ const NET_BULK_SENT: u8 = 0xF2;
 /// receiving a 1 MiB broadcast in 64 KiB segments). Everything else waits
 /// in `arrived` for the poll's end: an envelope about a channel, and a
 /// message behind one of its sender's that may match and is still queued
-/// (see `State::queued_in`).
-fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>, poll: u64, src: u32, h: Head, payload: &[u8]) {
+/// (see `State::queued_in`). A receive filled inline is finished at once
+/// if `finish_now`, else (kernel mode, tracing, truncation) by a DELIVERED
+/// note at the poll's end.
+fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>, poll: u64, finish_now: bool, src: u32, h: Head, payload: &[u8]) {
     if h.kind != proto::EAGER {
         if h.kind == proto::RTS {
             st.queued_in[src as usize] = poll;
@@ -2071,8 +2034,15 @@ fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>, po
         return;
     }
     if let Some(r) = (h.mode == 0 && st.queued_in[src as usize] != poll).then(|| st_match_posted(st, h.sched, h.seq, src, h.tag)).flatten() {
-        arrived.push((src, h, None));
-        st_deliver_inline(st, r, src, payload, arrived);
+        let truncated = st_deliver_inline(st, r, src, payload);
+        if finish_now && !truncated {
+            if let Some(slot) = st.finish(r) {
+                st.completed(slot);
+            }
+        } else {
+            let note = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
+            arrived.push((src, note, None));
+        }
         return;
     }
     st.queued_in[src as usize] = poll;
@@ -2083,6 +2053,90 @@ fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>, po
 }
 
 impl State {
+    fn recycle(&mut self, sched: &SchedInner, bufs: Box<ExecBufs>) {
+        let pool = self.pool(sched);
+        if pool.len() < 8 {
+            pool.push(bufs);
+        }
+    }
+
+    /// `sched`'s pool of execution buffers.
+    #[allow(clippy::mut_from_ref)]
+    #[allow(clippy::vec_box)] // see LockedPool
+    fn pool<'a>(&'a mut self, sched: &'a SchedInner) -> &'a mut Vec<Box<ExecBufs>> {
+        // SAFETY: `&mut self` means the engine lock is held (the state is
+        // only reached through the engine). There is one engine per
+        // process, and a schedule runs only on the runtime that compiled
+        // it, so every access to this pool goes through this engine; the
+        // returned borrow ends before the lock can be released.
+        unsafe { &mut *sched.pool.0.get() }
+    }
+
+    /// Operation `r` has finished: releases its dependents, and returns its
+    /// slot if that was its execution's last operation.
+    #[inline(always)]
+    fn finish(&mut self, r: OpRef) -> Option<u32> {
+        let e = self.execs.get_mut(r.slot as usize).and_then(|e| e.as_mut()).filter(|e| e.gen == r.gen)?;
+        self.finished_ops += 1;
+        let s = &e.sched.s;
+        for &d in s.dependents(r.op as usize) {
+            let c = &mut e.bufs.counters[d as usize];
+            *c -= 1;
+            if *c == 0 {
+                self.ready.push_back(OpRef { op: d, ..r });
+            }
+        }
+        e.remaining -= 1;
+        (e.remaining == 0).then_some(r.slot)
+    }
+
+    /// [`Engine::complete`] of a successful execution outside the kernel
+    /// mode: the path of every Run and Wait, kept apart from the failure
+    /// and kernel cases (their registers and checks cost every execution
+    /// about 40 instructions), and free of the transports (an inline
+    /// delivery completes an execution during the poll).
+    fn completed(&mut self, slot: u32) {
+        let Some(e) = self.vacate(slot) else { return };
+        e.bufs.shared.state.store(DONE, Ordering::Release);
+        let Exec { sched, bufs, .. } = e;
+        self.recycle(&sched, bufs);
+        sched_done(sched);
+        if !self.orphans.is_empty() {
+            self.release_orphans();
+        }
+    }
+
+    /// Drops the kept schedules that have no execution left.
+    #[cold]
+    fn release_orphans(&mut self) {
+        self.orphans.retain(|s| s.running.load(Ordering::Relaxed) > 0);
+    }
+
+    /// Takes the execution out of `slot`, frees the slot and drops the
+    /// execution from its schedule's active list.
+    #[inline(always)]
+    fn vacate(&mut self, slot: u32) -> Option<Exec> {
+        let e = self.execs[slot as usize].take()?;
+        self.free_slots.push(slot);
+        if let Some(list) = self.active.get_mut(e.sched.id as usize) {
+            if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
+                list.swap_remove(i);
+            }
+        }
+        Some(e)
+    }
+
+    /// Notes `n` eager bytes of `src` released; publishing becomes due
+    /// once a step of them is unpublished (see `publish_credits`).
+    #[inline]
+    fn release(&mut self, src: u32, n: u64) {
+        let p = src as usize;
+        self.released[p] += n;
+        if self.released[p] - self.published[p] >= self.credit_step {
+            self.credit_due = true;
+        }
+    }
+
     /// Keeps `d`, an unexpected message's payload that was delivered or
     /// dropped, for the next one (see `spare_bufs`).
     fn spare_buf(&mut self, d: Vec<u8>) {
@@ -2095,6 +2149,7 @@ impl State {
 /// Finds and removes the first posted receive of execution (sched, seq)
 /// matching src/tag (a free function so the poll callback can use it while
 /// the transport is borrowed).
+#[inline]
 fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = st.active.get(sched as usize)?.iter().find(|&&(q, _)| q == seq)?.1;
     let e = st.execs[slot as usize].as_mut()?;
@@ -2104,10 +2159,9 @@ fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> 
     Some(OpRef { slot, gen: e.gen, op: p.op })
 }
 
-/// Copies an eager payload from the ring into posted receive `r` and records
-/// a DELIVERED note (replacing the last entry of `arrived`) so that the
-/// receive is finished once the poll is over.
-fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived: &mut [(u32, Head, Option<Vec<u8>>)]) {
+/// Copies an eager payload from the ring into posted receive `r`, unless
+/// it is larger than the receive (returns whether it was).
+fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> bool {
     let e = st.execs[r.slot as usize].as_ref().unwrap_or_else(|| unreachable!());
     let s = &e.sched.s;
     let o = &s.ops[r.op as usize];
@@ -2137,11 +2191,9 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8], arrived
         }
     }
     if src != st.rank {
-        st.released[src as usize] += payload.len() as u64;
-        st.credit_due = true;
+        st.release(src, payload.len() as u64);
     }
-    let last = arrived.last_mut().unwrap_or_else(|| unreachable!());
-    last.1 = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
+    truncated
 }
 
 /// Counts one execution of `sched` as over: the last use of its

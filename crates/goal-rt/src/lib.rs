@@ -375,6 +375,7 @@ impl Runtime {
     /// Every user-space buffer named in the schedule must stay valid (and
     /// unaliased by Rust references while it is written) until the execution
     /// has finished.
+    #[inline]
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
         if self.cfg.progress == ProgressMode::Manual {
             // (`run_at` is for the helper's heuristics: none here.)
@@ -456,6 +457,7 @@ impl Handle {
     }
 
     /// Blocks until the execution has finished.
+    #[inline]
     pub fn wait(self) -> Result<()> {
         progress::wait(&self.shared);
         self.state().map(|_| ())

@@ -217,7 +217,7 @@ pub struct Schedule {
 
 impl Schedule {
     /// Dependents of op `i` (operations waiting for it to finish).
-    #[inline]
+    #[inline(always)]
     pub fn dependents(&self, i: usize) -> &[u32] {
         let start = self.ops[i].first_dep as usize;
         let end = self.ops.get(i + 1).map_or(self.edges.len(), |o| o.first_dep as usize);

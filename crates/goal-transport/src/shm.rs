@@ -579,6 +579,7 @@ impl ShmNode {
     }
 
     /// Writes one message to `peer`'s ring. `Ok(false)`: the ring is full, try later.
+    #[inline]
     pub fn try_send(&self, peer: usize, env: &Envelope, payload: &[&[u8]]) -> io::Result<bool> {
         let Some(Some(p)) = self.peers.get(peer) else {
             return Err(io::Error::new(
@@ -604,6 +605,14 @@ impl ShmNode {
         }
         self.mark_dirty(peer);
         Ok(true)
+    }
+
+    /// Whether any peer's ring holds a message [`poll`](Self::poll) would
+    /// hand out: one load per peer, for a progress pass that would
+    /// otherwise find nothing at the cost of a whole poll.
+    #[inline]
+    pub fn pending(&self) -> bool {
+        self.incoming.iter().flatten().any(|inc| inc.ring.pending())
     }
 
     /// Hands every message present to `f` (source rank, envelope, payload in

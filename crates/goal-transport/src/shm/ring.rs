@@ -203,6 +203,16 @@ impl RingConsumer {
         }
     }
 
+    /// Whether a record (or padding) is published at the consumer's
+    /// position: one load of the producer's line, nothing consumed.
+    #[inline]
+    pub(crate) fn pending(&self) -> bool {
+        let off = (self.local_head.get() & (self.ptrs.cap - 1)) as usize;
+        // SAFETY: `off` is 8-aligned and `off + 8 <= cap` (the counters
+        // advance by multiples of 8); the mapping lives in `ptrs`.
+        unsafe { header_word(self.ptrs.data, off) }.load(Ordering::Relaxed) != 0
+    }
+
     /// Hands every record published so far to `f` (envelope, payload in
     /// place), releasing each one's space after `f` returns. Returns how many,
     /// and whether the ring was more than half full (a producer may then be
