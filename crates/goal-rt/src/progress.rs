@@ -623,15 +623,12 @@ pub(crate) fn wait(shared: &ExecShared) {
     // waiting ones: in a loop of small collectives most Waits end here, and
     // the count's two locked instructions and the spin's bookkeeping were
     // some 75 of the 2 000 instructions of a 2-rank barrier's Run and Wait.
-    if let Some(mut e) = rt.try_engine() {
-        for _ in 0..POLL_BATCH {
-            if e.progress() > 0 && shared.state.load(Ordering::Acquire) != RUNNING {
-                let (busy, long_end) = (e.busy(), e.long_end());
-                drop(e);
-                rt.spin.record(0, false);
-                let last = rt.app_waiting.load(Ordering::SeqCst) == 0;
-                return leave(rt, helper, entry.max(long_end), busy, last);
-            }
+    if let Ok(mut e) = rt.engine.try_lock() {
+        if let (_, Some((busy, long_end))) = poll_batch(&mut e, shared) {
+            drop(e);
+            rt.spin.record(0, false);
+            let last = rt.app_waiting.load(Ordering::SeqCst) == 0;
+            return leave(rt, helper, entry.max(long_end), busy, last);
         }
     }
     let others = rt.app_waiting.fetch_add(1, Ordering::AcqRel);
@@ -672,15 +669,12 @@ pub(crate) fn wait(shared: &ExecShared) {
                 let mut news = false;
                 match rt.engine.try_lock() {
                     Ok(mut e) => {
-                        for _ in 0..POLL_BATCH {
-                            if e.progress() > 0 {
-                                news = true;
-                                if shared.state.load(Ordering::Acquire) != RUNNING {
-                                    others_busy = Some(e.busy());
-                                    long_end = e.long_end();
-                                    break 'spin;
-                                }
-                            }
+                        let done;
+                        (news, done) = poll_batch(&mut e, shared);
+                        if let Some((busy, end)) = done {
+                            others_busy = Some(busy);
+                            long_end = end;
+                            break 'spin;
                         }
                     }
                     Err(_) => std::hint::spin_loop(),
@@ -742,6 +736,24 @@ pub(crate) fn wait(shared: &ExecShared) {
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
     let busy = helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy());
     leave(rt, helper, latest.max(long_end), busy, last);
+}
+
+/// Up to [`POLL_BATCH`] progress passes with the engine held, fewer if
+/// `shared` finishes: whether any pass moved something, and, if `shared`
+/// finished, whether other executions are in flight and when the last long
+/// copy ended (`Engine::long_end`).
+#[inline]
+fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared) -> (bool, Option<(bool, u64)>) {
+    let mut news = false;
+    for _ in 0..POLL_BATCH {
+        if e.progress() > 0 {
+            news = true;
+            if shared.state.load(Ordering::Acquire) != RUNNING {
+                return (true, Some((e.busy(), e.long_end())));
+            }
+        }
+    }
+    (news, None)
 }
 
 /// The end of a Wait whose execution finished at `end` (`ticks`): leaves
