@@ -87,11 +87,12 @@ pub(crate) struct AppMark {
     epoch: std::sync::atomic::AtomicU64,
     /// The time of the last Run, in `ticks`.
     last_run: std::sync::atomic::AtomicU64,
-    /// The last clock reading of the last Wait that did not find its
-    /// execution finished (at most a batch of polls, or a wake-up, before
-    /// it returned; later if that batch made a long copy, whose end the
-    /// engine notes), in `ticks`: a Run soon after it follows a Wait, not
-    /// a computation.
+    /// The last clock reading of the last Wait that did not finish its
+    /// execution within a first batch of polls (at most a batch, or a
+    /// wake-up, before it returned; later if that batch made a long copy,
+    /// whose end the engine notes), in `ticks`: a Run soon after it follows
+    /// a Wait, not a computation. (A shorter Wait reads no clock: see
+    /// `short_wait`.)
     last_wait: std::sync::atomic::AtomicU64,
     /// The helper sleeps on the doorbell alone, deaf to the network and the
     /// kernel ring (it does while an application thread waits, since that
@@ -100,6 +101,12 @@ pub(crate) struct AppMark {
     /// Bit `id % 64`: the application computed between the last Run of
     /// schedule `id` and its Wait (see [`AppMark::at_run`]).
     computes: std::sync::atomic::AtomicU64,
+    /// One more than the id of the schedule whose execution of the latest
+    /// Run was waited for within Wait's first batch of polls, which reads
+    /// no clock; zero if none since that Run. The next Run, which reads the
+    /// clock anyway, clears the schedule's bit in `computes` if it comes
+    /// less than [`TIGHT_LOOP`] after that Run.
+    short_wait: std::sync::atomic::AtomicU32,
     /// [`TIGHT_LOOP`] and [`DEAF_RING_GAP`] in `ticks`, converted once:
     /// the floating-point conversion cost every Run and Wait 33
     /// instructions each (callgrind).
@@ -137,6 +144,7 @@ impl AppMark {
             last_wait: Default::default(),
             helper_deaf: Default::default(),
             computes: Default::default(),
+            short_wait: Default::default(),
             tight_loop: crate::ticks::of(TIGHT_LOOP),
             deaf_ring_gap: crate::ticks::of(DEAF_RING_GAP),
         }
@@ -146,6 +154,7 @@ impl AppMark {
     /// `ring`, wakes the helper on setting it: it may have chosen a long
     /// sleep before the mark existed, and must lift the mark after
     /// [`MARK_LINGER`] if nobody else does.
+    #[inline]
     pub(crate) fn touch(&self, bell: &goal_transport::shm::Doorbell, ring: bool) {
         // Only "it moved" matters to the helper: a plain store does that
         // without a locked instruction (two racing application threads
@@ -180,6 +189,7 @@ impl AppMark {
     /// computation took 490 us.) When the application will compute,
     /// `unpark` wakes a helper that sleeps in [`park`]. Returns the clock
     /// it read, for Wait.
+    #[inline(always)]
     pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: u32, unpark: impl FnOnce()) -> u64 {
         let now = crate::ticks::now();
         // Since the last Run, or since the end of the last Wait: a loop of
@@ -188,14 +198,40 @@ impl AppMark {
         // next Run lifted the mark and woke it, the one after set the mark
         // again and rang it): 2 ranks, scatter 1 MiB took 64-143 us in
         // thread mode against 63-67 us in manual mode.
-        let prev = self.last_run.load(Ordering::Relaxed).max(self.last_wait.load(Ordering::Relaxed));
+        let last_run = self.last_run.load(Ordering::Relaxed);
         self.last_run.store(now, Ordering::Relaxed);
-        let computes = self.computes.load(Ordering::Relaxed) & (1 << (sched_id % 64)) != 0;
-        let gap = if computes { u64::MAX } else { now.saturating_sub(prev) };
+        let mut word = self.computes.load(Ordering::Relaxed);
+        let short = self.short_wait.load(Ordering::Relaxed);
+        let gap = if short != 0 {
+            self.short_wait.store(0, Ordering::Relaxed);
+            // The latest Run's Wait ended within its first batch, at a time
+            // between that Run and now that it did not read: taken as just
+            // now, like the Wait of a loop with nothing between Wait and
+            // Run. Close behind that Run, the application did not compute
+            // between that Run and its Wait either.
+            let bit = 1u64 << ((short - 1) % 64);
+            if word & bit != 0 && now.saturating_sub(last_run) < self.tight_loop {
+                word ^= bit;
+                self.computes.store(word, Ordering::Relaxed);
+            }
+            0
+        } else {
+            now.saturating_sub(last_run.max(self.last_wait.load(Ordering::Relaxed)))
+        };
+        let gap = if word & (1 << (sched_id % 64)) != 0 { u64::MAX } else { gap };
         if gap < self.tight_loop {
             self.touch(bell, true);
             return now;
         }
+        self.after_gap(bell, gap, unpark);
+        now
+    }
+
+    /// [`at_run`](Self::at_run) after a gap (or for a schedule the
+    /// application computes behind): out of the line of a latency loop.
+    #[cold]
+    #[inline(never)]
+    fn after_gap(&self, bell: &goal_transport::shm::Doorbell, gap: u64, unpark: impl FnOnce()) {
         // Not a tight loop: the application computes between its calls, so
         // lift the mark (peers on this machine ring again from now on).
         let lifted = self.lift(bell);
@@ -213,7 +249,6 @@ impl AppMark {
             // machine still ring the doorbell, since the mark is lifted.
             bell.ring();
         }
-        now
     }
 
     /// Called by a Run whose own long copy ended at `end` (see
@@ -229,6 +264,9 @@ impl AppMark {
     /// between. Stores only on a change, so that a steady loop leaves the
     /// word's cache line alone.
     fn note_wait(&self, sched_id: u32, run_at: u64, now: u64) {
+        if self.short_wait.load(Ordering::Relaxed) != 0 {
+            self.short_wait.store(0, Ordering::Relaxed);
+        }
         let bit = 1u64 << (sched_id % 64);
         let computed = now.saturating_sub(run_at) >= self.tight_loop;
         let word = self.computes.load(Ordering::Relaxed);
@@ -236,6 +274,18 @@ impl AppMark {
             // A plain store: two racing threads may lose each other's
             // note, which only costs one Run the old guess.
             self.computes.store(word ^ bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Called by a Wait that ended within its first batch of polls, without
+    /// a clock: if its execution is of the latest Run, the next Run can
+    /// tell from its own clock whether the application computed between
+    /// this Run and this Wait (see `short_wait`).
+    #[inline]
+    fn note_short_wait(&self, sched_id: u32, run_at: u64) {
+        let v = if run_at == self.last_run.load(Ordering::Relaxed) { sched_id % 64 + 1 } else { 0 };
+        if self.short_wait.load(Ordering::Relaxed) != v {
+            self.short_wait.store(v, Ordering::Relaxed);
         }
     }
 
@@ -611,25 +661,40 @@ pub(crate) fn wait(shared: &ExecShared) {
     if shared.state.load(Ordering::Acquire) != RUNNING {
         return;
     }
-    let entry = crate::ticks::now();
     let helper = rt.cfg.progress != ProgressMode::Manual;
+    // A first batch of passes, without counting this thread among the
+    // waiting ones: in a loop of small collectives most Waits end here, and
+    // the count's two locked instructions and the spin's bookkeeping were
+    // some 75 of the 2 000 instructions of a 2-rank barrier's Run and Wait.
+    // Nor does it read the clock (10 ns in this VM, and with the marks'
+    // bookkeeping a 2-rank barrier took 0.278 us with a helper against
+    // 0.255 us without): the next Run learns from its own clock what this
+    // Wait would have noted (see `AppMark::note_short_wait`).
+    if let Ok(mut e) = rt.engine.try_lock() {
+        if let (_, Some((busy, long_end))) = poll_batch(&mut e, shared) {
+            drop(e);
+            if helper {
+                let run_at = shared.run_at.load(Ordering::Relaxed);
+                rt.app_mark.note_short_wait(shared.sched_id, run_at);
+                // A long copy made in this batch ended after the Run: the
+                // time up to its end was not the application's.
+                if long_end > run_at {
+                    rt.app_mark.last_wait.store(long_end, Ordering::Relaxed);
+                }
+                if busy {
+                    hand_back(rt, rt.app_waiting.load(Ordering::SeqCst) == 0);
+                }
+            }
+            rt.spin.record(0, false);
+            return;
+        }
+    }
+    let entry = crate::ticks::now();
     if helper {
         rt.app_mark.note_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), entry);
         // Once per call: after a sleep the mark stays lifted (touching it
         // again would ring the helper on every wake-up).
         rt.app_mark.touch(&rt.bell, false);
-    }
-    // A first batch of passes, without counting this thread among the
-    // waiting ones: in a loop of small collectives most Waits end here, and
-    // the count's two locked instructions and the spin's bookkeeping were
-    // some 75 of the 2 000 instructions of a 2-rank barrier's Run and Wait.
-    if let Ok(mut e) = rt.engine.try_lock() {
-        if let (_, Some((busy, long_end))) = poll_batch(&mut e, shared) {
-            drop(e);
-            rt.spin.record(0, false);
-            let last = rt.app_waiting.load(Ordering::SeqCst) == 0;
-            return leave(rt, helper, entry.max(long_end), busy, last);
-        }
     }
     let others = rt.app_waiting.fetch_add(1, Ordering::AcqRel);
     let yield_polls = yields(rt);
@@ -766,13 +831,19 @@ fn leave(rt: &Runtime, helper: bool, end: u64, busy: bool, last: bool) {
         return;
     }
     rt.app_mark.last_wait.store(end, Ordering::Relaxed);
-    // Data for executions still running must wake the helper from now on.
     if busy {
-        rt.app_mark.lift(&rt.bell);
-        rt.bell.ring();
-        if last {
-            unpark(rt);
-        }
+        hand_back(rt, last);
+    }
+}
+
+/// Data for executions still running must wake the helper from now on:
+/// lifts the mark and rings; wakes a parked helper if this was the `last`
+/// thread waiting.
+fn hand_back(rt: &Runtime, last: bool) {
+    rt.app_mark.lift(&rt.bell);
+    rt.bell.ring();
+    if last {
+        unpark(rt);
     }
 }
 
