@@ -403,6 +403,7 @@ impl Runtime {
         self.lock_engine().progress()
     }
 
+    #[inline]
     pub(crate) fn lock_engine(&self) -> std::sync::MutexGuard<'_, Engine> {
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
     }

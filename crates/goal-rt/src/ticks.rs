@@ -25,6 +25,7 @@ struct Rate {
 
 static RATE: OnceLock<Rate> = OnceLock::new();
 
+#[inline]
 fn rate() -> &'static Rate {
     RATE.get_or_init(measure)
 }

@@ -166,6 +166,7 @@ impl RemoteBell {
 
     /// Wakes the peer if it sleeps. The caller has published its writes and
     /// issued `fence(SeqCst)` since.
+    #[inline]
     pub(crate) fn wake_if_sleeping(&self) {
         let sleepers = self.map.atomic_u32(H_SLEEPERS);
         if self.map.atomic_u32(H_POLLING).load(Ordering::SeqCst) == 0 && sleepers.load(Ordering::SeqCst) > 0 {

@@ -128,7 +128,7 @@ impl RingProducer {
 
     /// Appends one record (envelope + the concatenation of `payload`), whose
     /// total payload must be at most [`max_payload`]. `false`: no room now.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn try_push(&self, env: &Envelope, payload: &[&[u8]], len: usize) -> bool {
         let cap = self.ptrs.cap;
         let tail = self.local_tail.get();
