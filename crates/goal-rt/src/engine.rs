@@ -564,15 +564,19 @@ impl Engine {
         if !hold {
             // Started at once, in order; the operations they make ready
             // queue behind them (the order of pushing them all first).
-            // A receive with nothing waiting for it, from a live peer, and
-            // nothing to trace, hand to the kernel or start with it, is
-            // posted here: `start_op`'s general path cost a 2-rank
-            // barrier's one receive some 150 instructions.
+            // With nothing to trace, hand to the kernel or start with an
+            // operation, a receive with nothing waiting for it and an eager
+            // send to a peer on this machine that fits its ring now are
+            // started here: `start_op`'s general path cost a 2-rank
+            // barrier's receive some 150 instructions.
             let plain = self.kp.is_none() && s.start_index.is_empty() && !trace_on();
             for op in 0..s.independent {
                 let r = OpRef { slot, gen, op };
-                if plain && self.post_plain(r, &s.ops[op as usize]) {
-                    continue;
+                if plain {
+                    let o = &s.ops[op as usize];
+                    if self.post_plain(r, o) || self.send_plain(r, o, sched.id, seq) {
+                        continue;
+                    }
                 }
                 self.start_op(r);
             }
@@ -1353,6 +1357,39 @@ impl Engine {
             e.bufs.posted.push(Posted { op: r.op, peer: o.peer, tag: o.tag });
         }
         true
+    }
+
+    /// Sends `o` of `r` eagerly through the ring if that is all its start
+    /// takes (see `start`): one buffer, to a live peer on this machine, no
+    /// larger than the heap's eager limit, with credit, nothing queued
+    /// before it and room in the ring. Whether it did; if not, `start_op`
+    /// starts it from the beginning (a full ring or an error included).
+    #[inline(always)]
+    fn send_plain(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) -> bool {
+        let (p, len) = (o.peer as usize, o.len as usize);
+        if o.kind() != OpKind::Send
+            || p == self.rank as usize
+            || self.remote[p]
+            || len > self.th.heap_eager.min(self.th.eager)
+            || self.st.lost[p].is_some()
+            || !self.st.outq[p].is_empty()
+            || !self.eager_credit(p, len as u64)
+        {
+            return false;
+        }
+        // An earlier operation may have failed the execution: `start_op`
+        // then does nothing, and nor does this.
+        let Some(e) = self.exec(r) else { return true };
+        let ptr = operand(e.bufs.scratch.as_ptr() as *mut u8, o.addr, o.in_scratch());
+        let head = Head { kind: proto::EAGER, mode: 0, tag: o.tag, sched, seq, len: o.len, token: 0, addr: 0 };
+        // SAFETY: a send buffer is valid for its length (API contract, or
+        // the checked scratchpad).
+        if let Ok(true) = self.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(ptr, len) }) {
+            self.st.eager_sent[p] += len as u64;
+            self.finish(r);
+            return true;
+        }
+        false
     }
 
     fn start_recv(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {
