@@ -1114,7 +1114,7 @@ impl Engine {
     fn start_send(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {
         let peer = o.peer as u32;
         let len = o.len as usize;
-        let mut head = Head { kind: proto::EAGER, mode: 0, tag: o.tag, sched, seq, len: o.len, token: 0, addr: 0 };
+        let mut head = Head::eager(o, sched, seq);
         if peer == self.rank {
             return self.self_send(r, head);
         }
@@ -1348,15 +1348,21 @@ impl Engine {
         if !matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) || !self.st.unexp.is_empty() {
             return false;
         }
-        if o.peer >= 0 && self.st.lost.get(o.peer as usize).is_none_or(|l| l.is_some()) {
+        if o.peer >= 0 && self.st.lost[o.peer as usize].is_some() {
             return false;
         }
-        // An earlier operation may have failed the execution: `start_op`
-        // then does nothing, and nor does this.
+        self.post(r, o);
+        true
+    }
+
+    /// Adds receive `o` of `r` to its execution's posted receives; none if
+    /// an earlier operation failed the execution (`start_op` then does
+    /// nothing either).
+    #[inline(always)]
+    fn post(&mut self, r: OpRef, o: &OpRec) {
         if let Some(e) = self.exec_mut(r) {
             e.bufs.posted.push(Posted { op: r.op, peer: o.peer, tag: o.tag });
         }
-        true
     }
 
     /// Sends `o` of `r` eagerly through the ring if that is all its start
@@ -1381,7 +1387,7 @@ impl Engine {
         // then does nothing, and nor does this.
         let Some(e) = self.exec(r) else { return true };
         let ptr = operand(e.bufs.scratch.as_ptr() as *mut u8, o.addr, o.in_scratch());
-        let head = Head { kind: proto::EAGER, mode: 0, tag: o.tag, sched, seq, len: o.len, token: 0, addr: 0 };
+        let head = Head::eager(o, sched, seq);
         // SAFETY: a send buffer is valid for its length (API contract, or
         // the checked scratchpad).
         if let Ok(true) = self.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(ptr, len) }) {
@@ -1416,9 +1422,7 @@ impl Engine {
                 return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
             }
         }
-        if let Some(e) = self.exec_mut(r) {
-            e.bufs.posted.push(Posted { op: r.op, peer: o.peer, tag: o.tag });
-        }
+        self.post(r, o);
     }
 
     /// Finds and removes the first posted receive of execution (sched, seq) matching src/tag.

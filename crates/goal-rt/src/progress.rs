@@ -182,12 +182,13 @@ impl AppMark {
     /// Run of a collective the application computes behind. So Wait also
     /// records, per schedule, whether the application computed between that
     /// schedule's Run and its Wait, and a Run of a schedule that did acts
-    /// as after a long gap. (A Wait that ends within its first batch of
-    /// polls reads no clock: the next Run judges it, see `short_wait`.) (Measured across 4 emulated hosts, 4 ranks on 2
+    /// as after a long gap. (Measured across 4 emulated hosts, 4 ranks on 2
     /// cores, a barrier run right after another barrier and then 300 us of
     /// computation: on the rank whose first barrier ended quickest, the
     /// helper stayed deaf to the network and the Wait after the
-    /// computation took 490 us.) When the application will compute,
+    /// computation took 490 us.) A Wait that ends within its first batch
+    /// of polls reads no clock: this Run judges it (see `short_wait`).
+    /// When the application will compute,
     /// `unpark` wakes a helper that sleeps in [`park`]. Returns the clock
     /// it read, for Wait.
     #[inline(always)]

@@ -132,6 +132,12 @@ impl Head {
         Some(Head::decode(&e))
     }
 
+    /// The envelope of an eager send `o` of execution `seq` of schedule
+    /// `sched` (its payload follows it).
+    pub fn eager(o: &goal_sched::OpRec, sched: u32, seq: u32) -> Head {
+        Head { kind: EAGER, mode: 0, tag: o.tag, sched, seq, len: o.len, token: 0, addr: 0 }
+    }
+
     /// A control message (CTS, FIN) for `token`.
     pub fn control(kind: u8, token: u32) -> Head {
         Head { kind, mode: 0, tag: 0, sched: 0, seq: 0, len: 0, token, addr: 0 }
