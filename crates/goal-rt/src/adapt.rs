@@ -40,6 +40,10 @@ const FIRST_CLASS_LOG2: u32 = 16;
 /// slower (a count would tax a stream of large messages: each try of the
 /// slower path stalls the pipeline behind it).
 pub(crate) const EXPLORE_NS: u64 = 20_000_000;
+/// How long the lower rank's choice binds the higher one after its last
+/// message of a class: two exploration periods, so that a pair trading
+/// messages keeps one path, and one that stopped leads no more.
+pub(crate) const LEAD_NS: u64 = 2 * EXPLORE_NS;
 /// Weight of the newest measurement in the average.
 const ALPHA: f64 = 0.3;
 /// The calibrated path is left only for one this many times faster: where
@@ -68,8 +72,8 @@ pub(crate) struct Adapt {
     from: usize,
     classes: Vec<[Class; CLASSES]>,
     /// Per lower-ranked peer and size class: the path of its last message
-    /// to us, which our sends to it follow.
-    led: Vec<[Option<Path>; CLASSES]>,
+    /// to us and when it came, which our sends to it follow for [`LEAD_NS`].
+    led: Vec<[Option<(Path, u64)>; CLASSES]>,
     /// A receiver refused CMA: never offer it again.
     cma_denied: bool,
     /// Sends that took each path, for the debug line at the end.
@@ -114,8 +118,10 @@ impl Adapt {
         if self.cma_denied {
             return Some(Path::Stream);
         }
-        if let Some(p) = self.led[peer][class_of(len)] {
-            return Some(p);
+        if let Some((p, when)) = self.led[peer][class_of(len)] {
+            if now.saturating_sub(when) < LEAD_NS {
+                return Some(p);
+            }
         }
         let c = &mut self.classes[peer][class_of(len)];
         let [stream, cma] = c.ns_per_byte;
@@ -150,10 +156,15 @@ impl Adapt {
     }
 
     /// A message of `len` bytes came from `peer`, a lower rank, by `path`:
-    /// sends of that size class to it go the same way from now on.
+    /// sends of that size class to it go the same way for [`LEAD_NS`].
     pub fn heard(&mut self, peer: usize, len: usize, path: Path) {
+        self.heard_at(peer, len, path, crate::localop::monotonic_ns());
+    }
+
+    /// [`Adapt::heard`] at time `now` (ns).
+    fn heard_at(&mut self, peer: usize, len: usize, path: Path, now: u64) {
         if len >= self.from {
-            self.led[peer][class_of(len)] = Some(path);
+            self.led[peer][class_of(len)] = Some((path, now));
         }
     }
 
@@ -213,11 +224,14 @@ mod tests {
         a.record(0, len, Path::Stream, 4_000_000);
         a.record(0, len, Path::Cma, 1_000_000);
         assert_eq!(a.choose(0, len, Path::Stream, 1), Some(Path::Cma));
-        // ...but the lower rank sent by stream: follow it, without exploring.
-        a.heard(0, len, Path::Stream);
-        assert!((0..100).all(|t| a.choose(0, len, Path::Stream, t * EXPLORE_NS) == Some(Path::Stream)));
-        a.heard(0, len, Path::Cma);
-        assert_eq!(a.choose(0, len, Path::Stream, 1), Some(Path::Cma));
+        // ...but the lower rank sent by stream: follow it, without exploring,
+        // as long as it keeps sending.
+        for t in 0..100 {
+            a.heard_at(0, len, Path::Stream, t * EXPLORE_NS);
+            assert_eq!(a.choose(0, len, Path::Stream, t * EXPLORE_NS + 1), Some(Path::Stream));
+        }
+        a.heard_at(0, len, Path::Cma, 1);
+        assert_eq!(a.choose(0, len, Path::Stream, 2), Some(Path::Cma));
         // Other classes, and sizes below the adaptive range, are untouched.
         assert_eq!(a.choose(0, 1 << 20, Path::Stream, 1), Some(Path::Stream));
         a.heard(0, 1000, Path::Cma);
@@ -225,6 +239,22 @@ mod tests {
         // A refusal of CMA still wins.
         a.deny_cma();
         assert_eq!(a.choose(0, len, Path::Stream, 1), Some(Path::Stream));
+    }
+
+    #[test]
+    fn the_lead_ends_when_the_lower_rank_stops_sending() {
+        let mut a = Adapt::new(2, 64 << 10);
+        let len = 1 << 20;
+        a.record(0, len, Path::Stream, 25_000);
+        a.record(0, len, Path::Cma, 95_000);
+        // The lower rank's last message was an exploration by CMA.
+        a.heard_at(0, len, Path::Cma, 10 * MS);
+        assert_eq!(a.choose(0, len, Path::Stream, 10 * MS + LEAD_NS - 1), Some(Path::Cma));
+        // Past the lead, our own measurements choose again (after the one
+        // exploration that falls due).
+        let t = 10 * MS + LEAD_NS;
+        let picks: Vec<Path> = (0..10).filter_map(|i| a.choose(0, len, Path::Stream, t + i)).collect();
+        assert_eq!(picks.iter().filter(|&&p| p == Path::Stream).count(), 9, "{picks:?}");
     }
 
     #[test]
