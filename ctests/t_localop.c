@@ -12,7 +12,8 @@
  *   - bres == b1 (in place), large counts (100003 elements) and unaligned
  *     addresses;
  * integer DIV by zero makes GOAL_Wait return an error (<0) for every integer
- * type and width, and goal keeps working afterwards; float DIV by zero gives
+ * type and width, naming the element even past the first piece of a long
+ * operation (which runs in pieces), and goal keeps working afterwards; float DIV by zero gives
  * +-inf/NaN and no error; WTIME writes a finite, non-negative double that
  * advances like CLOCK_MONOTONIC between executions and never goes backwards
  * inside a chain of operations; LocalOpVec computes on the concatenation of
@@ -396,6 +397,29 @@ static void div_by_zero(void)
             h_run(s);
             check_result(t, GOAL_DIV, a, bd, r, NE, "after a DIV by zero");
             h_free_schedule(s);
+            if (ti == 6) {
+                /* A long DIV runs in pieces: the zero past the first piece
+                   is still named by its element in the whole operation. */
+                size_t bsz = (size_t)BIG * (size_t)wb;
+                char *ba = malloc(bsz), *bb = malloc(bsz), *bbd = malloc(bsz), *br = malloc(bsz);
+                CHECK(ba && bb && bbd && br);
+                gen_inputs(t, BIG, h_seed((uint64_t)ti, 5, 0, 0), ba, bb, bbd);
+                put(bbd, BIG - 5, wb, 0);
+                GOAL_Graph bg = h_graph();
+                V(GOAL_LocalOp(bg, ba, bbd, br, GOAL_DIV, t->dt, t->width, BIG, GOAL_USERSPACE,
+                               GOAL_USERSPACE, GOAL_USERSPACE));
+                GOAL_Schedule bs = h_compile(bg);
+                GOAL_Handle bh = GOAL_Run(bs);
+                CHECK(bh != NULL);
+                int brc = GOAL_Wait(bh);
+                CHECKM(brc < 0, "%s long DIV by zero: GOAL_Wait returned %d", t->name, brc);
+                char want[64];
+                snprintf(want, sizeof want, "at element %d", BIG - 5);
+                CHECKM(strstr(GOAL_LastError(), want) != NULL,
+                       "long DIV by zero: error \"%s\" does not say \"%s\"", GOAL_LastError(), want);
+                h_free_schedule(bs);
+                free(ba); free(bb); free(bbd); free(br);
+            }
         } else {
             /* Float: IEEE, no error. */
             double num[3] = {1.0, -1.0, 0.0};
