@@ -42,6 +42,7 @@
 
 use crate::adapt;
 use crate::error::{Error, ErrorKind};
+use crate::fuse;
 use crate::kpath::{self, Chan, KPath, KRec, IN_KERNEL};
 use crate::localop::{self, KernelError};
 use crate::proto::{self, Head};
@@ -71,6 +72,11 @@ const LONG_COPY_BYTES: usize = 64 << 10;
 /// per rank: 36-48 us whole, 29 us in pieces).
 const LOCAL_PIECE_BYTES: usize = 64 << 10;
 
+/// A fused receive (see [`fuse`]) copies its message out of the stream this
+/// much at a time into a buffer that stays in the cache, and combines it
+/// from there.
+const FUSE_CHUNK: usize = 16 << 10;
+
 /// A compiled schedule as the runtime holds it.
 pub(crate) struct SchedInner {
     /// Position in this process' compile order: the same on every rank.
@@ -89,12 +95,20 @@ pub(crate) struct SchedInner {
     /// Each operation's initial dependency counter, in one array that a
     /// Run copies as a block.
     deps: Box<[u32]>,
+    /// Receives that may be combined as they come, by receive index.
+    fuse: Box<[fuse::Plan]>,
 }
 
 impl SchedInner {
     pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
         let deps = s.ops.iter().map(|o| o.deps).collect();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps }
+        let fuse = fuse::plan(&s).into_boxed_slice();
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps, fuse }
+    }
+
+    /// The fusion plan of receive `op`, if it has one.
+    fn fusable(&self, op: u32) -> Option<fuse::Plan> {
+        self.fuse.binary_search_by_key(&op, |p| p.recv).ok().map(|i| self.fuse[i])
     }
 }
 
@@ -259,6 +273,9 @@ struct Out {
 struct RdvSend {
     r: OpRef,
     peer: u32,
+    /// The message's length: what the receiver waits for, even once the
+    /// send's execution has failed here.
+    len: usize,
     /// How the receiver was told to fetch it (RTS mode).
     mode: u8,
 }
@@ -278,6 +295,24 @@ struct StreamIn {
     r: OpRef,
     pos: usize,
     len: usize,
+    /// Combined with its local operation as it comes (see [`fuse`]).
+    fused: Option<Box<Fused>>,
+}
+
+/// A receive being combined with its local operation as it comes.
+struct Fused {
+    /// The local operation, and its parameters.
+    op: u32,
+    l: goal_sched::LocalRec,
+    /// The message is the operation's first operand (else its second).
+    first: bool,
+    /// Elements combined so far.
+    elems: usize,
+    /// The start of an element split between two pops.
+    carry: [u8; 8],
+    carry_len: usize,
+    /// The first element divided by zero.
+    err: Option<usize>,
 }
 
 /// Sizes that pick a protocol.
@@ -386,6 +421,10 @@ struct State {
     in_poll: bool,
     /// A local operation runs in pieces: those started in its pauses run whole.
     in_pieces: bool,
+    /// Where fused receives combine their message from (see [`FUSE_CHUNK`]).
+    bounce: Vec<u8>,
+    /// Stream receives combined with their local operation as they came.
+    fused: u64,
     /// Receives whose bytes arrive by network bulk transfer, by (source, token).
     net_in: KeyMap<(u32, u32), OpRef>,
     /// Peers the network lost in a poll (rank, why), handled after its
@@ -487,6 +526,8 @@ impl Engine {
             arrived: Vec::new(),
             in_poll: false,
             in_pieces: false,
+            bounce: Vec::new(),
+            fused: 0,
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
@@ -1242,7 +1283,7 @@ impl Engine {
             return self.enqueue(p, Out { head, send: Some(r) });
         }
         // Rendezvous: pick how the receiver will fetch the bytes.
-        let token = self.new_token(RdvSend { r, peer, mode: proto::MODE_STREAM });
+        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM });
         head.kind = proto::RTS;
         head.token = token;
         head.mode = proto::MODE_STREAM;
@@ -1286,7 +1327,7 @@ impl Engine {
         } else {
             head.kind = proto::RTS;
             head.mode = proto::MODE_NET;
-            head.token = self.new_token(RdvSend { r, peer, mode: proto::MODE_NET });
+            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET });
             self.net_am(peer, &head, &[]).map(|_| false)
         };
         match res {
@@ -1613,9 +1654,7 @@ impl Engine {
                     // rules): ask for the stream instead.
                     if self.st.lost[src as usize].is_none() {
                         self.send_control(src, proto::CTS, token);
-                        self.st.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len: len as usize });
-                        self.st.streams_active += 1;
-                        return;
+                        return self.stream_receive(r, src, len as usize);
                     }
                 }
                 self.copied(off as usize);
@@ -1640,8 +1679,105 @@ impl Engine {
                 if len == 0 {
                     return self.finish(r);
                 }
-                self.st.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len: len as usize });
-                self.st.streams_active += 1;
+                self.stream_receive(r, src, len as usize);
+            }
+        }
+    }
+
+    /// Receive `r` takes its `len` bytes from `src`'s stream.
+    fn stream_receive(&mut self, r: OpRef, src: u32, len: usize) {
+        let fused = self.fusion(r, len);
+        self.st.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len, fused });
+        self.st.streams_active += 1;
+    }
+
+    /// Whether receive `r`, a message of `len` bytes, is combined with its
+    /// local operation as it comes (see [`fuse`]): planned so, filled
+    /// exactly, and the operation waits for nothing else. The operation's
+    /// counter is raised so that the receive's completion does not start
+    /// it again; [`fused_done`](Self::fused_done) finishes it.
+    fn fusion(&mut self, r: OpRef, len: usize) -> Option<Box<Fused>> {
+        if trace_on() {
+            return None;
+        }
+        let e = self.exec_mut(r)?;
+        let sched = e.sched;
+        let plan = sched.fusable(r.op)?;
+        if sched.s.ops[r.op as usize].len as usize != len {
+            return None;
+        }
+        let c = &mut e.bufs.counters[plan.op as usize];
+        if *c != 1 {
+            return None;
+        }
+        *c += 1;
+        let l = sched.s.locals[sched.s.ops[plan.op as usize].addr as usize];
+        Some(Box::new(Fused { op: plan.op, l, first: plan.first, elems: 0, carry: [0; 8], carry_len: 0, err: None }))
+    }
+
+    /// Pops up to `max` bytes of the front receive from `p`, a fused one,
+    /// and combines them (whole elements; a split one waits in `carry`).
+    fn pop_fused(&mut self, p: usize, max: usize) -> usize {
+        let Some(si) = self.st.stream_in[p].front_mut() else { return 0 };
+        let (r, want) = (si.r, max.min(si.len - si.pos));
+        let Some(mut f) = si.fused.take() else { return 0 };
+        let mut bounce = std::mem::take(&mut self.st.bounce);
+        bounce.resize(FUSE_CHUNK + 8, 0);
+        let l = f.l;
+        let esize = l.width as usize / 8;
+        let mut moved = 0;
+        while moved < want {
+            let c = f.carry_len;
+            bounce[..c].copy_from_slice(&f.carry[..c]);
+            let n = self.shm.stream_pop(p, &mut bounce[c..c + (want - moved).min(FUSE_CHUNK)]);
+            if n == 0 {
+                break;
+            }
+            moved += n;
+            let whole = (c + n) / esize;
+            if let (Some(e), None) = (self.exec(r), f.err) {
+                let base = e.bufs.scratch.as_ptr() as *mut u8;
+                let off = f.elems * esize;
+                // SAFETY: the operation's other operand and result hold
+                // `count` elements (API contract, compile-time checks for the
+                // scratchpad), and `elems + whole <= count` since the message
+                // fills the operation exactly.
+                let at = |bit: u8, a: u64| unsafe { operand(base, a, l.mem & (1 << bit) != 0).add(off) };
+                let theirs = bounce.as_ptr();
+                let (a, b) = if f.first { (theirs, at(1, l.b2) as *const u8) } else { (at(0, l.b1) as *const u8, theirs) };
+                // SAFETY: as above; `bounce` holds `whole` elements.
+                if let Err(KernelError::DivByZero(i)) = unsafe { localop::apply(l.op(), l.dt(), l.width, a, b, at(2, l.b3), whole) } {
+                    f.err = Some(f.elems + i);
+                }
+            }
+            f.elems += whole;
+            let (done, end) = (whole * esize, c + n);
+            f.carry[..end - done].copy_from_slice(&bounce[done..end]);
+            f.carry_len = end - done;
+        }
+        self.st.bounce = bounce;
+        if let Some(si) = self.st.stream_in[p].front_mut() {
+            si.fused = Some(f);
+        }
+        moved
+    }
+
+    /// Fused receive `r` has all its bytes: it and its operation finish.
+    fn fused_done(&mut self, r: OpRef, f: &Fused) {
+        self.copied(f.elems * f.l.width as usize / 8);
+        if self.exec(r).is_none() {
+            return;
+        }
+        self.st.fused += 1;
+        let op = OpRef { op: f.op, ..r };
+        match f.err {
+            Some(i) => {
+                let msg = format!("{}: integer division by zero at element {i}", self.describe(op));
+                self.fail(op, Error::new(ErrorKind::DivByZero, msg));
+            }
+            None => {
+                self.finish(r);
+                self.finish(op);
             }
         }
     }
@@ -1782,7 +1918,10 @@ impl Engine {
             }
             proto::CTS => {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
-                    let len = self.rec(s.r).map_or(0, |o| o.len as usize);
+                    // From the record, not the operation: an execution that
+                    // failed here still owes the receiver its bytes (zeros,
+                    // see `pump_streams`), or the receiver waits for ever.
+                    let len = s.len;
                     let peer = s.peer as usize;
                     if len > 0 && self.remote[peer] {
                         let r = s.r;
@@ -1866,26 +2005,43 @@ impl Engine {
                     self.finish(s.r);
                 }
             }
-            // Incoming: copy what has arrived into the front receive.
+            // Incoming: copy what has arrived into the front receive. A
+            // fused one takes only what was there at the start: popping on
+            // while the sender keeps pushing held this rank here for as
+            // long as the message lasted, its own sends waiting.
+            let mut avail = usize::MAX;
             while let Some(si) = self.st.stream_in[p].front() {
                 let (r, pos, len) = (si.r, si.pos, si.len);
-                let moved = match self.pieces(r) {
+                let moved = if si.fused.is_some() {
+                    if avail == usize::MAX {
+                        avail = self.shm.stream_available(p);
+                    }
+                    let n = self.pop_fused(p, avail);
+                    avail -= n;
+                    n
+                } else { match self.pieces(r) {
                     Some(pc) => pop_into(&self.shm, p, &pc, pos, len),
                     None => {
                         let n = (len - pos).min(1 << 20);
                         self.st.discard.resize(n, 0);
                         self.shm.stream_pop(p, &mut self.st.discard[..n])
                     }
-                };
-                self.copied(moved);
+                } };
                 let si = self.st.stream_in[p].front_mut().unwrap_or_else(|| unreachable!());
                 si.pos += moved;
+                if si.fused.is_none() {
+                    self.copied(moved);
+                }
+                let si = self.st.stream_in[p].front_mut().unwrap_or_else(|| unreachable!());
                 if si.pos < si.len {
                     break;
                 }
-                self.st.stream_in[p].pop_front();
+                let si = self.st.stream_in[p].pop_front().unwrap_or_else(|| unreachable!());
                 self.st.streams_active -= 1;
-                self.finish(r);
+                match si.fused {
+                    Some(f) => self.fused_done(r, &f),
+                    None => self.finish(r),
+                }
             }
         }
     }
@@ -1915,7 +2071,10 @@ impl Engine {
     /// How many large messages took each path, when chosen per message.
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;
-        (stream + cma > 0).then(|| format!("large messages chosen per message: {stream} by stream, {cma} by CMA"))
+        let fused = self.st.fused;
+        (stream + cma + fused > 0).then(|| {
+            format!("large messages chosen per message: {stream} by stream, {cma} by CMA; {fused} stream receive(s) combined with their local operation as they came")
+        })
     }
 
     /// Whether op `op` of schedule `id` travels on its channel now.

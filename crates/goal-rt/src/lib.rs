@@ -29,6 +29,7 @@ mod adapt;
 mod calibrate;
 mod config;
 mod engine;
+mod fuse;
 mod kpath;
 pub mod error;
 pub mod localop;

@@ -676,6 +676,11 @@ impl ShmNode {
         n
     }
 
+    /// Bytes the stream from `peer` holds now, ready to pop.
+    pub fn stream_available(&self, peer: usize) -> usize {
+        self.incoming[peer].as_ref().map_or(0, |inc| inc.stream.available())
+    }
+
     /// Copies up to `dst.len()` bytes from the stream from `peer`; returns the bytes copied.
     pub fn stream_pop(&self, peer: usize, dst: &mut [u8]) -> usize {
         let inc = self.incoming[peer]

@@ -128,6 +128,12 @@ impl StreamConsumer {
         }
     }
 
+    /// Bytes published and not yet consumed.
+    pub(crate) fn available(&self) -> usize {
+        self.cached_tail.set(self.ptrs.tail().load(Ordering::Acquire));
+        (self.cached_tail.get() - self.local_head.get()) as usize
+    }
+
     /// Copies up to `dst.len()` available bytes into `dst`; returns how many.
     pub(crate) fn pop(&self, dst: &mut [u8]) -> usize {
         let cap = self.ptrs.cap;

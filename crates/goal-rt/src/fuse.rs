@@ -1,0 +1,190 @@
+//! Receive-reduce fusion: which receives of a schedule may be combined
+//! with their local operation as their bytes come, instead of landing in
+//! the scratchpad first and being read back by the operation.
+//!
+//! A reduction step in a collective is a receive into a scratchpad buffer
+//! followed by a local operation `result = theirs op mine`. When the
+//! message comes through a pair's stream (large messages between local
+//! ranks), the receiver copies it out of the stream into the scratchpad,
+//! then reads it again to combine: two passes over memory that a 1 MiB
+//! vector does not fit in the cache for. Fused, the receiver copies a
+//! small piece (16 KiB, cache-resident) out of the stream and combines it
+//! at once, and the scratchpad buffer is never touched.
+//!
+//! That is only the same computation when nothing else sees the
+//! difference, so [`plan`] marks a receive only if:
+//! - it is a plain receive into the scratchpad, with exactly one dependent
+//!   and no operation waiting for it to start;
+//! - that dependent is a plain binary local operation (not COPY or WTIME)
+//!   with no start dependents either, whose first or second operand (not
+//!   both) is exactly the received buffer, over as many bytes as the
+//!   receive takes;
+//! - no other operation of the schedule reads or writes any byte of the
+//!   received buffer (a buffer reused for several receives, or a result
+//!   sent on from it, rules fusion out).
+//!
+//! At run time the engine fuses a marked receive only when the message
+//! fills the receive exactly and the operation's other prerequisites have
+//! all finished (its dependency counter is one), since the combining
+//! happens while the message comes.
+
+use goal_sched::{OpKind, Schedule};
+
+/// A receive that may be combined as it comes (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// The receive.
+    pub recv: u32,
+    /// Its local operation.
+    pub op: u32,
+    /// The received bytes are the operation's first operand (else its second).
+    pub first: bool,
+}
+
+/// Above this many range comparisons (receive candidates times scratchpad
+/// ranges) a schedule is not examined: fusion is an optimisation, and a
+/// compile must not turn quadratic.
+const MAX_CHECKS: usize = 1 << 22;
+
+/// The receives of `s` that may be fused, by receive index.
+pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
+    let mut found = Vec::new();
+    for (i, o) in s.ops.iter().enumerate() {
+        if o.kind() != OpKind::Recv || !o.in_scratch() || o.len == 0 || !s.start_dependents(i).is_empty() {
+            continue;
+        }
+        let &[d] = s.dependents(i) else { continue };
+        let od = &s.ops[d as usize];
+        if od.kind() != OpKind::Local || !s.start_dependents(d as usize).is_empty() {
+            continue;
+        }
+        let l = s.locals[od.addr as usize];
+        if !l.op().is_binary() {
+            continue;
+        }
+        if l.count as u64 * l.width as u64 / 8 != o.len as u64 {
+            continue;
+        }
+        let is = |bit: u8, a: u64| l.mem & (1 << bit) != 0 && a == o.addr;
+        let first = match (is(0, l.b1), is(1, l.b2)) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => continue,
+        };
+        found.push(Plan { recv: i as u32, op: d, first });
+    }
+    if found.is_empty() {
+        return found;
+    }
+    let ranges = scratch_ranges(s);
+    if found.len().saturating_mul(ranges.len()) > MAX_CHECKS {
+        return Vec::new();
+    }
+    found.retain(|f| {
+        let o = &s.ops[f.recv as usize];
+        let (lo, hi) = (o.addr, o.addr + o.len as u64);
+        ranges.iter().all(|&(op, a, b)| op == f.recv || op == f.op || b <= lo || a >= hi)
+    });
+    found
+}
+
+/// Every scratchpad range any operation reads or writes: (op, start, end).
+fn scratch_ranges(s: &Schedule) -> Vec<(u32, u64, u64)> {
+    let mut out = Vec::new();
+    for (i, o) in s.ops.iter().enumerate() {
+        let i = i as u32;
+        match o.kind() {
+            OpKind::Send | OpKind::Recv if o.in_scratch() => out.push((i, o.addr, o.addr + o.len as u64)),
+            OpKind::SendVec | OpKind::RecvVec if o.in_scratch() => {
+                for p in s.pieces_of(s.vecs[o.addr as usize]) {
+                    out.push((i, p.addr, p.addr + p.len as u64));
+                }
+            }
+            OpKind::Local => {
+                let l = s.locals[o.addr as usize];
+                let bytes = l.count as u64 * l.width as u64 / 8;
+                for (bit, a) in [l.b1, l.b2, l.b3].into_iter().enumerate() {
+                    if l.mem & (1 << bit) != 0 {
+                        out.push((i, a, a + bytes.max(8)));
+                    }
+                }
+            }
+            OpKind::LocalVec => {
+                let l = s.lvecs[o.addr as usize];
+                for (bit, list) in l.lists.into_iter().enumerate() {
+                    if l.mem & (1 << bit) != 0 {
+                        for p in s.pieces_of(list) {
+                            out.push((i, p.addr, p.addr + p.len as u64));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goal_sched::{Buf, CompileOptions, DataType, Graph, ReduceOp};
+
+    fn compile(g: &Graph) -> Schedule {
+        goal_sched::compile(g, &CompileOptions { group_size: 2 }).unwrap()
+    }
+
+    /// A graph receiving 4096 bytes into the scratchpad and combining
+    /// `count` 32-bit elements of them with a user buffer.
+    fn step(first: bool, count: i64) -> (Graph, u64, u64) {
+        let mut g = Graph::new();
+        g.set_scratchpad(8192);
+        let theirs = Buf::scratch(0);
+        let got = g.recv(theirs, 4096, 1, 0);
+        let mine = Buf::user(0x1000);
+        let (x, y) = if first { (theirs, mine) } else { (mine, theirs) };
+        let sum = g.local(ReduceOp::Sub as i64, DataType::SInt as i64, 32, count, x, y, Buf::user(0x9000));
+        g.requires(got, sum).unwrap();
+        (g, got, sum)
+    }
+
+    #[test]
+    fn a_receive_feeding_only_its_reduction_is_fused_in_either_operand_order() {
+        for first in [true, false] {
+            let (g, got, sum) = step(first, 1024);
+            let s = compile(&g);
+            let p = plan(&s);
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert_eq!(p[0].first, first);
+            assert_eq!(s.origin[p[0].recv as usize] as u64, got);
+            assert_eq!(s.origin[p[0].op as usize] as u64, sum);
+        }
+    }
+
+    #[test]
+    fn other_users_of_the_buffer_a_second_dependent_or_a_short_operation_rule_it_out() {
+        // Part of the received buffer is sent on as well.
+        let (mut g, _, sum) = step(true, 1024);
+        let fwd = g.send(Buf::scratch(1024), 8, 1, 1);
+        g.requires(sum, fwd).unwrap();
+        assert!(plan(&compile(&g)).is_empty());
+        // A second receive into the buffer.
+        let (mut g, _, sum) = step(true, 1024);
+        let again = g.recv(Buf::scratch(2048), 8, 1, 1);
+        g.requires(sum, again).unwrap();
+        assert!(plan(&compile(&g)).is_empty());
+        // Two dependents.
+        let (mut g, got, _) = step(true, 1024);
+        let other = g.send(Buf::user(0x5000), 8, 1, 1);
+        g.requires(got, other).unwrap();
+        assert!(plan(&compile(&g)).is_empty());
+        // The operation covers part of the message only.
+        let (g, _, _) = step(true, 512);
+        assert!(plan(&compile(&g)).is_empty());
+        // Elsewhere in the scratchpad is no obstacle.
+        let (mut g, _, sum) = step(true, 1024);
+        let fwd = g.send(Buf::scratch(4096), 8, 1, 1);
+        g.requires(sum, fwd).unwrap();
+        assert_eq!(plan(&compile(&g)).len(), 1);
+    }
+}
