@@ -21,7 +21,9 @@ pub(crate) struct Folded {
     pub cur: Buf,
     /// What a reader of `cur` must wait for.
     pub ready: Vec<VertexId>,
-    /// Every operation of the fold on this rank.
+    /// Every operation of the fold on this rank, a receive represented by
+    /// the combine that waits for it: with no other dependent, a receive
+    /// can be reduced as it arrives (the runtime's fusion).
     pub ops: Vec<VertexId>,
 }
 
@@ -41,7 +43,7 @@ pub(crate) fn fold_in(b: &mut Builder, fold: Fold, red: &Reduction, esz: u64, n:
             let lower = scr(b.scratch(n * esz));
             let got = b.recv(lower, n * esz, r - 1, tag, &[]);
             let sum = b.combine(red, n, lower, input, acc, &[got]);
-            Folded { v: Some(v), cur: acc, ready: vec![sum], ops: vec![got, sum] }
+            Folded { v: Some(v), cur: acc, ready: vec![sum], ops: vec![sum] }
         }
         Some(v) => Folded { v: Some(v), cur: input, ready: vec![], ops: vec![] },
     }
@@ -54,7 +56,8 @@ pub(crate) struct Halved {
     pub result: Buf,
     /// What a reader of the reduced unit must wait for.
     pub ready: Vec<VertexId>,
-    /// Every operation of the halving on this rank.
+    /// Every operation of the halving on this rank (receives represented
+    /// by their combines, as in [`Folded::ops`]).
     pub ops: Vec<VertexId>,
 }
 
@@ -107,7 +110,7 @@ pub(crate) fn recursive_halving(
         after.extend(&prev);
         let (x, y) = if lower { (at(src, ks, esz), theirs) } else { (theirs, at(src, ks, esz)) };
         let sum = b.combine(red, kn, x, y, at(acc, ks, esz), &after);
-        ops.extend([sent, got, sum]);
+        ops.extend([sent, sum]);
         prev = vec![sum];
         (lo, hi) = keep;
         src = acc;
