@@ -1919,10 +1919,13 @@ impl Engine {
             proto::CTS => {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     // From the record, not the operation: an execution that
-                    // failed here still owes the receiver its bytes (zeros,
-                    // see `pump_streams`), or the receiver waits for ever.
-                    let len = s.len;
+                    // failed here still owes a local receiver its bytes
+                    // (zeros, see `pump_streams`), or the receiver waits for
+                    // ever. (Over the network there is no buffer left to
+                    // send from: the send just ends, as it did before.)
                     let peer = s.peer as usize;
+                    let gone = self.exec(s.r).is_none();
+                    let len = if gone && self.remote[peer] { 0 } else { s.len };
                     if len > 0 && self.remote[peer] {
                         let r = s.r;
                         let src: Vec<(*const u8, usize)> = self.pieces(r).map(|p| p.as_slice().iter().map(|&(p, l)| (p as *const u8, l)).collect()).unwrap_or_default();
@@ -2011,28 +2014,28 @@ impl Engine {
             // long as the message lasted, its own sends waiting.
             let mut avail = usize::MAX;
             while let Some(si) = self.st.stream_in[p].front() {
-                let (r, pos, len) = (si.r, si.pos, si.len);
-                let moved = if si.fused.is_some() {
+                let (r, pos, len, fused) = (si.r, si.pos, si.len, si.fused.is_some());
+                let moved = if fused {
                     if avail == usize::MAX {
                         avail = self.shm.stream_available(p);
                     }
                     let n = self.pop_fused(p, avail);
                     avail -= n;
                     n
-                } else { match self.pieces(r) {
-                    Some(pc) => pop_into(&self.shm, p, &pc, pos, len),
-                    None => {
-                        let n = (len - pos).min(1 << 20);
-                        self.st.discard.resize(n, 0);
-                        self.shm.stream_pop(p, &mut self.st.discard[..n])
-                    }
-                } };
+                } else {
+                    let n = match self.pieces(r) {
+                        Some(pc) => pop_into(&self.shm, p, &pc, pos, len),
+                        None => {
+                            let n = (len - pos).min(1 << 20);
+                            self.st.discard.resize(n, 0);
+                            self.shm.stream_pop(p, &mut self.st.discard[..n])
+                        }
+                    };
+                    self.copied(n);
+                    n
+                };
                 let si = self.st.stream_in[p].front_mut().unwrap_or_else(|| unreachable!());
                 si.pos += moved;
-                if si.fused.is_none() {
-                    self.copied(moved);
-                }
-                let si = self.st.stream_in[p].front_mut().unwrap_or_else(|| unreachable!());
                 if si.pos < si.len {
                     break;
                 }

@@ -46,7 +46,7 @@ pub(crate) struct Plan {
 /// compile must not turn quadratic.
 const MAX_CHECKS: usize = 1 << 22;
 
-/// The receives of `s` that may be fused, by receive index.
+/// The receives of `s` that may be fused, sorted by receive index.
 pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
     let mut found = Vec::new();
     for (i, o) in s.ops.iter().enumerate() {
@@ -102,6 +102,7 @@ fn scratch_ranges(s: &Schedule) -> Vec<(u32, u64, u64)> {
             }
             OpKind::Local => {
                 let l = s.locals[o.addr as usize];
+                // WTIME writes 8 bytes whatever its count.
                 let bytes = l.count as u64 * l.width as u64 / 8;
                 for (bit, a) in [l.b1, l.b2, l.b3].into_iter().enumerate() {
                     if l.mem & (1 << bit) != 0 {
