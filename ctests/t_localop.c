@@ -368,6 +368,33 @@ static void big_and_unaligned(void)
     }
 }
 
+/* A schedule of one userspace DIV of n elements: r = a / d. */
+static GOAL_Schedule div_schedule(const struct type *t, void *a, void *d, void *r, int n)
+{
+    GOAL_Graph g = h_graph();
+    V(GOAL_LocalOp(g, a, d, r, GOAL_DIV, t->dt, t->width, n, GOAL_USERSPACE, GOAL_USERSPACE,
+                   GOAL_USERSPACE));
+    return h_compile(g);
+}
+
+/* Runs s, which divides by zero: GOAL_Wait must fail with a described
+   error that, when element >= 0, names that element. */
+static void expect_div_error(GOAL_Schedule s, const char *what, int element)
+{
+    GOAL_Handle h = GOAL_Run(s);
+    CHECK(h != NULL);
+    int rc = GOAL_Wait(h);
+    CHECKM(rc < 0, "%s DIV by zero: GOAL_Wait returned %d, expected an error", what, rc);
+    const char *es = GOAL_ErrorString(rc);
+    CHECKM(es && es[0], "GOAL_ErrorString(%d) is empty", rc);
+    if (element >= 0) {
+        char want[64];
+        snprintf(want, sizeof want, "at element %d", element);
+        CHECKM(strstr(GOAL_LastError(), want) != NULL, "%s DIV by zero: error \"%s\" does not say \"%s\"",
+               what, GOAL_LastError(), want);
+    }
+}
+
 /* Integer DIV by zero is an execution error; goal keeps working afterwards. */
 static void div_by_zero(void)
 {
@@ -381,16 +408,8 @@ static void div_by_zero(void)
         memset(r, 0xEE, sz + GUARD);
         if (t->dt != GOAL_FLOAT) {
             put(bd, NE / 2, wb, 0); /* one zero divisor in the middle */
-            GOAL_Graph g = h_graph();
-            V(GOAL_LocalOp(g, a, bd, r, GOAL_DIV, t->dt, t->width, NE, GOAL_USERSPACE,
-                           GOAL_USERSPACE, GOAL_USERSPACE));
-            GOAL_Schedule s = h_compile(g);
-            GOAL_Handle h = GOAL_Run(s);
-            CHECK(h != NULL);
-            int rc = GOAL_Wait(h);
-            CHECKM(rc < 0, "%s DIV by zero: GOAL_Wait returned %d, expected an error", t->name, rc);
-            const char *es = GOAL_ErrorString(rc);
-            CHECKM(es && es[0], "GOAL_ErrorString(%d) is empty", rc);
+            GOAL_Schedule s = div_schedule(t, a, bd, r, NE);
+            expect_div_error(s, t->name, -1);
             /* The same schedule runs fine once the divisor is fixed. */
             put(bd, NE / 2, wb, 5);
             memset(r, 0xEE, sz + GUARD);
@@ -405,18 +424,8 @@ static void div_by_zero(void)
                 CHECK(ba && bb && bbd && br);
                 gen_inputs(t, BIG, h_seed((uint64_t)ti, 5, 0, 0), ba, bb, bbd);
                 put(bbd, BIG - 5, wb, 0);
-                GOAL_Graph bg = h_graph();
-                V(GOAL_LocalOp(bg, ba, bbd, br, GOAL_DIV, t->dt, t->width, BIG, GOAL_USERSPACE,
-                               GOAL_USERSPACE, GOAL_USERSPACE));
-                GOAL_Schedule bs = h_compile(bg);
-                GOAL_Handle bh = GOAL_Run(bs);
-                CHECK(bh != NULL);
-                int brc = GOAL_Wait(bh);
-                CHECKM(brc < 0, "%s long DIV by zero: GOAL_Wait returned %d", t->name, brc);
-                char want[64];
-                snprintf(want, sizeof want, "at element %d", BIG - 5);
-                CHECKM(strstr(GOAL_LastError(), want) != NULL,
-                       "long DIV by zero: error \"%s\" does not say \"%s\"", GOAL_LastError(), want);
+                GOAL_Schedule bs = div_schedule(t, ba, bbd, br, BIG);
+                expect_div_error(bs, "long UINT32", BIG - 5);
                 h_free_schedule(bs);
                 free(ba); free(bb); free(bbd); free(br);
             }
@@ -434,10 +443,7 @@ static void div_by_zero(void)
                     memcpy(bd + i * 8, &z, 8);
                 }
             }
-            GOAL_Graph g = h_graph();
-            V(GOAL_LocalOp(g, a, bd, r, GOAL_DIV, t->dt, t->width, 3, GOAL_USERSPACE,
-                           GOAL_USERSPACE, GOAL_USERSPACE));
-            GOAL_Schedule s = h_compile(g);
+            GOAL_Schedule s = div_schedule(t, a, bd, r, 3);
             h_run(s);
             double q[3];
             for (int i = 0; i < 3; i++) {

@@ -971,6 +971,12 @@ impl Engine {
             unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
         };
         self.copied(bytes);
+        self.local_done(r, res);
+    }
+
+    /// Local operation `r` has run (whole, in pieces, or fused with its
+    /// receive): it finishes, or fails naming the element divided by zero.
+    fn local_done(&mut self, r: OpRef, res: Result<(), KernelError>) {
         match res {
             Ok(()) => self.finish(r),
             Err(KernelError::DivByZero(i)) => {
@@ -1017,13 +1023,7 @@ impl Engine {
         if self.exec(r).is_none() {
             return;
         }
-        match res {
-            Ok(()) => self.finish(r),
-            Err(KernelError::DivByZero(i)) => {
-                let msg = format!("{}: integer division by zero at element {i}", self.describe(r));
-                self.fail(r, Error::new(ErrorKind::DivByZero, msg));
-            }
-        }
+        self.local_done(r, res);
     }
 
     /// What a pause in a long local operation moves: arrived messages,
@@ -1771,10 +1771,7 @@ impl Engine {
         self.st.fused += 1;
         let op = OpRef { op: f.op, ..r };
         match f.err {
-            Some(i) => {
-                let msg = format!("{}: integer division by zero at element {i}", self.describe(op));
-                self.fail(op, Error::new(ErrorKind::DivByZero, msg));
-            }
+            Some(i) => self.local_done(op, Err(KernelError::DivByZero(i))),
             None => {
                 self.finish(r);
                 self.finish(op);
