@@ -16,7 +16,12 @@
 //! recent transfers were faster per byte (an exponential average per peer
 //! and size class, measured where the copy happens: the receiver times its
 //! CMA read and returns the time in `FIN`; the sender times its stream
-//! pushes from the first to the last), leaving calibration's choice only
+//! pushes from the start of the first to the end of the last, and counts
+//! the last push once more for the receiver's copy of those bytes out of
+//! the stream, which only starts then. Timed from the end of the first
+//! push instead, a message that fits one push looked free, and 64 KiB
+//! messages kept the stream at 9 us one-way on a machine where CMA takes 4),
+//! leaving calibration's choice only
 //! for a path [`MARGIN`] times faster, and at most every [`EXPLORE_NS`] (20 ms) a send of a
 //! class takes the other path, so that a change of placement is seen. A
 //! receiver that may not read its peer's memory (ptrace rules) answers a

@@ -285,9 +285,13 @@ struct StreamOut {
     token: u32,
     pos: usize,
     len: usize,
-    /// When its first bytes went into the stream (the transfer's time goes
-    /// to `adapt`; time queued behind earlier sends is not the path's).
+    /// When its first push began (the transfer's time goes to `adapt`; time
+    /// queued behind earlier sends is not the path's).
     since: Option<Instant>,
+    /// How long its latest push that moved bytes took: the receiver still
+    /// has to copy that much out after the last push, so `adapt` counts it
+    /// twice (see [`adapt`]'s module documentation).
+    last_push_ns: u64,
 }
 
 /// A receive being filled from a pair's stream.
@@ -1947,7 +1951,7 @@ impl Engine {
                             // The receiver may not read our memory.
                             self.adapt.deny_cma();
                         }
-                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None });
+                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, last_push_ns: 0 });
                         self.st.streams_active += 1;
                     }
                 }
@@ -1979,6 +1983,7 @@ impl Engine {
                 let (token, pos, len) = (so.token, so.pos, so.len);
                 let r = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
                 let pieces = r.and_then(|r| self.pieces(r));
+                let began = Instant::now();
                 let moved = match &pieces {
                     Some(pc) => push_from(&self.shm, p, pc, pos, len),
                     None => {
@@ -1990,7 +1995,10 @@ impl Engine {
                 self.copied(moved);
                 let so = self.st.stream_out[p].front_mut().unwrap_or_else(|| unreachable!());
                 if so.since.is_none() {
-                    so.since = Some(Instant::now());
+                    so.since = Some(began);
+                }
+                if moved > 0 {
+                    so.last_push_ns = began.elapsed().as_nanos() as u64;
                 }
                 so.pos += moved;
                 if so.pos < so.len {
@@ -1999,7 +2007,8 @@ impl Engine {
                 let done = self.st.stream_out[p].pop_front().unwrap_or_else(|| unreachable!());
                 self.st.streams_active -= 1;
                 if let Some(t) = done.since {
-                    self.adapt.record(p, done.len, adapt::Path::Stream, t.elapsed().as_nanos() as u64);
+                    let ns = t.elapsed().as_nanos() as u64 + done.last_push_ns;
+                    self.adapt.record(p, done.len, adapt::Path::Stream, ns);
                 }
                 if let Some(s) = self.take_token(token) {
                     self.finish(s.r);
