@@ -77,6 +77,12 @@ const LOCAL_PIECE_BYTES: usize = 64 << 10;
 /// from there.
 const FUSE_CHUNK: usize = 16 << 10;
 
+/// A fused receive whose message comes by Cross Memory Attach reads it this
+/// much at a time: a system call per piece, so larger than [`FUSE_CHUNK`],
+/// and still small enough for the piece, the other operand and the result
+/// to stay in the core's cache while they are combined.
+const FUSE_CMA_CHUNK: usize = 128 << 10;
+
 /// A compiled schedule as the runtime holds it.
 pub(crate) struct SchedInner {
     /// Position in this process' compile order: the same on every rank.
@@ -1630,6 +1636,29 @@ impl Engine {
                     self.finish(r);
                 }
             }
+            proto::MODE_CMA if self.st.lost[src as usize].is_none() && self.fusable(r, len as usize) => {
+                let Some(mut f) = self.fusion(r, len as usize) else { unreachable!() };
+                let t0 = Instant::now();
+                let (off, res) = self.cma_fused(r, &mut f, src, addr, len as usize);
+                if off == 0 && res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied) {
+                    // As below, the stream instead; the operation runs after
+                    // the receive, unfused.
+                    if let Some(e) = self.exec_mut(r) {
+                        e.bufs.counters[f.op as usize] -= 1;
+                    }
+                    self.send_control(src, proto::CTS, token);
+                    return self.stream_receive(r, src, len as usize);
+                }
+                let ns = if res.is_ok() { t0.elapsed().as_nanos() as u64 } else { 0 };
+                self.post_message(src as usize, Head { addr: ns, ..Head::control(proto::FIN, token) });
+                match res {
+                    Ok(()) => self.fused_done(r, &f),
+                    Err(e) => {
+                        let msg = format!("{}: reading {len} bytes from rank {src} by Cross Memory Attach failed: {e}", self.describe(r));
+                        self.fail(r, Error::new(ErrorKind::System, msg));
+                    }
+                }
+            }
             proto::MODE_HEAP | proto::MODE_CMA => {
                 let mut off = 0u64;
                 let mut left = len as usize;
@@ -1701,22 +1730,26 @@ impl Engine {
     /// counter is raised so that the receive's completion does not start
     /// it again; [`fused_done`](Self::fused_done) finishes it.
     fn fusion(&mut self, r: OpRef, len: usize) -> Option<Box<Fused>> {
-        if trace_on() {
+        if !self.fusable(r, len) {
             return None;
         }
         let e = self.exec_mut(r)?;
         let sched = e.sched;
         let plan = sched.fusable(r.op)?;
-        if sched.s.ops[r.op as usize].len as usize != len {
-            return None;
-        }
-        let c = &mut e.bufs.counters[plan.op as usize];
-        if *c != 1 {
-            return None;
-        }
-        *c += 1;
+        e.bufs.counters[plan.op as usize] += 1;
         let l = sched.s.locals[sched.s.ops[plan.op as usize].addr as usize];
         Some(Box::new(Fused { op: plan.op, l, first: plan.first, elems: 0, carry: [0; 8], carry_len: 0, err: None }))
+    }
+
+    /// Whether [`fusion`](Self::fusion) would fuse receive `r` of `len` bytes.
+    fn fusable(&self, r: OpRef, len: usize) -> bool {
+        if trace_on() {
+            return false;
+        }
+        let Some(e) = self.exec(r) else { return false };
+        let sched = e.sched;
+        let Some(plan) = sched.fusable(r.op) else { return false };
+        sched.s.ops[r.op as usize].len as usize == len && e.bufs.counters[plan.op as usize] == 1
     }
 
     /// Pops up to `max` bytes of the front receive from `p`, a fused one,
@@ -1727,8 +1760,7 @@ impl Engine {
         let Some(mut f) = si.fused.take() else { return 0 };
         let mut bounce = std::mem::take(&mut self.st.bounce);
         bounce.resize(FUSE_CHUNK + 8, 0);
-        let l = f.l;
-        let esize = l.width as usize / 8;
+        let esize = f.l.width as usize / 8;
         let mut moved = 0;
         while moved < want {
             let c = f.carry_len;
@@ -1739,22 +1771,7 @@ impl Engine {
             }
             moved += n;
             let whole = (c + n) / esize;
-            if let (Some(e), None) = (self.exec(r), f.err) {
-                let base = e.bufs.scratch.as_ptr() as *mut u8;
-                let off = f.elems * esize;
-                // SAFETY: the operation's other operand and result hold
-                // `count` elements (API contract, compile-time checks for the
-                // scratchpad), and `elems + whole <= count` since the message
-                // fills the operation exactly.
-                let at = |bit: u8, a: u64| unsafe { operand(base, a, l.mem & (1 << bit) != 0).add(off) };
-                let theirs = bounce.as_ptr();
-                let (a, b) = if f.first { (theirs, at(1, l.b2) as *const u8) } else { (at(0, l.b1) as *const u8, theirs) };
-                // SAFETY: as above; `bounce` holds `whole` elements.
-                if let Err(KernelError::DivByZero(i)) = unsafe { localop::apply(l.op(), l.dt(), l.width, a, b, at(2, l.b3), whole) } {
-                    f.err = Some(f.elems + i);
-                }
-            }
-            f.elems += whole;
+            self.combine(r, &mut f, &bounce[..whole * esize]);
             let (done, end) = (whole * esize, c + n);
             f.carry[..end - done].copy_from_slice(&bounce[done..end]);
             f.carry_len = end - done;
@@ -1764,6 +1781,53 @@ impl Engine {
             si.fused = Some(f);
         }
         moved
+    }
+
+    /// Combines `theirs`, the next whole elements of fused receive `r`'s
+    /// message, into its operation's result (nothing once the execution has
+    /// ended or an element divided by zero).
+    fn combine(&self, r: OpRef, f: &mut Fused, theirs: &[u8]) {
+        let l = f.l;
+        let esize = l.width as usize / 8;
+        let whole = theirs.len() / esize;
+        if let (Some(e), None) = (self.exec(r), f.err) {
+            let base = e.bufs.scratch.as_ptr() as *mut u8;
+            let off = f.elems * esize;
+            // SAFETY: the operation's other operand and result hold
+            // `count` elements (API contract, compile-time checks for the
+            // scratchpad), and `elems + whole <= count` since the message
+            // fills the operation exactly.
+            let at = |bit: u8, a: u64| unsafe { operand(base, a, l.mem & (1 << bit) != 0).add(off) };
+            let (a, b) = if f.first { (theirs.as_ptr(), at(1, l.b2) as *const u8) } else { (at(0, l.b1) as *const u8, theirs.as_ptr()) };
+            // SAFETY: as above; `theirs` holds `whole` elements.
+            if let Err(KernelError::DivByZero(i)) = unsafe { localop::apply(l.op(), l.dt(), l.width, a, b, at(2, l.b3), whole) } {
+                f.err = Some(f.elems + i);
+            }
+        }
+        f.elems += whole;
+    }
+
+    /// Reads fused receive `r`'s `len` bytes from `src`'s memory at `addr`
+    /// by Cross Memory Attach, [`FUSE_CMA_CHUNK`] at a time, combining each
+    /// piece as it comes; returns the bytes read before an error, if any.
+    fn cma_fused(&mut self, r: OpRef, f: &mut Fused, src: u32, addr: u64, len: usize) -> (usize, std::io::Result<()>) {
+        let mut bounce = std::mem::take(&mut self.st.bounce);
+        bounce.resize(FUSE_CMA_CHUNK.max(FUSE_CHUNK + 8), 0);
+        let pid = self.shm.peer_pid(src as usize);
+        let mut off = 0;
+        let mut res = Ok(());
+        while off < len {
+            // Pieces are a multiple of 8 bytes long: no element is split.
+            let n = (len - off).min(FUSE_CMA_CHUNK);
+            res = goal_transport::sys::cma_read(pid, addr + off as u64, &mut bounce[..n]);
+            if res.is_err() {
+                break;
+            }
+            self.combine(r, f, &bounce[..n]);
+            off += n;
+        }
+        self.st.bounce = bounce;
+        (off, res)
     }
 
     /// Fused receive `r` has all its bytes: it and its operation finish.
@@ -2082,7 +2146,7 @@ impl Engine {
         let [stream, cma] = self.adapt.taken;
         let fused = self.st.fused;
         (stream + cma + fused > 0).then(|| {
-            format!("large messages chosen per message: {stream} by stream, {cma} by CMA; {fused} stream receive(s) combined with their local operation as they came")
+            format!("large messages chosen per message: {stream} by stream, {cma} by CMA; {fused} receive(s) combined with their local operation as they came")
         })
     }
 
