@@ -20,8 +20,14 @@
 // modes: 2
 #include "helpers.h"
 
+#ifndef TEST_NAME
+#define TEST_NAME "t_fused"
+#endif
+
 #define ODD 70001
+#ifndef N
 #define N 200003
+#endif
 #define RUNS 3
 
 static int64_t theirs_at(int rank, int run, int i) { return (int64_t)h_mix(h_seed((uint64_t)rank, (uint64_t)run, 1, (uint64_t)i)); }
@@ -136,12 +142,6 @@ int main(int argc, char **argv)
     h_free_schedule(s);
     free(odd_out); free(odd_in); free(vec_out); free(mine); free(res);
     if (h_rank == 0)
-        printf("%s: receives combined as they came, in both operand orders\n",
-#ifdef FUSED_VIA_CMA
-               "t_fused_cma"
-#else
-               "t_fused"
-#endif
-        );
+        printf("%s: receives combined as they came, in both operand orders\n", TEST_NAME);
     return h_finish();
 }

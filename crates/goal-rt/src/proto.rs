@@ -34,6 +34,11 @@ pub const EAGER: u8 = 1;
 pub const RTS: u8 = 2;
 /// Clear to send on the stream.
 pub const CTS: u8 = 3;
+/// `addr` of a CTS that answers a CMA request: the receiver takes this one
+/// message by stream for a reason of its own (a large receive combined as
+/// it comes, see `fuse`), and may read the sender's memory (a CTS without
+/// it means it may not, and the sender offers CMA no more).
+pub const CTS_THIS_ONE: u64 = 1;
 /// Rendezvous finished; the sender's buffer is free.
 pub const FIN: u8 = 4;
 /// Between machines only: the receiver has released eager bytes of this
