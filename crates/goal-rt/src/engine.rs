@@ -77,17 +77,14 @@ const LOCAL_PIECE_BYTES: usize = 64 << 10;
 /// from there.
 const FUSE_CHUNK: usize = 16 << 10;
 
-/// A fused receive whose message comes by Cross Memory Attach reads it this
-/// much at a time: a system call per piece, so larger than [`FUSE_CHUNK`],
-/// and still small enough for the piece, the other operand and the result
-/// to stay in the core's cache while they are combined.
-const FUSE_CMA_CHUNK: usize = 128 << 10;
-
-/// From this size a fused receive that was offered Cross Memory Attach asks
-/// for the stream instead: there the sender's copy into the stream overlaps
-/// the receiver's combining, where by CMA the receiver alone reads and
-/// combines (2 ranks, reduce 1 MiB: 112 us fused by stream, 160-240 us
-/// fused by CMA; at 64-256 KiB CMA is as fast or faster).
+/// From this size a receive that could be combined as it comes (see
+/// [`fuse`]) answers an offer of Cross Memory Attach with a CTS that asks
+/// for the stream, for this message only: there the sender's copy into the
+/// stream overlaps the receiver's combining, where by CMA the receiver
+/// alone reads, then combines (2 ranks, reduce 1 MiB: 87-112 us fused
+/// through the stream, 154 us by CMA). Below it the data stays in the
+/// cache between the read and the operation, and CMA's early FIN frees
+/// the sender sooner (256 KiB: 16 us for the sender, 20 for the root).
 const FUSE_CMA_MAX: usize = 512 << 10;
 
 /// A compiled schedule as the runtime holds it.
@@ -1643,32 +1640,15 @@ impl Engine {
                     self.finish(r);
                 }
             }
-            proto::MODE_CMA if self.st.lost[src as usize].is_none() && self.fusable(r, len as usize) => {
-                if len as usize >= FUSE_CMA_MAX {
-                    self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
-                    return self.stream_receive(r, src, len as usize);
-                }
-                let Some(mut f) = self.fusion(r, len as usize) else { unreachable!() };
-                let t0 = Instant::now();
-                let (off, res) = self.cma_fused(r, &mut f, src, addr, len as usize);
-                if off == 0 && res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied) {
-                    // As below, the stream instead; the operation runs after
-                    // the receive, unfused.
-                    if let Some(e) = self.exec_mut(r) {
-                        e.bufs.counters[f.op as usize] -= 1;
-                    }
-                    self.send_control(src, proto::CTS, token);
-                    return self.stream_receive(r, src, len as usize);
-                }
-                let ns = if res.is_ok() { t0.elapsed().as_nanos() as u64 } else { 0 };
-                self.post_message(src as usize, Head { addr: ns, ..Head::control(proto::FIN, token) });
-                match res {
-                    Ok(()) => self.fused_done(r, &f),
-                    Err(e) => {
-                        let msg = format!("{}: reading {len} bytes from rank {src} by Cross Memory Attach failed: {e}", self.describe(r));
-                        self.fail(r, Error::new(ErrorKind::System, msg));
-                    }
-                }
+            proto::MODE_CMA
+                if self.st.lost[src as usize].is_none()
+                    && len as usize >= FUSE_CMA_MAX
+                    && self.fusable(r, len as usize) =>
+            {
+                // Combined as it comes through the stream instead (see
+                // FUSE_CMA_MAX); CMA stays allowed for later messages.
+                self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
+                self.stream_receive(r, src, len as usize);
             }
             proto::MODE_HEAP | proto::MODE_CMA => {
                 let mut off = 0u64;
@@ -1816,29 +1796,6 @@ impl Engine {
             }
         }
         f.elems += whole;
-    }
-
-    /// Reads fused receive `r`'s `len` bytes from `src`'s memory at `addr`
-    /// by Cross Memory Attach, [`FUSE_CMA_CHUNK`] at a time, combining each
-    /// piece as it comes; returns the bytes read before an error, if any.
-    fn cma_fused(&mut self, r: OpRef, f: &mut Fused, src: u32, addr: u64, len: usize) -> (usize, std::io::Result<()>) {
-        let mut bounce = std::mem::take(&mut self.st.bounce);
-        bounce.resize(FUSE_CMA_CHUNK.max(FUSE_CHUNK + 8), 0);
-        let pid = self.shm.peer_pid(src as usize);
-        let mut off = 0;
-        let mut res = Ok(());
-        while off < len {
-            // Pieces are a multiple of 8 bytes long: no element is split.
-            let n = (len - off).min(FUSE_CMA_CHUNK);
-            res = goal_transport::sys::cma_read(pid, addr + off as u64, &mut bounce[..n]);
-            if res.is_err() {
-                break;
-            }
-            self.combine(r, f, &bounce[..n]);
-            off += n;
-        }
-        self.st.bounce = bounce;
-        (off, res)
     }
 
     /// Fused receive `r` has all its bytes: it and its operation finish.

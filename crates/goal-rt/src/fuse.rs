@@ -9,10 +9,9 @@
 //! then reads it again to combine: two passes over memory that a 1 MiB
 //! vector does not fit in the cache for. Fused, the receiver copies a
 //! small piece (16 KiB, cache-resident) out of the stream and combines it
-//! at once, and the scratchpad buffer is never touched. A message that
-//! comes by Cross Memory Attach is read and combined the same way, in
-//! pieces of 128 KiB (one system call each), straight from the sender's
-//! buffer.
+//! at once, and the scratchpad buffer is never touched. A large message
+//! offered by Cross Memory Attach is asked for through the stream instead,
+//! for this reason (see `FUSE_CMA_MAX` in the engine).
 //!
 //! That is only the same computation when nothing else sees the
 //! difference, so [`plan`] marks a receive only if:
