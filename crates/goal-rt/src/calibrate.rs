@@ -101,7 +101,7 @@ fn machine_key() -> String {
     let host = read("/proc/sys/kernel/hostname").trim().to_string();
     let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    format!("v1|{host}|{}|{kernel}|{cores}", cpu.split(':').nth(1).unwrap_or("").trim())
+    format!("v2|{host}|{}|{kernel}|{cores}", cpu.split(':').nth(1).unwrap_or("").trim())
 }
 
 fn read_cache(path: &std::path::Path, key: &str) -> Option<Thresholds> {
@@ -191,6 +191,8 @@ fn measure(debug: bool) -> Thresholds {
     let mut cma_sizes = Vec::new();
     let mut n = 1024usize;
     let mut log = Vec::new();
+    let cross = cross_core(pid);
+    let mut eager_ok = true;
     while n <= max {
         let reps = if n <= 64 << 10 { 15 } else { 5 };
         let copy = time(reps, || dst[..n].copy_from_slice(&src[..n]));
@@ -198,22 +200,43 @@ fn measure(debug: bool) -> Thresholds {
         let cma = time(reps, || {
             let _ = goal_transport::sys::cma_read(pid, src.as_ptr() as u64, &mut dst[..n]);
         });
-        let eager_t = h + 2.0 * copy;
-        let stream_t = 3.0 * h + copy + chunk;
-        let cma_t = 2.0 * h + cma;
-        if eager_t <= stream_t {
-            eager = n;
-        }
+        let mut eager_t = h + 2.0 * copy;
+        let mut stream_t = 3.0 * h + copy + chunk;
+        let mut cma_t = 2.0 * h + cma;
         // From the heap the receiver copies once, after the RTS.
         if eager_t <= 2.0 * h + copy {
             heap_eager = n;
         }
+        // Between two cores, where the ranks run, when that can be measured.
+        let at = n.min(CROSS_MAX);
+        if let Some(x) = cross.as_ref().and_then(|c| c.iter().find(|p| p.0 == at)) {
+            let chunk_x = cross.as_ref().and_then(|c| c.iter().find(|p| p.0 == at.min(CHUNK))).map_or(x.1, |p| p.1);
+            let scale = n as f64 / at as f64;
+            eager_t = x.1 * scale;
+            cma_t = x.2 * scale;
+            // RTS and CTS, then the two copies overlap but for one chunk.
+            stream_t = 2.0 * h + (eager_t + chunk_x) / 2.0;
+            log.push(format!("{n}: copy {:.2}us cma {:.2}us; between cores: eager {:.2}us cma {:.2}us", copy * 1e6, cma * 1e6, eager_t * 1e6, cma_t * 1e6));
+        } else {
+            log.push(format!("{n}: copy {:.2}us cma {:.2}us", copy * 1e6, cma * 1e6));
+        }
+        if cross.is_none() {
+            if eager_t <= stream_t {
+                eager = n;
+            }
+        } else if eager_ok && eager_t <= stream_t && eager_t <= EAGER_MARGIN * cma_t {
+            eager = n;
+        } else {
+            // Between cores the eager range ends at the first size another
+            // path beats.
+            eager_ok = false;
+        }
         if cma_t < stream_t {
             cma_sizes.push(n);
         }
-        log.push(format!("{n}: copy {:.2}us cma {:.2}us", copy * 1e6, cma * 1e6));
         n *= 2;
     }
+    cma_sizes.retain(|&n| n > eager);
     let cma = match (cma_sizes.first(), cma_sizes.last()) {
         (Some(&lo), Some(&hi)) if lo > eager => (lo, hi),
         _ => (usize::MAX, 0),
@@ -223,4 +246,184 @@ fn measure(debug: bool) -> Thresholds {
         eprintln!("goal: eager limit {eager} B ({heap_eager} B from the shared heap), CMA range {cma:?}");
     }
     Thresholds { eager, heap_eager, cma, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX }
+}
+
+/// Between cores, eager messages stay eager unless CMA is this many times
+/// faster: the measurement's rendezvous is a bare hand-over, a real one
+/// also sends an RTS and a FIN and matches the message.
+const EAGER_MARGIN: f64 = 1.25;
+
+/// Sizes measured between two cores reach this far; larger ones scale it.
+const CROSS_MAX: usize = 4 << 20;
+
+/// One-way times between two threads on two different CPUs, as the ranks
+/// of a job run, for sizes from 1 KiB to [`CROSS_MAX`]: `(bytes, eager,
+/// cma)` in seconds, each with its hand-over. *eager*: the sender copies
+/// into a shared buffer that moves on like a ring, the receiver copies out;
+/// *cma*: the receiver reads the sender's buffer with `process_vm_readv`.
+/// The two threads ping-pong, so a round trip is two messages, and the
+/// data stay as they are between messages, as in the benchmarks that MPI
+/// libraries are compared by (OSU, IMB, and goal's own).
+///
+/// Measured within one thread (as before this), a copy's source and
+/// destination sit in one core's cache, and on a machine whose cores are
+/// far apart (60-80 ns for a cache line) the two-copy eager path looked
+/// faster than CMA up to 64 KiB, where between cores it takes twice as long
+/// from 8 KiB on (16 KiB: 4.2 against 1.7 us). When the sender rewrites its
+/// data before every message, CMA loses instead (16 KiB: 6.1 against 4.6
+/// us; its reads leave the data shared with the receiver's cache, and the
+/// rewrite must take it back): from 64 KiB the choice between stream and
+/// CMA is made per message from what transfers take (`adapt`), below it
+/// this is the choice, for unchanged data as Open MPI makes it too.
+/// `None` when this process may use only one CPU, or the partner does not
+/// answer (then the ranks share cores and the in-thread figures are the
+/// right ones).
+fn cross_core(pid: i32) -> Option<Vec<(usize, f64, f64)>> {
+    let cpus = allowed_cpus()?;
+    if cpus.len() < 2 {
+        return None;
+    }
+    let (mine, theirs) = (cpus[0], cpus[1]);
+    let before = current_affinity()?;
+    if !pin_thread(mine) {
+        return None;
+    }
+    let ring = (2 * CROSS_MAX).max(256 << 10);
+    // Per direction (to the partner, back): the sender's data, the ring,
+    // the receiver's buffer. Filled now, so that no page is first touched
+    // while timing.
+    let mut bufs: Vec<Vec<u8>> = (0..6).map(|i| vec![i as u8 + 1; if i % 3 == 1 { ring } else { CROSS_MAX }]).collect();
+    let ptrs: Vec<usize> = bufs.iter_mut().map(|b| b.as_mut_ptr() as usize).collect();
+    let word = Arc::new(AtomicU64::new(0));
+    let cmd = Arc::new(AtomicU64::new(0));
+    let (w, c) = (word.clone(), cmd.clone());
+    let p = ptrs.clone();
+    let partner = std::thread::spawn(move || {
+        if !pin_thread(theirs) {
+            return;
+        }
+        let mut seen = 0u64;
+        loop {
+            let Some(v) = wait_for(&w, |v| v != seen && v % 2 == 1) else { return };
+            let c = c.load(Ordering::Acquire);
+            if c == 0 {
+                return;
+            }
+            // SAFETY: storing `v` handed this thread the first direction's
+            // buffers to read and the second's to write, until it stores
+            // `v + 1`; message `v - 1` came, message `v` goes.
+            unsafe { one_way(pid, c, &p[..3], &p[3..], ring, v as usize - 1) };
+            seen = v + 1;
+            w.store(v + 1, Ordering::Release);
+        }
+    });
+    let mut out = Vec::new();
+    let mut k = 0u64;
+    let mut n = 1024usize;
+    'sizes: while n <= CROSS_MAX {
+        let reps = if n <= 64 << 10 { 15 } else { 4 };
+        let mut best = [f64::INFINITY; 2];
+        for (mode, b) in best.iter_mut().enumerate() {
+            cmd.store((n as u64) << 1 | mode as u64, Ordering::Release);
+            for _ in 0..reps + 1 {
+                let t = Instant::now();
+                word.store(2 * k + 1, Ordering::Release);
+                if wait_for(&word, |v| v == 2 * k + 2).is_none() {
+                    out.clear();
+                    break 'sizes;
+                }
+                // SAFETY: the partner handed the buffers back (it stored
+                // `2k + 2`); this thread reads the second direction's and
+                // writes the first's until the next hand-over.
+                unsafe { one_way(pid, (n as u64) << 1 | mode as u64, &ptrs[3..], &ptrs[..3], ring, 2 * k as usize + 1) };
+                k += 1;
+                *b = b.min(t.elapsed().as_secs_f64() / 2.0);
+            }
+        }
+        out.push((n, best[0], best[1]));
+        n *= 2;
+    }
+    cmd.store(0, Ordering::Release);
+    word.store(2 * k + 1, Ordering::Release);
+    let _ = partner.join();
+    set_affinity(&before);
+    drop(bufs);
+    (!out.is_empty()).then_some(out)
+}
+
+/// Spins until `ok` holds for `w` (returned), or 200 ms pass (`None`).
+fn wait_for(w: &AtomicU64, ok: impl Fn(u64) -> bool) -> Option<u64> {
+    let start = Instant::now();
+    loop {
+        for _ in 0..1024 {
+            let v = w.load(Ordering::Acquire);
+            if ok(v) {
+                return Some(v);
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed().as_millis() > 200 {
+            return None;
+        }
+    }
+}
+
+/// Message `seq` of [`cross_core`] arrives, and message `seq + 1` leaves:
+/// `cmd` is `bytes << 1 | cma`; `from` are the incoming direction's
+/// sender data, ring and receiver buffer, `to` the outgoing one's.
+///
+/// # Safety
+/// The buffers are live, data and receiver buffers `CROSS_MAX` bytes and
+/// rings `ring`, and no other thread touches `from`'s ring and receiver
+/// buffer or `to`'s data and ring until the next hand-over.
+unsafe fn one_way(pid: i32, cmd: u64, from: &[usize], to: &[usize], ring: usize, seq: usize) {
+    let n = (cmd >> 1) as usize;
+    let cma = cmd & 1 == 1;
+    let slot = |s: usize| if n <= ring / 4 { (s % (ring / n)) * n } else { 0 };
+    // SAFETY: the caller's guarantees; `slot(_) + n <= ring`, `n <= CROSS_MAX`.
+    unsafe {
+        let dst = std::slice::from_raw_parts_mut(from[2] as *mut u8, n);
+        if cma {
+            let _ = goal_transport::sys::cma_read(pid, from[0] as u64, dst);
+        } else {
+            dst.copy_from_slice(std::slice::from_raw_parts((from[1] as *const u8).add(slot(seq)), n));
+        }
+        if !cma {
+            let data = std::slice::from_raw_parts(to[0] as *const u8, n);
+            std::slice::from_raw_parts_mut((to[1] as *mut u8).add(slot(seq + 1)), n).copy_from_slice(data);
+        }
+    }
+}
+
+/// The CPUs this thread may run on, in order.
+fn allowed_cpus() -> Option<Vec<usize>> {
+    let set = current_affinity()?;
+    // SAFETY: CPU_ISSET reads inside the set for indices below its capacity.
+    Some((0..8 * std::mem::size_of::<libc::cpu_set_t>()).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+}
+
+fn current_affinity() -> Option<libc::cpu_set_t> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, and
+    // sched_getaffinity(0, ..) writes at most its size into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0).then_some(set)
+    }
+}
+
+fn set_affinity(set: &libc::cpu_set_t) -> bool {
+    // SAFETY: `set` is a valid cpu_set_t; this only changes this thread's affinity.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) == 0 }
+}
+
+/// Runs this thread on `cpu` alone.
+fn pin_thread(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; `cpu` is below its
+    // capacity (it came from `allowed_cpus`).
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        set
+    };
+    set_affinity(&set)
 }
