@@ -1306,7 +1306,9 @@ impl Engine {
             head.addr = off;
         } else if !ptr.is_null() {
             let calibrated = len >= self.th.cma.0 && len <= self.th.cma.1;
-            let cma = match self.adapt.pick(p, len, if calibrated { adapt::Path::Cma } else { adapt::Path::Stream }) {
+            // Another large send to this peer still in flight: a burst.
+            let burst = self.st.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
+            let cma = match self.adapt.pick(p, len, if calibrated { adapt::Path::Cma } else { adapt::Path::Stream }, burst) {
                 Some(path) => path == adapt::Path::Cma,
                 None => calibrated,
             };
