@@ -9,7 +9,8 @@
  *
  * --pin: every thread of rank r on CPU r % ncpus (before init from the launcher's rank variable
  * GOAL_RANK / OMPI_COMM_WORLD_RANK / PMI_RANK, and again after init so that the library's
- * threads are included: helper threads share their rank's core, "fully subscribed").
+ * threads are included: helper threads share their rank's core, "fully subscribed"; a goal
+ * helper that goal pinned to one CPU itself stays there, see p2p_common.h).
  * --max-s: a test point not begun after X s of run time is skipped with the rest of its test
  * ({"test": "skipped"}).
  *

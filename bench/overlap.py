@@ -31,7 +31,8 @@ Libraries and modes:
     mpich          mpirun.mpich -n 2 -bind-to none overlap.mpich --pin
     mpich-async    the same with MPIR_CVAR_ASYNC_PROGRESS=1 (MPI_THREAD_MULTIPLE; a progress thread)
 Setups: "local" = 2 ranks on this machine's 2 CPUs (fully subscribed: every core computes, and the
-helper threads share their rank's core, --pin). With --cluster (root): an emulated cluster of 4
+progress threads run on their rank's core, --pin, unless the library pinned them to one CPU itself:
+goal's helpers share the highest CPU then). With --cluster (root): an emulated cluster of 4
 hosts with one 1 Gbit/s rail (goal-cluster, crates/goal-netns), "4x1" = 4 hosts x 1 rank (4
 computing ranks on 2 cores: oversubscribed) and "2x1" = 2 hosts x 1 rank; goal and Open MPI (btl
 tcp,self) under goal-cluster's Open MPI mpirun, MPICH under its hydra (--mpich; UCX over TCP).
@@ -536,8 +537,8 @@ def report_setup(summary, setup, libs, ncpu, state) -> str:
     ranks, hosts, title = SETUPS[setup]
     out = [f"== {title}"]
     if hosts is None:
-        out.append(f"{ranks} ranks on {ncpu} CPUs: fully subscribed (every core computes; helper threads share "
-                   "their rank's core)")
+        out.append(f"{ranks} ranks on {ncpu} CPUs: fully subscribed (every core computes; progress threads run on "
+                   "their rank's core, or where the library pinned them: goal's share one CPU)")
     else:
         out.append(f"{hosts} emulated hosts share this machine's {ncpu} CPUs: {ranks} computing ranks on {ncpu} cores"
                    + (" (more ranks than cores: oversubscribed)" if ranks > ncpu else ""))

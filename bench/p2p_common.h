@@ -108,24 +108,25 @@ static inline int pin_process(int cpu) {
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     int rc = 0;
-    /* goal's helper thread stays where GOAL_PROGRESS_CPU put it, if set */
-    int keep_helper = getenv("GOAL_PROGRESS_CPU") != NULL;
     DIR *d = opendir("/proc/self/task");
     if (!d) return sched_setaffinity(0, sizeof set, &set);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
         pid_t tid = (pid_t)atoi(e->d_name);
-        if (keep_helper) {
-            char path[64], comm[32] = "";
-            snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
-            FILE *f = fopen(path, "r");
-            if (f) {
-                if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
-                fclose(f);
-            }
-            if (strncmp(comm, "goal-progress", 13) == 0) continue;
+        /* goal's helper stays on the one CPU goal put it on (GOAL_PROGRESS_CPU,
+           or the CPU that the helpers of a fully subscribed machine share) */
+        char path[64], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+            fclose(f);
         }
+        cpu_set_t now;
+        if (strncmp(comm, "goal-progress", 13) == 0 && sched_getaffinity(tid, sizeof now, &now) == 0 &&
+            CPU_COUNT(&now) == 1)
+            continue;
         if (sched_setaffinity(tid, sizeof set, &set) != 0 && errno != ESRCH) rc = -1;
     }
     closedir(d);

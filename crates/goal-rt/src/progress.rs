@@ -27,7 +27,14 @@
 //!   application at once instead of waiting out the application's slice,
 //!   as Hoefler and Lumsdaine's real-time threads do, without privileges.
 //!   An application thread asks for the same while it sleeps in Wait.
-//!   `GOAL_PROGRESS_CPU` pins the helper, `GOAL_PROGRESS_RT=1` makes it a
+//!   Without a spare core, the helpers of up to 8 ranks on a machine all
+//!   run on one CPU, the highest the job may use, while their applications
+//!   compute, so that a chain of messages between local ranks is carried
+//!   by helpers waking each other there, without an inter-processor
+//!   interrupt per message; while an application calls Run and Wait in a
+//!   loop its helper stays beside it (see `Placement` and
+//!   `Config::resolve_progress`).
+//!   `GOAL_PROGRESS_CPU` pins the helper elsewhere (`any`: unpinned), `GOAL_PROGRESS_RT=1` makes it a
 //!   real-time thread (`SCHED_FIFO`) where permitted; such a helper never
 //!   calls `sched_yield` (which would not let an ordinary thread run), it
 //!   sleeps briefly instead.
@@ -427,7 +434,7 @@ pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
 /// (helper) thread. Neither is essential: a refusal is said once, on the
 /// rank it happened to, and the helper runs on as an ordinary thread.
 fn place_helper(cfg: &Config, rank: u32) {
-    if let Some(cpu) = cfg.helper_cpu {
+    if let Some(cpu) = cfg.helper_cpu.filter(|_| !cfg.helper_shared) {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
         // inside it (the index is checked against its capacity first), and
         // sched_setaffinity(0, ..) only reads it, for this thread.
@@ -464,6 +471,65 @@ fn place_helper(cfg: &Config, rank: u32) {
     }
 }
 
+/// Where the helper runs when the helpers of the ranks here share a CPU
+/// (`Config::helper_shared`): on that CPU while its application computes,
+/// so that a chain of messages between local ranks is carried by helpers
+/// waking each other there (a context switch each, not an interrupt from
+/// another CPU as well); on the CPUs it had before while the application
+/// calls Run and Wait in a loop, where the helper's brief turns on another
+/// rank's CPU would delay that rank (2 ranks, collectives of 64 KiB to
+/// 4 MiB in a loop: 10-35 % slower with the helpers always on one CPU).
+struct Placement {
+    /// The shared CPU, if any.
+    shared: Option<usize>,
+    /// The CPUs the helper had before it moved there.
+    before: Option<libc::cpu_set_t>,
+}
+
+impl Placement {
+    fn new(cfg: &Config) -> Placement {
+        Placement { shared: cfg.helper_cpu.filter(|_| cfg.helper_shared), before: None }
+    }
+
+    /// Moves the helper to the shared CPU (once).
+    fn share(&mut self, rt: &Runtime) {
+        let Some(cpu) = self.shared else { return };
+        if self.before.is_some() {
+            return;
+        }
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+        // writes at most its size, CPU_SET stays inside it (checked), and
+        // sched_setaffinity(0, ..) only reads it, for this thread.
+        unsafe {
+            let mut now: libc::cpu_set_t = std::mem::zeroed();
+            let mut to: libc::cpu_set_t = std::mem::zeroed();
+            if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() || libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut now) != 0 {
+                self.shared = None;
+                return;
+            }
+            libc::CPU_SET(cpu, &mut to);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &to) != 0 {
+                if rt.cfg.debug {
+                    let e = std::io::Error::last_os_error();
+                    eprintln!("goal (rank {}): cannot run the progress thread on CPU {cpu}, which the ranks' helpers share ({e}); it stays where it is", rt.rank);
+                }
+                self.shared = None;
+                return;
+            }
+            self.before = Some(now);
+        }
+    }
+
+    /// Moves the helper back to the CPUs it had before [`Placement::share`].
+    fn own(&mut self) {
+        if let Some(set) = self.before.take() {
+            // SAFETY: `set` is a valid cpu_set_t read by sched_getaffinity;
+            // this changes only this thread's affinity.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        }
+    }
+}
+
 /// Whether pollers hand the CPU over between batches of polls without
 /// news. A waiting thread polls for `GOAL_SPIN_US` before it sleeps; with
 /// more ranks than cores, the rank we wait for may need the very CPU our
@@ -491,6 +557,7 @@ fn helper_loop(rt: &Runtime) {
     let mut linger = MARK_LINGER;
     // Engine-lock misses in a row (see LOCK_MISSES).
     let mut lock_misses = 0u32;
+    let mut place = Placement::new(&rt.cfg);
     loop {
         // Lift the application's mark once it has lingered a whole period
         // without a Run or Wait (the poll below is the re-check). While the
@@ -505,9 +572,16 @@ fn helper_loop(rt: &Runtime) {
             if rt.app_waiting.load(Ordering::Acquire) == 0 && now == seen_epoch {
                 rt.app_mark.lift(&rt.bell);
                 linger = MARK_LINGER;
+                // The application computes: carry its messages from the CPU
+                // the ranks' helpers share.
+                place.share(rt);
             } else if now != seen_epoch {
                 linger = (linger * 2).min(MAX_LINGER);
             }
+        }
+        if now != seen_epoch {
+            // The application calls goal again: back beside it.
+            place.own();
         }
         seen_epoch = now;
         if rt.shutdown.load(Ordering::Acquire) {
