@@ -432,3 +432,101 @@ fn the_helper_sleeps_through_rings_meant_for_a_waiting_application_thread() {
     assert!(woke < PARK_RINGS / 2, "the helper woke {woke} times while the application thread waited through {PARK_RINGS} rings: {line}");
 }
 
+
+const SHARE_NAME: &str = "without_a_spare_core_the_helpers_carry_background_messages_from_one_cpu";
+
+/// Dependent ping-pongs in the schedule of [`share_body`]: enough to keep
+/// the helpers busy for a while after the application went computing.
+const SHARE_PINGPONGS: usize = 4000;
+
+/// The CPUs the helper thread may run on now, as the kernel lists them.
+fn helper_cpus() -> String {
+    let task = helper_task().expect("a goal-progress thread");
+    let status = std::fs::read_to_string(task.join("status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string()
+}
+
+/// Both ranks run a schedule of [`SHARE_PINGPONGS`] dependent 8-byte
+/// ping-pongs and compute (no goal call) while it runs; rank 0 watches
+/// where its helper may run meanwhile, then waits and checks every byte.
+fn share_body() {
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let me = rt.rank();
+    let peer = 1 - me;
+    let mut bufs = vec![[0u8; 8]; SHARE_PINGPONGS];
+    let mut g = Graph::new();
+    let mut prev = None;
+    for (i, b) in bufs.iter_mut().enumerate() {
+        // Rank 0 sends on even steps, rank 1 on odd ones; each step waits for the last.
+        let v = if (i % 2 == 0) == (me == 0) {
+            b.copy_from_slice(&(i as u64).to_le_bytes());
+            g.send(Buf::user(b.as_ptr() as u64), 8, peer as i64, i as i64 % TAG_SPAN)
+        } else {
+            g.recv(Buf::user(b.as_mut_ptr() as u64), 8, peer as i64, i as i64 % TAG_SPAN)
+        };
+        if let Some(p) = prev {
+            g.requires(p, v).unwrap();
+        }
+        prev = Some(v);
+    }
+    let s = rt.compile(&g).expect("compile");
+    let mut bar = Graph::new();
+    coll::barrier(&mut bar, Group { rank: me, size: 2 }, Placement { tag_base: 0 }, Algorithm::Auto).expect("barrier");
+    let bar = rt.compile(&bar).expect("compile the barrier");
+    let before = if me == 0 { helper_cpus() } else { String::new() };
+    // As an application does: a collective it waits for, then one that runs
+    // behind its computation. SAFETY: `bufs` outlives the execution, which
+    // ends before they are read; the barrier has no buffers.
+    unsafe { rt.run(&bar) }.and_then(|h| h.wait()).expect("barrier");
+    let h = unsafe { rt.run(&s) }.expect("run");
+    // Compute for 300 ms without calling goal (a call would bring the
+    // helper back), looking where the helper may run every millisecond.
+    let (t, mut seen) = (std::time::Instant::now(), std::collections::BTreeSet::new());
+    let mut x = 1u64;
+    while t.elapsed().as_millis() < 300 {
+        let c = std::time::Instant::now();
+        while c.elapsed().as_micros() < 1000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        if me == 0 {
+            seen.insert(helper_cpus());
+        }
+    }
+    h.wait().expect("wait");
+    for (i, b) in bufs.iter().enumerate() {
+        assert_eq!(u64::from_le_bytes(*b), i as u64, "step {i}");
+    }
+    if me == 0 {
+        let seen: Vec<String> = seen.into_iter().collect();
+        println!("\nshared: before={before} during={}", seen.join("|"));
+    }
+    goal_rt::finalize().unwrap();
+}
+
+/// Without a spare core (here: 2 ranks, and fewer than 4 CPUs), a helper
+/// carries its rank's messages from the highest CPU while the application
+/// computes, where the other rank's helper is too (see
+/// `progress::Placement`); with a spare core, or `GOAL_PROGRESS_CPU=any`,
+/// it stays where it was. In every case the bytes arrive.
+#[test]
+fn without_a_spare_core_the_helpers_carry_background_messages_from_one_cpu() {
+    if in_job() {
+        share_body();
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let highest = online.trim().split(',').filter_map(|r| r.rsplit('-').next()?.parse::<usize>().ok()).max().unwrap();
+    let parse = |line: &str, key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap().to_string();
+    let line = report(SHARE_NAME, &[("GOAL_PROGRESS", "thread")], "shared: ", "GOAL_PROGRESS=thread");
+    eprintln!("{line}");
+    let (before, during) = (parse(&line, "before="), parse(&line, "during="));
+    if cpus >= 2 && cpus < 4 {
+        assert!(during.split('|').any(|c| c == highest.to_string()), "the helper never ran on CPU {highest} alone: {line}");
+    } else {
+        assert!(during.split('|').all(|c| c == before), "with a spare core the helper moved: {line}");
+    }
+    let line = report(SHARE_NAME, &[("GOAL_PROGRESS", "thread"), ("GOAL_PROGRESS_CPU", "any")], "shared: ", "GOAL_PROGRESS_CPU=any");
+    let (before, during) = (parse(&line, "before="), parse(&line, "during="));
+    assert!(during.split('|').all(|c| c == before), "GOAL_PROGRESS_CPU=any, yet the helper moved: {line}");
+}

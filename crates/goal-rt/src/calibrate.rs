@@ -28,6 +28,7 @@
 //! override the results; `GOAL_CALIBRATE=0` skips measuring (built-in
 //! defaults) and `GOAL_CALIBRATE=force` measures again.
 
+use crate::affinity;
 use crate::engine::Thresholds;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -279,15 +280,13 @@ const CROSS_MAX: usize = 4 << 20;
 /// answer (then the ranks share cores and the in-thread figures are the
 /// right ones).
 fn cross_core(pid: i32) -> Option<Vec<(usize, f64, f64)>> {
-    let cpus = allowed_cpus()?;
+    let before = affinity::current()?;
+    let cpus = affinity::cpus(&before);
     if cpus.len() < 2 {
         return None;
     }
     let (mine, theirs) = (cpus[0], cpus[1]);
-    let before = current_affinity()?;
-    if !pin_thread(mine) {
-        return None;
-    }
+    affinity::pin(mine).ok()?;
     let ring = (2 * CROSS_MAX).max(256 << 10);
     // Per direction (to the partner, back): the sender's data, the ring,
     // the receiver's buffer. Filled now, so that no page is first touched
@@ -299,7 +298,7 @@ fn cross_core(pid: i32) -> Option<Vec<(usize, f64, f64)>> {
     let (w, c) = (word.clone(), cmd.clone());
     let p = ptrs.clone();
     let partner = std::thread::spawn(move || {
-        if !pin_thread(theirs) {
+        if affinity::pin(theirs).is_err() {
             return;
         }
         let mut seen = 0u64;
@@ -346,7 +345,7 @@ fn cross_core(pid: i32) -> Option<Vec<(usize, f64, f64)>> {
     cmd.store(0, Ordering::Release);
     word.store(2 * k + 1, Ordering::Release);
     let _ = partner.join();
-    set_affinity(&before);
+    let _ = affinity::set(&before);
     drop(bufs);
     (!out.is_empty()).then_some(out)
 }
@@ -393,37 +392,4 @@ unsafe fn one_way(pid: i32, cmd: u64, from: &[usize], to: &[usize], ring: usize,
             std::slice::from_raw_parts_mut((to[1] as *mut u8).add(slot(seq + 1)), n).copy_from_slice(data);
         }
     }
-}
-
-/// The CPUs this thread may run on, in order.
-fn allowed_cpus() -> Option<Vec<usize>> {
-    let set = current_affinity()?;
-    // SAFETY: CPU_ISSET reads inside the set for indices below its capacity.
-    Some((0..8 * std::mem::size_of::<libc::cpu_set_t>()).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
-}
-
-fn current_affinity() -> Option<libc::cpu_set_t> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set, and
-    // sched_getaffinity(0, ..) writes at most its size into it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0).then_some(set)
-    }
-}
-
-fn set_affinity(set: &libc::cpu_set_t) -> bool {
-    // SAFETY: `set` is a valid cpu_set_t; this only changes this thread's affinity.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) == 0 }
-}
-
-/// Runs this thread on `cpu` alone.
-fn pin_thread(cpu: usize) -> bool {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; `cpu` is below its
-    // capacity (it came from `allowed_cpus`).
-    let set = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        set
-    };
-    set_affinity(&set)
 }

@@ -26,6 +26,7 @@
 //! ```
 
 mod adapt;
+mod affinity;
 mod calibrate;
 mod config;
 mod engine;

@@ -47,6 +47,7 @@
 //! already doing the work. Completion is published through the handle's
 //! atomic state, then the doorbell is rung so that sleepers re-check.
 
+use crate::affinity;
 use crate::config::{Config, ProgressMode};
 use crate::engine::{ExecShared, Thresholds, RUNNING};
 use crate::error::{Error, ErrorKind, Result};
@@ -435,19 +436,7 @@ pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
 /// rank it happened to, and the helper runs on as an ordinary thread.
 fn place_helper(cfg: &Config, rank: u32) {
     if let Some(cpu) = cfg.helper_cpu.filter(|_| !cfg.helper_shared) {
-        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
-        // inside it (the index is checked against its capacity first), and
-        // sched_setaffinity(0, ..) only reads it, for this thread.
-        let err = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-                Some(std::io::Error::from_raw_os_error(libc::EINVAL))
-            } else {
-                libc::CPU_SET(cpu, &mut set);
-                (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0).then(std::io::Error::last_os_error)
-            }
-        };
-        if let Some(e) = err {
+        if let Err(e) = affinity::pin(cpu) {
             eprintln!("goal (rank {rank}): GOAL_PROGRESS_CPU={cpu}: cannot pin the progress thread there ({e}); it runs unpinned");
         }
     }
@@ -483,7 +472,7 @@ struct Placement {
     /// The shared CPU, if any.
     shared: Option<usize>,
     /// The CPUs the helper had before it moved there.
-    before: Option<libc::cpu_set_t>,
+    before: Option<affinity::CpuSet>,
 }
 
 impl Placement {
@@ -497,35 +486,25 @@ impl Placement {
         if self.before.is_some() {
             return;
         }
-        // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
-        // writes at most its size, CPU_SET stays inside it (checked), and
-        // sched_setaffinity(0, ..) only reads it, for this thread.
-        unsafe {
-            let mut now: libc::cpu_set_t = std::mem::zeroed();
-            let mut to: libc::cpu_set_t = std::mem::zeroed();
-            if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() || libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut now) != 0 {
-                self.shared = None;
-                return;
-            }
-            libc::CPU_SET(cpu, &mut to);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &to) != 0 {
+        let Some(now) = affinity::current() else {
+            self.shared = None;
+            return;
+        };
+        match affinity::pin(cpu) {
+            Ok(()) => self.before = Some(now),
+            Err(e) => {
                 if rt.cfg.debug {
-                    let e = std::io::Error::last_os_error();
                     eprintln!("goal (rank {}): cannot run the progress thread on CPU {cpu}, which the ranks' helpers share ({e}); it stays where it is", rt.rank);
                 }
                 self.shared = None;
-                return;
             }
-            self.before = Some(now);
         }
     }
 
     /// Moves the helper back to the CPUs it had before [`Placement::share`].
     fn own(&mut self) {
         if let Some(set) = self.before.take() {
-            // SAFETY: `set` is a valid cpu_set_t read by sched_getaffinity;
-            // this changes only this thread's affinity.
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+            let _ = affinity::set(&set);
         }
     }
 }
