@@ -521,7 +521,7 @@ fn without_a_spare_core_the_helpers_carry_background_messages_from_one_cpu() {
     let line = report(SHARE_NAME, &[("GOAL_PROGRESS", "thread")], "shared: ", "GOAL_PROGRESS=thread");
     eprintln!("{line}");
     let (before, during) = (parse(&line, "before="), parse(&line, "during="));
-    if cpus >= 2 && cpus < 4 {
+    if (2..4).contains(&cpus) {
         assert!(during.split('|').any(|c| c == highest.to_string()), "the helper never ran on CPU {highest} alone: {line}");
     } else {
         assert!(during.split('|').all(|c| c == before), "with a spare core the helper moved: {line}");

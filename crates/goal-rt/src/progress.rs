@@ -93,6 +93,10 @@ pub(crate) struct AppMark {
     /// Bumped by every Run and Wait: the helper lifts the mark only when
     /// this did not move during a whole linger period.
     epoch: std::sync::atomic::AtomicU64,
+    /// A Run found that the application computes between its calls (see
+    /// `after_gap`): the helper moves to the CPU the ranks' helpers share
+    /// (see `Placement`), as when it lifts the mark itself.
+    computing: std::sync::atomic::AtomicBool,
     /// The time of the last Run, in `ticks`.
     last_run: std::sync::atomic::AtomicU64,
     /// The last clock reading of the last Wait that did not finish its
@@ -152,6 +156,7 @@ impl AppMark {
             last_wait: Default::default(),
             helper_deaf: Default::default(),
             computes: Default::default(),
+            computing: Default::default(),
             short_wait: Default::default(),
             tight_loop: crate::ticks::of(TIGHT_LOOP),
             deaf_ring_gap: crate::ticks::of(DEAF_RING_GAP),
@@ -245,6 +250,7 @@ impl AppMark {
         // Not a tight loop: the application computes between its calls, so
         // lift the mark (peers on this machine ring again from now on).
         let lifted = self.lift(bell);
+        self.computing.store(true, Ordering::Relaxed);
         unpark();
         if (lifted || self.helper_deaf.load(Ordering::SeqCst)) && gap >= self.deaf_ring_gap {
             // The helper may sleep on the doorbell alone (it does while an
@@ -561,6 +567,9 @@ fn helper_loop(rt: &Runtime) {
         if now != seen_epoch {
             // The application calls goal again: back beside it.
             place.own();
+        } else if rt.app_waiting.load(Ordering::Acquire) == 0 && rt.app_mark.computing.swap(false, Ordering::Relaxed) {
+            // A Run found it computing between its calls.
+            place.share(rt);
         }
         seen_epoch = now;
         if rt.shutdown.load(Ordering::Acquire) {
