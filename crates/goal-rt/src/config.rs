@@ -226,17 +226,20 @@ impl Config {
         };
         self.progress = mode;
         self.progress_reason = why;
-        // Without a spare core, the helpers of the ranks here all run on
-        // one CPU: a helper woken by a peer's message on its own CPU costs
-        // a context switch, on another CPU an inter-processor interrupt as
-        // well (8-10 us a side in a VM), and a chain of dependent messages
-        // between local ranks is carried by helpers waking each other on
-        // that CPU. 2 ranks computing on 2 cores, 200 dependent ping-pongs
-        // in the background of a 20 ms computation: 6-9 % of it lost with
-        // each helper on its rank's core, 2 % with both on one.
-        if !self.helper_cpu_given && !spare && (2..=MAX_SHARED_HELPERS).contains(&local_ranks)
-            && matches!(mode, ProgressMode::Thread | ProgressMode::Kernel)
-        {
+        // Without a spare core, the helpers of the ranks here run on one
+        // CPU while their applications compute (see `progress::Placement`):
+        // a helper woken by a peer's message on its own CPU costs a context
+        // switch, from another CPU an inter-processor interrupt as well
+        // (8-10 us a side in a VM), and a chain of dependent messages
+        // between local ranks is carried by helpers waking each other
+        // there. 2 ranks computing on 2 cores, 200 dependent ping-pongs
+        // behind a 20 ms computation: 7-8 % of it lost with each helper
+        // beside its rank, 2 % with both on one CPU. Only with a core per
+        // rank: with more ranks than cores (4 emulated hosts on 2 cores)
+        // the shared CPU carried four ranks' network traffic, and 1 MiB
+        // collectives overlapped less (55-75 % against 81-89 % unpinned).
+        let shares = !spare && local_ranks <= cores && (2..=MAX_SHARED_HELPERS).contains(&local_ranks);
+        if shares && !self.helper_cpu_given && matches!(mode, ProgressMode::Thread | ProgressMode::Kernel) {
             if let Some(cpu) = progress_cpu() {
                 self.helper_cpu = Some(cpu);
                 self.helper_shared = true;

@@ -27,8 +27,8 @@
 //!   application at once instead of waiting out the application's slice,
 //!   as Hoefler and Lumsdaine's real-time threads do, without privileges.
 //!   An application thread asks for the same while it sleeps in Wait.
-//!   Without a spare core, the helpers of up to 8 ranks on a machine all
-//!   run on one CPU, the highest the job may use, while their applications
+//!   Without a spare core but with a core per rank, the helpers of up to 8
+//!   ranks on a machine all run on one CPU, the highest the job may use, while their applications
 //!   compute, so that a chain of messages between local ranks is carried
 //!   by helpers waking each other there, without an inter-processor
 //!   interrupt per message; while an application calls Run and Wait in a
