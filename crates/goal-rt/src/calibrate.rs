@@ -239,7 +239,7 @@ fn measure(debug: bool) -> Thresholds {
     }
     cma_sizes.retain(|&n| n > eager);
     let cma = match (cma_sizes.first(), cma_sizes.last()) {
-        (Some(&lo), Some(&hi)) if lo > eager => (lo, hi),
+        (Some(&lo), Some(&hi)) => (lo, hi),
         _ => (usize::MAX, 0),
     };
     if debug {

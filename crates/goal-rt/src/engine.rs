@@ -1306,8 +1306,10 @@ impl Engine {
             head.addr = off;
         } else if !ptr.is_null() {
             let calibrated = len >= self.th.cma.0 && len <= self.th.cma.1;
-            // Another large send to this peer still in flight: a burst.
-            let burst = self.st.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
+            // Another large send to this peer still in flight: a burst
+            // (looked for only where adapt chooses).
+            let burst = len >= self.th.adapt_from
+                && self.st.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
             let cma = match self.adapt.pick(p, len, if calibrated { adapt::Path::Cma } else { adapt::Path::Stream }, burst) {
                 Some(path) => path == adapt::Path::Cma,
                 None => calibrated,

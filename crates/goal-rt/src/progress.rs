@@ -486,6 +486,12 @@ impl Placement {
         Placement { shared: cfg.helper_cpu.filter(|_| cfg.helper_shared), before: None }
     }
 
+    /// Whether there is a shared CPU to move to (without one, the helper's
+    /// loop spends no locked instruction on the `computing` hint).
+    fn shares(&self) -> bool {
+        self.shared.is_some()
+    }
+
     /// Moves the helper to the shared CPU (once).
     fn share(&mut self, rt: &Runtime) {
         let Some(cpu) = self.shared else { return };
@@ -567,7 +573,7 @@ fn helper_loop(rt: &Runtime) {
         if now != seen_epoch {
             // The application calls goal again: back beside it.
             place.own();
-        } else if rt.app_waiting.load(Ordering::Acquire) == 0 && rt.app_mark.computing.swap(false, Ordering::Relaxed) {
+        } else if place.shares() && rt.app_waiting.load(Ordering::Acquire) == 0 && rt.app_mark.computing.swap(false, Ordering::Relaxed) {
             // A Run found it computing between its calls.
             place.share(rt);
         }
