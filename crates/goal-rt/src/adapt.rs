@@ -35,6 +35,20 @@
 //! and rank 1 by stream took 866-1394 us, against 511-970 us by stream
 //! both ways and 556-617 us by CMA both ways.
 //!
+//! What a message competes with changes the answer, so the measurements
+//! are kept apart for two situations:
+//! - a *lone* message (a broadcast's, a gather's);
+//! - one half of an *exchange*: a large message from the same peer comes
+//!   at the same time (allgather and alltoall between two ranks, a
+//!   pairwise step). Both cores copy then: by the stream each copies both
+//!   messages (in and out), by CMA each reads one. Measured together with
+//!   lone messages, the choice followed whichever collective ran last: 2
+//!   ranks, allgather of 4 MiB ran by the stream at 1056 us in a run of
+//!   every collective and 767-825 us by CMA, beside Open MPI's 722-747.
+//!
+//! A third, a *burst* (more large sends to the peer already in flight),
+//! takes the stream without measuring (see [`Adapt::pick`]).
+//!
 //! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
 
 /// Size classes: 64 KiB, 128 KiB, ..., and 16 MiB with everything above.
@@ -63,6 +77,18 @@ pub(crate) enum Path {
     Cma,
 }
 
+/// What else moves between the pair while a message goes (see the module
+/// documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Situation {
+    /// Nothing large the other way, no other large send to the peer.
+    Lone,
+    /// A large message from the peer comes at the same time.
+    Exchange,
+    /// Other large sends to the peer are still in flight.
+    Burst,
+}
+
 /// Per peer and size class: ns per byte of each path (0: not measured yet)
 /// and when the slower one was last tried.
 #[derive(Clone, Copy, Default)]
@@ -75,14 +101,17 @@ struct Class {
 pub(crate) struct Adapt {
     /// Sizes from here on are chosen adaptively (`usize::MAX`: off).
     from: usize,
-    classes: Vec<[Class; CLASSES]>,
+    /// Per peer: lone messages' classes, then exchanges'.
+    classes: Vec<[[Class; CLASSES]; 2]>,
     /// Per lower-ranked peer and size class: the path of its last message
     /// to us and when it came, which our sends to it follow for [`LEAD_NS`].
     led: Vec<[Option<(Path, u64)>; CLASSES]>,
     /// A receiver refused CMA: never offer it again.
     cma_denied: bool,
-    /// Sends that took each path, for the debug line at the end.
+    /// Sends that took each path, for the debug line at the end: all, and
+    /// those that were half of an exchange.
     pub taken: [u64; 2],
+    pub taken_in_exchange: [u64; 2],
 }
 
 fn class_of(len: usize) -> usize {
@@ -100,33 +129,40 @@ fn index(p: Path) -> usize {
 impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
-        Adapt { from, classes: vec![[Class::default(); CLASSES]; peers], led: vec![[None; CLASSES]; peers], cma_denied: false, taken: [0; 2] }
+        let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
+        Adapt { from, classes, led: vec![[None; CLASSES]; peers], cma_denied: false, taken: [0; 2], taken_in_exchange: [0; 2] }
     }
 
     /// The path for a send of `len` bytes to `peer`, or `None` when the
     /// size is not chosen adaptively (the calibrated range decides).
-    /// `calibrated` is what calibration would take; `burst`: other large
-    /// sends to this peer are still in flight, and this one takes the
-    /// stream whatever the measurements say, where the sender's copies and
-    /// the receiver's overlap (by CMA the receiver alone copies one message
-    /// after the other: a window of 64 KiB messages streamed at 8.4 GB/s
-    /// by CMA and 11.9 by the stream on a machine where one alone takes 4
-    /// us by CMA and 9 by the stream). A lone message goes the faster way.
-    pub fn pick(&mut self, peer: usize, len: usize, calibrated: Path, burst: bool) -> Option<Path> {
+    /// `calibrated` is what calibration would take. In a
+    /// [`Situation::Burst`] the message takes the stream whatever the
+    /// measurements say, where the sender's copies and the receiver's
+    /// overlap (by CMA the receiver alone copies one message after the
+    /// other: a window of 64 KiB messages streamed at 8.4 GB/s by CMA and
+    /// 11.9 by the stream on a machine where one alone takes 4 us by CMA
+    /// and 9 by the stream). Otherwise it goes the way that was faster in
+    /// its situation.
+    pub fn pick(&mut self, peer: usize, len: usize, calibrated: Path, situation: Situation) -> Option<Path> {
         if len < self.from {
             return None;
         }
-        let p = if burst {
-            Path::Stream
-        } else {
-            self.choose(peer, len, calibrated, crate::localop::monotonic_ns())?
+        let now = crate::localop::monotonic_ns();
+        let p = match situation {
+            Situation::Burst => Path::Stream,
+            Situation::Lone => self.choose(peer, len, calibrated, false, now)?,
+            Situation::Exchange => self.choose(peer, len, calibrated, true, now)?,
         };
         self.taken[index(p)] += 1;
+        if situation == Situation::Exchange {
+            self.taken_in_exchange[index(p)] += 1;
+        }
         Some(p)
     }
 
-    /// [`Adapt::pick`] at time `now` (ns).
-    fn choose(&mut self, peer: usize, len: usize, calibrated: Path, now: u64) -> Option<Path> {
+    /// [`Adapt::pick`] at time `now` (ns), for a lone message or an
+    /// exchange's.
+    fn choose(&mut self, peer: usize, len: usize, calibrated: Path, exchange: bool, now: u64) -> Option<Path> {
         if len < self.from {
             return None;
         }
@@ -138,7 +174,7 @@ impl Adapt {
                 return Some(p);
             }
         }
-        let c = &mut self.classes[peer][class_of(len)];
+        let c = &mut self.classes[peer][exchange as usize][class_of(len)];
         let [stream, cma] = c.ns_per_byte;
         Some(if stream == 0.0 {
             Path::Stream
@@ -160,13 +196,15 @@ impl Adapt {
         })
     }
 
-    /// A send of `len` bytes to `peer` took `ns` on `path`.
-    pub fn record(&mut self, peer: usize, len: usize, path: Path, ns: u64) {
+    /// A send of `len` bytes to `peer` took `ns` on `path`, as half of an
+    /// exchange or not (a burst's sends count as lone ones: they took the
+    /// stream, as lone messages may).
+    pub fn record(&mut self, peer: usize, len: usize, path: Path, exchange: bool, ns: u64) {
         if len < self.from || len == 0 || ns == 0 {
             return;
         }
         let x = ns as f64 / len as f64;
-        let v = &mut self.classes[peer][class_of(len)].ns_per_byte[index(path)];
+        let v = &mut self.classes[peer][exchange as usize][class_of(len)].ns_per_byte[index(path)];
         *v = if *v == 0.0 { x } else { (1.0 - ALPHA) * *v + ALPHA * x };
     }
 
@@ -198,19 +236,19 @@ mod tests {
     #[test]
     fn tries_both_then_follows_the_faster_and_explores() {
         let mut a = Adapt::new(2, 64 << 10);
-        assert_eq!(a.pick(1, 1000, Path::Stream, false), None, "below the adaptive range");
+        assert_eq!(a.pick(1, 1000, Path::Stream, Situation::Lone), None, "below the adaptive range");
         let len = 1 << 20;
-        let at = |a: &mut Adapt, peer, len, t| a.choose(peer, len, Path::Stream, t);
+        let at = |a: &mut Adapt, peer, len, t| a.choose(peer, len, Path::Stream, false, t);
         assert_eq!(at(&mut a, 1, len, 0), Some(Path::Stream));
-        a.record(1, len, Path::Stream, 400_000);
+        a.record(1, len, Path::Stream, false, 400_000);
         assert_eq!(at(&mut a, 1, len, 0), Some(Path::Cma));
-        a.record(1, len, Path::Cma, 100_000);
+        a.record(1, len, Path::Cma, false, 100_000);
         // One try of the slower path per EXPLORE_NS, whatever the count.
         let picks: Vec<Path> = (0..100).filter_map(|i| at(&mut a, 1, len, 30 * MS + i * MS / 10)).collect();
         assert_eq!(picks.iter().filter(|&&p| p == Path::Stream).count(), 1, "{picks:?}");
         // The placement changes: the stream becomes fast, and is followed.
         for _ in 0..8 {
-            a.record(1, len, Path::Stream, 50_000);
+            a.record(1, len, Path::Stream, false, 50_000);
         }
         assert_eq!(at(&mut a, 1, len, 41 * MS), Some(Path::Stream));
         // Other peers and sizes keep their own measurements.
@@ -222,26 +260,41 @@ mod tests {
     fn a_burst_takes_the_stream_and_a_lone_message_the_faster_path() {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 64 << 10;
-        a.record(1, len, Path::Stream, 9_000);
-        a.record(1, len, Path::Cma, 4_000);
-        assert_eq!(a.pick(1, len, Path::Cma, true), Some(Path::Stream));
+        a.record(1, len, Path::Stream, false, 9_000);
+        a.record(1, len, Path::Cma, false, 4_000);
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
         // Alone, CMA (but for at most one exploration of the stream).
-        let lone: Vec<_> = (0..3).map(|_| a.pick(1, len, Path::Cma, false)).collect();
+        let lone: Vec<_> = (0..3).map(|_| a.pick(1, len, Path::Cma, Situation::Lone)).collect();
         assert!(lone.iter().filter(|&&p| p == Some(Path::Cma)).count() >= 2, "{lone:?}");
-        assert_eq!(a.pick(1, 1000, Path::Cma, true), None, "below the adaptive range the calibrated range decides");
+        assert_eq!(a.pick(1, 1000, Path::Cma, Situation::Burst), None, "below the adaptive range the calibrated range decides");
+    }
+
+    #[test]
+    fn an_exchange_keeps_its_own_measurements() {
+        let mut a = Adapt::new(2, 64 << 10);
+        let len = 4 << 20;
+        // Lone messages of this size were faster by the stream...
+        a.record(1, len, Path::Stream, false, 1_000_000);
+        a.record(1, len, Path::Cma, false, 2_000_000);
+        // ...exchanges by CMA, where the stream copies both messages on each core.
+        a.record(1, len, Path::Stream, true, 2_000_000);
+        a.record(1, len, Path::Cma, true, 1_000_000);
+        assert_eq!(a.choose(1, len, Path::Stream, false, 1), Some(Path::Stream));
+        assert_eq!(a.choose(1, len, Path::Stream, true, 2), Some(Path::Cma));
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
     }
 
     #[test]
     fn the_calibrated_path_stays_unless_the_other_is_clearly_faster() {
         let mut a = Adapt::new(1, 64 << 10);
         let len = 16 << 20;
-        a.record(0, len, Path::Stream, 1_600_000);
-        a.record(0, len, Path::Cma, 1_400_000);
-        assert_eq!(a.choose(0, len, Path::Stream, 1), Some(Path::Stream));
-        assert_eq!(a.choose(0, len, Path::Cma, 2), Some(Path::Cma));
-        a.record(0, len, Path::Cma, 100_000);
-        a.record(0, len, Path::Cma, 100_000);
-        assert_eq!(a.choose(0, len, Path::Stream, 3), Some(Path::Cma));
+        a.record(0, len, Path::Stream, false, 1_600_000);
+        a.record(0, len, Path::Cma, false, 1_400_000);
+        assert_eq!(a.choose(0, len, Path::Stream, false, 1), Some(Path::Stream));
+        assert_eq!(a.choose(0, len, Path::Cma, false, 2), Some(Path::Cma));
+        a.record(0, len, Path::Cma, false, 100_000);
+        a.record(0, len, Path::Cma, false, 100_000);
+        assert_eq!(a.choose(0, len, Path::Stream, false, 3), Some(Path::Cma));
     }
 
     #[test]
@@ -249,50 +302,50 @@ mod tests {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 4 << 20;
         // Its own measurements say CMA...
-        a.record(0, len, Path::Stream, 4_000_000);
-        a.record(0, len, Path::Cma, 1_000_000);
-        assert_eq!(a.choose(0, len, Path::Stream, 1), Some(Path::Cma));
+        a.record(0, len, Path::Stream, false, 4_000_000);
+        a.record(0, len, Path::Cma, false, 1_000_000);
+        assert_eq!(a.choose(0, len, Path::Stream, false, 1), Some(Path::Cma));
         // ...but the lower rank sent by stream: follow it, without exploring,
         // as long as it keeps sending.
         for t in 0..100 {
             a.heard_at(0, len, Path::Stream, t * EXPLORE_NS);
-            assert_eq!(a.choose(0, len, Path::Stream, t * EXPLORE_NS + 1), Some(Path::Stream));
+            assert_eq!(a.choose(0, len, Path::Stream, false, t * EXPLORE_NS + 1), Some(Path::Stream));
         }
         a.heard_at(0, len, Path::Cma, 1);
-        assert_eq!(a.choose(0, len, Path::Stream, 2), Some(Path::Cma));
+        assert_eq!(a.choose(0, len, Path::Stream, false, 2), Some(Path::Cma));
         // Other classes, and sizes below the adaptive range, are untouched.
-        assert_eq!(a.choose(0, 1 << 20, Path::Stream, 1), Some(Path::Stream));
+        assert_eq!(a.choose(0, 1 << 20, Path::Stream, false, 1), Some(Path::Stream));
         a.heard(0, 1000, Path::Cma);
-        assert_eq!(a.pick(0, 1000, Path::Stream, false), None);
+        assert_eq!(a.pick(0, 1000, Path::Stream, Situation::Lone), None);
         // A refusal of CMA still wins.
         a.deny_cma();
-        assert_eq!(a.choose(0, len, Path::Stream, 1), Some(Path::Stream));
+        assert_eq!(a.choose(0, len, Path::Stream, false, 1), Some(Path::Stream));
     }
 
     #[test]
     fn the_lead_ends_when_the_lower_rank_stops_sending() {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 1 << 20;
-        a.record(0, len, Path::Stream, 25_000);
-        a.record(0, len, Path::Cma, 95_000);
+        a.record(0, len, Path::Stream, false, 25_000);
+        a.record(0, len, Path::Cma, false, 95_000);
         // The lower rank's last message was an exploration by CMA.
         a.heard_at(0, len, Path::Cma, 10 * MS);
-        assert_eq!(a.choose(0, len, Path::Stream, 10 * MS + LEAD_NS - 1), Some(Path::Cma));
+        assert_eq!(a.choose(0, len, Path::Stream, false, 10 * MS + LEAD_NS - 1), Some(Path::Cma));
         // Past the lead, our own measurements choose again (after the one
         // exploration that falls due).
         let t = 10 * MS + LEAD_NS;
-        let picks: Vec<Path> = (0..10).filter_map(|i| a.choose(0, len, Path::Stream, t + i)).collect();
+        let picks: Vec<Path> = (0..10).filter_map(|i| a.choose(0, len, Path::Stream, false, t + i)).collect();
         assert_eq!(picks.iter().filter(|&&p| p == Path::Stream).count(), 9, "{picks:?}");
     }
 
     #[test]
     fn a_refusal_ends_cma() {
         let mut a = Adapt::new(1, 64 << 10);
-        a.record(0, 1 << 20, Path::Stream, 400_000);
-        a.record(0, 1 << 20, Path::Cma, 100_000);
-        assert_eq!(a.choose(0, 1 << 20, Path::Stream, 1), Some(Path::Cma));
+        a.record(0, 1 << 20, Path::Stream, false, 400_000);
+        a.record(0, 1 << 20, Path::Cma, false, 100_000);
+        assert_eq!(a.choose(0, 1 << 20, Path::Stream, false, 1), Some(Path::Cma));
         a.deny_cma();
-        assert!((0..100).all(|t| a.choose(0, 1 << 20, Path::Stream, t * EXPLORE_NS) == Some(Path::Stream)));
+        assert!((0..100).all(|t| a.choose(0, 1 << 20, Path::Stream, false, t * EXPLORE_NS) == Some(Path::Stream)));
     }
 
     #[test]

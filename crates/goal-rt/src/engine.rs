@@ -86,6 +86,18 @@ const FUSE_CHUNK: usize = 16 << 10;
 /// cache between the read and the operation, and CMA's early FIN frees
 /// the sender sooner (256 KiB: 16 us for the sender, 20 for the root).
 const FUSE_CMA_MAX: usize = 512 << 10;
+/// A message read from the sender's memory (CMA, the shared heap) from
+/// this size on is read after the pass that matched it, in pieces of
+/// [`READ_PIECE`] per pass, not at once where its RTS met its receive.
+/// Read at once, a receive that started with its execution and found its
+/// RTS waiting held back the sends that start after it: 2 ranks, allgather
+/// of 4 MiB, both reading by CMA, took 1000-1700 us in a third to half of
+/// the iterations (the peer waited for this rank's RTS until the read was
+/// over) and 640-720 us in the rest, where MPICH and Open MPI took 680-740
+/// every time. MPICH reads in pieces of 512 KiB too.
+const READ_LATER: usize = 64 << 10;
+/// See [`READ_LATER`].
+const READ_PIECE: usize = 512 << 10;
 
 /// A compiled schedule as the runtime holds it.
 pub(crate) struct SchedInner {
@@ -107,13 +119,29 @@ pub(crate) struct SchedInner {
     deps: Box<[u32]>,
     /// Receives that may be combined as they come, by receive index.
     fuse: Box<[fuse::Plan]>,
+    /// Sources of the receives of at least [`EXCHANGE_MIN`] bytes that
+    /// start with the execution, sorted: a large send that starts with it
+    /// too, to one of them, is half of an exchange (see `adapt`).
+    opening_recvs: Box<[u32]>,
 }
+
+/// Receives from this size on count for [`SchedInner::opening_recvs`]
+/// (adapt's smallest size class).
+const EXCHANGE_MIN: u64 = 64 << 10;
 
 impl SchedInner {
     pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
         let deps = s.ops.iter().map(|o| o.deps).collect();
         let fuse = fuse::plan(&s).into_boxed_slice();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps, fuse }
+        let mut opening_recvs: Vec<u32> = s.ops[..s.independent as usize]
+            .iter()
+            .filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) && o.peer >= 0 && o.len as u64 >= EXCHANGE_MIN)
+            .map(|o| o.peer as u32)
+            .collect();
+        opening_recvs.sort_unstable();
+        opening_recvs.dedup();
+        let opening_recvs = opening_recvs.into_boxed_slice();
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps, fuse, opening_recvs }
     }
 
     /// The fusion plan of receive `op`, if it has one.
@@ -288,6 +316,8 @@ struct RdvSend {
     len: usize,
     /// How the receiver was told to fetch it (RTS mode).
     mode: u8,
+    /// A large message came from the peer at the same time (see `adapt`).
+    exchange: bool,
 }
 
 /// A send being copied into a pair's stream.
@@ -302,6 +332,22 @@ struct StreamOut {
     /// has to copy that much out after the last push, so `adapt` counts it
     /// twice (see [`adapt`]'s module documentation).
     last_push_ns: u64,
+}
+
+/// A receive reading its message from the sender's memory (see [`READ_LATER`]).
+struct Read {
+    r: OpRef,
+    src: u32,
+    len: usize,
+    /// `proto::MODE_CMA` or `proto::MODE_HEAP`.
+    mode: u8,
+    token: u32,
+    /// Where the message starts in the sender's memory (CMA) or heap.
+    addr: u64,
+    /// Bytes read so far.
+    done: usize,
+    /// Time spent reading them, for the FIN (see `adapt`).
+    ns: u64,
 }
 
 /// A receive being filled from a pair's stream.
@@ -395,6 +441,9 @@ struct State {
     rdv_free: Vec<u32>,
     stream_out: Vec<VecDeque<StreamOut>>,
     stream_in: Vec<VecDeque<StreamIn>>,
+    /// Receives reading from their senders' memory, in order of arrival.
+    reads: VecDeque<Read>,
+    /// Streams in and out, and reads, not finished.
     streams_active: u32,
     /// Eager bytes sent to each peer (credit accounting).
     eager_sent: Vec<u64>,
@@ -521,6 +570,7 @@ impl Engine {
             rdv_free: Vec::new(),
             stream_out: (0..n).map(|_| VecDeque::new()).collect(),
             stream_in: (0..n).map(|_| VecDeque::new()).collect(),
+            reads: VecDeque::new(),
             streams_active: 0,
             eager_sent: vec![0; n],
             eager_returned: vec![0; n],
@@ -684,7 +734,7 @@ impl Engine {
             self.retry_outq();
         }
         if self.st.streams_active > 0 {
-            self.pump_streams();
+            self.pump_transfers();
             self.drain_ready();
         }
         self.publish_credits();
@@ -713,6 +763,14 @@ impl Engine {
 
     /// Whether messages wait for ring space: the peer will not ring for
     /// that, so a sleeper must come back soon.
+    /// Whether a large message is being read from its sender's memory in
+    /// pieces (see [`READ_LATER`]): nobody rings for the next piece, so a
+    /// poller counts this as news and does not go to sleep.
+    #[inline]
+    pub fn reading(&self) -> bool {
+        !self.st.reads.is_empty()
+    }
+
     pub fn must_poll(&self) -> bool {
         !self.st.outq_peers.is_empty()
     }
@@ -762,6 +820,9 @@ impl Engine {
         }
         for (&(src, token), &r) in &self.st.net_in {
             lines.push(format!("{}: bytes from rank {src} arriving by network transfer (token {token})", self.describe(r)));
+        }
+        for x in &self.st.reads {
+            lines.push(format!("{}: reading {} B from rank {}'s memory, {} done", self.describe(x.r), x.len, x.src, x.done));
         }
         for (&k, q) in &self.st.unexp {
             let what: Vec<String> = q.iter().map(|u| format!("from rank {} tag {} ({} B)", u.src, u.tag, u.len)).collect();
@@ -817,7 +878,7 @@ impl Engine {
             self.poll_messages();
             self.drain_ready();
             if self.st.streams_active > 0 {
-                self.pump_streams();
+                self.pump_transfers();
                 self.drain_ready();
             }
             if self.st.finished_ops == before {
@@ -850,6 +911,9 @@ impl Engine {
         for s in self.st.stream_in[r].iter() {
             victims.push(s.r.slot);
         }
+        for x in self.st.reads.iter().filter(|x| x.src as usize == r) {
+            victims.push(x.r.slot);
+        }
         if let Some(kp) = self.kp.as_ref() {
             victims.extend(kp.slots_with_peer(r as u32));
         }
@@ -860,6 +924,10 @@ impl Engine {
         }
         self.st.net_in.retain(|&(src, _), _| src as usize != r);
         self.st.outq[r].clear();
+        let reads = self.st.reads.len();
+        self.st.reads.retain(|x| x.src as usize != r);
+        let cleared = self.st.stream_in[r].len() + self.st.stream_out[r].len() + reads - self.st.reads.len();
+        self.st.streams_active -= cleared as u32;
         self.st.stream_in[r].clear();
         self.st.stream_out[r].clear();
         victims.sort_unstable();
@@ -1047,7 +1115,7 @@ impl Engine {
             self.poll_messages();
         }
         if self.st.streams_active > 0 {
-            self.pump_streams();
+            self.pump_transfers();
         }
         if !self.st.outq_peers.is_empty() {
             self.retry_outq();
@@ -1297,7 +1365,7 @@ impl Engine {
             return self.enqueue(p, Out { head, send: Some(r) });
         }
         // Rendezvous: pick how the receiver will fetch the bytes.
-        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM });
+        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false });
         head.kind = proto::RTS;
         head.token = token;
         head.mode = proto::MODE_STREAM;
@@ -1310,7 +1378,18 @@ impl Engine {
             // (looked for only where adapt chooses).
             let burst = len >= self.th.adapt_from
                 && self.st.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
-            let cma = match self.adapt.pick(p, len, if calibrated { adapt::Path::Cma } else { adapt::Path::Stream }, burst) {
+            let exchange = len >= self.th.adapt_from && !burst && self.exchanging(r, p);
+            if let Some(s) = self.st.rdv[token as usize].as_mut() {
+                s.exchange = exchange;
+            }
+            let situation = if burst {
+                adapt::Situation::Burst
+            } else if exchange {
+                adapt::Situation::Exchange
+            } else {
+                adapt::Situation::Lone
+            };
+            let cma = match self.adapt.pick(p, len, if calibrated { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
                 Some(path) => path == adapt::Path::Cma,
                 None => calibrated,
             };
@@ -1323,6 +1402,20 @@ impl Engine {
             s.mode = head.mode;
         }
         self.post_message(p, head);
+    }
+
+    /// Whether a large send of `r` to the local peer `p` is half of an
+    /// exchange: a large message from `p` comes at the same time (a stream
+    /// from it is being received, a receive of this execution from it is
+    /// posted, or one starts with the execution as this send does).
+    fn exchanging(&self, r: OpRef, p: usize) -> bool {
+        if !self.st.stream_in[p].is_empty() {
+            return true;
+        }
+        let Some(e) = self.exec(r) else { return false };
+        let s: &SchedInner = &e.sched;
+        (r.op < s.s.independent && s.opening_recvs.binary_search(&(p as u32)).is_ok())
+            || e.bufs.posted.iter().any(|q| q.peer == p as i32 && s.s.ops[q.op as usize].len as u64 >= EXCHANGE_MIN)
     }
 
     /// A send to a peer on another machine: eager as one active message
@@ -1345,7 +1438,7 @@ impl Engine {
         } else {
             head.kind = proto::RTS;
             head.mode = proto::MODE_NET;
-            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET });
+            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false });
             self.net_am(peer, &head, &[]).map(|_| false)
         };
         match res {
@@ -1655,47 +1748,12 @@ impl Engine {
                 self.stream_receive(r, src, len as usize);
             }
             proto::MODE_HEAP | proto::MODE_CMA => {
-                let mut off = 0u64;
-                let mut left = len as usize;
-                let mut res = Ok(());
-                let t0 = Instant::now();
-                for &(p, l) in dst.as_slice() {
-                    if left == 0 {
-                        break;
-                    }
-                    let n = l.min(left);
-                    // SAFETY: the receive buffer piece is valid for `l >= n` bytes (API contract).
-                    let d = unsafe { std::slice::from_raw_parts_mut(p, n) };
-                    res = if mode == proto::MODE_HEAP {
-                        self.shm.read_peer_heap(src as usize, addr + off, d)
-                    } else {
-                        goal_transport::sys::cma_read(self.shm.peer_pid(src as usize), addr + off, d)
-                    };
-                    if res.is_err() {
-                        break;
-                    }
-                    off += n as u64;
-                    left -= n;
-                }
-                if mode == proto::MODE_CMA && off == 0 && res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied) {
-                    // Not allowed to read the sender's memory (ptrace
-                    // rules): ask for the stream instead.
-                    if self.st.lost[src as usize].is_none() {
-                        self.send_control(src, proto::CTS, token);
-                        return self.stream_receive(r, src, len as usize);
-                    }
-                }
-                self.copied(off as usize);
-                // FIN carries the read's time, for the sender's choice of path.
-                let ns = if mode == proto::MODE_CMA && res.is_ok() { t0.elapsed().as_nanos() as u64 } else { 0 };
-                self.post_message(src as usize, Head { addr: ns, ..Head::control(proto::FIN, token) });
-                match res {
-                    Ok(()) => self.finish(r),
-                    Err(e) => {
-                        let how = if mode == proto::MODE_HEAP { "shared heap" } else { "Cross Memory Attach" };
-                        let msg = format!("{}: reading {len} bytes from rank {src} by {how} failed: {e}", self.describe(r));
-                        self.fail(r, Error::new(ErrorKind::System, msg));
-                    }
+                let rd = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0 };
+                if rd.len >= READ_LATER {
+                    self.st.reads.push_back(rd);
+                    self.st.streams_active += 1;
+                } else {
+                    self.read_step(rd, dst, usize::MAX);
                 }
             }
             _ => {
@@ -1997,7 +2055,7 @@ impl Engine {
                     if s.mode == proto::MODE_CMA {
                         // The receiver's read time rides in `addr`.
                         let len = self.rec(s.r).map_or(0, |o| o.len as usize);
-                        self.adapt.record(src as usize, len, adapt::Path::Cma, h.addr);
+                        self.adapt.record(src as usize, len, adapt::Path::Cma, s.exchange, h.addr);
                     }
                     self.finish(s.r);
                 }
@@ -2010,6 +2068,94 @@ impl Engine {
             _ => {}
         }
         self.drain_ready();
+    }
+
+    /// Moves every transfer in flight along: streams in and out, reads.
+    fn pump_transfers(&mut self) {
+        self.pump_streams();
+        if !self.st.reads.is_empty() {
+            self.pump_reads();
+        }
+    }
+
+    /// Reads the next piece of the first message read from its sender's
+    /// memory (see [`READ_LATER`]).
+    fn pump_reads(&mut self) {
+        let Some(rd) = self.st.reads.pop_front() else { return };
+        self.st.streams_active -= 1;
+        let Some(dst) = self.pieces(rd.r) else {
+            // Its execution failed here: the sender still waits for FIN.
+            self.post_message(rd.src as usize, Head { addr: 0, ..Head::control(proto::FIN, rd.token) });
+            return;
+        };
+        if let Some(rd) = self.read_step(rd, &dst, READ_PIECE) {
+            self.st.reads.push_front(rd);
+            self.st.streams_active += 1;
+        }
+    }
+
+    /// Reads up to `piece` more bytes of message `rd` from its sender's
+    /// memory into `dst`, the receive's buffer; returns it if bytes are
+    /// left. At its end (or on an error) frees the sender with FIN and
+    /// finishes (fails) the receive; a receiver not allowed to read the
+    /// sender's memory (ptrace rules) asks for the stream instead.
+    fn read_step(&mut self, mut rd: Read, dst: &Pieces, piece: usize) -> Option<Read> {
+        let (src, len, mode) = (rd.src, rd.len, rd.mode);
+        let end = len.min(rd.done.saturating_add(piece));
+        let t0 = Instant::now();
+        let mut res = Ok(());
+        let mut at = 0usize;
+        for &(p, l) in dst.as_slice() {
+            let (from, to) = (rd.done.max(at), end.min(at + l));
+            if from < to {
+                // SAFETY: the receive buffer piece is valid for `l` bytes
+                // (API contract), and `from - at < to - at <= l`.
+                let d = unsafe { std::slice::from_raw_parts_mut(p.add(from - at), to - from) };
+                res = if mode == proto::MODE_HEAP {
+                    self.shm.read_peer_heap(src as usize, rd.addr + from as u64, d)
+                } else {
+                    goal_transport::sys::cma_read(self.shm.peer_pid(src as usize), rd.addr + from as u64, d)
+                };
+                if res.is_err() {
+                    break;
+                }
+            }
+            at += l;
+            if at >= end {
+                break;
+            }
+        }
+        let ns = t0.elapsed().as_nanos() as u64;
+        let denied = res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+        if mode == proto::MODE_CMA && rd.done == 0 && denied && self.st.lost[src as usize].is_none() {
+            self.send_control(src, proto::CTS, rd.token);
+            self.stream_receive(rd.r, src, len);
+            return None;
+        }
+        if res.is_ok() {
+            self.copied(end - rd.done);
+            rd.done = end;
+            rd.ns += ns;
+            if end < len {
+                return Some(rd);
+            }
+        }
+        // FIN carries the read's time, for the sender's choice of path.
+        let ns = if mode == proto::MODE_CMA && res.is_ok() { rd.ns } else { 0 };
+        self.post_message(src as usize, Head { addr: ns, ..Head::control(proto::FIN, rd.token) });
+        match res {
+            Ok(()) => self.finish(rd.r),
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                let msg = format!("{}: rank {src} exited before its {len} bytes were read (at byte {})", self.describe(rd.r), rd.done);
+                self.fail(rd.r, Error::new(ErrorKind::PeerLost, msg));
+            }
+            Err(e) => {
+                let how = if mode == proto::MODE_HEAP { "shared heap" } else { "Cross Memory Attach" };
+                let msg = format!("{}: reading {len} bytes from rank {src} by {how} failed at byte {}: {e}", self.describe(rd.r), rd.done);
+                self.fail(rd.r, Error::new(ErrorKind::System, msg));
+            }
+        }
+        None
     }
 
     fn pump_streams(&mut self) {
@@ -2044,7 +2190,8 @@ impl Engine {
                 self.st.streams_active -= 1;
                 if let Some(t) = done.since {
                     let ns = t.elapsed().as_nanos() as u64 + done.last_push_ns;
-                    self.adapt.record(p, done.len, adapt::Path::Stream, ns);
+                    let exchange = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).is_some_and(|s| s.exchange);
+                    self.adapt.record(p, done.len, adapt::Path::Stream, exchange, ns);
                 }
                 if let Some(s) = self.take_token(token) {
                     self.finish(s.r);
@@ -2116,9 +2263,13 @@ impl Engine {
     /// How many large messages took each path, when chosen per message.
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;
+        let [x_stream, x_cma] = self.adapt.taken_in_exchange;
         let fused = self.st.fused;
         (stream + cma + fused > 0).then(|| {
-            format!("large messages chosen per message: {stream} by stream, {cma} by CMA; {fused} receive(s) combined with their local operation as they came")
+            format!(
+                "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \
+                 {fused} receive(s) combined with their local operation as they came"
+            )
         })
     }
 

@@ -410,8 +410,10 @@ impl Runtime {
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A progress pass if the engine is free: the operations finished, or
+    /// 1 if none did but a large message is being read (news to a poller).
     pub(crate) fn try_progress(&self) -> Option<usize> {
-        self.try_engine().map(|mut e| e.progress())
+        self.try_engine().map(|mut e| e.progress().max(e.reading() as usize))
     }
 
     /// The engine, if nobody holds its lock now (a panic that poisoned it

@@ -632,7 +632,7 @@ fn helper_loop(rt: &Runtime) {
             match rt.try_engine() {
                 Some(mut e) => {
                     lock_misses = 0;
-                    (e.progress(), e.busy(), e.must_poll())
+                    (e.progress().max(e.reading() as usize), e.busy(), e.must_poll())
                 }
                 None if lock_misses < LOCK_MISSES => {
                     lock_misses += 1;
@@ -835,7 +835,7 @@ pub(crate) fn wait(shared: &ExecShared) {
         let guard = rt.bell.prepare();
         let must_poll = match rt.engine.try_lock() {
             Ok(mut e) => {
-                if e.progress() > 0 {
+                if e.progress() > 0 || e.reading() {
                     continue;
                 }
                 e.must_poll()
@@ -886,6 +886,10 @@ fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared) -> (bool, Opti
             if shared.state.load(Ordering::Acquire) != RUNNING {
                 return (true, Some((e.busy(), e.long_end())));
             }
+        } else if e.reading() {
+            // A piece of a large message was read: not an operation
+            // finished, but no reason to stop polling either.
+            news = true;
         }
     }
     (news, None)
