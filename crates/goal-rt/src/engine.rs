@@ -725,6 +725,18 @@ impl Engine {
         }
         self.drain_ready();
         self.shm.flush();
+        if !self.st.reads.is_empty() {
+            // Receives that found their RTS waiting read now, after the
+            // sends above have left (see READ_LATER), as Run did before:
+            // left for Wait, a helper would take them in between, on a CPU
+            // that another rank may be using (2 ranks, bcast of 64 KiB:
+            // 4.85 against 4.20 us).
+            while !self.st.reads.is_empty() {
+                self.pump_reads();
+            }
+            self.drain_ready();
+            self.shm.flush();
+        }
         shared
     }
 
