@@ -450,6 +450,19 @@ fn helper_cpus() -> String {
 /// ping-pongs and compute (no goal call) while it runs; rank 0 watches
 /// where its helper may run meanwhile, then waits and checks every byte.
 fn share_body() {
+    if std::env::var_os("TEST_BIND_BEFORE_INIT").is_some() {
+        // As `mpirun --bind-to core` or `srun --cpu-bind=cores` would: this
+        // rank may run on one CPU only, from before GOAL_Init on.
+        let rank: usize = std::env::var("GOAL_RANK").unwrap().parse().unwrap();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET stays within it.
+        let rc = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(rank % cpus, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        assert_eq!(rc, 0, "binding rank {rank} to CPU {}", rank % cpus);
+    }
     let rt = goal_rt::init().expect("GOAL_Init");
     let me = rt.rank();
     let peer = 1 - me;
@@ -529,4 +542,20 @@ fn without_a_spare_core_the_helpers_carry_background_messages_from_one_cpu() {
     let line = report(SHARE_NAME, &[("GOAL_PROGRESS", "thread"), ("GOAL_PROGRESS_CPU", "any")], "shared: ", "GOAL_PROGRESS_CPU=any");
     let (before, during) = (parse(&line, "before="), parse(&line, "during="));
     assert!(during.split('|').all(|c| c == before), "GOAL_PROGRESS_CPU=any, yet the helper moved: {line}");
+    // Ranks a launcher bound to one CPU each before GOAL_Init: goal still
+    // counts the machine's CPUs from the union of the ranks' masks (before,
+    // each rank saw one CPU: "2 ranks on 1 core", no shared CPU, and no
+    // calibration between cores).
+    if (2..4).contains(&cpus) {
+        let vars = [("GOAL_PROGRESS", "auto"), ("TEST_BIND_BEFORE_INIT", "1"), ("GOAL_DEBUG", "1")];
+        let job = launch(SHARE_NAME, 2, &vars);
+        assert!(job.status == 0, "bound ranks: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+        let machine = format!("2 rank(s) on this machine's {cpus} core(s)");
+        assert!(job.stderr.contains(&machine), "bound ranks: the debug line should say '{machine}'\n--- stderr\n{}", job.stderr);
+        assert!(job.stderr.contains(&format!("share CPU {highest}")), "bound ranks: no shared CPU\n--- stderr\n{}", job.stderr);
+        let line = job.stdout.lines().find_map(|l| l.find("shared: ").map(|i| l[i..].to_string())).expect("a report");
+        let (before, during) = (parse(&line, "before="), parse(&line, "during="));
+        assert_eq!(before, "0", "rank 0's helper should start on rank 0's CPU: {line}");
+        assert!(during.split('|').any(|c| c == highest.to_string()), "bound ranks: the helper never ran on CPU {highest} alone: {line}");
+    }
 }

@@ -41,13 +41,13 @@ const CHUNK: usize = 64 << 10;
 const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cma: (usize::MAX, 0), credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX };
 
 /// The measured (or cached) thresholds; `credit` is filled in by the caller.
-pub(crate) fn thresholds(debug: bool) -> Thresholds {
+pub(crate) fn thresholds(debug: bool, cpus: &[usize]) -> Thresholds {
     let mode = std::env::var("GOAL_CALIBRATE").unwrap_or_default();
     if mode == "0" || mode == "off" {
         return DEFAULT;
     }
-    let key = machine_key();
-    let Some(dir) = cache_dir() else { return measure(debug) };
+    let key = machine_key(cpus.len());
+    let Some(dir) = cache_dir() else { return measure(debug, cpus) };
     let _ = std::fs::create_dir_all(&dir);
     let path = dir.join("calibration");
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("calibration.lock"));
@@ -57,7 +57,7 @@ pub(crate) fn thresholds(debug: bool) -> Thresholds {
             return t;
         }
     }
-    let t = measure(debug);
+    let t = measure(debug, cpus);
     let text = format!("{key}\neager {} {}\ncma {} {}\n", t.eager, t.heap_eager, t.cma.0, t.cma.1);
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     if std::fs::File::create(&tmp).and_then(|mut f| f.write_all(text.as_bytes())).is_ok() {
@@ -96,12 +96,11 @@ fn cache_dir() -> Option<std::path::PathBuf> {
     Some(std::env::temp_dir().join("goal-cache"))
 }
 
-fn machine_key() -> String {
+fn machine_key(cores: usize) -> String {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let cpu = read("/proc/cpuinfo").lines().find(|l| l.starts_with("model name")).unwrap_or("").to_string();
     let host = read("/proc/sys/kernel/hostname").trim().to_string();
     let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     format!("v2|{host}|{}|{kernel}|{cores}", cpu.split(':').nth(1).unwrap_or("").trim())
 }
 
@@ -179,7 +178,7 @@ fn handover() -> f64 {
     }
 }
 
-fn measure(debug: bool) -> Thresholds {
+fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
     let t0 = Instant::now();
     let h = handover();
     let max = 16usize << 20;
@@ -192,7 +191,7 @@ fn measure(debug: bool) -> Thresholds {
     let mut cma_sizes = Vec::new();
     let mut n = 1024usize;
     let mut log = Vec::new();
-    let cross = cross_core(pid);
+    let cross = cross_core(pid, cpus);
     let mut eager_ok = true;
     while n <= max {
         let reps = if n <= 64 << 10 { 15 } else { 5 };
@@ -276,12 +275,12 @@ const CROSS_MAX: usize = 4 << 20;
 /// rewrite must take it back): from 64 KiB the choice between stream and
 /// CMA is made per message from what transfers take (`adapt`), below it
 /// this is the choice, for unchanged data as Open MPI makes it too.
-/// `None` when this process may use only one CPU, or the partner does not
-/// answer (then the ranks share cores and the in-thread figures are the
-/// right ones).
-fn cross_core(pid: i32) -> Option<Vec<(usize, f64, f64)>> {
+/// `cpus` are the CPUs of the ranks here (the union of their masks: a
+/// rank bound to one core still measures between two). `None` when they
+/// have only one, or the partner does not answer (then the ranks share
+/// cores and the in-thread figures are the right ones).
+fn cross_core(pid: i32, cpus: &[usize]) -> Option<Vec<(usize, f64, f64)>> {
     let before = affinity::current()?;
-    let cpus = affinity::cpus(&before);
     if cpus.len() < 2 {
         return None;
     }

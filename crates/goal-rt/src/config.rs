@@ -81,6 +81,9 @@ pub struct Config {
     /// `helper_cpu` is the CPU that the helpers of all ranks here share
     /// (see [`Config::resolve_progress`]), not one the user named.
     pub helper_shared: bool,
+    /// The CPUs of the ranks on this machine, the union of their masks
+    /// (see `affinity`); set by [`Config::resolve_progress`].
+    pub cpus: Vec<usize>,
     /// Run the helper as a real-time thread.
     pub helper_rt: bool,
     /// The time slice goal's sleeping threads ask for (zero: the default).
@@ -193,6 +196,7 @@ impl Config {
             helper_spin: micros("GOAL_HELPER_SPIN_US")?,
             helper_cpu,
             helper_cpu_given: helper_cpu_var.is_some(),
+            cpus: Vec::new(),
             helper_shared: false,
             helper_rt,
             slice: micros("GOAL_SLICE_US")?.unwrap_or(SLICE),
@@ -212,9 +216,12 @@ impl Config {
 impl Config {
     /// Settles the progress mode once the machine is known: `local_ranks`
     /// ranks of this job on this machine (on this kernel: emulated hosts in
-    /// namespaces share its cores), `cores` CPUs this process may run on.
+    /// namespaces share its cores), `cpus` the CPUs they may run on (the
+    /// union of their masks; the helpers share the highest of them).
     /// Sets the spins that follow from the mode and records why.
-    pub fn resolve_progress(&mut self, local_ranks: usize, cores: usize) {
+    pub fn resolve_progress(&mut self, local_ranks: usize, cpus: &[usize]) {
+        let cores = cpus.len().max(1);
+        self.cpus = cpus.to_vec();
         // A helper per rank polls on a core of its own only if there are
         // twice as many cores as ranks here.
         let spare = local_ranks * 2 <= cores;
@@ -240,7 +247,7 @@ impl Config {
         // collectives overlapped less (55-75 % against 81-89 % unpinned).
         let shares = !spare && local_ranks <= cores && (2..=MAX_SHARED_HELPERS).contains(&local_ranks);
         if shares && !self.helper_cpu_given && matches!(mode, ProgressMode::Thread | ProgressMode::Kernel) {
-            if let Some(cpu) = progress_cpu() {
+            if let Some(&cpu) = cpus.last() {
                 self.helper_cpu = Some(cpu);
                 self.helper_shared = true;
                 self.progress_reason.push_str(&format!("; the helpers of the {local_ranks} ranks here share CPU {cpu}"));
@@ -267,30 +274,6 @@ impl Config {
 /// beyond it one CPU would carry too many ranks' messages, and each helper
 /// runs where the scheduler puts it.
 const MAX_SHARED_HELPERS: usize = 8;
-
-/// The CPU the ranks' helpers share: the highest of this machine's online
-/// CPUs that the process' control group allows (the same for every rank,
-/// however the launcher bound each), so that rank 0's CPU is the last to
-/// take it.
-fn progress_cpu() -> Option<usize> {
-    let read = |p: &str| std::fs::read_to_string(p).ok().filter(|l| !l.trim().is_empty());
-    let groups = read("/proc/self/cgroup").unwrap_or_default();
-    let path = |prefix: &str| groups.lines().find_map(|l| l.strip_prefix(prefix)).map(|p| p.trim_end_matches('/').to_string());
-    // cgroup v2, then v1's cpuset hierarchy, then the machine.
-    let list = path("0::")
-        .and_then(|p| read(&format!("/sys/fs/cgroup{p}/cpuset.cpus.effective")))
-        .or_else(|| {
-            let v1 = groups.lines().find_map(|l| l.split_once(":cpuset:").map(|(_, p)| p.trim_end_matches('/').to_string()))?;
-            read(&format!("/sys/fs/cgroup/cpuset{v1}/cpuset.effective_cpus"))
-        })
-        .or_else(|| read("/sys/devices/system/cpu/online"))?;
-    highest_cpu(&list)
-}
-
-/// The highest CPU of a list such as `0-3,8,10-11`.
-fn highest_cpu(list: &str) -> Option<usize> {
-    list.trim().split(',').filter_map(|r| r.rsplit('-').next()?.trim().parse().ok()).max()
-}
 
 /// Default eager limit between machines, from goal-net's crossover
 /// measurement between two emulated hosts (`net_bench --crossover`, 1 Gbit/s
@@ -323,15 +306,3 @@ const NET_EAGER_ONE_RAIL: usize = 64 << 10;
 /// cuts their work; the application's computation keeps its own slice.
 const SLICE: Duration = Duration::from_micros(100);
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_highest_cpu_of_a_list() {
-        assert_eq!(highest_cpu("0-1\n"), Some(1));
-        assert_eq!(highest_cpu("0-3,8,10-11"), Some(11));
-        assert_eq!(highest_cpu("5"), Some(5));
-        assert_eq!(highest_cpu(""), None);
-    }
-}

@@ -220,10 +220,11 @@ impl Runtime {
         // Round 1: which machine each rank is on, and its inbox. Ranks on
         // this machine are reached through shared memory, the others by TCP.
         let host = goal_boot::host_id();
-        let all = boot.allgather(&addr_blob(&host, &shm.address())).map_err(|e| sys("exchanging addresses", e))?;
+        let my_cpus = affinity::current().map(|set| affinity::cpus(&set)).unwrap_or_default();
+        let all = boot.allgather(&addr_blob(&host, &affinity::to_list(&my_cpus), &shm.address())).map_err(|e| sys("exchanging addresses", e))?;
         let mut remote = vec![false; size];
         for (peer, blob) in all.iter().enumerate() {
-            let (their_host, addr) = split_blob(blob).ok_or_else(|| sys("exchanging addresses", std::io::Error::other(format!("rank {peer} sent a malformed address"))))?;
+            let (their_host, _, addr) = split_blob(blob).ok_or_else(|| sys("exchanging addresses", std::io::Error::other(format!("rank {peer} sent a malformed address"))))?;
             remote[peer] = their_host != host.as_bytes();
             if peer != rank && !remote[peer] {
                 shm.connect(peer, addr).map_err(|e| sys(&format!("attaching to rank {peer}"), e))?;
@@ -237,10 +238,18 @@ impl Runtime {
             host.rsplit(|&c| c == b'/').next().unwrap_or_default()
         }
         let mine = kernel(host.as_bytes());
-        let sharing = all.iter().filter(|b| split_blob(b).is_some_and(|(h, _)| kernel(h) == mine)).count();
+        let on_kernel: Vec<_> = all.iter().filter_map(|b| split_blob(b)).filter(|(h, _, _)| kernel(h) == mine).collect();
+        let sharing = on_kernel.len();
         let local_ranks = remote.iter().filter(|&&r| !r).count();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        cfg.resolve_progress(local_ranks.max(sharing), cores);
+        // The CPUs of the ranks that share these cores (see `affinity`).
+        let mut cpus: Vec<usize> = on_kernel.iter().filter_map(|(_, c, _)| affinity::parse_list(std::str::from_utf8(c).ok()?)).flatten().collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        if cpus.is_empty() {
+            cpus = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+        }
+        let cores = cpus.len();
+        cfg.resolve_progress(local_ranks.max(sharing), &cpus);
         let kring = if cfg.progress == ProgressMode::Kernel {
             match goal_transport::kchain::KRing::with_entries(KERNEL_RING_ENTRIES) {
                 Ok(ring) => Some(ring),
@@ -507,17 +516,23 @@ fn epoll_of(fds: &[std::os::fd::RawFd]) -> std::io::Result<goal_net::Epoll> {
 }
 
 /// Round 1's blob: this machine's identity, then the shared-memory address.
-fn addr_blob(host: &str, shm: &[u8]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(4 + host.len() + shm.len());
-    b.extend_from_slice(&(host.len() as u32).to_le_bytes());
-    b.extend_from_slice(host.as_bytes());
+fn addr_blob(host: &str, cpus: &str, shm: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(8 + host.len() + cpus.len() + shm.len());
+    for part in [host, cpus] {
+        b.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        b.extend_from_slice(part.as_bytes());
+    }
     b.extend_from_slice(shm);
     b
 }
 
-/// Splits a round-1 blob into (machine identity, shared-memory address).
-fn split_blob(b: &[u8]) -> Option<(&[u8], &[u8])> {
+/// Splits a round-1 blob into (machine identity, the rank's CPU list,
+/// shared-memory address).
+fn split_blob(b: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
     let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
     let host = b.get(4..4 + n)?;
-    Some((host, &b[4 + n..]))
+    let rest = &b[4 + n..];
+    let m = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    let cpus = rest.get(4..4 + m)?;
+    Some((host, cpus, &rest[4 + m..]))
 }

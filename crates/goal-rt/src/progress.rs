@@ -409,7 +409,7 @@ const LIVENESS_TICK: Duration = Duration::from_millis(100);
 
 /// The protocol thresholds: the environment's, else the defaults measured here.
 pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize) -> Thresholds {
-    let measured = crate::calibrate::thresholds(cfg.debug);
+    let measured = crate::calibrate::thresholds(cfg.debug, &cfg.cpus);
     let eager = cfg.eager_limit.unwrap_or(measured.eager).min(shm.max_eager());
     let heap_eager = measured.heap_eager.min(eager);
     let cma = cfg.cma_range.unwrap_or(measured.cma);
