@@ -240,7 +240,7 @@ impl Config {
         // (8-10 us a side in a VM), and a chain of dependent messages
         // between local ranks is carried by helpers waking each other
         // there. 2 ranks computing on 2 cores, 200 dependent ping-pongs
-        // behind a 20 ms computation: 7-8 % of it lost with each helper
+        // behind a 20 ms computation: 6 % of it lost with each helper
         // beside its rank, 2 % with both on one CPU. Only with a core per
         // rank: with more ranks than cores (4 emulated hosts on 2 cores)
         // the shared CPU carried four ranks' network traffic, and 1 MiB
