@@ -515,7 +515,8 @@ fn epoll_of(fds: &[std::os::fd::RawFd]) -> std::io::Result<goal_net::Epoll> {
     Ok(set)
 }
 
-/// Round 1's blob: this machine's identity, then the shared-memory address.
+/// Round 1's blob: this machine's identity, the CPUs this rank may run on
+/// (a CPU list, see `affinity`), then the shared-memory address.
 fn addr_blob(host: &str, cpus: &str, shm: &[u8]) -> Vec<u8> {
     let mut b = Vec::with_capacity(8 + host.len() + cpus.len() + shm.len());
     for part in [host, cpus] {
