@@ -249,7 +249,7 @@ impl Runtime {
             cpus = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
         }
         let cores = cpus.len();
-        cfg.resolve_progress(local_ranks.max(sharing), &cpus);
+        cfg.resolve_progress(local_ranks.max(sharing), local_ranks, &cpus);
         let kring = if cfg.progress == ProgressMode::Kernel {
             match goal_transport::kchain::KRing::with_entries(KERNEL_RING_ENTRIES) {
                 Ok(ring) => Some(ring),
