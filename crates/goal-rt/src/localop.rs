@@ -35,6 +35,46 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// `r[i] = e(a[i], b[i])` for `i < n` (pointers to `$t`), with loops of
+/// their own for the result in place over either operand (see [`apply`]).
+macro_rules! elementwise {
+    ($t:ty, $a:ident, $b:ident, $r:ident, $n:ident, |$x:ident, $y:ident| $e:expr) => {
+        // In place (the result over an operand, as reductions
+        // do), a loop of its own that reads the result's
+        // elements: with three pointers and `r == a` the
+        // vectoriser's overlap check failed and the loop ran
+        // one element at a time (see `apply`).
+        if $r as *const $t == $a {
+            for i in 0..$n {
+                // SAFETY: the caller guarantees i < n elements are valid at each pointer.
+                unsafe {
+                    let $x = $r.add(i).read_unaligned();
+                    let $y = $b.add(i).read_unaligned();
+                    $r.add(i).write_unaligned($e);
+                }
+            }
+        } else if $r as *const $t == $b {
+            for i in 0..$n {
+                // SAFETY: as above.
+                unsafe {
+                    let $x = $a.add(i).read_unaligned();
+                    let $y = $r.add(i).read_unaligned();
+                    $r.add(i).write_unaligned($e);
+                }
+            }
+        } else {
+            for i in 0..$n {
+                // SAFETY: as above.
+                unsafe {
+                    let $x = $a.add(i).read_unaligned();
+                    let $y = $b.add(i).read_unaligned();
+                    $r.add(i).write_unaligned($e);
+                }
+            }
+        }
+    };
+}
+
 macro_rules! int_kernel {
     ($name:ident, $t:ty) => {
         /// # Safety
@@ -44,14 +84,7 @@ macro_rules! int_kernel {
             let (a, b, r) = (a as *const $t, b as *const $t, r as *mut $t);
             macro_rules! each {
                 (|$x:ident, $y:ident| $e:expr) => {
-                    for i in 0..n {
-                        // SAFETY: the caller guarantees i < n elements are valid at each pointer.
-                        unsafe {
-                            let $x = a.add(i).read_unaligned();
-                            let $y = b.add(i).read_unaligned();
-                            r.add(i).write_unaligned($e);
-                        }
-                    }
+                    elementwise!($t, a, b, r, n, |$x, $y| $e)
                 };
             }
             match op {
@@ -95,14 +128,7 @@ macro_rules! float_kernel {
             let (a, b, r) = (a as *const $t, b as *const $t, r as *mut $t);
             macro_rules! each {
                 (|$x:ident, $y:ident| $e:expr) => {
-                    for i in 0..n {
-                        // SAFETY: the caller guarantees i < n elements are valid at each pointer.
-                        unsafe {
-                            let $x = a.add(i).read_unaligned();
-                            let $y = b.add(i).read_unaligned();
-                            r.add(i).write_unaligned($e);
-                        }
-                    }
+                    elementwise!($t, a, b, r, n, |$x, $y| $e)
                 };
             }
             match op {
@@ -137,6 +163,12 @@ float_kernel!(k_f32, f32);
 float_kernel!(k_f64, f64);
 
 /// Applies `op` to `n` elements of `dt`/`width` bits: `r[i] = a[i] op b[i]`.
+///
+/// In place (`r == a` or `r == b`, as reductions combine into an
+/// accumulator) each kernel runs a loop of its own: one loop for all three
+/// cases ran one element at a time when `r` equalled an operand (the
+/// vectoriser's overlap check failed), 15-19 us for 256 KiB of doubles
+/// against 8-9 us now, in place or not.
 ///
 /// # Safety
 /// `a` and `r` must be valid for `n * width / 8` bytes, and `b` too when the
@@ -192,6 +224,44 @@ mod tests {
     fn integer_division_by_zero_names_the_element() {
         assert_eq!(run(ReduceOp::Div, DataType::UInt, &[4u32, 5, 6], &[2, 1, 0]), Err(KernelError::DivByZero(2)));
         assert_eq!(run(ReduceOp::Div, DataType::Float, &[1.0f64], &[0.0]).unwrap()[0], f64::INFINITY);
+    }
+
+    /// In place on either operand (the loops of their own in `each!`),
+    /// the result is the out-of-place one, over lengths that leave a
+    /// remainder after any vector width.
+    #[test]
+    fn in_place_on_either_operand_matches_out_of_place() {
+        fn check<T: Copy + PartialEq + std::fmt::Debug>(dt: DataType, ops: &[ReduceOp], a: &[T], b: &[T]) {
+            let w = (std::mem::size_of::<T>() * 8) as u8;
+            let n = a.len();
+            for &op in ops {
+                let mut want = a.to_vec();
+                // SAFETY: every slice holds n elements; the outputs are distinct vectors or exactly an operand.
+                unsafe { apply(op, dt, w, a.as_ptr() as _, b.as_ptr() as _, want.as_mut_ptr() as _, n).unwrap() };
+                let (mut on_a, mut on_b) = (a.to_vec(), b.to_vec());
+                // SAFETY: as above; each result is exactly one of its operands.
+                unsafe {
+                    apply(op, dt, w, on_a.as_ptr() as _, b.as_ptr() as _, on_a.as_mut_ptr() as _, n).unwrap();
+                    apply(op, dt, w, a.as_ptr() as _, on_b.as_ptr() as _, on_b.as_mut_ptr() as _, n).unwrap();
+                }
+                assert_eq!(on_a, want, "{op:?} {dt:?}/{w} in place on the first operand");
+                assert_eq!(on_b, want, "{op:?} {dt:?}/{w} in place on the second operand");
+            }
+        }
+        let all = [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Sub, ReduceOp::Mul];
+        let n: usize = 1003;
+        let f: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 100.0).collect();
+        let g: Vec<f64> = (0..n).map(|i| 7.25 - i as f64).collect();
+        check(DataType::Float, &[&all[..], &[ReduceOp::Div]].concat(), &f, &g);
+        let f32s: Vec<f32> = f.iter().map(|&x| x as f32).collect();
+        let g32s: Vec<f32> = g.iter().map(|&x| x as f32).collect();
+        check(DataType::Float, &all, &f32s, &g32s);
+        let i: Vec<i32> = (0..n as i32).map(|x| x * 37 - 5000).collect();
+        let j: Vec<i32> = (0..n as i32).map(|x| 1 + (x % 97)).collect();
+        check(DataType::SInt, &[&all[..], &[ReduceOp::Div, ReduceOp::And, ReduceOp::Or, ReduceOp::Xor]].concat(), &i, &j);
+        let u: Vec<u8> = (0..n).map(|x| (x * 13) as u8).collect();
+        let v: Vec<u8> = (0..n).map(|x| 1 + (x % 200) as u8).collect();
+        check(DataType::UInt, &[&all[..], &[ReduceOp::Div, ReduceOp::Xor]].concat(), &u, &v);
     }
 
     #[test]
