@@ -310,4 +310,3 @@ const NET_EAGER_ONE_RAIL: usize = 64 << 10;
 /// The threads run a few microseconds per event, so the short slice never
 /// cuts their work; the application's computation keeps its own slice.
 const SLICE: Duration = Duration::from_micros(100);
-

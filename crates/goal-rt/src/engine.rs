@@ -793,16 +793,17 @@ impl Engine {
         }
     }
 
-    /// Whether messages wait for ring space: the peer will not ring for
-    /// that, so a sleeper must come back soon.
-    /// Whether a large message is being read from its sender's memory in
-    /// pieces (see [`READ_LATER`]): nobody rings for the next piece, so a
-    /// poller counts this as news and does not go to sleep.
+    /// A progress pass as a poller sees it: the operations finished, or 1
+    /// if none did but a large message is being read from its sender's
+    /// memory in pieces (see [`READ_LATER`]). Nobody rings for the next
+    /// piece, so a poller counts it as news and does not go to sleep.
     #[inline]
-    pub fn reading(&self) -> bool {
-        !self.st.reads.is_empty()
+    pub fn poll(&mut self) -> usize {
+        self.progress().max(!self.st.reads.is_empty() as usize)
     }
 
+    /// Whether messages wait for ring space: the peer will not ring for
+    /// that, so a sleeper must come back soon.
     pub fn must_poll(&self) -> bool {
         !self.st.outq_peers.is_empty()
     }

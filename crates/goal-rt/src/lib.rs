@@ -419,10 +419,10 @@ impl Runtime {
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A progress pass if the engine is free: the operations finished, or
-    /// 1 if none did but a large message is being read (news to a poller).
+    /// A progress pass if the engine is free, as a poller sees it (see
+    /// `Engine::poll`).
     pub(crate) fn try_progress(&self) -> Option<usize> {
-        self.try_engine().map(|mut e| e.progress().max(e.reading() as usize))
+        self.try_engine().map(|mut e| e.poll())
     }
 
     /// The engine, if nobody holds its lock now (a panic that poisoned it

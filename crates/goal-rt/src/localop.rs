@@ -39,11 +39,10 @@ pub(crate) fn monotonic_ns() -> u64 {
 /// their own for the result in place over either operand (see [`apply`]).
 macro_rules! elementwise {
     ($t:ty, $a:ident, $b:ident, $r:ident, $n:ident, |$x:ident, $y:ident| $e:expr) => {
-        // In place (the result over an operand, as reductions
-        // do), a loop of its own that reads the result's
-        // elements: with three pointers and `r == a` the
-        // vectoriser's overlap check failed and the loop ran
-        // one element at a time (see `apply`).
+        // In place (the result over an operand, as reductions do), a loop
+        // of its own that reads the result's elements: with three pointers
+        // and `r == a` the vectoriser's overlap check failed and the loop
+        // ran one element at a time (see `apply`).
         if $r as *const $t == $a {
             for i in 0..$n {
                 // SAFETY: the caller guarantees i < n elements are valid at each pointer.

@@ -28,13 +28,14 @@
 //!   as Hoefler and Lumsdaine's real-time threads do, without privileges.
 //!   An application thread asks for the same while it sleeps in Wait.
 //!   Without a spare core but with a core per rank, the helpers of up to 8
-//!   ranks on a machine all run on one CPU, the highest the job may use, while their applications
-//!   compute, so that a chain of messages between local ranks is carried
-//!   by helpers waking each other there, without an inter-processor
+//!   ranks that reach each other through shared memory run on one CPU,
+//!   the highest the machine's ranks may use, while their applications
+//!   compute, so that a chain of messages between them is carried by
+//!   helpers waking each other there, without an inter-processor
 //!   interrupt per message; while an application calls Run and Wait in a
 //!   loop its helper stays beside it (see `Placement` and
-//!   `Config::resolve_progress`).
-//!   `GOAL_PROGRESS_CPU` pins the helper elsewhere (`any`: unpinned), `GOAL_PROGRESS_RT=1` makes it a
+//!   `Config::resolve_progress`). `GOAL_PROGRESS_CPU` pins the helper
+//!   elsewhere (`any`: unpinned), `GOAL_PROGRESS_RT=1` makes it a
 //!   real-time thread (`SCHED_FIFO`) where permitted; such a helper never
 //!   calls `sched_yield` (which would not let an ordinary thread run), it
 //!   sleeps briefly instead.
@@ -632,7 +633,7 @@ fn helper_loop(rt: &Runtime) {
             match rt.try_engine() {
                 Some(mut e) => {
                     lock_misses = 0;
-                    (e.progress().max(e.reading() as usize), e.busy(), e.must_poll())
+                    (e.poll(), e.busy(), e.must_poll())
                 }
                 None if lock_misses < LOCK_MISSES => {
                     lock_misses += 1;
@@ -835,7 +836,7 @@ pub(crate) fn wait(shared: &ExecShared) {
         let guard = rt.bell.prepare();
         let must_poll = match rt.engine.try_lock() {
             Ok(mut e) => {
-                if e.progress() > 0 || e.reading() {
+                if e.poll() > 0 {
                     continue;
                 }
                 e.must_poll()
@@ -881,15 +882,11 @@ pub(crate) fn wait(shared: &ExecShared) {
 fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared) -> (bool, Option<(bool, u64)>) {
     let mut news = false;
     for _ in 0..POLL_BATCH {
-        if e.progress() > 0 {
+        if e.poll() > 0 {
             news = true;
             if shared.state.load(Ordering::Acquire) != RUNNING {
                 return (true, Some((e.busy(), e.long_end())));
             }
-        } else if e.reading() {
-            // A piece of a large message was read: not an operation
-            // finished, but no reason to stop polling either.
-            news = true;
         }
     }
     (news, None)
