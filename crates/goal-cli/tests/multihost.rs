@@ -351,4 +351,41 @@ fn helpers_of_ranks_on_different_hosts_do_not_share_a_cpu() {
     let line = err.lines().find(|l| l.contains("progress mode")).unwrap_or_else(|| panic!("no progress line:\n{err}"));
     assert!(line.contains(&format!("2 rank(s) on this machine's {cpus} core(s)")), "{line}");
     assert!(!line.contains("share CPU"), "ranks on different hosts share a helper CPU: {line}");
+    if cpus >= 2 {
+        assert!(!err.contains("more ranks than cores"), "2 ranks on {cpus} cores taken as oversubscribed:\n{err}");
+    }
+}
+
+/// Ranks of emulated hosts compute on this machine's cores too: one rank
+/// on each of one more host than there are cores is more ranks than cores,
+/// though none of them has a shared-memory peer. Their waits must then
+/// yield between polls (a Wait that spun 50 us without yielding held the
+/// core its peers needed: 4 hosts on 2 cores took 1.1 ms per barrier, not
+/// 0.12).
+#[test]
+fn ranks_of_emulated_hosts_count_against_the_cores() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if in_job() {
+        let rt = goal_rt::init().expect("GOAL_Init");
+        let s = rt.compile(&barrier_graph(&rt)).expect("compile");
+        for _ in 0..50 {
+            // SAFETY: the barrier has no buffers.
+            unsafe { rt.run(&s) }.and_then(|h| h.wait()).expect("barrier");
+        }
+        goal_rt::finalize().unwrap();
+        return;
+    }
+    if cpus > 7 {
+        eprintln!("skipped: {cpus} cores would need {} emulated hosts", cpus + 1);
+        return;
+    }
+    let Some(c) = cluster_of(cpus + 1, 1) else { return };
+    let ranks = spawn_per_host(&c, "ranks_of_emulated_hosts_count_against_the_cores", 1, 29713, &[("GOAL_DEBUG", "1")]);
+    let results = wait_all(ranks, Duration::from_secs(60));
+    for (r, (code, err)) in results.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {err}");
+    }
+    let err = &results[0].1;
+    let want = format!("{} rank(s) on this machine's {cpus} core(s): more ranks than cores", cpus + 1);
+    assert!(err.contains(&want), "expected \"{want}\" in:\n{err}");
 }
