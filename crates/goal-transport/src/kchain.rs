@@ -135,7 +135,8 @@ use crate::sys;
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 use std::collections::HashMap;
 use std::fmt;
-use std::io;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -875,6 +876,51 @@ pub fn connect(job: &str, to: usize, me: usize, timeout: Duration) -> io::Result
     sys::send(fd.as_fd(), &hello, libc::MSG_NOSIGNAL)
         .map_err(|e| context(format_args!("send a hello to @{address}"), e))?;
     Ok(fd)
+}
+
+// ---------------------------------------------------------------------------
+// TCP channels, between ranks on different machines
+// ---------------------------------------------------------------------------
+
+/// A listening TCP socket for one channel from a rank on another machine:
+/// the unspecified address of `ip`'s family, a port the kernel picks. The
+/// receiver [`tcp_channel_connect`]s to it and introduces itself with a
+/// hello the caller defines and checks (the job secret's MAC, so that
+/// nobody else can take the channel).
+pub fn tcp_channel_listener(ip: IpAddr) -> io::Result<(TcpListener, u16)> {
+    let any: IpAddr = if ip.is_ipv4() { Ipv4Addr::UNSPECIFIED.into() } else { Ipv6Addr::UNSPECIFIED.into() };
+    let l = TcpListener::bind(SocketAddr::new(any, 0)).map_err(|e| context("bind a TCP channel listener", e))?;
+    let port = l.local_addr()?.port();
+    l.set_nonblocking(true)?;
+    Ok((l, port))
+}
+
+/// Connects to a [`tcp_channel_listener`] at `to` within `timeout` and
+/// sends `hello`; the connection is the receiving end of the channel
+/// (blocking, `TCP_NODELAY`).
+pub fn tcp_channel_connect(to: SocketAddr, hello: &[u8], timeout: Duration) -> io::Result<OwnedFd> {
+    let s = TcpStream::connect_timeout(&to, timeout).map_err(|e| context(format_args!("connect to the channel at {to}"), e))?;
+    s.set_nodelay(true)?;
+    s.set_write_timeout(Some(timeout))?;
+    (&s).write_all(hello).map_err(|e| context(format_args!("send the hello on the channel to {to}"), e))?;
+    s.set_write_timeout(None)?;
+    Ok(s.into())
+}
+
+/// Accepts the connection to `l` within `timeout` and reads its hello of
+/// `hello_len` bytes; returns the sending end of the channel (blocking,
+/// `TCP_NODELAY`) and the hello, which the caller must check.
+pub fn tcp_channel_accept(l: &TcpListener, hello_len: usize, timeout: Duration) -> io::Result<(OwnedFd, Vec<u8>)> {
+    let deadline = Instant::now() + timeout;
+    readable_by(l.as_fd(), deadline, || format!("nobody connected to the channel listener within {timeout:?}"))?;
+    let (s, from) = l.accept().map_err(|e| context("accept on a channel listener", e))?;
+    s.set_nonblocking(false)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))))?;
+    let mut hello = vec![0u8; hello_len];
+    (&s).read_exact(&mut hello).map_err(|e| context(format_args!("read the hello of the channel from {from}"), e))?;
+    s.set_read_timeout(None)?;
+    Ok((s.into(), hello))
 }
 
 #[cfg(test)]
