@@ -116,6 +116,89 @@ fn a_small_message_does_not_overtake_a_large_one_across_hosts() {
     }
 }
 
+/// Kernel mode across hosts: a chain that receives and forwards through
+/// all 8 ranks (crossing hosts at 1 -> 2, 3 -> 4 and 5 -> 6), a barrier of
+/// empty messages and a ring exchange, each run 40 times with new data.
+/// From their fourth execution the sends travel on channels of their own,
+/// TCP connections between hosts, and run as linked io_uring operations:
+/// every rank checks every execution's bytes, and the ranks' debug lines
+/// must report channels over TCP.
+#[test]
+fn kernel_chains_cross_hosts() {
+    if in_job() {
+        kernel_chains_rank();
+        return;
+    }
+    let Some(c) = cluster(1) else { return };
+    let exe = std::env::current_exe().expect("test binary");
+    let args = ["kernel_chains_cross_hosts", "--exact", "--nocapture", "--test-threads=1"];
+    let out = mpirun(&c, 1, &[("GOAL_PROGRESS", "kernel"), ("GOAL_DEBUG", "1")], &exe, &args, Duration::from_secs(120));
+    check(&out, "kernel chains across hosts");
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("running as 'thread'") {
+        eprintln!("skipped: no io_uring here, the job ran as 'thread'");
+        return;
+    }
+    // "N channel(s) out, M in (T and U of them over TCP)", per rank (lines may interleave).
+    let tcp: Vec<(u64, u64)> = err
+        .split(" in (")
+        .skip(1)
+        .filter_map(|t| {
+            let (a, rest) = t.split_once(" and ")?;
+            let (b, _) = rest.split_once(" of them over TCP")?;
+            Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+        })
+        .collect();
+    assert_eq!(tcp.len(), HOSTS * PER_HOST, "a kernel-mode line per rank expected:\n{err}");
+    assert!(tcp.iter().any(|&(o, i)| o > 0 && i > 0), "no rank used channels over TCP both ways:\n{err}");
+}
+
+fn kernel_chains_rank() {
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let (me, n) = (rt.rank() as i64, rt.size() as i64);
+    const LEN: usize = 200;
+    // The chain: 0 -> 1 -> ... -> n-1.
+    let mut chain_buf = vec![0u8; LEN];
+    let mut g = Graph::new();
+    let at = Buf::user(chain_buf.as_mut_ptr() as u64);
+    let recv = (me > 0).then(|| g.recv(at, LEN as i64, me - 1, 7));
+    if me + 1 < n {
+        let send = g.send(at, LEN as i64, me + 1, 7);
+        if let Some(r) = recv {
+            g.requires(r, send).unwrap();
+        }
+    }
+    let chain = rt.compile(&g).unwrap();
+    let barrier = rt.compile(&barrier_graph(&rt)).unwrap();
+    // The ring: 8 bytes to the right (from word 0), 8 from the left (into word 1).
+    let mut words = vec![0u64; 2];
+    let mut g = Graph::new();
+    g.send(Buf::user(words.as_mut_ptr() as u64), 8, (me + 1) % n, 9);
+    g.recv(Buf::user(words[1..].as_mut_ptr() as u64), 8, (me + n - 1) % n, 9);
+    let ring = rt.compile(&g).unwrap();
+    for round in 0..40u64 {
+        if me == 0 {
+            for (i, b) in chain_buf.iter_mut().enumerate() {
+                *b = pattern(round, i);
+            }
+        } else {
+            chain_buf.fill(0);
+        }
+        // SAFETY: the buffers outlive each execution, waited for at once.
+        unsafe { rt.run(&chain) }.unwrap().wait().unwrap_or_else(|e| panic!("rank {me}: chain, round {round}: {e}"));
+        if let Some(i) = (0..LEN).find(|&i| chain_buf[i] != pattern(round, i)) {
+            panic!("rank {me}: chain, round {round}: byte {i} is wrong");
+        }
+        // SAFETY: a barrier has no buffers.
+        unsafe { rt.run(&barrier) }.unwrap().wait().unwrap_or_else(|e| panic!("rank {me}: barrier, round {round}: {e}"));
+        words[0] = round << 8 | me as u64;
+        // SAFETY: as for the chain.
+        unsafe { rt.run(&ring) }.unwrap().wait().unwrap_or_else(|e| panic!("rank {me}: ring, round {round}: {e}"));
+        assert_eq!(words[1], round << 8 | ((me + n - 1) % n) as u64, "rank {me}: ring, round {round}");
+    }
+    goal_rt::finalize().unwrap();
+}
+
 /// The C acceptance programs of `ctests/` that run at 8 ranks and expect
 /// success, and `t_coll` (every collective and algorithm; its `ranks:`
 /// directive stops at 7 for the local suite's time), built against this
@@ -249,17 +332,26 @@ fn a_rank_killed_on_another_host_fails_the_others_quickly() {
                 eprintln!("rank {}: {e}", rt.rank());
                 std::process::exit(3);
             }
-            if round == 0 && rt.rank() == 2 {
+            if round == 10 && rt.rank() == 2 {
                 util::open_gate();
             }
         }
     }
     let Some(c) = cluster_of(4, 1) else { return };
+    // In kernel mode the barrier's messages travel on TCP channels from
+    // its fourth round: the survivors wait on rank 2's in the kernel.
+    for (mode, port) in [("thread", 29702), ("kernel", 29714)] {
+        killed_rank_fails_the_others(&c, mode, port);
+    }
+}
+
+fn killed_rank_fails_the_others(c: &Cluster, mode: &str, port: u16) {
     // Rank 2 is killed once it has passed a barrier, so every rank is past
     // GOAL_Init and in the loop: after a fixed time, a loaded machine could
     // still have ranks starting, which would fail in GOAL_Init instead.
     let gate = util::Gate::new();
-    let mut ranks = spawn_per_host(&c, "a_rank_killed_on_another_host_fails_the_others_quickly", 1, 29702, &[("TEST_GATE", gate.var())]);
+    let env = [("TEST_GATE", gate.var()), ("GOAL_PROGRESS", mode)];
+    let mut ranks = spawn_per_host(c, "a_rank_killed_on_another_host_fails_the_others_quickly", 1, port, &env);
     gate.wait();
     ranks[2].kill().expect("killing rank 2");
     let t = Instant::now();
@@ -271,10 +363,10 @@ fn a_rank_killed_on_another_host_fails_the_others_quickly() {
         if r == 2 {
             continue;
         }
-        assert_eq!(*code, Some(3), "rank {r} did not end with an error: {err}");
+        assert_eq!(*code, Some(3), "{mode}: rank {r} did not end with an error: {err}");
     }
-    assert!(res.iter().enumerate().any(|(r, (_, err))| r != 2 && err.contains("rank 2")), "no survivor names rank 2: {res:?}");
-    assert!(took < Duration::from_secs(15), "the survivors took {took:?}");
+    assert!(res.iter().enumerate().any(|(r, (_, err))| r != 2 && err.contains("rank 2")), "{mode}: no survivor names rank 2: {res:?}");
+    assert!(took < Duration::from_secs(15), "{mode}: the survivors took {took:?}");
 }
 
 /// A dissemination barrier over the whole group, written directly.

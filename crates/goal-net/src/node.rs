@@ -423,6 +423,13 @@ impl NetNode {
         &self.cfg
     }
 
+    /// The address of `peer` on the first of its rails that is up (where a
+    /// channel of the kernel mode connects to it).
+    pub fn peer_ip(&self, peer: u32) -> Option<std::net::IpAddr> {
+        let p = self.peers.get(peer as usize)?;
+        p.up.iter().find_map(|&c| self.conns[c].as_ref()).map(|conn| conn.remote.ip())
+    }
+
     /// Where each rail listens.
     pub fn listen_addrs(&self) -> &[SocketAddr] {
         &self.listen_addrs

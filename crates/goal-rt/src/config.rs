@@ -19,8 +19,7 @@
 //! machine: `spin` when every rank can have a second core for its helper
 //! (the helper's polling then costs the application nothing), `thread`
 //! otherwise; `GOAL_DEBUG=1` prints the choice and why. `kernel` runs like
-//! `thread` and also hands runs of sends and receives between local ranks
-//! to the kernel (see `kpath`); where io_uring is missing or turned off
+//! `thread` and also hands runs of small sends and receives to the kernel (see `kpath`); where io_uring is missing or turned off
 //! (`GOAL_IO_URING=0`) it says so once and runs as `thread`.
 
 use crate::error::{Error, ErrorKind, Result};
@@ -35,8 +34,9 @@ pub enum ProgressMode {
     Thread,
     /// A helper thread that polls (for a spare core), sleeping only after a long idle spell.
     Spin,
-    /// `thread`, and messages between local ranks on channels whose runs of
-    /// sends and receives the kernel carries (linked io_uring chains).
+    /// `thread`, and small messages on channels of their own (socket pairs
+    /// between local ranks, TCP connections to other machines) whose runs
+    /// of sends and receives the kernel carries (linked io_uring chains).
     Kernel,
 }
 

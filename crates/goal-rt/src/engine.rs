@@ -129,6 +129,11 @@ pub(crate) struct SchedInner {
 /// (adapt's smallest size class).
 const EXCHANGE_MIN: u64 = 64 << 10;
 
+/// How long making a kernel-mode channel to another machine may take
+/// (connecting, or taking the connection and its hello). On a failure
+/// the operation stays on goal-net's path.
+const CHANNEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl SchedInner {
     pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
         let deps = s.ops.iter().map(|o| o.deps).collect();
@@ -286,11 +291,13 @@ enum UnexpKind {
 struct Ctl {
     /// `MODE_OFFER` or `MODE_SWITCH`.
     mode: u8,
-    /// The sender's descriptor (offer).
+    /// The sender's descriptor (offer), or its port (offer over TCP).
     fd: u32,
     /// The sender's operation and schedule.
     op: u32,
     sched: u32,
+    /// The offer's nonce (over TCP).
+    nonce: u32,
 }
 
 struct Unexp {
@@ -691,8 +698,16 @@ impl Engine {
                 if seq == 1 {
                     // The schedule runs again: worth channels (made in one
                     // go, off the path of any message).
-                    let (me, eager, remote) = (self.rank, self.th.eager, &self.remote);
-                    kp.make_channels(sched.id, s, |o| o.peer as u32 != me && !remote[o.peer as usize] && o.len as usize <= eager);
+                    let (me, eager, net_eager, remote) = (self.rank, self.th.eager, self.th.net_eager, &self.remote);
+                    let ip = self.net.as_ref().and_then(|n| n.listen_addrs().first()).map(|a| a.ip());
+                    kp.make_channels(sched.id, s, |o| {
+                        let (peer, len) = (o.peer as u32, o.len as usize);
+                        match ip {
+                            _ if peer == me => None,
+                            Some(ip) if remote[peer as usize] => (len <= net_eager).then_some(kpath::Route::Tcp(ip)),
+                            _ => (len <= eager).then_some(kpath::Route::Local),
+                        }
+                    });
                 }
                 let hold = !self.st.active[id].is_empty();
                 if hold {
@@ -894,6 +909,14 @@ impl Engine {
         while let Err(lost) = self.shm.check_peers() {
             self.peer_lost(lost);
         }
+        for (peer, msg) in self.kp.as_mut().map(|k| k.overdue()).unwrap_or_default() {
+            let slots = self.kp.as_ref().map(|k| k.slots_with_peer(peer)).unwrap_or_default();
+            for slot in slots {
+                if let Some(gen) = self.st.execs[slot as usize].as_ref().map(|e| e.gen) {
+                    self.fail(OpRef { slot, gen, op: u32::MAX }, Error::new(ErrorKind::PeerLost, msg.clone()));
+                }
+            }
+        }
     }
 
     fn peer_lost(&mut self, lost: PeerLost) {
@@ -947,8 +970,14 @@ impl Engine {
         for x in self.st.reads.iter().filter(|x| x.src as usize == r) {
             victims.push(x.r.slot);
         }
-        if let Some(kp) = self.kp.as_ref() {
-            victims.extend(kp.slots_with_peer(r as u32));
+        if let Some(kp) = self.kp.as_mut() {
+            if self.remote[r] {
+                if !kp.slots_with_peer(r as u32).is_empty() {
+                    kp.watch_lost(r as u32, msg.clone());
+                }
+            } else {
+                victims.extend(kp.slots_with_peer(r as u32));
+            }
         }
         for (&(src, _), x) in self.st.net_in.iter() {
             if src as usize == r {
@@ -1463,6 +1492,9 @@ impl Engine {
         let limit = if one_rail { self.th.net_eager_one_rail } else { self.th.net_eager };
         let res = if len <= limit && self.eager_credit(peer as usize, len as u64) {
             self.st.eager_sent[peer as usize] += len as u64;
+            if self.kp.is_some() {
+                self.offer_or_switch(r, &mut head);
+            }
             let slices: Vec<&[u8]> = match &pieces {
                 // SAFETY: a send buffer is valid for its length (API contract).
                 Some(p) => p.as_slice().iter().map(|&(ptr, l)| unsafe { std::slice::from_raw_parts(ptr as *const u8, l) }).collect(),
@@ -2005,7 +2037,7 @@ impl Engine {
             proto::EAGER => {
                 if let Some(d) = data {
                     let ctl = matches!(h.mode, proto::MODE_OFFER | proto::MODE_SWITCH)
-                        .then_some(Ctl { mode: h.mode, fd: h.token, op: h.addr as u32, sched: h.sched });
+                        .then_some(Ctl { mode: h.mode, fd: h.token, op: h.addr as u32, sched: h.sched, nonce: (h.addr >> 32) as u32 });
                     let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Eager(d, ctl) };
                     match self.match_posted(h.sched, h.seq, src, h.tag) {
                         Some(r) => self.deliver(r, u),
@@ -2305,8 +2337,8 @@ impl Engine {
     pub fn kernel_summary(&self) -> Option<String> {
         let s = self.kp.as_ref()?.stats;
         Some(format!(
-            "kernel mode: {} channel(s) out, {} in, {} offer(s) declined; {} operation(s) in {} chain(s) ran in the kernel, {} completion(s) reached user space",
-            s.channels_out, s.channels_in, s.declined, s.kernel_ops, s.runs, s.completions
+            "kernel mode: {} channel(s) out, {} in ({} and {} of them over TCP), {} offer(s) declined; {} operation(s) in {} chain(s) ran in the kernel, {} completion(s) reached user space",
+            s.channels_out, s.channels_in, s.tcp_out, s.tcp_in, s.declined, s.kernel_ops, s.runs, s.completions
         ))
     }
 
@@ -2342,11 +2374,19 @@ impl Engine {
                 head.addr = r.op as u64;
                 *ch = Chan::Offered { mine, theirs };
             }
+            Chan::Listening { listener, port, nonce } => {
+                head.mode = proto::MODE_OFFER;
+                head.token = port as u32;
+                head.addr = r.op as u64 | (nonce as u64) << 32;
+                *ch = Chan::ListenOffered { listener, nonce };
+            }
             Chan::Accepted { mine, theirs } => {
                 head.mode = proto::MODE_SWITCH;
                 head.addr = r.op as u64;
+                let tcp = u64::from(theirs.is_none());
                 *ch = Chan::Sending { mine, _theirs: theirs };
                 kp.stats.channels_out += 1;
+                kp.stats.tcp_out += tcp;
             }
             other => *ch = other,
         }
@@ -2354,17 +2394,40 @@ impl Engine {
 
     /// Sender: the receiver's answer to an offer.
     fn channel_answer(&mut self, accept: bool, src: u32, sched: u32, op: u32) {
+        let secret = self.net.as_ref().map(|n| n.config().secret);
+        let me = self.rank;
         let Some(kp) = self.kp.as_mut() else { return };
         let Some(ch) = kp.chan_mut(sched, op) else { return };
+        let declined = |kp: &mut KPath, fds: usize| {
+            kp.stats.declined += 1;
+            kp.fds -= fds;
+            if trace_on() {
+                eprintln!("goal: rank {src} declined the channel of schedule {sched} op {op}");
+            }
+        };
         match std::mem::replace(ch, Chan::Never) {
-            Chan::Offered { mine, theirs } if accept => *ch = Chan::Accepted { mine, theirs },
-            Chan::Offered { .. } => {
-                kp.stats.declined += 1;
-                kp.fds -= 2;
-                if trace_on() {
-                    eprintln!("goal: rank {src} declined the channel of schedule {sched} op {op}");
+            Chan::Offered { mine, theirs } if accept => *ch = Chan::Accepted { mine, theirs: Some(theirs) },
+            Chan::Offered { .. } => declined(kp, 2),
+            Chan::ListenOffered { listener, nonce } if accept => {
+                // The receiver connected before it answered: the connection
+                // waits in the listener's queue (a moment more at most).
+                let want = secret.map(|k| kpath::hello(&k, me, src, sched, op, nonce));
+                let got = goal_transport::kchain::tcp_channel_accept(&listener, kpath::HELLO_LEN, CHANNEL_TIMEOUT);
+                match (got, want) {
+                    (Ok((mine, hello)), Some(want)) if goal_auth::ct_eq(&hello, &want) => *ch = Chan::Accepted { mine, theirs: None },
+                    (got, _) => {
+                        // Left on the path through goal-net: the receiver,
+                        // bound in vain, keeps receiving there too, since no
+                        // switch ever comes.
+                        kp.fds -= 1;
+                        if trace_on() {
+                            let why = got.err().map_or_else(|| "a hello without the job's MAC".to_string(), |e| e.to_string());
+                            eprintln!("goal: rank {me}: no channel to rank {src} for schedule {sched} op {op}: {why}");
+                        }
+                    }
                 }
             }
+            Chan::ListenOffered { .. } => declined(kp, 1),
             other => *ch = other,
         }
     }
@@ -2386,8 +2449,8 @@ impl Engine {
                 return Err(Error::new(ErrorKind::System, format!("{}: rank {src} switched to a channel this rank never accepted", self.describe(r))));
             };
             return match std::mem::replace(ch, Chan::Never) {
-                Chan::Bound { fd, len: bound } if bound == len => {
-                    *ch = Chan::Receiving { fd, len };
+                Chan::Bound { fd, len: bound, sock } if bound == len => {
+                    *ch = Chan::Receiving { fd, len, sock };
                     Ok(())
                 }
                 _ => Err(Error::new(ErrorKind::System, format!("{}: rank {src} switched to a channel this receive is not bound to", self.describe(r)))),
@@ -2395,8 +2458,7 @@ impl Engine {
         }
         // An offer.
         let o = sched.s.ops[op as usize];
-        let eligible = !self.remote[src as usize]
-            && o.kind() == OpKind::Recv
+        let eligible = o.kind() == OpKind::Recv
             && self.kp.as_ref().is_some_and(|k| {
                 k.room_for(1) && matches!(k.chan(id, op), Some(Chan::Untried)) && k.info.get(id as usize).and_then(|i| i.as_ref()).is_some_and(|i| i.deterministic(&sched.s, op as usize))
             });
@@ -2404,13 +2466,28 @@ impl Engine {
             self.answer_offer(src, ctl, false);
             return Ok(());
         }
-        match self.shm.take_peer_fd(src as usize, ctl.fd as i32) {
-            Ok(fd) => {
+        let taken = if self.remote[src as usize] {
+            // Over TCP: connect to the port offered and say who we are.
+            let (net, sock) = (self.net.as_ref(), SockType::Stream);
+            match net.and_then(|n| Some((n.peer_ip(src)?, n.config().secret))) {
+                Some((ip, secret)) => {
+                    let hello = kpath::hello(&secret, src, self.rank, ctl.sched, ctl.op, ctl.nonce);
+                    let to = std::net::SocketAddr::new(ip, ctl.fd as u16);
+                    goal_transport::kchain::tcp_channel_connect(to, &hello, CHANNEL_TIMEOUT).map(|fd| (fd, sock))
+                }
+                None => Err(std::io::Error::other("no connection to it is up")),
+            }
+        } else {
+            self.shm.take_peer_fd(src as usize, ctl.fd as i32).map(|fd| (fd, SockType::Seqpacket))
+        };
+        match taken {
+            Ok((fd, sock)) => {
                 if let Some(kp) = self.kp.as_mut() {
                     if let Some(ch) = kp.chan_mut(id, op) {
-                        *ch = Chan::Bound { fd, len };
+                        *ch = Chan::Bound { fd, len, sock };
                     }
                     kp.stats.channels_in += 1;
+                    kp.stats.tcp_in += u64::from(sock == SockType::Stream);
                     kp.fds += 1;
                 }
                 self.answer_offer(src, ctl, true);
@@ -2448,8 +2525,16 @@ impl Engine {
             }
         }
         // A peer known to be gone fails the run at once, as in user space
-        // (a send would otherwise land in the dead peer's socket).
-        if let Some(&op) = run.iter().find(|&&op| self.st.lost[s.ops[op as usize].peer as usize].is_some()) {
+        // (a send would otherwise land in the dead peer's socket). Not one
+        // on another machine: what it sent before it left may still be on
+        // the way in its TCP channel, which reports its end by itself
+        // (and the run fails after a grace if it does not; see
+        // `KPath::watch_lost`).
+        let remote = &self.remote;
+        if let Some(&op) = run.iter().find(|&&op| {
+            let p = s.ops[op as usize].peer as usize;
+            self.st.lost[p].is_some() && !remote[p]
+        }) {
             let (rr, peer) = (OpRef { op, ..r }, s.ops[op as usize].peer as usize);
             let cause = self.st.lost[peer].clone().unwrap_or_default();
             let msg = format!("{}: rank {peer} {cause}", self.describe(rr));
@@ -2464,9 +2549,14 @@ impl Engine {
                 _ => std::ptr::null_mut(),
             };
             use std::os::fd::AsRawFd;
-            let (kind, len) = match self.kp.as_ref().and_then(|k| k.chan(id, op)) {
+            // A stream has no empty messages: an empty one (a barrier's)
+            // travels as one byte, from and into bytes nobody reads.
+            let Some(kp) = self.kp.as_ref() else { return };
+            let (kind, len) = match kp.chan(id, op) {
+                Some(Chan::Sending { mine, _theirs: None }) if o.len == 0 => (KOpKind::Send { fd: mine.as_raw_fd(), buf: kpath::ONE_BYTE.as_ptr(), len: 1 }, 1),
                 Some(Chan::Sending { mine, .. }) => (KOpKind::Send { fd: mine.as_raw_fd(), buf: ptr, len: o.len }, o.len),
-                Some(Chan::Receiving { fd, len }) => (KOpKind::Recv { fd: fd.as_raw_fd(), buf: ptr, len: *len, sock: SockType::Seqpacket }, *len),
+                Some(Chan::Receiving { fd, len: 0, sock: SockType::Stream }) => (KOpKind::Recv { fd: fd.as_raw_fd(), buf: kp.sink(), len: 1, sock: SockType::Stream }, 1),
+                Some(Chan::Receiving { fd, len, sock }) => (KOpKind::Recv { fd: fd.as_raw_fd(), buf: ptr, len: *len, sock: *sock }, *len),
                 _ => unreachable!("only channel operations join a run"),
             };
             kinds.push(kind);
@@ -2505,6 +2595,11 @@ impl Engine {
             Ok(()) => {
                 kp.stats.kernel_ops += kops.len() as u64;
                 kp.stats.runs += 1;
+                for rec in &recs {
+                    if let Some(why) = &self.st.lost[rec.peer as usize] {
+                        kp.watch_lost(rec.peer, format!("rank {} {why} while this execution still needed it", rec.peer));
+                    }
+                }
             }
             Err(err) => {
                 kp.drop_run(run_id);
@@ -2934,7 +3029,7 @@ pub(crate) const NET_HANDLER_BASE: u8 = 16;
 
 /// The handler ids the executor accepts from the network.
 pub(crate) fn net_handlers() -> Vec<u8> {
-    [proto::EAGER, proto::RTS, proto::CTS, proto::FIN, proto::CREDIT].iter().map(|k| NET_HANDLER_BASE + k).collect()
+    [proto::EAGER, proto::RTS, proto::CTS, proto::FIN, proto::CREDIT, proto::ACCEPT, proto::DECLINE].iter().map(|k| NET_HANDLER_BASE + k).collect()
 }
 
 /// Decodes a protocol message from the network; `None` if it does not fit

@@ -1,5 +1,4 @@
-//! The `kernel` progress mode: messages between local ranks on channels of
-//! their own, and runs of dependent sends and receives handed to the kernel
+//! The `kernel` progress mode: small messages on channels of their own, and runs of dependent sends and receives handed to the kernel
 //! as linked io_uring chains.
 //!
 //! # Channels
@@ -15,6 +14,18 @@
 //! the channel. Each side thus switches at a point the other can see, and
 //! no other agreement between ranks is needed: a rank without the kernel
 //! mode declines every offer.
+//!
+//! Between ranks on different machines a channel is a TCP connection of
+//! its own (goal-net's connections carry everything else, framed, and a
+//! receive in the kernel would take whatever comes next on them). The
+//! sender listens on a port the kernel picks and offers the port, with a
+//! nonce, in place of a descriptor; the receiver connects, introduces
+//! itself with a hello that carries the job secret's MAC over both ranks,
+//! the operation and the nonce, and then answers `ACCEPT`. The sender
+//! takes the connection when the answer comes, checks the hello, and
+//! closes the listener. A receive on a TCP channel asks for exactly the
+//! message's length, which the offer fixed for good (a stream keeps no
+//! boundaries: a sender that sent more would be caught by nothing else).
 //!
 //! A receive may be bound to a channel only if the message it takes is the
 //! same one every time: the schedule has no wildcard receive, and the
@@ -50,8 +61,11 @@ use goal_sched::chains::ChainPlan;
 use goal_sched::{OpKind, Schedule};
 use goal_transport::kchain::KRing;
 use std::collections::VecDeque;
+use goal_transport::kchain::SockType;
+use std::net::{IpAddr, TcpListener};
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 /// Added to the dependency counter of an operation already in the kernel
 /// (behind another one of its run), so that it never becomes ready again in
@@ -69,22 +83,29 @@ pub(crate) enum Chan {
     /// Sender: offered in a message, waiting for the answer. Holds both
     /// ends (the receiver takes a duplicate of `theirs`).
     Offered { mine: OwnedFd, theirs: OwnedFd },
-    /// Sender: accepted; the next message says `MODE_SWITCH`.
-    Accepted { mine: OwnedFd, theirs: OwnedFd },
+    /// Sender to another machine: listening for the receiver's
+    /// connection, to be offered with the next eager message.
+    Listening { listener: TcpListener, port: u16, nonce: u32 },
+    /// Sender to another machine: the port offered, waiting for the answer.
+    ListenOffered { listener: TcpListener, nonce: u32 },
+    /// Sender: accepted; the next message says `MODE_SWITCH`. `theirs` is
+    /// the receiver's end of a local channel (none over TCP).
+    Accepted { mine: OwnedFd, theirs: Option<OwnedFd> },
     /// Sender: switched; every message goes on the channel.
-    Sending { mine: OwnedFd, _theirs: OwnedFd },
+    Sending { mine: OwnedFd, _theirs: Option<OwnedFd> },
     /// Receiver: bound, waiting for the sender's switch.
-    Bound { fd: OwnedFd, len: u32 },
+    Bound { fd: OwnedFd, len: u32, sock: SockType },
     /// Receiver: switched; every message comes on the channel.
-    Receiving { fd: OwnedFd, len: u32 },
+    Receiving { fd: OwnedFd, len: u32, sock: SockType },
 }
 
 impl Chan {
     /// The descriptors it holds in this process.
     fn fds(&self) -> usize {
         match self {
-            Chan::Ready { .. } | Chan::Offered { .. } | Chan::Accepted { .. } | Chan::Sending { .. } => 2,
-            Chan::Bound { .. } | Chan::Receiving { .. } => 1,
+            Chan::Ready { .. } | Chan::Offered { .. } => 2,
+            Chan::Accepted { theirs, .. } | Chan::Sending { _theirs: theirs, .. } => 1 + usize::from(theirs.is_some()),
+            Chan::Listening { .. } | Chan::ListenOffered { .. } | Chan::Bound { .. } | Chan::Receiving { .. } => 1,
             Chan::Untried | Chan::Never => 0,
         }
     }
@@ -182,7 +203,17 @@ pub(crate) struct KPath {
     pub fd_budget: usize,
     /// Per schedule id: whether the application still holds it.
     alive: Vec<Option<Weak<SchedInner>>>,
+    /// Peers on other machines reported lost while operations on their TCP
+    /// channels were in the kernel: when to fail those that are left, and
+    /// why (see [`KPath::watch_lost`]).
+    pub lost: Vec<(u32, Instant, String)>,
+    /// Where receives of empty messages on TCP channels put the byte that
+    /// stands for them (written by the kernel, never read).
+    sink: Box<std::cell::UnsafeCell<[u8; 1]>>,
 }
+
+/// The byte a send of an empty message puts on a TCP channel.
+pub(crate) static ONE_BYTE: [u8; 1] = [0];
 
 /// What the kernel mode did, for `GOAL_DEBUG`.
 #[derive(Default, Clone, Copy)]
@@ -190,6 +221,9 @@ pub(crate) struct Stats {
     /// Channels bound (as sender) and accepted (as receiver).
     pub channels_out: u64,
     pub channels_in: u64,
+    /// Of these, those over TCP (to and from other machines).
+    pub tcp_out: u64,
+    pub tcp_in: u64,
     /// Offers declined by receivers.
     pub declined: u64,
     /// Operations and runs handed to the kernel.
@@ -215,7 +249,39 @@ impl KPath {
             fds: 0,
             fd_budget: fd_budget(),
             alive: Vec::new(),
+            lost: Vec::new(),
+            sink: Box::new(std::cell::UnsafeCell::new([0])),
         }
+    }
+
+    /// Peer `peer`, on another machine, was lost (`why`). Its TCP channels
+    /// report that themselves: a receive gets the bytes the peer sent
+    /// before it went away, then the end of the stream. But they arrive on
+    /// connections of their own, so they may still be on their way when
+    /// goal-net sees the peer leave: failing the operations at once would
+    /// fail executions whose messages came. Those still in the kernel
+    /// after [`LOST_GRACE`] (a peer that is unreachable, not gone, never
+    /// closes its channels) fail then.
+    pub fn watch_lost(&mut self, peer: u32, why: String) {
+        if !self.lost.iter().any(|l| l.0 == peer) {
+            self.lost.push((peer, Instant::now() + LOST_GRACE, why));
+        }
+    }
+
+    /// The peers whose grace has passed, with why they were lost.
+    pub fn overdue(&mut self) -> Vec<(u32, String)> {
+        if self.lost.is_empty() {
+            return Vec::new();
+        }
+        let now = Instant::now();
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.lost).into_iter().partition(|l| l.1 <= now);
+        self.lost = keep;
+        due.into_iter().map(|(p, _, why)| (p, why)).collect()
+    }
+
+    /// The byte that receives of empty messages on TCP channels write.
+    pub fn sink(&self) -> *mut u8 {
+        self.sink.get().cast()
     }
 
     /// Closes the channels of schedules that no longer exist.
@@ -265,23 +331,33 @@ impl KPath {
     }
 
     /// Makes the channels of schedule `id`'s sends that may have one: a
-    /// contiguous send to a peer `local` says may use one, whose pairing
-    /// is fixed. Called at the schedule's second execution, so that a
-    /// schedule run once costs nothing, and in one go, so that the system
-    /// calls (about 30 us per channel) do not sit between two messages.
-    pub fn make_channels(&mut self, id: u32, s: &Schedule, local: impl Fn(&goal_sched::OpRec) -> bool) {
+    /// contiguous send whose pairing is fixed, to a peer `route` gives a way
+    /// to. Called at the schedule's second execution, so that a schedule
+    /// run once costs nothing, and in one go, so that the system calls
+    /// (about 30 us per channel) do not sit between two messages.
+    pub fn make_channels(&mut self, id: u32, s: &Schedule, route: impl Fn(&goal_sched::OpRec) -> Option<Route>) {
         let Some(info) = self.info.get(id as usize).and_then(|i| i.clone()) else { return };
         for (i, o) in s.ops.iter().enumerate() {
             let Some(ch) = self.chans[id as usize].get_mut(i) else { return };
             if !matches!(ch, Chan::Untried) || o.kind() != OpKind::Send {
                 continue;
             }
-            let room = self.fds + 2 <= self.fd_budget;
-            *ch = match (room && local(o) && info.deterministic(s, i)).then(goal_transport::kchain::seqpacket_channel) {
-                Some(Ok((mine, theirs))) => {
-                    self.fds += 2;
-                    Chan::Ready { mine, theirs }
-                }
+            let route = route(o).filter(|_| info.deterministic(s, i));
+            *ch = match route {
+                Some(Route::Local) if self.fds + 2 <= self.fd_budget => match goal_transport::kchain::seqpacket_channel() {
+                    Ok((mine, theirs)) => {
+                        self.fds += 2;
+                        Chan::Ready { mine, theirs }
+                    }
+                    Err(_) => Chan::Never,
+                },
+                Some(Route::Tcp(ip)) if self.fds < self.fd_budget => match goal_transport::kchain::tcp_channel_listener(ip) {
+                    Ok((listener, port)) => {
+                        self.fds += 1;
+                        Chan::Listening { listener, port, nonce: nonce() }
+                    }
+                    Err(_) => Chan::Never,
+                },
                 _ => Chan::Never,
             };
         }
@@ -374,6 +450,50 @@ impl KPath {
             .collect()
     }
 }
+
+/// How a channel reaches its receiver.
+#[derive(Clone, Copy)]
+pub(crate) enum Route {
+    /// A socket pair, the receiver taking its end with `pidfd_getfd`.
+    Local,
+    /// A TCP connection; the sender's address family is that of this one.
+    Tcp(IpAddr),
+}
+
+/// A random nonce for an offer over TCP (the hello's MAC covers it, so that
+/// an old hello cannot take a new channel).
+fn nonce() -> u32 {
+    let mut b = [0u8; 4];
+    // SAFETY: getrandom writes at most `b.len()` bytes into `b`.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != b.len() as isize {
+        // Never fails for 4 bytes once the pool is ready; the clock is a
+        // fallback, not a secret (the MAC's key is).
+        return std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    }
+    u32::from_ne_bytes(b)
+}
+
+/// The hello a receiver sends on a TCP channel: what it is, then the job
+/// secret's MAC over it.
+pub(crate) const HELLO_LEN: usize = 64;
+
+/// The hello of receiver `to` for the channel of sender `from`'s
+/// operation `op` of schedule `sched`, offered with `nonce`.
+pub(crate) fn hello(secret: &[u8], from: u32, to: u32, sched: u32, op: u32, nonce: u32) -> [u8; HELLO_LEN] {
+    let mut h = [0u8; HELLO_LEN];
+    h[..8].copy_from_slice(b"goalkcn1");
+    for (i, v) in [from, to, sched, op, nonce].into_iter().enumerate() {
+        h[8 + 4 * i..12 + 4 * i].copy_from_slice(&v.to_le_bytes());
+    }
+    let mac = goal_auth::hmac_sha256(secret, &[&h[..32]]);
+    h[32..].copy_from_slice(&mac);
+    h
+}
+
+/// How long operations on the TCP channels of a lost peer may still finish
+/// (see [`KPath::watch_lost`]).
+pub(crate) const LOST_GRACE: Duration = Duration::from_secs(2);
 
 /// Half of this process' soft limit on open descriptors.
 fn fd_budget() -> usize {
