@@ -991,6 +991,12 @@ def main() -> int:
                      "100 (1 - c / t_pure) here")
     elif cluster:
         notes.append("the emulated network's own CPU cost could not be measured")
+    if any(SETUPS[s][0] > ncpu for s in a.setups):
+        notes.append(f"with more computing ranks than CPUs (R on {ncpu}), the R/{ncpu} computations that share a "
+                     "CPU take R/CPUs times one computation's CPU time together, whoever progresses the operation, "
+                     "while t_cpu is timed with the ranks staggered (the first rank out of the preceding barrier "
+                     "computes alone): for an operation about as long as one computation, the IMB overlap is then "
+                     "bounded near 0 for any library whose t_cpu shows no contention (see bench/README.md)")
     if (n := C.cpu_ratio_note(runs)):
         notes.append(n)
     notes.append("the VM's vCPUs are time-shared by its host: the work rate can drop by up to 3x for seconds "
