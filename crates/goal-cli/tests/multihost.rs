@@ -151,6 +151,12 @@ fn kernel_chains_cross_hosts() {
         .collect();
     assert_eq!(tcp.len(), HOSTS * PER_HOST, "a kernel-mode line per rank expected:\n{err}");
     assert!(tcp.iter().any(|&(o, i)| o > 0 && i > 0), "no rank used channels over TCP both ways:\n{err}");
+    // Without io_uring the same job runs as 'thread', says so, and gets the same bytes.
+    let off = [("GOAL_PROGRESS", "kernel"), ("GOAL_DEBUG", "1"), ("GOAL_IO_URING", "0")];
+    let out = mpirun(&c, 1, &off, &exe, &args, Duration::from_secs(120));
+    check(&out, "kernel chains across hosts, io_uring off");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("running as 'thread'"), "GOAL_IO_URING=0 should fall back to 'thread' and say so:\n{err}");
 }
 
 fn kernel_chains_rank() {
