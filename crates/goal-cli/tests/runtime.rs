@@ -872,3 +872,89 @@ fn forced_cma_and_tiny_stream_paths_move_data() {
     }
     goal_rt::finalize().unwrap();
 }
+
+/// A receiver with work of its own queued asks its senders to write their
+/// large messages into its memory themselves (`CTS` in push mode), so that
+/// their cores make the copies while it works. Rank 0 receives 1 MiB from
+/// every other rank, whose requests are already waiting when it starts, and
+/// then copies 8 MiB of its own: every byte must arrive, five times over,
+/// and its debug line must count messages written by their senders.
+#[test]
+fn a_busy_receiver_has_its_messages_written_by_their_senders() {
+    const TEST: &str = "a_busy_receiver_has_its_messages_written_by_their_senders";
+    const LEN: usize = 1 << 20;
+    const OWN: usize = 8 << 20;
+    if in_job() {
+        let rt = rt();
+        let (me, n) = (rt.rank() as usize, rt.size() as usize);
+        // A barrier through rank 0, written out: empty messages in and out.
+        let mut g = Graph::new();
+        if me == 0 {
+            let ins: Vec<_> = (1..n).map(|p| g.recv(Buf::user(0), 0, p as i64, 1)).collect();
+            for p in 1..n {
+                let out = g.send(Buf::user(0), 0, p as i64, 2);
+                for &i in &ins {
+                    g.requires(i, out).unwrap();
+                }
+            }
+        } else {
+            let s = g.send(Buf::user(0), 0, 0, 1);
+            let r = g.recv(Buf::user(0), 0, 0, 2);
+            g.requires(s, r).unwrap();
+        }
+        let barrier = rt.compile(&g).unwrap();
+        let mut rb = vec![0u8; LEN * n];
+        let mut sb = vec![0u8; LEN];
+        let (src, mut dst) = ((0..OWN).map(|i| (i * 13 % 251) as u8).collect::<Vec<u8>>(), vec![0u8; OWN]);
+        let mut g = Graph::new();
+        if me == 0 {
+            // The receives first, the long copy last: it is still to start
+            // when the receives find their senders' requests.
+            for p in 1..n {
+                g.recv(Buf::user(rb[p * LEN..].as_mut_ptr() as u64), LEN as i64, p as i64, 3);
+            }
+            g.local(ReduceOp::Copy as i64, 1, 8, OWN as i64, Buf::user(src.as_ptr() as u64), Buf::user(src.as_ptr() as u64), Buf::user(dst.as_mut_ptr() as u64));
+        } else {
+            g.send(Buf::user(sb.as_ptr() as u64), LEN as i64, 0, 3);
+        }
+        let s = rt.compile(&g).unwrap();
+        for round in 0..5u64 {
+            run_wait(&rt, &barrier).unwrap();
+            if me == 0 {
+                rb.fill(0);
+                dst.fill(0);
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            } else {
+                for (i, b) in sb.iter_mut().enumerate() {
+                    *b = pattern(round * 100 + me as u64, i);
+                }
+            }
+            run_wait(&rt, &s).unwrap_or_else(|e| panic!("rank {me}, round {round}: {e}"));
+            if me == 0 {
+                for p in 1..n {
+                    if let Some(i) = (0..LEN).find(|&i| rb[p * LEN + i] != pattern(round * 100 + p as u64, i)) {
+                        panic!("round {round}: byte {i} from rank {p} is wrong");
+                    }
+                }
+                assert!(dst == src, "round {round}: the local copy is wrong");
+            }
+        }
+        goal_rt::finalize().unwrap();
+        return;
+    }
+    for n in [2, 4] {
+        for mode in ["manual", "thread"] {
+            // CMA fixed for every large message (no choice of the stream).
+            let job = launch(TEST, n, &[("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")]);
+            assert!(job.status == 0, "{n} ranks, {mode}: exit {}\n--- stderr\n{}", job.status, job.stderr);
+            // "...; K written here by their senders while this rank was busy" (rank 0's line)
+            let pushed: u64 = job
+                .stderr
+                .split("; ")
+                .filter_map(|t| t.split_once(" written here by their senders")?.0.trim().parse().ok())
+                .max()
+                .unwrap_or(0);
+            assert!(pushed >= 5, "{n} ranks, {mode}: rank 0 should report messages written by their senders\n--- stderr\n{}", job.stderr);
+        }
+    }
+}

@@ -357,6 +357,26 @@ struct Read {
     ns: u64,
 }
 
+/// A rendezvous send that writes its message into the receiver's memory
+/// (Cross Memory Attach, `process_vm_writev`) because the receiver asked
+/// it to (`CTS` in `MODE_PUSH`): the receiver had work of its own queued
+/// (a gather's root copies its own block), so the sender's core makes the
+/// copy that the receiver's would otherwise make after that work. A 2-rank
+/// gather's root then spends the time of one copy, not two.
+struct Write {
+    token: u32,
+    peer: u32,
+    len: usize,
+    /// Where the receive buffer starts in the receiver's memory.
+    addr: u64,
+    /// Bytes written so far.
+    done: usize,
+}
+
+/// Messages at least this long may be pushed (below, the extra message
+/// costs more than the copy it moves to the sender).
+const PUSH_MIN: usize = 64 << 10;
+
 /// A streamed send that was half of an exchange, waiting to be timed.
 ///
 /// By the stream, each rank of an exchange copies its message in and its
@@ -467,6 +487,17 @@ struct State {
     stream_in: Vec<VecDeque<StreamIn>>,
     /// Receives reading from their senders' memory, in order of arrival.
     reads: VecDeque<Read>,
+    /// Sends writing into their receivers' memory (see [`Write`]).
+    writes: VecDeque<Write>,
+    /// Receives whose senders write them (`CTS` in `MODE_PUSH`), by (sender, its token).
+    pushes_in: HashMap<(u32, u32), (OpRef, usize)>,
+    /// Per peer: it was not allowed to write into this process (ask no more).
+    push_refused: Vec<bool>,
+    /// Receives that their senders wrote here (see [`Write`]), for the debug line.
+    pushed: u64,
+    /// While a Run starts its execution's independent operations: how many
+    /// are still to start after the current one.
+    run_left: u32,
     /// Per peer: a streamed exchange's send still to be timed.
     exchange_timing: Vec<Option<ExchangeTiming>>,
     /// Streams in and out, and reads, not finished.
@@ -597,6 +628,11 @@ impl Engine {
             stream_out: (0..n).map(|_| VecDeque::new()).collect(),
             stream_in: (0..n).map(|_| VecDeque::new()).collect(),
             reads: VecDeque::new(),
+            writes: VecDeque::new(),
+            pushes_in: HashMap::new(),
+            push_refused: vec![false; n],
+            run_left: 0,
+            pushed: 0,
             exchange_timing: (0..n).map(|_| None).collect(),
             streams_active: 0,
             eager_sent: vec![0; n],
@@ -729,6 +765,7 @@ impl Engine {
             let plain = self.kp.is_none() && s.start_index.is_empty() && !trace_on();
             for op in 0..s.independent {
                 let r = OpRef { slot, gen, op };
+                self.st.run_left = s.independent - op - 1;
                 if plain {
                     let o = &s.ops[op as usize];
                     if self.post_plain(r, o) || self.send_plain(r, o, sched.id, seq) {
@@ -737,6 +774,7 @@ impl Engine {
                 }
                 self.start_op(r);
             }
+            self.st.run_left = 0;
         }
         self.drain_ready();
         self.shm.flush();
@@ -814,7 +852,7 @@ impl Engine {
     /// piece, so a poller counts it as news and does not go to sleep.
     #[inline]
     pub fn poll(&mut self) -> usize {
-        self.progress().max(!self.st.reads.is_empty() as usize)
+        self.progress().max((!self.st.reads.is_empty() || !self.st.writes.is_empty()) as usize)
     }
 
     /// Whether messages wait for ring space: the peer will not ring for
@@ -970,6 +1008,21 @@ impl Engine {
         for x in self.st.reads.iter().filter(|x| x.src as usize == r) {
             victims.push(x.r.slot);
         }
+        // Receives the peer was to write, and sends writing into it.
+        self.st.pushes_in.retain(|&(src, _), &mut (x, _)| {
+            if src as usize == r {
+                victims.push(x.slot);
+            }
+            src as usize != r
+        });
+        let writes = self.st.writes.len();
+        for w in self.st.writes.iter().filter(|w| w.peer as usize == r) {
+            if let Some(s) = self.st.rdv.get(w.token as usize).and_then(|s| s.as_ref()) {
+                victims.push(s.r.slot);
+            }
+        }
+        self.st.writes.retain(|w| w.peer as usize != r);
+        self.st.streams_active -= (writes - self.st.writes.len()) as u32;
         if let Some(kp) = self.kp.as_mut() {
             if self.remote[r] {
                 if !kp.slots_with_peer(r as u32).is_empty() {
@@ -1813,6 +1866,11 @@ impl Engine {
                 self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
                 self.stream_receive(r, src, len as usize);
             }
+            proto::MODE_CMA if self.push_pays(src, len as usize, dst) => {
+                self.st.pushes_in.insert((src, token), (r, len as usize));
+                let at = dst.as_slice()[0].0 as u64;
+                self.post_message(src as usize, Head { mode: proto::MODE_PUSH, addr: at, ..Head::control(proto::CTS, token) });
+            }
             proto::MODE_HEAP | proto::MODE_CMA => {
                 let rd = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0 };
                 if rd.len >= READ_LATER {
@@ -2077,6 +2135,14 @@ impl Engine {
                     None => self.stash(h.sched, h.seq, u),
                 }
             }
+            proto::CTS if h.mode == proto::MODE_PUSH => {
+                if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
+                    let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: 0 };
+                    self.st.writes.push_back(w);
+                    self.st.streams_active += 1;
+                }
+            }
+            proto::PUSHED => self.pushed(src, h.token, h.mode),
             proto::CTS => {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     // From the record, not the operation: an execution that
@@ -2141,6 +2207,111 @@ impl Engine {
         self.pump_streams();
         if !self.st.reads.is_empty() {
             self.pump_reads();
+        }
+        if !self.st.writes.is_empty() {
+            self.pump_writes();
+        }
+    }
+
+    /// Receiver: whether to ask the sender of a CMA message of `len` bytes
+    /// into `dst` to write it here itself: a long message into one piece,
+    /// from a sender that may, while this rank has operations of its own
+    /// ready to run or running in pieces (which the read would otherwise
+    /// wait behind or delay),
+    /// and that sender waits for nothing of this rank's (in an exchange
+    /// both cores are busy: pulling is as good, with one message less).
+    fn push_pays(&self, src: u32, len: usize, dst: &Pieces) -> bool {
+        len >= PUSH_MIN
+            && matches!(dst, Pieces::One(_))
+            && (self.st.run_left > 0 || !self.st.ready.is_empty() || self.st.in_pieces)
+            && !self.st.push_refused[src as usize]
+            && self.st.lost[src as usize].is_none()
+            && !self.st.rdv.iter().flatten().any(|s| s.peer == src)
+    }
+
+    /// Sender: writes the next piece of the first pushed message.
+    fn pump_writes(&mut self) {
+        let Some(mut w) = self.st.writes.pop_front() else { return };
+        self.st.streams_active -= 1;
+        let (peer, token) = (w.peer, w.token);
+        let r = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
+        let Some(src) = r.and_then(|r| self.pieces(r)) else {
+            // Its execution failed here: nothing to write from.
+            self.take_token(token);
+            return self.post_message(peer as usize, Head { mode: proto::PUSH_FAILED, ..Head::control(proto::PUSHED, token) });
+        };
+        let r = r.unwrap_or_else(|| unreachable!());
+        let end = w.len.min(w.done + READ_PIECE);
+        let pid = self.shm.peer_pid(peer as usize);
+        let mut res = Ok(());
+        let mut at = 0usize;
+        for &(p, l) in src.as_slice() {
+            let (from, to) = (w.done.max(at), end.min(at + l));
+            if from < to {
+                // SAFETY: the send buffer piece is valid for `l` bytes and
+                // unmodified until the execution ends (API contract), and
+                // `from - at < to - at <= l`.
+                let d = unsafe { std::slice::from_raw_parts(p.add(from - at) as *const u8, to - from) };
+                res = goal_transport::sys::cma_write(pid, w.addr + from as u64, d);
+                if res.is_err() {
+                    break;
+                }
+            }
+            at += l;
+            if at >= end {
+                break;
+            }
+        }
+        match res {
+            Ok(()) => {
+                self.copied(end - w.done);
+                w.done = end;
+                if end < w.len {
+                    self.st.writes.push_front(w);
+                    self.st.streams_active += 1;
+                    return;
+                }
+                self.post_message(peer as usize, Head { mode: proto::PUSH_DONE, ..Head::control(proto::PUSHED, token) });
+                if let Some(s) = self.take_token(token) {
+                    self.finish(s.r);
+                }
+            }
+            // Not allowed (ptrace rules): the receiver asks for the stream,
+            // this send stays.
+            Err(e) if w.done == 0 && e.kind() == std::io::ErrorKind::PermissionDenied => {
+                self.post_message(peer as usize, Head { mode: proto::PUSH_REFUSED, ..Head::control(proto::PUSHED, token) });
+            }
+            Err(e) => {
+                self.take_token(token);
+                let (kind, msg) = if e.raw_os_error() == Some(libc::ESRCH) {
+                    (ErrorKind::PeerLost, format!("{}: rank {peer} exited before its {} bytes were written (at byte {})", self.describe(r), w.len, w.done))
+                } else {
+                    self.post_message(peer as usize, Head { mode: proto::PUSH_FAILED, ..Head::control(proto::PUSHED, token) });
+                    (ErrorKind::System, format!("{}: writing {} bytes into rank {peer} by Cross Memory Attach failed at byte {}: {e}", self.describe(r), w.len, w.done))
+                };
+                self.fail(r, Error::new(kind, msg));
+            }
+        }
+    }
+
+    /// Receiver: the sender of the message of its rendezvous `token` says
+    /// how writing it here went (`proto::PUSHED`).
+    fn pushed(&mut self, src: u32, token: u32, how: u8) {
+        let Some((r, len)) = self.st.pushes_in.remove(&(src, token)) else { return };
+        match how {
+            proto::PUSH_DONE => {
+                self.st.pushed += 1;
+                self.finish(r);
+            }
+            proto::PUSH_REFUSED => {
+                self.st.push_refused[src as usize] = true;
+                self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
+                self.stream_receive(r, src, len);
+            }
+            _ => {
+                let msg = format!("{}: rank {src} could not write its message here", self.describe(r));
+                self.fail(r, Error::new(ErrorKind::System, msg));
+            }
         }
     }
 
@@ -2346,11 +2517,11 @@ impl Engine {
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;
         let [x_stream, x_cma] = self.adapt.taken_in_exchange;
-        let fused = self.st.fused;
-        (stream + cma + fused > 0).then(|| {
+        let (fused, pushed) = (self.st.fused, self.st.pushed);
+        (stream + cma + fused + pushed > 0).then(|| {
             format!(
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \
-                 {fused} receive(s) combined with their local operation as they came"
+                 {fused} receive(s) combined with their local operation as they came; {pushed} written here by their senders while this rank was busy"
             )
         })
     }

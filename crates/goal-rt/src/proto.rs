@@ -12,6 +12,9 @@
 //! * `CTS` (clear to send): the receiver has matched an `RTS` in stream mode
 //!   and expects its bytes next on the pair's stream.
 //! * `FIN`: the receiver is done with a rendezvous send's buffer.
+//! * `CTS` in mode `MODE_PUSH`: the receiver, busy with work of its own,
+//!   asks the sender to write a CMA message into the receive buffer at
+//!   `w3` itself; the sender answers `PUSHED` when it has (or could not).
 //! * `ACCEPT`, `DECLINE` (kernel mode): the receiver's answer to a channel
 //!   offered in an `EAGER` envelope (`MODE_OFFER`; see `kpath`).
 //!
@@ -51,12 +54,25 @@ pub const ACCEPT: u8 = 6;
 /// Kernel mode: the receiver will not use that channel; the sender closes it.
 pub const DECLINE: u8 = 7;
 
+/// Between local ranks: the answer to a `CTS` in `MODE_PUSH` for the
+/// sender's rendezvous `token`, its mode one of the three below.
+pub const PUSHED: u8 = 8;
+/// `PUSHED` mode: the message is in the receive buffer.
+pub const PUSH_DONE: u8 = 0;
+/// `PUSHED` mode: the sender may not write here (ptrace rules); the
+/// receiver asks for the stream instead, and for no more pushes.
+pub const PUSH_REFUSED: u8 = 1;
+/// `PUSHED` mode: the write failed, or the send's execution did.
+pub const PUSH_FAILED: u8 = 2;
+
 /// RTS mode: copy from the sender's shared heap at offset `w3`.
 pub const MODE_HEAP: u8 = 1;
 /// RTS mode: copy by Cross Memory Attach from address `w3`.
 pub const MODE_CMA: u8 = 2;
 /// RTS mode: the bytes come on the pair's stream after a CTS.
 pub const MODE_STREAM: u8 = 3;
+/// CTS mode: write the message by CMA to address `w3` of the receiver.
+pub const MODE_PUSH: u8 = 5;
 /// RTS mode: the sender is on another machine; after the CTS the bytes
 /// come as a network bulk transfer straight into the receive buffer.
 pub const MODE_NET: u8 = 4;

@@ -446,6 +446,40 @@ pub fn cma_read(pid: i32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Copies exactly `src.len()` bytes from `src` to `remote_addr` in process
+/// `pid` (`process_vm_writev`, looping over partial writes): the other
+/// direction of [`cma_read`], with the same errors.
+pub fn cma_write(pid: i32, remote_addr: u64, src: &[u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < src.len() {
+        let rest = &src[done..];
+        let local = libc::iovec {
+            iov_base: rest.as_ptr() as *mut libc::c_void,
+            iov_len: rest.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: (remote_addr + done as u64) as usize as *mut libc::c_void,
+            iov_len: rest.len(),
+        };
+        // SAFETY: `local` describes `rest`, readable for its whole length (the
+        // kernel only reads it); the kernel validates `remote` in the other
+        // process's address space and never touches ours through it.
+        let r = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+        match cvt_long(r as libc::c_long) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("process_vm_writev to pid {pid} made no progress at {:#x}", remote_addr + done as u64),
+                ))
+            }
+            Ok(n) => done += n as usize,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) || e.raw_os_error() == Some(libc::EAGAIN) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// `socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC)`: two connected
 /// message sockets.
 pub fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {

@@ -1,0 +1,84 @@
+/*
+ * t_killed_mid_write: the sender of a large message dies while it writes
+ * the message into its busy receiver's memory (the receiver asked it to:
+ * CTS in push mode, see goal-rt's engine, `Write`). Built with
+ * KILL_RECEIVER (t_receiver_killed_mid_write.c), the receiver dies instead.
+ *
+ * Rank 1 sends 512 MiB to rank 0, offered by CMA (set before GOAL_Init).
+ * Rank 0 starts 30 ms after rank 1, when the request is waiting, with a
+ * 64 MiB copy of its own queued behind the receive: it asks rank 1 to
+ * write, and copies. Here rank 1 drives its execution for 60 ms and
+ * raise(SIGKILL)s itself while rank 0 waits; with KILL_RECEIVER rank 0
+ * drives until a quarter of the message has come (the rest takes rank 1
+ * some 80 ms more) and raise(SIGKILL)s itself while rank 1 waits.
+ *
+ * Asserts (the runner checks the output, see the expect lines below):
+ *   - the survivor's GOAL_Wait returns GOAL_ERR_PEER_LOST within 15 s, and
+ *     it prints "survivor-saw-error" with the text (here: how much of the
+ *     message came first, the death may meet the write before it began)
+ *     and exits with status 3;
+ *   - goalrun exits non-zero and names the killed rank and the signal.
+ */
+// ranks: 2
+// expect-fail: (rank[ =:#]*1([^0-9]|$).*(sigkill|signal 9))|((sigkill|signal 9).*rank[ =:#]*1([^0-9]|$))
+// expect-survivors: survivor-saw-error
+// modes: 2
+#include "helpers.h"
+
+#ifndef KILL_RECEIVER
+#define KILL_RECEIVER 0
+#endif
+
+#define BYTES (512 << 20)
+#define OWN (64 << 20)
+
+int main(int argc, char **argv)
+{
+    setenv("GOAL_CMA_MIN", "64K", 1);
+    setenv("GOAL_CMA_MAX", "1G", 1);
+    h_init(argc, argv);
+    char *buf = malloc(BYTES), *own = malloc(OWN), *copy = malloc(OWN);
+    CHECKM(buf != NULL && own != NULL && copy != NULL, "malloc of %d + 2 x %d bytes", BYTES, OWN);
+    memset(buf, h_rank + 1, BYTES);
+    memset(own, 7, OWN);
+    memset(copy, 0, OWN);
+
+    GOAL_Graph g = h_graph();
+    if (h_rank == 1) {
+        V(GOAL_Send(g, buf, BYTES, 0, 1, GOAL_USERSPACE));
+    } else {
+        /* The receive first, the copy queued behind it. */
+        V(GOAL_Recv(g, buf, BYTES, 1, 1, GOAL_USERSPACE));
+        V(GOAL_LocalOp(g, own, own, copy, GOAL_COPY, GOAL_UINT, 8, OWN, GOAL_USERSPACE, GOAL_USERSPACE, GOAL_USERSPACE));
+    }
+    GOAL_Schedule s = h_compile(g);
+
+    /* Both alive, connected and ready to run: from here rank 0 starts 30 ms
+     * after rank 1. */
+    h_sync();
+    if (h_rank == 0)
+        h_sleep_ms(30);
+    double t0 = h_now();
+    GOAL_Handle h = GOAL_Run(s);
+    CHECK(h != NULL);
+    if (h_rank == (KILL_RECEIVER ? 0 : 1)) {
+        volatile char *mark = buf + BYTES / 4;
+        while (KILL_RECEIVER ? *mark != 2 : h_now() - t0 < 0.06) {
+            int rc = GOAL_Test(h);
+            CHECKM(rc == 0, "the execution ended before its rank was killed: GOAL_Test returned %d", rc);
+            CHECKM(h_now() - t0 < 10.0, "a quarter of the message did not come within 10 s");
+        }
+        fflush(NULL);
+        raise(SIGKILL);
+        FAILF("still alive after raise(SIGKILL)");
+    }
+    char detail[64] = "";
+    if (!KILL_RECEIVER) {
+        /* How much the sender wrote before it died (its bytes are 2, ours were 1). */
+        size_t written = 0;
+        for (size_t i = 0; i < BYTES; i += 4096)
+            written += buf[i] == 2;
+        snprintf(detail, sizeof detail, " (about %zu of %d MiB written)", written >> 8, BYTES >> 20);
+    }
+    h_expect_peer_lost(h, t0, detail);
+}
