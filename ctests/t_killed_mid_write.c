@@ -18,6 +18,8 @@
  *     message came first, the death may meet the write before it began)
  *     and exits with status 3;
  *   - goalrun exits non-zero and names the killed rank and the signal.
+ * In manual mode nothing is pushed (senders write only inside goal calls):
+ * rank 0 reads, and the survivor sees the death the same way.
  */
 // ranks: 2
 // expect-fail: (rank[ =:#]*1([^0-9]|$).*(sigkill|signal 9))|((sigkill|signal 9).*rank[ =:#]*1([^0-9]|$))

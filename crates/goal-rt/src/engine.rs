@@ -456,6 +456,8 @@ pub(crate) struct Engine {
     kp: Option<KPath>,
     /// Stream or CMA, per large message (see `adapt`).
     adapt: adapt::Adapt,
+    /// Whether a busy receiver may ask its senders to write (see [`Write`]).
+    pushes: bool,
 }
 
 struct State {
@@ -658,7 +660,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, shm, net: None, remote: vec![false; n], th, st, kp: None, adapt: adapt::Adapt::new(n, th.adapt_from) }
+        Engine { rank, size, shm, net: None, remote: vec![false; n], th, st, kp: None, adapt: adapt::Adapt::new(n, th.adapt_from), pushes: false }
     }
 
     /// Reaches the peers marked in `remote` through `net`.
@@ -2221,7 +2223,8 @@ impl Engine {
     /// and that sender waits for nothing of this rank's (in an exchange
     /// both cores are busy: pulling is as good, with one message less).
     fn push_pays(&self, src: u32, len: usize, dst: &Pieces) -> bool {
-        len >= PUSH_MIN
+        self.pushes
+            && len >= PUSH_MIN
             && matches!(dst, Pieces::One(_))
             && (self.st.run_left > 0 || !self.st.ready.is_empty() || self.st.in_pieces)
             && !self.st.push_refused[src as usize]
@@ -2494,6 +2497,15 @@ impl Engine {
     // ---- kernel mode (see `kpath`) ------------------------------------------
 
     /// Turns the kernel mode on: channels between local ranks, chains in `ring`.
+    /// Lets a busy receiver ask its senders to write their large messages
+    /// into its memory (see [`Write`]). Only where senders have a helper:
+    /// a sender in `manual` mode would write only when its application
+    /// next calls goal, where the receiver could have read without it.
+    /// (Peers are taken to run in this rank's mode, as a job's ranks do.)
+    pub fn allow_pushes(&mut self, on: bool) {
+        self.pushes = on;
+    }
+
     pub fn enable_kernel(&mut self, ring: KRing) {
         self.kp = Some(KPath::new(ring));
     }

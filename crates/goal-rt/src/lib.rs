@@ -323,6 +323,7 @@ impl Runtime {
         if let Some(ring) = kring {
             engine.enable_kernel(ring);
         }
+        engine.allow_pushes(cfg.progress != ProgressMode::Manual);
         let (wake_fd, wake_set) = match (net_fd, engine.kernel_fd()) {
             (Some(a), Some(b)) => {
                 let set = epoll_of(&[a, b]).map_err(|e| sys("making an epoll set for the network and the kernel ring", e))?;
