@@ -497,6 +497,9 @@ struct State {
     push_refused: Vec<bool>,
     /// Receives that their senders wrote here (see [`Write`]), for the debug line.
     pushed: u64,
+    /// Failed executions whose buffers senders still write into (see
+    /// [`Engine::complete_slow`]), by slot, with the error to report.
+    draining: HashMap<u32, Error>,
     /// While a Run starts its execution's independent operations: how many
     /// are still to start after the current one.
     run_left: u32,
@@ -635,6 +638,7 @@ impl Engine {
             push_refused: vec![false; n],
             run_left: 0,
             pushed: 0,
+            draining: HashMap::new(),
             exchange_timing: (0..n).map(|_| None).collect(),
             streams_active: 0,
             eager_sent: vec![0; n],
@@ -1347,7 +1351,7 @@ impl Engine {
     }
 
     fn complete(&mut self, slot: u32, res: Result<(), Error>) {
-        if res.is_ok() && self.kp.is_none() {
+        if res.is_ok() && self.kp.is_none() && self.st.draining.is_empty() {
             return self.st.completed(slot);
         }
         self.complete_slow(slot, res)
@@ -1364,6 +1368,27 @@ impl Engine {
 
     #[inline(never)]
     fn complete_slow(&mut self, slot: u32, res: Result<(), Error>) {
+        // A failed execution that senders still write into (pushes it
+        // asked for) ends only once they have: its Wait would return, and
+        // its buffers be reused, while a peer's core still copied into
+        // them. Meanwhile none of its operations starts, and messages for
+        // it wait unmatched (dropped when it ends).
+        let res = match self.st.draining.remove(&slot) {
+            Some(err) => Err(err),
+            None => res,
+        };
+        if let Err(err) = &res {
+            if self.st.pushes_in.values().any(|(x, _)| x.slot == slot) {
+                if let Some(e) = self.st.execs.get_mut(slot as usize).and_then(|e| e.as_mut()) {
+                    for c in e.bufs.counters.iter_mut() {
+                        *c = c.saturating_add(IN_KERNEL);
+                    }
+                    e.bufs.posted.clear();
+                }
+                self.st.draining.insert(slot, err.clone());
+                return;
+            }
+        }
         let Some(e) = self.st.vacate(slot) else { return };
         let id = e.sched.id as usize;
         let k = key(e.sched.id, e.seq);
@@ -2301,6 +2326,13 @@ impl Engine {
     /// how writing it here went (`proto::PUSHED`).
     fn pushed(&mut self, src: u32, token: u32, how: u8) {
         let Some((r, len)) = self.st.pushes_in.remove(&(src, token)) else { return };
+        if self.st.draining.contains_key(&r.slot) {
+            // Its execution failed meanwhile: it ends once nothing more is written.
+            if !self.st.pushes_in.values().any(|(x, _)| x.slot == r.slot) {
+                self.complete_slow(r.slot, Ok(()));
+            }
+            return;
+        }
         match how {
             proto::PUSH_DONE => {
                 self.st.pushed += 1;
