@@ -260,6 +260,23 @@ static inline GOAL_Schedule h_compile_(GOAL_Graph g, const char *file, int line)
     return s;
 }
 
+/* The schedule of the push tests (t_killed_mid_write, t_push_refused):
+ * rank 1 sends `bytes` of `buf` to rank 0, which receives them into `buf`
+ * with a copy of `n` bytes from `own` to `copy` queued behind the receive,
+ * so that rank 0 is busy when rank 1's request meets its receive and asks
+ * rank 1 to write the message itself. */
+static inline GOAL_Schedule h_busy_receiver_schedule(char *buf, int bytes, char *own, char *copy, int n)
+{
+    GOAL_Graph g = h_graph();
+    if (h_rank == 1) {
+        V(GOAL_Send(g, buf, bytes, 0, 1, GOAL_USERSPACE));
+    } else {
+        V(GOAL_Recv(g, buf, bytes, 1, 1, GOAL_USERSPACE));
+        V(GOAL_LocalOp(g, own, own, copy, GOAL_COPY, GOAL_UINT, 8, n, GOAL_USERSPACE, GOAL_USERSPACE, GOAL_USERSPACE));
+    }
+    return h_compile(g);
+}
+
 /* Run one execution and wait for it; it must succeed. */
 #define h_run(s) h_run_((s), __FILE__, __LINE__)
 static inline void h_run_(GOAL_Schedule s, const char *file, int line)

@@ -45,15 +45,7 @@ int main(int argc, char **argv)
     memset(own, 7, OWN);
     memset(copy, 0, OWN);
 
-    GOAL_Graph g = h_graph();
-    if (h_rank == 1) {
-        V(GOAL_Send(g, buf, BYTES, 0, 1, GOAL_USERSPACE));
-    } else {
-        /* The receive first, the copy queued behind it. */
-        V(GOAL_Recv(g, buf, BYTES, 1, 1, GOAL_USERSPACE));
-        V(GOAL_LocalOp(g, own, own, copy, GOAL_COPY, GOAL_UINT, 8, OWN, GOAL_USERSPACE, GOAL_USERSPACE, GOAL_USERSPACE));
-    }
-    GOAL_Schedule s = h_compile(g);
+    GOAL_Schedule s = h_busy_receiver_schedule(buf, BYTES, own, copy, OWN);
 
     /* Both alive, connected and ready to run: from here rank 0 starts 30 ms
      * after rank 1. */
