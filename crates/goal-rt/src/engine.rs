@@ -956,9 +956,7 @@ impl Engine {
         for (peer, msg) in self.kp.as_mut().map(|k| k.overdue()).unwrap_or_default() {
             let slots = self.kp.as_ref().map(|k| k.slots_with_peer(peer)).unwrap_or_default();
             for slot in slots {
-                if let Some(gen) = self.st.execs[slot as usize].as_ref().map(|e| e.gen) {
-                    self.fail(OpRef { slot, gen, op: u32::MAX }, Error::new(ErrorKind::PeerLost, msg.clone()));
-                }
+                self.fail_slot(slot, Error::new(ErrorKind::PeerLost, msg.clone()));
             }
         }
     }
@@ -1055,9 +1053,7 @@ impl Engine {
         victims.sort_unstable();
         victims.dedup();
         for slot in victims {
-            if let Some(gen) = self.st.execs[slot as usize].as_ref().map(|e| e.gen) {
-                self.fail(OpRef { slot, gen, op: u32::MAX }, Error::new(ErrorKind::PeerLost, msg.clone()));
-            }
+            self.fail_slot(slot, Error::new(ErrorKind::PeerLost, msg.clone()));
         }
     }
 
@@ -1339,6 +1335,13 @@ impl Engine {
         }
         if let Some(slot) = self.st.finish(r) {
             self.complete(slot, Ok(()));
+        }
+    }
+
+    /// The execution in `slot`, if any, failed with `err`.
+    fn fail_slot(&mut self, slot: u32, err: Error) {
+        if let Some(gen) = self.st.execs.get(slot as usize).and_then(|e| e.as_ref()).map(|e| e.gen) {
+            self.fail(OpRef { slot, gen, op: u32::MAX }, err);
         }
     }
 
@@ -2271,25 +2274,13 @@ impl Engine {
         let r = r.unwrap_or_else(|| unreachable!());
         let end = w.len.min(w.done + READ_PIECE);
         let pid = self.shm.peer_pid(peer as usize);
-        let mut res = Ok(());
-        let mut at = 0usize;
-        for &(p, l) in src.as_slice() {
-            let (from, to) = (w.done.max(at), end.min(at + l));
-            if from < to {
-                // SAFETY: the send buffer piece is valid for `l` bytes and
-                // unmodified until the execution ends (API contract), and
-                // `from - at < to - at <= l`.
-                let d = unsafe { std::slice::from_raw_parts(p.add(from - at) as *const u8, to - from) };
-                res = goal_transport::sys::cma_write(pid, w.addr + from as u64, d);
-                if res.is_err() {
-                    break;
-                }
-            }
-            at += l;
-            if at >= end {
-                break;
-            }
-        }
+        let res = each_span(&src, w.done, end, |p, from, n| {
+            // SAFETY: `each_span` gives a part of a send buffer piece, valid
+            // for `n` bytes and unmodified until the execution ends (API
+            // contract).
+            let d = unsafe { std::slice::from_raw_parts(p as *const u8, n) };
+            goal_transport::sys::cma_write(pid, w.addr + from as u64, d)
+        });
         match res {
             Ok(()) => {
                 self.copied(end - w.done);
@@ -2375,28 +2366,16 @@ impl Engine {
         let (src, len, mode) = (rd.src, rd.len, rd.mode);
         let end = len.min(rd.done.saturating_add(piece));
         let t0 = Instant::now();
-        let mut res = Ok(());
-        let mut at = 0usize;
-        for &(p, l) in dst.as_slice() {
-            let (from, to) = (rd.done.max(at), end.min(at + l));
-            if from < to {
-                // SAFETY: the receive buffer piece is valid for `l` bytes
-                // (API contract), and `from - at < to - at <= l`.
-                let d = unsafe { std::slice::from_raw_parts_mut(p.add(from - at), to - from) };
-                res = if mode == proto::MODE_HEAP {
-                    self.shm.read_peer_heap(src as usize, rd.addr + from as u64, d)
-                } else {
-                    goal_transport::sys::cma_read(self.shm.peer_pid(src as usize), rd.addr + from as u64, d)
-                };
-                if res.is_err() {
-                    break;
-                }
+        let res = each_span(dst, rd.done, end, |p, from, n| {
+            // SAFETY: `each_span` gives a part of a receive buffer piece,
+            // valid for writes for `n` bytes (API contract).
+            let d = unsafe { std::slice::from_raw_parts_mut(p, n) };
+            if mode == proto::MODE_HEAP {
+                self.shm.read_peer_heap(src as usize, rd.addr + from as u64, d)
+            } else {
+                goal_transport::sys::cma_read(self.shm.peer_pid(src as usize), rd.addr + from as u64, d)
             }
-            at += l;
-            if at >= end {
-                break;
-            }
-        }
+        });
         let ns = t0.elapsed().as_nanos() as u64;
         let denied = res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
         if mode == proto::MODE_CMA && rd.done == 0 && denied && self.st.lost[src as usize].is_none() {
@@ -2528,7 +2507,6 @@ impl Engine {
 
     // ---- kernel mode (see `kpath`) ------------------------------------------
 
-    /// Turns the kernel mode on: channels between local ranks, chains in `ring`.
     /// Lets a busy receiver ask its senders to write their large messages
     /// into its memory (see [`Write`]). Only where senders have a helper:
     /// a sender in `manual` mode would write only when its application
@@ -2538,6 +2516,7 @@ impl Engine {
         self.pushes = on;
     }
 
+    /// Turns the kernel mode on: channels to peers, chains in `ring`.
     pub fn enable_kernel(&mut self, ring: KRing) {
         self.kp = Some(KPath::new(ring));
     }
@@ -3165,6 +3144,26 @@ fn gather(p: &Pieces, out: &mut [u8]) {
 }
 
 /// Copies `data` over the pieces, in order.
+/// Calls `f(ptr, offset, len)` for each part of bytes `from..to` of a
+/// message laid out in `pieces` (`offset` counted from the message's
+/// start), in order, and stops at the first error: a read or write of a
+/// large message a piece at a time, wherever its buffer's pieces begin.
+fn each_span(pieces: &Pieces, from: usize, to: usize, mut f: impl FnMut(*mut u8, usize, usize) -> std::io::Result<()>) -> std::io::Result<()> {
+    let mut at = 0usize;
+    for &(p, l) in pieces.as_slice() {
+        let (a, b) = (from.max(at), to.min(at + l));
+        if a < b {
+            // Within the piece: a - at < l.
+            f(p.wrapping_add(a - at), a, b - a)?;
+        }
+        at += l;
+        if at >= to {
+            break;
+        }
+    }
+    Ok(())
+}
+
 fn scatter(data: &mut [u8], dst: &[(*mut u8, usize)]) {
     let mut off = 0;
     for &(ptr, len) in dst {
