@@ -2267,9 +2267,10 @@ impl Engine {
         let (peer, token) = (w.peer, w.token);
         let r = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
         let Some(src) = r.and_then(|r| self.pieces(r)) else {
-            // Its execution failed here: nothing to write from.
-            self.take_token(token);
-            return self.post_message(peer as usize, Head { mode: proto::PUSH_FAILED, ..Head::control(proto::PUSHED, token) });
+            // Its execution failed here: nothing to write from. As a stream
+            // whose sender failed, the receiver gets zeros by the stream
+            // (the record stays for its CTS).
+            return self.post_message(peer as usize, Head { mode: proto::PUSH_BY_STREAM, ..Head::control(proto::PUSHED, token) });
         };
         let r = r.unwrap_or_else(|| unreachable!());
         let end = w.len.min(w.done + READ_PIECE);
@@ -2329,8 +2330,10 @@ impl Engine {
                 self.st.pushed += 1;
                 self.finish(r);
             }
-            proto::PUSH_REFUSED => {
-                self.st.push_refused[src as usize] = true;
+            proto::PUSH_REFUSED | proto::PUSH_BY_STREAM => {
+                if how == proto::PUSH_REFUSED {
+                    self.st.push_refused[src as usize] = true;
+                }
                 self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
                 self.stream_receive(r, src, len);
             }

@@ -62,8 +62,13 @@ pub const PUSH_DONE: u8 = 0;
 /// `PUSHED` mode: the sender may not write here (ptrace rules); the
 /// receiver asks for the stream instead, and for no more pushes.
 pub const PUSH_REFUSED: u8 = 1;
-/// `PUSHED` mode: the write failed, or the send's execution did.
+/// `PUSHED` mode: the write failed.
 pub const PUSH_FAILED: u8 = 2;
+/// `PUSHED` mode: the send's execution failed before its bytes were
+/// written; as for a stream whose sender failed, the receiver takes the
+/// message by the stream (zeros from the sender) and fails only by its own
+/// errors.
+pub const PUSH_BY_STREAM: u8 = 3;
 
 /// RTS mode: copy from the sender's shared heap at offset `w3`.
 pub const MODE_HEAP: u8 = 1;
