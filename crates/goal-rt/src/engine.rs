@@ -65,12 +65,20 @@ use std::time::Instant;
 const LONG_COPY_BYTES: usize = 64 << 10;
 
 /// A local operation of at least twice this many bytes runs in pieces of
-/// this size, and between pieces the engine moves what is waiting: arrived
-/// messages, stream bytes, queued sends. Run whole, a gather's 4 MiB copy
+/// this size (from [`LOCAL_PIECES_FROM`], in four), and between pieces the
+/// engine moves what is waiting: arrived messages, stream bytes, queued
+/// sends. Run whole, a gather's 4 MiB copy
 /// at the root (some 120 us here) held the peers' next messages for its
 /// whole length; in pieces the copy overlaps them (2 ranks, gather 1 MiB
 /// per rank: 36-48 us whole, 29 us in pieces).
 const LOCAL_PIECE_BYTES: usize = 64 << 10;
+
+/// Local operations from this size on (up to twice [`LOCAL_PIECE_BYTES`])
+/// run in four pieces too: a gather's root copying its own 64 KiB block
+/// was done before its peer's request came, and read the block after it
+/// (2 ranks, 64 KiB: 6.2-7.3 us); in pieces the request finds it busy and
+/// the peer writes its block during the copy (see [`Write`]).
+const LOCAL_PIECES_FROM: usize = 64 << 10;
 
 /// A fused receive (see [`fuse`]) copies its message out of the stream this
 /// much at a time into a buffer that stays in the cache, and combines it
@@ -1160,7 +1168,7 @@ impl Engine {
         } else {
             let l = e.sched.s.locals[o.addr as usize];
             bytes = (l.count as u64 * l.width as u64 / 8) as usize;
-            if bytes >= 2 * LOCAL_PIECE_BYTES && !self.st.in_pieces && !self.st.in_poll && l.op() != ReduceOp::Wtime {
+            if bytes >= LOCAL_PIECES_FROM && !self.st.in_pieces && !self.st.in_poll && l.op() != ReduceOp::Wtime {
                 return self.local_in_pieces(r, l);
             }
             if bytes >= LONG_COPY_BYTES {
@@ -1196,7 +1204,7 @@ impl Engine {
     fn local_in_pieces(&mut self, r: OpRef, l: goal_sched::LocalRec) {
         self.shm.flush();
         let esize = (l.width as usize / 8).max(1);
-        let step = LOCAL_PIECE_BYTES / esize;
+        let step = (l.count as usize * esize / 4).clamp(esize, LOCAL_PIECE_BYTES) / esize;
         let count = l.count as usize;
         let mut done = 0usize;
         self.st.in_pieces = true;
