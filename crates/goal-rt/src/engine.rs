@@ -65,12 +65,12 @@ use std::time::Instant;
 const LONG_COPY_BYTES: usize = 64 << 10;
 
 /// A local operation of at least twice this many bytes runs in pieces of
-/// this size (from [`LOCAL_PIECES_FROM`], in four), and between pieces the
-/// engine moves what is waiting: arrived messages, stream bytes, queued
-/// sends. Run whole, a gather's 4 MiB copy
-/// at the root (some 120 us here) held the peers' next messages for its
-/// whole length; in pieces the copy overlaps them (2 ranks, gather 1 MiB
-/// per rank: 36-48 us whole, 29 us in pieces).
+/// this size (a shorter one, from [`LOCAL_PIECES_FROM`] on, in four), and
+/// between pieces the engine moves what is waiting: arrived messages,
+/// stream bytes, queued sends. Run whole, a gather's 4 MiB copy at the
+/// root (some 120 us here) held the peers' next messages for its whole
+/// length; in pieces the copy overlaps them (2 ranks, gather 1 MiB per
+/// rank: 36-48 us whole, 29 us in pieces).
 const LOCAL_PIECE_BYTES: usize = 64 << 10;
 
 /// Local operations from this size on (up to twice [`LOCAL_PIECE_BYTES`])
