@@ -1169,12 +1169,12 @@ impl Engine {
         } else {
             let l = e.sched.s.locals[o.addr as usize];
             bytes = (l.count as u64 * l.width as u64 / 8) as usize;
-            // A copy while receives of its execution wait may let a peer
-            // write (see `LOCAL_PIECES_FROM`); otherwise the pauses are only
-            // a cost (a lone 64 KiB addition: 2.9-3.4 us whole, 3.8-3.9 in
-            // four pieces).
-            let pieces_from = if l.op() == ReduceOp::Copy && !e.bufs.posted.is_empty() { LOCAL_PIECES_FROM } else { 2 * LOCAL_PIECE_BYTES };
-            if bytes >= pieces_from && !self.st.in_pieces && !self.st.in_poll && l.op() != ReduceOp::Wtime {
+            // Below twice a piece, only a copy while receives of its
+            // execution wait, which may let a peer write (see
+            // `LOCAL_PIECES_FROM`); otherwise the pauses are only a cost (a
+            // lone 64 KiB addition: 2.9-3.4 us whole, 3.8-3.9 in four pieces).
+            let long = bytes >= 2 * LOCAL_PIECE_BYTES || (l.op() == ReduceOp::Copy && !e.bufs.posted.is_empty());
+            if bytes >= LOCAL_PIECES_FROM && long && !self.st.in_pieces && !self.st.in_poll && l.op() != ReduceOp::Wtime {
                 return self.local_in_pieces(r, l);
             }
             if bytes >= LONG_COPY_BYTES {
