@@ -951,17 +951,107 @@ fn a_busy_receiver_has_its_messages_written_by_their_senders() {
             let job = launch(TEST, n, &[("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")]);
             assert!(job.status == 0, "{n} ranks, {mode}: exit {}\n--- stderr\n{}", job.status, job.stderr);
             // "...; K written here by their senders while this rank was busy" (rank 0's line)
-            let pushed: u64 = job
-                .stderr
-                .split("; ")
-                .filter_map(|t| t.split_once(" written here by their senders")?.0.trim().parse().ok())
-                .max()
-                .unwrap_or(0);
+            let pushed = debug_count(&job.stderr, " written here by their senders");
             if mode == "manual" {
                 assert_eq!(pushed, 0, "{n} ranks, manual: no message should be pushed\n--- stderr\n{}", job.stderr);
             } else {
                 assert!(pushed >= 5, "{n} ranks, {mode}: rank 0 should report messages written by their senders\n--- stderr\n{}", job.stderr);
             }
+        }
+    }
+}
+
+/// A count from the ranks' debug lines: the number just before `what`
+/// ("...; K <what>..." or "... (K <what>..."), the largest of the lines
+/// that say it.
+fn debug_count(stderr: &str, what: &str) -> u64 {
+    let number = |t: &str| t.split_once(what)?.0.rsplit([' ', '(']).next()?.parse().ok();
+    stderr.split("; ").filter_map(number).max().unwrap_or(0)
+}
+
+/// An idle receiver of a large message copies half of it and asks its
+/// sender to write the other half meanwhile, if the sender's application
+/// waits (`CTS` in split mode); a sender whose application computes
+/// declines, and the receiver reads the rest itself. Rank 1 sends 64 KiB,
+/// 64 KiB + 1, 1 MiB + 13 and 4 MiB to rank 0, into receive buffers 4 KiB
+/// longer: five rounds in which rank 1 waits at once, then three in which
+/// it computes for 20 ms before it waits. Every byte must arrive, nothing
+/// past the message may be written, and rank 0's debug line must count
+/// split messages and declined ones; in `manual` mode, and with more
+/// ranks than cores, nothing is split.
+#[test]
+fn an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender() {
+    const TEST: &str = "an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender";
+    const LENS: [usize; 4] = [64 << 10, (64 << 10) + 1, (1 << 20) + 13, 4 << 20];
+    const GUARD: usize = 4096;
+    if in_job() {
+        let rt = rt();
+        let me = rt.rank() as usize;
+        let mut g = Graph::new();
+        if me < 2 {
+            let (s, r) = if me == 0 { (g.send(Buf::user(0), 0, 1, 1), g.recv(Buf::user(0), 0, 1, 2)) } else { (g.recv(Buf::user(0), 0, 0, 1), g.send(Buf::user(0), 0, 0, 2)) };
+            g.requires(s, r).unwrap();
+        }
+        let sync = rt.compile(&g).unwrap();
+        let mut bufs: Vec<Vec<u8>> = LENS.iter().map(|&l| vec![0u8; l + GUARD]).collect();
+        let mut g = Graph::new();
+        if me < 2 {
+            for (k, b) in bufs.iter_mut().enumerate() {
+                let len = LENS[k] as i64;
+                // One after the other, so that each finds its receiver idle.
+                let v = if me == 0 { g.recv(Buf::user(b.as_mut_ptr() as u64), len, 1, 10 + k as i64) } else { g.send(Buf::user(b.as_ptr() as u64), len, 0, 10 + k as i64) };
+                if k > 0 {
+                    g.requires(v - 1, v).unwrap();
+                }
+            }
+        }
+        let s = rt.compile(&g).unwrap();
+        for round in 0..8u64 {
+            run_wait(&rt, &sync).unwrap();
+            for (k, b) in bufs.iter_mut().enumerate() {
+                if me == 1 {
+                    for (i, x) in b.iter_mut().enumerate() {
+                        *x = pattern(round * 10 + k as u64, i);
+                    }
+                } else {
+                    b.fill(0xEE);
+                }
+            }
+            run_wait(&rt, &sync).unwrap();
+            // SAFETY: the buffers outlive the execution (waited for below).
+            let h = unsafe { rt.run(&s) }.unwrap();
+            if me == 1 && round >= 5 {
+                // Computing, not in Wait: the sender declines its part.
+                let t = std::time::Instant::now();
+                let mut x = 0u64;
+                while t.elapsed() < std::time::Duration::from_millis(20) {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
+            }
+            h.wait().unwrap_or_else(|e| panic!("rank {me}, round {round}: {e}"));
+            if me == 0 {
+                for (k, b) in bufs.iter().enumerate() {
+                    if let Some(i) = (0..LENS[k]).find(|&i| b[i] != pattern(round * 10 + k as u64, i)) {
+                        panic!("round {round}: byte {i} of the {} B message is wrong", LENS[k]);
+                    }
+                    assert!(b[LENS[k]..].iter().all(|&x| x == 0xEE), "round {round}: bytes past the {} B message were written", LENS[k]);
+                }
+            }
+        }
+        goal_rt::finalize().unwrap();
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    for (n, mode) in [(2, "auto"), (2, "thread"), (2, "manual"), (cores + 1, "auto")] {
+        let job = launch(TEST, n, &[("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")]);
+        assert!(job.status == 0, "{n} ranks, {mode}: exit {}\n--- stderr\n{}", job.status, job.stderr);
+        let split = debug_count(&job.stderr, " copied half by this rank");
+        let declined = debug_count(&job.stderr, " of them declined");
+        if mode == "manual" || n > cores {
+            assert_eq!(split, 0, "{n} ranks, {mode}: no message should be split\n--- stderr\n{}", job.stderr);
+        } else {
+            assert!(split >= 10, "{n} ranks, {mode}: rank 0 should report split messages\n--- stderr\n{}", job.stderr);
+            assert!(declined >= 1, "{n} ranks, {mode}: a computing sender should decline\n--- stderr\n{}", job.stderr);
         }
     }
 }

@@ -881,14 +881,17 @@ pub(crate) fn wait(shared: &ExecShared) {
 #[inline]
 fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared) -> (bool, Option<(bool, u64)>) {
     let mut news = false;
+    e.in_wait = true;
     for _ in 0..POLL_BATCH {
         if e.poll() > 0 {
             news = true;
             if shared.state.load(Ordering::Acquire) != RUNNING {
+                e.in_wait = false;
                 return (true, Some((e.busy(), e.long_end())));
             }
         }
     }
+    e.in_wait = false;
     (news, None)
 }
 

@@ -15,6 +15,10 @@
 //! * `CTS` in mode `MODE_PUSH`: the receiver, busy with work of its own,
 //!   asks the sender to write a CMA message into the receive buffer at
 //!   `w3` itself; the sender answers `PUSHED` when it has (or could not).
+//! * `CTS` in mode `MODE_SPLIT`: the receiver, idle, reads the first `w2`
+//!   bytes of a CMA message itself and asks the sender, if its application
+//!   waits anyway, to write the rest at `w3` meanwhile; `FIN` in mode
+//!   `FIN_PART` says the receiver's part is read, `PUSHED` the sender's.
 //! * `ACCEPT`, `DECLINE` (kernel mode): the receiver's answer to a channel
 //!   offered in an `EAGER` envelope (`MODE_OFFER`; see `kpath`).
 //!
@@ -44,6 +48,11 @@ pub const CTS: u8 = 3;
 pub const CTS_THIS_ONE: u64 = 1;
 /// Rendezvous finished; the sender's buffer is free.
 pub const FIN: u8 = 4;
+/// `FIN` mode after a `CTS` in `MODE_SPLIT`: the receiver has read its
+/// part; the buffer is free once the sender has written its own too (a
+/// sender that declined to write waits for the plain `FIN` that follows
+/// the receiver's reading the rest).
+pub const FIN_PART: u8 = 1;
 /// Between machines only: the receiver has released eager bytes of this
 /// sender (cumulative count in `addr`); over shared memory the count is a
 /// word the sender reads instead.
@@ -69,6 +78,10 @@ pub const PUSH_FAILED: u8 = 2;
 /// message by the stream (zeros from the sender) and fails only by its own
 /// errors.
 pub const PUSH_BY_STREAM: u8 = 3;
+/// `PUSHED` mode, after a `CTS` in `MODE_SPLIT`: the sender's application
+/// is not waiting (its helper would take the application's CPU to write);
+/// the receiver reads the rest itself.
+pub const PUSH_DECLINED: u8 = 4;
 
 /// RTS mode: copy from the sender's shared heap at offset `w3`.
 pub const MODE_HEAP: u8 = 1;
@@ -78,6 +91,10 @@ pub const MODE_CMA: u8 = 2;
 pub const MODE_STREAM: u8 = 3;
 /// CTS mode: write the message by CMA to address `w3` of the receiver.
 pub const MODE_PUSH: u8 = 5;
+/// CTS mode: write the message from byte `w2` on by CMA to address `w3` of
+/// the receiver (where the message's first byte goes) while the receiver
+/// reads the bytes before it.
+pub const MODE_SPLIT: u8 = 6;
 /// RTS mode: the sender is on another machine; after the CTS the bytes
 /// come as a network bulk transfer straight into the receive buffer.
 pub const MODE_NET: u8 = 4;
