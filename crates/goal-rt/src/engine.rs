@@ -2255,11 +2255,7 @@ impl Engine {
                     // (a scatter's root copying its own block would make
                     // the receiver wait for that copy too).
                     let waits = self.in_wait || self.app_waiting.as_ref().is_some_and(|w| w.load(std::sync::atomic::Ordering::Relaxed) > 0);
-                    let idle = self.st.run_left == 0
-                        && self.st.ready.is_empty()
-                        && !self.st.in_pieces
-                        && self.st.reads.is_empty()
-                        && self.st.writes.is_empty();
+                    let idle = !self.has_own_work() && self.st.reads.is_empty() && self.st.writes.is_empty();
                     if waits && idle && (h.len as usize) < s.len {
                         let half = h.len as usize;
                         let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: half, start: half };
@@ -2360,17 +2356,27 @@ impl Engine {
     }
 
     /// Receiver: whether to ask the sender of a CMA message of `len` bytes
-    /// into `dst` to write it here itself: a long message into one piece,
-    /// from a sender that may, while this rank has operations of its own
-    /// ready to run or running in pieces (which the read would otherwise
-    /// wait behind or delay),
-    /// and that sender waits for nothing of this rank's (in an exchange
-    /// both cores are busy: pulling is as good, with one message less).
+    /// into `dst` to write it here itself: a long message, while this rank
+    /// has operations of its own to run (which the read would otherwise
+    /// wait behind or delay), from a sender that may
+    /// ([`may_write_here`](Self::may_write_here)).
     fn push_pays(&self, src: u32, len: usize, dst: &Pieces) -> bool {
-        self.pushes
-            && len >= PUSH_MIN
-            && matches!(dst, Pieces::One(_))
-            && (self.st.run_left > 0 || !self.st.ready.is_empty() || self.st.in_pieces)
+        self.pushes && len >= PUSH_MIN && self.has_own_work() && self.may_write_here(src, dst)
+    }
+
+    /// Whether this rank has operations of its own starting (a Run), ready
+    /// to run, or running in pieces.
+    fn has_own_work(&self) -> bool {
+        self.st.run_left > 0 || !self.st.ready.is_empty() || self.st.in_pieces
+    }
+
+    /// Receiver: whether `src` may be asked to write (all or part of) a
+    /// message into `dst` (see [`Write`]): one piece, a sender allowed to
+    /// write here and alive, that waits for nothing of this rank's (in an
+    /// exchange both cores are busy: pulling is as good, with one message
+    /// less).
+    fn may_write_here(&self, src: u32, dst: &Pieces) -> bool {
+        matches!(dst, Pieces::One(_))
             && !self.st.push_refused[src as usize]
             && self.st.lost[src as usize].is_none()
             && !self.st.rdv.iter().flatten().any(|s| s.peer == src)
@@ -2385,15 +2391,7 @@ impl Engine {
     /// the message, from this core's cache when this core copied it (2
     /// ranks, reduce of 64 KiB: 5.5-7.2 us read here, 8.2-9.9 split).
     fn split_pays(&self, r: OpRef, src: u32, len: usize, dst: &Pieces) -> bool {
-        self.splits
-            && len >= SPLIT_MIN
-            && len <= u32::MAX as usize
-            && self.st.cma_reads_work
-            && matches!(dst, Pieces::One(_))
-            && !self.fusable(r, len)
-            && !self.st.push_refused[src as usize]
-            && self.st.lost[src as usize].is_none()
-            && !self.st.rdv.iter().flatten().any(|s| s.peer == src)
+        self.splits && len >= SPLIT_MIN && self.st.cma_reads_work && !self.fusable(r, len) && self.may_write_here(src, dst)
     }
 
     /// Sender: one part of rendezvous `token` is over (its write, or a
