@@ -410,41 +410,6 @@ fn allgather_and_alltoall_move_the_right_bytes() {
     });
 }
 
-/// Every local copy with non-temporal stores (`GOAL_STREAM_COPY_MIN=1`,
-/// where the default leaves copies under half the L2 cache plain): the
-/// data collectives whose ranks copy blocks of their own, at lengths that
-/// leave unaligned heads and tails, in place (a copy set aside first) or
-/// not, on 2 and 3 ranks.
-#[test]
-fn collectives_copy_right_with_streaming_stores() {
-    const TEST: &str = "collectives_copy_right_with_streaming_stores";
-    if util::in_job() {
-        let rt = rt();
-        let p = rt.size();
-        let mut id = 0u64;
-        let mut case = |what: String| {
-            id += 1;
-            Case { rt: &rt, id, ctx: format!("{what} on {p} ranks with streaming copies, rank {}", rt.rank()) }
-        };
-        for n in [1, 4099, 64 * KIB + 33, 300 * KIB + 7] {
-            for ip in [false, true] {
-                allgather_case(&case(format!("allgather {n} B in_place {ip}")), n, Algorithm::Auto, ip);
-                alltoall_case(&case(format!("alltoall {n} B in_place {ip}")), n, Algorithm::Auto, ip);
-                gather_case(&case(format!("gather {n} B in_place {ip}")), n, 0, Algorithm::Linear, ip);
-                scatter_case(&case(format!("scatter {n} B in_place {ip}")), n, p - 1, Algorithm::Linear, ip);
-            }
-            bcast_case(&case(format!("bcast {n} B")), n, 1, Algorithm::Auto);
-        }
-        sync_exit(&rt);
-        return;
-    }
-    for n in [2, 3] {
-        let job = util::launch(TEST, n, &[("GOAL_STREAM_COPY_MIN", "1"), ("GOAL_DEBUG", "1")]);
-        assert!(job.status == 0, "{n} ranks: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-        assert!(job.stderr.contains("copies from 1 B with non-temporal stores"), "{n} ranks: the setting was not taken:\n{}", job.stderr);
-    }
-}
-
 /// Buffers from goal's shared heap (peers copy straight out of them): every
 /// data collective and algorithm at 64 KiB and 1 MiB.
 #[test]

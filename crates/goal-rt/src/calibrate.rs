@@ -38,7 +38,7 @@ use std::time::Instant;
 /// Chunk the stream publishes at (its producer's granularity).
 const CHUNK: usize = 64 << 10;
 /// Built-in values when nothing is measured.
-const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cma: (usize::MAX, 0), credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX, stream_copy: usize::MAX };
+const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cma: (usize::MAX, 0), credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX };
 
 /// The measured (or cached) thresholds; `credit` is filled in by the caller.
 pub(crate) fn thresholds(debug: bool, cpus: &[usize]) -> Thresholds {
@@ -116,7 +116,7 @@ fn read_cache(path: &std::path::Path, key: &str) -> Option<Thresholds> {
     let mut cma = lines.next()?.strip_prefix("cma ")?.split(' ');
     let lo: usize = cma.next()?.parse().ok()?;
     let hi: usize = cma.next()?.parse().ok()?;
-    Some(Thresholds { eager, heap_eager, cma: (lo, hi), credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX, stream_copy: usize::MAX })
+    Some(Thresholds { eager, heap_eager, cma: (lo, hi), credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX })
 }
 
 /// The fastest of `reps` timings of `f`, in seconds: on a shared, noisy
@@ -245,7 +245,7 @@ fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
         eprintln!("goal: calibrated in {:?}: hand-over {:.0} ns; {}", t0.elapsed(), h * 1e9, log.join("; "));
         eprintln!("goal: eager limit {eager} B ({heap_eager} B from the shared heap), CMA range {cma:?}");
     }
-    Thresholds { eager, heap_eager, cma, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX, stream_copy: usize::MAX }
+    Thresholds { eager, heap_eager, cma, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX }
 }
 
 /// Between cores, eager messages stay eager unless CMA is this many times

@@ -11,7 +11,6 @@
 //! | `GOAL_EAGER_LIMIT` | largest message sent eagerly through the rings | calibrated |
 //! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream (setting either fixes the choice) | chosen per message from 64 KiB (see `adapt`), calibrated below |
 //! | `GOAL_ADAPT` | `0`: no per-message choice between stream and CMA; the calibrated range decides | on |
-//! | `GOAL_STREAM_COPY_MIN` | local copies from this size on use non-temporal stores | half the L2 cache (1 MiB if unknown) |
 //! | `GOAL_UNEXPECTED_BYTES` | eager bytes a rank buffers for receives not yet started, before senders must wait | 64 MiB |
 //! | `GOAL_SHM_RING_BYTES`, `GOAL_SHM_STREAM_BYTES`, `GOAL_HEAP_BYTES`, `GOAL_PIDFD` | shared-memory sizes; `GOAL_PIDFD=0` watches local peers through `/proc` | see goal-transport |
 //! | `GOAL_DEBUG` | `1`: print decisions (mode, thresholds) on stderr, and what a Wait stuck for 10 s waits for | off |
@@ -95,8 +94,6 @@ pub struct Config {
     pub cma_range: Option<(usize, usize)>,
     /// Bound on buffered unexpected eager bytes per receiver.
     pub unexpected_bytes: u64,
-    /// Local copies from this size on use non-temporal stores.
-    pub stream_copy: usize,
     /// Shared-memory sizes.
     pub shm: goal_transport::shm::ShmConfig,
     /// Largest eager message to a peer on another machine, reached over
@@ -112,14 +109,6 @@ pub struct Config {
     pub debug: bool,
     /// Whether `GOAL_SPIN_US` was set (else `spin` follows the mode).
     pub(crate) spin_given: bool,
-}
-
-/// Half of this processor's L2 cache (per core), where a copy's source and
-/// destination stop fitting in it; 1 MiB where the C library does not know.
-fn half_l2() -> usize {
-    // SAFETY: sysconf takes no pointers; it returns 0 or -1 when unknown.
-    let l2 = unsafe { libc::sysconf(libc::_SC_LEVEL2_CACHE_SIZE) };
-    if l2 > 0 { l2 as usize / 2 } else { 1 << 20 }
 }
 
 fn var(name: &str) -> Option<String> {
@@ -214,7 +203,6 @@ impl Config {
             eager_limit: parse_bytes("GOAL_EAGER_LIMIT")?,
             cma_range,
             unexpected_bytes: parse_bytes("GOAL_UNEXPECTED_BYTES")?.unwrap_or(64 << 20) as u64,
-            stream_copy: parse_bytes("GOAL_STREAM_COPY_MIN")?.unwrap_or_else(half_l2),
             shm,
             net_eager: net_eager.unwrap_or(NET_EAGER_DEFAULT),
             net_eager_one_rail: net_eager.unwrap_or(NET_EAGER_ONE_RAIL),

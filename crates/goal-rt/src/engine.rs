@@ -64,23 +64,6 @@ use std::time::Instant;
 /// [`Engine::long_end`]).
 const LONG_COPY_BYTES: usize = 64 << 10;
 
-/// Runs `n` elements of local operation `l` (all of it or a piece): a copy
-/// of `stream_from` bytes or more with streaming stores (see
-/// [`Thresholds::stream_copy`]), anything else with [`localop::apply`].
-///
-/// # Safety
-/// As for [`localop::apply`].
-unsafe fn run_local(l: goal_sched::LocalRec, stream_from: usize, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
-    let esize = l.width as usize / 8;
-    if l.op() == ReduceOp::Copy && l.count as usize * esize >= stream_from {
-        // SAFETY: forwarded from the caller's guarantees.
-        unsafe { localop::copy_streaming(a, r, n * esize) };
-        return Ok(());
-    }
-    // SAFETY: forwarded from the caller's guarantees.
-    unsafe { localop::apply(l.op(), l.dt(), l.width, a, b, r, n) }
-}
-
 /// A local operation of at least twice this many bytes runs in pieces of
 /// this size (some shorter copies in four, see [`LOCAL_PIECES_FROM`]), and
 /// between pieces the engine moves what is waiting: arrived messages,
@@ -487,16 +470,6 @@ pub struct Thresholds {
     /// Rendezvous sizes from which stream or CMA is chosen per message
     /// from measurements (`adapt`); `usize::MAX`: the `cma` range decides.
     pub adapt_from: usize,
-    /// Local copies of this many bytes or more store with non-temporal
-    /// stores ([`localop::copy_streaming`]): they go to memory without
-    /// reading each destination line into the cache first, and leave the
-    /// cache to what it holds. From half the L2 cache, where source and
-    /// destination no longer fit there (2 ranks, alltoall of 1 and 4 MiB,
-    /// each rank copying its own block: medians 217 against 233 us and
-    /// 1051 against 1156 over twelve alternations); below, a copy that
-    /// stays in the cache is faster plain (256 KiB: 22 us plain, 32 us
-    /// streamed).
-    pub stream_copy: usize,
 }
 
 /// Everything the progress engine owns; one thread at a time.
@@ -1260,7 +1233,7 @@ impl Engine {
             let at = |i: u8, a: u64| operand(base, a, l.mem & (1 << i) != 0);
             // SAFETY: user buffers are valid for the operation's extent by the API
             // contract; scratchpad ranges were checked at compile time.
-            unsafe { run_local(l, self.th.stream_copy, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
+            unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
         };
         self.copied(bytes);
         self.local_done(r, res);
@@ -1300,7 +1273,7 @@ impl Engine {
             // checks for the scratchpad); `done + n <= count`.
             let at = |i: u8, a: u64| unsafe { operand(base, a, l.mem & (1 << i) != 0).add(off) };
             // SAFETY: as above, for elements `done..done + n`.
-            let res = unsafe { run_local(l, self.th.stream_copy, at(0, l.b1), at(1, l.b2), at(2, l.b3), n) };
+            let res = unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), n) };
             if let Err(KernelError::DivByZero(i)) = res {
                 break Err(KernelError::DivByZero(done + i));
             }

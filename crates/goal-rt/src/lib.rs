@@ -294,7 +294,7 @@ impl Runtime {
                 if oversubscribed { ": more ranks than cores, so waits poll briefly and yield between polls" } else { "" }
             );
             eprintln!(
-                "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?}, stream or cma chosen per message from {} B, credit={} B per sender, copies from {} B with non-temporal stores",
+                "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?}, stream or cma chosen per message from {} B, credit={} B per sender",
                 cfg.progress.name(),
                 cfg.spin,
                 cfg.helper_spin.unwrap_or_default(),
@@ -302,8 +302,7 @@ impl Runtime {
                 th.heap_eager,
                 th.cma,
                 th.adapt_from,
-                th.credit,
-                th.stream_copy
+                th.credit
             );
         }
         if let Some(why) = shm.heap_note().filter(|_| cfg.debug && rank == 0) {

@@ -206,66 +206,6 @@ unsafe fn apply_avx2(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *co
     unsafe { apply_any(op, dt, width, a, b, r, n) }
 }
 
-/// Copies `n` bytes from `a` to `r` with non-temporal stores, which write
-/// whole cache lines to memory without first reading them into the cache
-/// and without evicting what is there. Worth it for copies larger than the
-/// cache can keep (see the engine's `STREAM_COPY_MIN`): a plain copy reads
-/// every destination line before overwriting it. Where the processor lacks
-/// AVX2 this is a plain copy.
-///
-/// The stores are fenced before the function returns, so a message sent
-/// after it (a send of the copied bytes, a FIN) is seen after them.
-///
-/// # Safety
-/// `a` must be valid for reads and `r` for writes of `n` bytes; they may be
-/// equal but must not overlap partially.
-pub unsafe fn copy_streaming(a: *const u8, r: *mut u8, n: usize) {
-    if std::ptr::eq(a, r) {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the processor has AVX2; the rest is the caller's guarantee.
-        return unsafe { copy_streaming_avx2(a, r, n) };
-    }
-    // SAFETY: the caller's guarantees; distinct and not overlapping.
-    unsafe { std::ptr::copy_nonoverlapping(a, r, n) }
-}
-
-/// [`copy_streaming`] for processors with AVX2: unaligned 32-byte loads,
-/// aligned 32-byte streaming stores, four per iteration; the unaligned head
-/// and the tail are copied plainly.
-///
-/// # Safety
-/// As for [`copy_streaming`], with `a != r`, and the processor must have AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn copy_streaming_avx2(a: *const u8, r: *mut u8, n: usize) {
-    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256, _mm_sfence};
-    let head = r.align_offset(32).min(n);
-    // SAFETY: `head <= n` bytes, within both buffers.
-    unsafe { std::ptr::copy_nonoverlapping(a, r, head) };
-    let body = (n - head) & !127;
-    let mut i = head;
-    while i < head + body {
-        // SAFETY: `i + 128 <= n`, so all four vectors are inside both
-        // buffers; `r + i` is 32-byte aligned (head was copied first).
-        unsafe {
-            let s = a.add(i) as *const __m256i;
-            let d = r.add(i) as *mut __m256i;
-            let (v0, v1, v2, v3) = (_mm256_loadu_si256(s), _mm256_loadu_si256(s.add(1)), _mm256_loadu_si256(s.add(2)), _mm256_loadu_si256(s.add(3)));
-            _mm256_stream_si256(d, v0);
-            _mm256_stream_si256(d.add(1), v1);
-            _mm256_stream_si256(d.add(2), v2);
-            _mm256_stream_si256(d.add(3), v3);
-        }
-        i += 128;
-    }
-    _mm_sfence();
-    // SAFETY: the remaining `n - i` bytes are inside both buffers.
-    unsafe { std::ptr::copy_nonoverlapping(a.add(i), r.add(i), n - i) };
-}
-
 /// The kernels, inlined into each entry point of [`apply`].
 ///
 /// # Safety
@@ -416,30 +356,5 @@ mod tests {
         check(DataType::SInt, &ints, &i.iter().map(|&x| x as i32).collect::<Vec<_>>(), &j.iter().map(|&x| x as i32 | 1).collect::<Vec<_>>());
         check(DataType::UInt, &ints, &i.iter().map(|&x| x as u16).collect::<Vec<_>>(), &j.iter().map(|&x| x as u16 | 1).collect::<Vec<_>>());
         check(DataType::SInt, &ints, &i.iter().map(|&x| x as i8).collect::<Vec<_>>(), &j.iter().map(|&x| x as i8 | 1).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn a_streaming_copy_writes_exactly_its_bytes_at_any_alignment() {
-        // Every length around the 128-byte body and the 32-byte alignment,
-        // from every source and destination offset within a vector; the
-        // bytes around the destination must stay as they were.
-        let src: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        for n in [0usize, 1, 31, 32, 33, 127, 128, 129, 255, 256, 1000, 4096, 4500] {
-            for so in [0usize, 1, 7, 31] {
-                for d_off in [0usize, 1, 16, 33] {
-                    let mut dst = vec![0xA5u8; n + 128];
-                    // SAFETY: `src[so..]` holds at least n bytes, `dst[d_off..]` too; distinct vectors.
-                    unsafe { copy_streaming(src.as_ptr().add(so), dst.as_mut_ptr().add(d_off), n) };
-                    assert_eq!(&dst[d_off..d_off + n], &src[so..so + n], "n {n}, source offset {so}, destination offset {d_off}");
-                    assert!(dst[..d_off].iter().chain(&dst[d_off + n..]).all(|&b| b == 0xA5), "wrote outside: n {n}, offset {d_off}");
-                }
-            }
-        }
-        // In place is a no-op.
-        let mut same = src.clone();
-        let p = same.as_mut_ptr();
-        // SAFETY: the same valid buffer as source and destination.
-        unsafe { copy_streaming(p, p, same.len()) };
-        assert_eq!(same, src);
     }
 }

@@ -418,7 +418,7 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize) -> Thresholds
     // Stream or CMA per message from 64 KiB (above the eager limit), unless
     // the environment fixes the CMA range or turns this off.
     let adapt_from = if cfg.cma_range.is_none() && cfg.adapt { (eager + 1).max(64 << 10) } else { usize::MAX };
-    Thresholds { eager, heap_eager, cma, credit, net_eager: cfg.net_eager, net_eager_one_rail: cfg.net_eager_one_rail, adapt_from, stream_copy: cfg.stream_copy }
+    Thresholds { eager, heap_eager, cma, credit, net_eager: cfg.net_eager, net_eager_one_rail: cfg.net_eager_one_rail, adapt_from }
 }
 
 /// Starts the helper thread of the `thread` and `spin` modes.
