@@ -13,14 +13,20 @@
 //! offered by Cross Memory Attach is asked for through the stream instead,
 //! for this reason (see `FUSE_CMA_MAX` in the engine).
 //!
+//! The same holds for a receive into the application's memory that the
+//! operation combines in place (`buf = mine op buf`, a 2-rank reduce's
+//! root): the buffer then ends as the operation leaves it either way.
+//!
 //! That is only the same computation when nothing else sees the
 //! difference, so [`plan`] marks a receive only if:
-//! - it is a plain receive into the scratchpad, with exactly one dependent
+//! - it is a plain receive into the scratchpad, or into application memory
+//!   that the operation writes its result to, with exactly one dependent
 //!   and no operation waiting for it to start;
 //! - that dependent is a plain binary local operation (not COPY or WTIME)
 //!   with no start dependents either, whose first or second operand (not
 //!   both) is exactly the received buffer, over as many bytes as the
 //!   receive takes;
+//! - the operation's other operand does not overlap the received buffer;
 //! - no other operation of the schedule reads or writes any byte of the
 //!   received buffer (a buffer reused for several receives, or a result
 //!   sent on from it, rules fusion out).
@@ -52,9 +58,10 @@ const MAX_CHECKS: usize = 1 << 22;
 pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
     let mut found = Vec::new();
     for (i, o) in s.ops.iter().enumerate() {
-        if o.kind() != OpKind::Recv || !o.in_scratch() || o.len == 0 || !s.start_dependents(i).is_empty() {
+        if o.kind() != OpKind::Recv || o.len == 0 || !s.start_dependents(i).is_empty() {
             continue;
         }
+        let scratch = o.in_scratch();
         let &[d] = s.dependents(i) else { continue };
         let od = &s.ops[d as usize];
         if od.kind() != OpKind::Local || !s.start_dependents(d as usize).is_empty() {
@@ -67,37 +74,58 @@ pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
         if l.count as u64 * l.width as u64 / 8 != o.len as u64 {
             continue;
         }
-        let is = |bit: u8, a: u64| l.mem & (1 << bit) != 0 && a == o.addr;
+        // Operand `bit` lies in the receive's memory (scratchpad or the
+        // application's) and starts where it does.
+        let is = |bit: u8, a: u64| (l.mem & (1 << bit) != 0) == scratch && a == o.addr;
         let first = match (is(0, l.b1), is(1, l.b2)) {
             (true, false) => true,
             (false, true) => false,
             _ => continue,
         };
+        // In the application's memory, only in place: the buffer must end
+        // as the operation leaves it, since the message never lands there.
+        if !scratch && !is(2, l.b3) {
+            continue;
+        }
+        // The other operand is read while the message comes: apart from it.
+        let (other, bit) = if first { (l.b2, 1) } else { (l.b1, 0) };
+        let (lo, hi) = (o.addr, o.addr + o.len as u64);
+        if (l.mem & (1 << bit) != 0) == scratch && other < hi && other + o.len as u64 > lo {
+            continue;
+        }
         found.push(Plan { recv: i as u32, op: d, first });
     }
     if found.is_empty() {
         return found;
     }
-    let ranges = scratch_ranges(s);
-    if found.len().saturating_mul(ranges.len()) > MAX_CHECKS {
-        return Vec::new();
+    let mut ranges = [None, None];
+    for want in [true, false] {
+        if found.iter().any(|f| s.ops[f.recv as usize].in_scratch() == want) {
+            let r = ranges_in(s, want);
+            if found.len().saturating_mul(r.len()) > MAX_CHECKS {
+                return Vec::new();
+            }
+            ranges[want as usize] = Some(r);
+        }
     }
     found.retain(|f| {
         let o = &s.ops[f.recv as usize];
         let (lo, hi) = (o.addr, o.addr + o.len as u64);
+        let ranges = ranges[o.in_scratch() as usize].as_deref().unwrap_or_default();
         ranges.iter().all(|&(op, a, b)| op == f.recv || op == f.op || b <= lo || a >= hi)
     });
     found
 }
 
-/// Every scratchpad range any operation reads or writes: (op, start, end).
-fn scratch_ranges(s: &Schedule) -> Vec<(u32, u64, u64)> {
+/// Every range of the scratchpad (`scratch`) or of the application's
+/// memory that any operation reads or writes: (op, start, end).
+fn ranges_in(s: &Schedule, scratch: bool) -> Vec<(u32, u64, u64)> {
     let mut out = Vec::new();
     for (i, o) in s.ops.iter().enumerate() {
         let i = i as u32;
         match o.kind() {
-            OpKind::Send | OpKind::Recv if o.in_scratch() => out.push((i, o.addr, o.addr + o.len as u64)),
-            OpKind::SendVec | OpKind::RecvVec if o.in_scratch() => {
+            OpKind::Send | OpKind::Recv if o.in_scratch() == scratch => out.push((i, o.addr, o.addr + o.len as u64)),
+            OpKind::SendVec | OpKind::RecvVec if o.in_scratch() == scratch => {
                 for p in s.pieces_of(s.vecs[o.addr as usize]) {
                     out.push((i, p.addr, p.addr + p.len as u64));
                 }
@@ -107,7 +135,7 @@ fn scratch_ranges(s: &Schedule) -> Vec<(u32, u64, u64)> {
                 // WTIME writes 8 bytes whatever its count.
                 let bytes = l.count as u64 * l.width as u64 / 8;
                 for (bit, a) in [l.b1, l.b2, l.b3].into_iter().enumerate() {
-                    if l.mem & (1 << bit) != 0 {
+                    if (l.mem & (1 << bit) != 0) == scratch {
                         out.push((i, a, a + bytes.max(8)));
                     }
                 }
@@ -115,7 +143,7 @@ fn scratch_ranges(s: &Schedule) -> Vec<(u32, u64, u64)> {
             OpKind::LocalVec => {
                 let l = s.lvecs[o.addr as usize];
                 for (bit, list) in l.lists.into_iter().enumerate() {
-                    if l.mem & (1 << bit) != 0 {
+                    if (l.mem & (1 << bit) != 0) == scratch {
                         for p in s.pieces_of(list) {
                             out.push((i, p.addr, p.addr + p.len as u64));
                         }
@@ -188,6 +216,36 @@ mod tests {
         let (mut g, _, sum) = step(true, 1024);
         let fwd = g.send(Buf::scratch(4096), 8, 1, 1);
         g.requires(sum, fwd).unwrap();
+        assert_eq!(plan(&compile(&g)).len(), 1);
+    }
+
+    /// A graph receiving 4096 bytes into application memory at `at` and
+    /// combining them (second operand) with `mine` into `res`.
+    fn in_user(at: u64, mine: u64, res: u64) -> Graph {
+        let mut g = Graph::new();
+        let got = g.recv(Buf::user(at), 4096, 1, 0);
+        let sum = g.local(ReduceOp::Add as i64, DataType::Float as i64, 64, 512, Buf::user(mine), Buf::user(at), Buf::user(res));
+        g.requires(got, sum).unwrap();
+        g
+    }
+
+    #[test]
+    fn a_receive_into_application_memory_is_fused_only_when_combined_there_in_place() {
+        // rbuf = sbuf + rbuf, as a 2-rank reduce's root does.
+        let p = plan(&compile(&in_user(0x10000, 0x20000, 0x10000)));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(!p[0].first);
+        // The result elsewhere: the receive buffer would miss the message.
+        assert!(plan(&compile(&in_user(0x10000, 0x20000, 0x30000))).is_empty());
+        // The other operand overlaps the received bytes.
+        assert!(plan(&compile(&in_user(0x10000, 0x10800, 0x10000))).is_empty());
+        // Another operation reads the buffer.
+        let mut g = in_user(0x10000, 0x20000, 0x10000);
+        g.send(Buf::user(0x10ff8), 8, 1, 1);
+        assert!(plan(&compile(&g)).is_empty());
+        // Elsewhere in application memory is no obstacle.
+        let mut g = in_user(0x10000, 0x20000, 0x10000);
+        g.send(Buf::user(0x11000), 8, 1, 1);
         assert_eq!(plan(&compile(&g)).len(), 1);
     }
 }

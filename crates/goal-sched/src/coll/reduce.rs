@@ -71,7 +71,11 @@ pub(crate) const SLOT_BUDGET: u64 = 1 << 20;
 /// [`SLOT_BUDGET`] of scratchpad every child has its own slot and all
 /// receives are posted at once; beyond, two slots take turns (child `j`'s
 /// receive waits for the combine of child `j - 2`), so a long vector costs
-/// three vectors of scratchpad whatever the group size.
+/// three vectors of scratchpad whatever the group size. A root with one
+/// child (2 ranks) that does not reduce in place receives straight into
+/// `rbuf` and combines there, `rbuf = sbuf op rbuf`: the combine then
+/// reads two vectors instead of three, and the runtime may still combine
+/// the message as it comes (see the runtime's receive-reduce fusion).
 ///
 /// Order of operations: `T(v) = (((x_v op T(c1)) op T(c2)) op ...)` over
 /// the children `c1 < c2 < ...` of `v`; the result is `T(0)`, in relative
@@ -86,7 +90,9 @@ fn binomial(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf
         return;
     }
     let acc = if v == 0 { user(rbuf) } else { scr(b.scratch(bytes)) };
-    let slots: Vec<Buf> = if bytes * kids.len() as u64 <= SLOT_BUDGET {
+    let slots: Vec<Buf> = if v == 0 && kids.len() == 1 && input != acc {
+        vec![acc]
+    } else if bytes * kids.len() as u64 <= SLOT_BUDGET {
         kids.iter().map(|_| scr(b.scratch(bytes))).collect()
     } else {
         vec![scr(b.scratch(bytes)), scr(b.scratch(bytes))]
