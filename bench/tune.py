@@ -4,6 +4,9 @@
     python3 bench/tune.py --prefix DIR                  # measure, then write the table and the docs
     python3 bench/tune.py --prefix DIR --quick          # smoke run (few sizes, one round)
     python3 bench/tune.py --from results/tune.json      # only rewrite the outputs from a measurement
+    python3 bench/tune.py --prefix DIR --colls alltoall --update
+                                                        # measure one collective again, keep the
+                                                        # others' measurements from results/tune.json
 
 Runs bench/goal_coll.c (the thesis' method, 6.5: Run+Wait per iteration on every rank, barrier
 before each iteration of a collective that does not synchronise, mean over ranks, median over
@@ -47,7 +50,8 @@ RUST_ALG = {"LINEAR": "Linear", "LINEAR_SYNC": "LinearSync", "BINOMIAL": "Binomi
             "RECURSIVE_DOUBLING": "RecursiveDoubling", "BRUCK": "Bruck", "RING": "Ring",
             "PIPELINE": "Pipeline", "RABENSEIFNER": "Rabenseifner"}
 # what each algorithm is called for each collective (goal_sched::coll::describe)
-DESCRIBE_SPECIAL = {("alltoall", "LINEAR"): "pairwise exchange",
+DESCRIBE_SPECIAL = {("alltoall", "LINEAR"): "linear (every message at once)",
+                    ("alltoall", "LINEAR_SYNC"): "pairwise exchange",
                     ("reduce_scatter_block", "RECURSIVE_DOUBLING"): "recursive halving",
                     ("barrier", "BRUCK"): "Bruck (dissemination)",
                     ("bcast", "RING"): "scatter + ring allgather"}
@@ -85,6 +89,9 @@ def parse_args():
     ap.add_argument("--table", type=Path, default=TABLE_RS, help=f"Rust table to write (default {TABLE_RS.relative_to(C.REPO)})")
     ap.add_argument("--docs", type=Path, default=DOCS, help=f"page to update (default {DOCS.relative_to(C.REPO)})")
     ap.add_argument("--no-write", action="store_true", help="print the table, write only the JSON")
+    ap.add_argument("--update", action="store_true",
+                    help="with --colls: replace only these collectives' rows in the existing JSON (--out) and "
+                         "decide the table from the result, so that the other entries stay as measured")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per run (default 900)")
     ap.add_argument("--wait-idle", type=float, default=10, help="wait up to N s for an idle machine before a run")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -350,6 +357,23 @@ def write_docs(path: Path, section: str) -> None:
     path.write_text(text)
 
 
+def merged(path: Path, new: dict, colls: str) -> dict:
+    """`new`'s rows for `colls` with every other row of the measurement in `path` (--update)."""
+    import json
+    if not colls:
+        C.die("--update needs --colls: the collectives to measure again")
+    if not path.exists():
+        C.die(f"--update: no earlier measurement at {path} to keep the other collectives from")
+    old = json.loads(path.read_text())
+    again = set(colls.split(","))
+    rows = [x for x in old["rows"] if x["coll"] not in again] + new["rows"]
+    if {x["ranks"] for x in new["rows"]} != {x["ranks"] for x in old["rows"]}:
+        C.die("--update: measure the same group sizes as the earlier measurement")
+    updates = old.get("updates", []) + [{"colls": sorted(again), "machine": new["machine"], "args": new["args"],
+                                         "seconds": new.get("seconds")}]
+    return {**old, "rows": rows, "runs": old["runs"] + new["runs"], "updates": updates}
+
+
 def main() -> int:
     a = parse_args()
     C.VERBOSE = a.verbose
@@ -364,6 +388,8 @@ def main() -> int:
         except C.BenchError as e:
             C.die(str(e))
         data["seconds"] = round(time.time() - t0)
+        if a.update:
+            data = merged(out.with_suffix(".json"), data, a.colls)
         C.write_json(out.with_suffix(".json"), data)
     med = medians(data["rows"])
     dec = decide(med, a.switch_cost)
@@ -375,6 +401,8 @@ def main() -> int:
             f"group sizes {', '.join(map(str, ranks))}, {rounds} round(s), progress "
             f"{data.get('args', {}).get('progress') or 'default'}, ranks pinned to CPU r % ncpus"
             + ("" if data.get("args", {}).get("no_pin") in (None, "False") else " (no: unpinned)") + ".")
+    for u in data.get("updates", []):
+        meta += f"\n{', '.join(u['colls'])} measured again {u['machine'].get('time_utc', '?')} (`--update`)."
     if any(n > (m.get("nproc") or 1) for n in ranks):
         meta += (f"\nGroup sizes above {m.get('nproc')} ran more ranks than CPUs: their choices reflect "
                  "ranks sharing CPUs.")

@@ -272,12 +272,13 @@ typedef int GOAL_Algorithm;
 #define GOAL_ALG_AUTO 0
 
 /*
- Direct messages between the root and everyone (alltoall: pairwise exchange).
+ Direct messages between the root and everyone (alltoall: every message at once).
  */
 #define GOAL_ALG_LINEAR 1
 
 /*
- Linear with a synchronisation message and a first segment (gather, scatter).
+ Linear with a synchronisation message and a first segment (gather,
+ scatter); alltoall: pairwise exchange, one peer at a time.
  */
 #define GOAL_ALG_LINEAR_SYNC 2
 

@@ -30,9 +30,10 @@ use std::ffi::{c_int, c_void};
 pub type GOAL_Algorithm = c_int;
 /// Pick from the group size and message size (a table measured on this machine).
 pub const GOAL_ALG_AUTO: GOAL_Algorithm = 0;
-/// Direct messages between the root and everyone (alltoall: pairwise exchange).
+/// Direct messages between the root and everyone (alltoall: every message at once).
 pub const GOAL_ALG_LINEAR: GOAL_Algorithm = 1;
-/// Linear with a synchronisation message and a first segment (gather, scatter).
+/// Linear with a synchronisation message and a first segment (gather,
+/// scatter); alltoall: pairwise exchange, one peer at a time.
 pub const GOAL_ALG_LINEAR_SYNC: GOAL_Algorithm = 2;
 /// In-order binomial tree.
 pub const GOAL_ALG_BINOMIAL: GOAL_Algorithm = 3;

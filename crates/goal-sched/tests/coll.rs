@@ -233,9 +233,11 @@ fn the_own_block_is_copied_after_the_messages_start() {
         scatter(&mut g, Group { rank: 0, size: 4 }, place(), 0, big, 16 * big, 0, alg).unwrap();
         first_local_after_first_send(&g, &format!("scatter {alg:?}"));
     }
-    let mut g = Graph::new();
-    alltoall(&mut g, Group { rank: 1, size: 4 }, place(), 0, big, 16 * big, Algorithm::Linear).unwrap();
-    first_local_after_first_send(&g, "alltoall pairwise");
+    for alg in [Algorithm::Linear, Algorithm::LinearSync] {
+        let mut g = Graph::new();
+        alltoall(&mut g, Group { rank: 1, size: 4 }, place(), 0, big, 16 * big, alg).unwrap();
+        first_local_after_first_send(&g, &format!("alltoall {alg:?}"));
+    }
     // Allgather's first send reads the own block from sbuf: with 2 ranks
     // the copy then overlaps the peer's message instead of delaying ours.
     for size in [2, 5] {

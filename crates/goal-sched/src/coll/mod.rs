@@ -89,9 +89,10 @@ pub const TAG_SPAN: i64 = 4096;
 pub enum Algorithm {
     /// Pick one from the group and message size ([`auto`]).
     Auto = 0,
-    /// Direct messages between the root and everyone (alltoall: pairwise exchange).
+    /// Direct messages between the root and everyone (alltoall: every message at once).
     Linear = 1,
-    /// Linear, with a synchronisation message and a first segment (Open MPI's linear_sync).
+    /// Linear, with a synchronisation message and a first segment (Open
+    /// MPI's linear_sync; alltoall: pairwise exchange, one peer at a time).
     LinearSync = 2,
     /// Binomial (in-order) tree.
     Binomial = 3,
@@ -203,7 +204,7 @@ pub fn algorithms(coll: Coll) -> &'static [Algorithm] {
         Coll::Bcast => &[Linear, Binomial, Ring, Pipeline],
         Coll::Gather | Coll::Scatter => &[Linear, LinearSync, Binomial],
         Coll::Allgather => &[RecursiveDoubling, Bruck, Ring],
-        Coll::Alltoall => &[Linear, Bruck],
+        Coll::Alltoall => &[Linear, LinearSync, Bruck],
         Coll::Reduce => &[Binomial, Rabenseifner],
         Coll::Allreduce => &[RecursiveDoubling, Ring, Rabenseifner],
         Coll::ReduceScatterBlock => &[RecursiveDoubling, Ring],
@@ -215,7 +216,8 @@ pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
     use Algorithm::*;
     match (coll, alg) {
         (_, Auto) => "automatic choice",
-        (Coll::Alltoall, Linear) => "pairwise exchange",
+        (Coll::Alltoall, Linear) => "linear (every message at once)",
+        (Coll::Alltoall, LinearSync) => "pairwise exchange",
         (_, Linear) => "linear",
         (_, LinearSync) => "linear_sync",
         (_, Binomial) => "binomial tree",
@@ -251,7 +253,7 @@ pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
 /// | gather | linear_sync above 6000 bytes; binomial above 60 ranks, or above 10 ranks below 1 KiB; else linear (Open MPI) |
 /// | scatter | binomial above 10 ranks below 300 bytes; else linear (Open MPI) |
 /// | allgather | total (size × bytes) below 50000: recursive doubling for powers of two, else Bruck; above: ring (Open MPI) |
-/// | alltoall | Bruck up to 256 bytes from 8 ranks up; else pairwise exchange |
+/// | alltoall | Bruck up to 256 bytes from 8 ranks up; else pairwise exchange (one peer at a time) |
 /// | reduce | binomial up to 64 KiB or when the vector has fewer bytes than ranks; else Rabenseifner |
 /// | allreduce | recursive doubling up to 16 KiB or fewer bytes than ranks; Rabenseifner up to 1 MiB; ring above |
 /// | reduce_scatter_block | recursive halving up to 12 KiB in total, up to 256 KiB on powers of two, or when `size >= 0.0012 * total + 8`; else ring (Open MPI) |
@@ -314,7 +316,7 @@ fn builtin(coll: Coll, size: u32, bytes: u64) -> Algorithm {
             if bytes <= 256 && p >= 8 {
                 Bruck
             } else {
-                Linear
+                LinearSync
             }
         }
         Coll::Reduce => {
