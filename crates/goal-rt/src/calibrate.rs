@@ -224,7 +224,7 @@ fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
             if eager_t <= stream_t {
                 eager = n;
             }
-        } else if eager_ok && eager_t <= stream_t && eager_t <= EAGER_MARGIN * cma_t {
+        } else if eager_ok && eager_t <= stream_t && eager_t <= cma_t + RDV_EXTRA_HANDOVERS * h {
             eager = n;
         } else {
             // Between cores the eager range ends at the first size another
@@ -248,10 +248,17 @@ fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
     Thresholds { eager, heap_eager, cma, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX }
 }
 
-/// Between cores, eager messages stay eager unless CMA is this many times
-/// faster: the measurement's rendezvous is a bare hand-over, a real one
-/// also sends an RTS and a FIN and matches the message.
-const EAGER_MARGIN: f64 = 1.25;
+/// Between cores, eager messages stay eager unless CMA is faster by this
+/// many hand-overs: the measurement's rendezvous is a bare hand-over and a
+/// kernel copy, a real one also sends an RTS and a FIN through the rings
+/// (several cache lines each way), matches the RTS and enters the kernel.
+/// Here (hand-over 61 ns) the measurement put eager 0.2-0.4 us behind CMA
+/// at 4 KiB and 0.8-1.0 us at 8 KiB, while in the collectives 4 KiB went
+/// faster eager (2 ranks, five alternations: allgather and alltoall 1.2 us
+/// eager against 1.5, allreduce 1.4 against 1.5, bcast 1.0 against 1.1)
+/// and 8 KiB slower (1.9 against 1.6). The earlier rule, CMA 1.25 times
+/// faster, drew the line at 2 KiB.
+const RDV_EXTRA_HANDOVERS: f64 = 10.0;
 
 /// Sizes measured between two cores reach this far; larger ones scale it.
 const CROSS_MAX: usize = 4 << 20;
