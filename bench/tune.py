@@ -365,10 +365,10 @@ def merged(path: Path, new: dict, colls: str) -> dict:
     if not path.exists():
         C.die(f"--update: no earlier measurement at {path} to keep the other collectives from")
     old = json.loads(path.read_text())
-    again = set(colls.split(","))
-    rows = [x for x in old["rows"] if x["coll"] not in again] + new["rows"]
     if {x["ranks"] for x in new["rows"]} != {x["ranks"] for x in old["rows"]}:
         C.die("--update: measure the same group sizes as the earlier measurement")
+    again = set(colls.split(","))
+    rows = [x for x in old["rows"] if x["coll"] not in again] + new["rows"]
     updates = old.get("updates", []) + [{"colls": sorted(again), "machine": new["machine"], "args": new["args"],
                                          "seconds": new.get("seconds")}]
     return {**old, "rows": rows, "runs": old["runs"] + new["runs"], "updates": updates}

@@ -494,7 +494,7 @@ pub(crate) struct Engine {
     splits: bool,
     /// How many application threads of this process wait in Wait (the
     /// runtime's count): a sender writes part of a split message only then.
-    app_waiting: Option<std::sync::Arc<std::sync::atomic::AtomicU32>>,
+    app_waiting: Option<Arc<AtomicU32>>,
     /// Set while an application thread polls from Wait (before it counts
     /// among `app_waiting`): a sender may take on part of a split message.
     pub in_wait: bool,
@@ -2254,7 +2254,7 @@ impl Engine {
                     // waits, and no operation of its own is ready or running
                     // (a scatter's root copying its own block would make
                     // the receiver wait for that copy too).
-                    let waits = self.in_wait || self.app_waiting.as_ref().is_some_and(|w| w.load(std::sync::atomic::Ordering::Relaxed) > 0);
+                    let waits = self.in_wait || self.app_waiting.as_ref().is_some_and(|w| w.load(Ordering::Relaxed) > 0);
                     let idle = !self.has_own_work() && self.st.reads.is_empty() && self.st.writes.is_empty();
                     if waits && idle && (h.len as usize) < s.len {
                         let half = h.len as usize;
@@ -2708,7 +2708,7 @@ impl Engine {
     /// Lets an idle receiver share the copy of a large message with its
     /// sender (see [`SPLIT_MIN`]), a sender whose application threads wait
     /// in Wait (`app_waiting`, the runtime's count) agreeing.
-    pub fn allow_splits(&mut self, on: bool, app_waiting: std::sync::Arc<std::sync::atomic::AtomicU32>) {
+    pub fn allow_splits(&mut self, on: bool, app_waiting: Arc<AtomicU32>) {
         self.splits = on;
         self.app_waiting = Some(app_waiting);
     }

@@ -65,7 +65,7 @@ pub struct Runtime {
     next_sched: AtomicU32,
     /// Application threads inside `wait`. The helper sleeps on this word
     /// while it is non-zero (see `progress::park`).
-    pub(crate) app_waiting: std::sync::Arc<AtomicU32>,
+    pub(crate) app_waiting: Arc<AtomicU32>,
     /// The helper sleeps on `app_waiting`: the Wait that brings it to zero
     /// wakes it.
     pub(crate) helper_parked: AtomicBool,
@@ -324,7 +324,7 @@ impl Runtime {
             engine.enable_kernel(ring);
         }
         engine.allow_pushes(cfg.progress != ProgressMode::Manual);
-        let app_waiting = std::sync::Arc::new(AtomicU32::new(0));
+        let app_waiting = Arc::new(AtomicU32::new(0));
         engine.allow_splits(cfg.progress != ProgressMode::Manual && !oversubscribed, app_waiting.clone());
         let (wake_fd, wake_set) = match (net_fd, engine.kernel_fd()) {
             (Some(a), Some(b)) => {
