@@ -5,6 +5,10 @@
  * split mode, see goal-rt's engine, `SPLIT_MIN`). Built with
  * KILL_RECEIVER (t_receiver_killed_mid_split.c), the receiver dies instead.
  *
+ * Built with HEAP_BUFFERS (t_killed_mid_heap_split.c), both buffers come
+ * from the shared heap: the receiver copies its half out of the sender's
+ * heap, the sender writes the other half by CMA as before.
+ *
  * Rank 1 sends 1 GiB to rank 0, offered by CMA (set before GOAL_Init).
  * Rank 0 starts first and waits; rank 1 starts 30 ms later and waits too
  * (a sender writes its half only while its application waits). A kernel
@@ -29,6 +33,9 @@
 #ifndef KILL_RECEIVER
 #define KILL_RECEIVER 0
 #endif
+#ifndef HEAP_BUFFERS
+#define HEAP_BUFFERS 0
+#endif
 
 #define BYTES (1L << 30)
 
@@ -50,8 +57,8 @@ int main(int argc, char **argv)
     setenv("GOAL_CMA_MIN", "64K", 1);
     setenv("GOAL_CMA_MAX", "2G", 1);
     h_init(argc, argv);
-    char *buf = malloc(BYTES);
-    CHECKM(buf != NULL, "malloc of %ld bytes", BYTES);
+    char *buf = HEAP_BUFFERS ? GOAL_Alloc(BYTES) : malloc(BYTES);
+    CHECKM(buf != NULL, "%s of %ld bytes", HEAP_BUFFERS ? "GOAL_Alloc" : "malloc", BYTES);
     memset(buf, h_rank + 1, BYTES);
 
     /* A first message by CMA: a receiver splits a message only once a read

@@ -15,6 +15,10 @@
  * so rank 0 reads the first half itself and asks rank 1 to write the
  * second (CTS in split mode); refused, rank 0 reads the rest too.
  *
+ * Built with SPLIT and HEAP_BUFFERS (t_heap_split_refused.c), the message
+ * buffers come from the shared heap: rank 0 copies its half out of rank
+ * 1's heap, the refused write leaves it the rest, copied the same way.
+ *
  * Asserts: every execution succeeds on both ranks, with every byte of the
  * message and of the copy in place.
  */
@@ -27,6 +31,9 @@
 
 #ifndef SPLIT
 #define SPLIT 0
+#endif
+#ifndef HEAP_BUFFERS
+#define HEAP_BUFFERS 0
 #endif
 
 #define BYTES (4 << 20)
@@ -47,7 +54,7 @@ int main(int argc, char **argv)
     setenv("GOAL_CMA_MIN", "64K", 1);
     setenv("GOAL_CMA_MAX", "1G", 1);
     h_init(argc, argv);
-    char *buf = malloc(BYTES), *own = malloc(OWN), *copy = malloc(OWN);
+    char *buf = HEAP_BUFFERS ? GOAL_Alloc(BYTES) : malloc(BYTES), *own = malloc(OWN), *copy = malloc(OWN);
     CHECKM(buf != NULL && own != NULL && copy != NULL, "malloc");
     memset(own, 7, OWN);
 

@@ -978,7 +978,9 @@ fn debug_count(stderr: &str, what: &str) -> u64 {
 /// it computes for 20 ms before it waits. Every byte must arrive, nothing
 /// past the message may be written, and rank 0's debug line must count
 /// split messages and declined ones; in `manual` mode, and with more
-/// ranks than cores, nothing is split.
+/// ranks than cores, nothing is split. The same with buffers from the
+/// shared heap (`GOAL_Alloc`), where the receiver's half is a `memcpy`
+/// out of the sender's heap and only 512 KiB and longer messages split.
 #[test]
 fn an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender() {
     const TEST: &str = "an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender";
@@ -993,13 +995,14 @@ fn an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender() {
             g.requires(s, r).unwrap();
         }
         let sync = rt.compile(&g).unwrap();
-        let mut bufs: Vec<Vec<u8>> = LENS.iter().map(|&l| vec![0u8; l + GUARD]).collect();
+        let heap = std::env::var_os("T_HEAP").is_some();
+        let mut bufs: Vec<Mem> = LENS.iter().map(|&l| Mem::new(&rt, l + GUARD, heap)).collect();
         let mut g = Graph::new();
         if me < 2 {
-            for (k, b) in bufs.iter_mut().enumerate() {
+            for (k, b) in bufs.iter().enumerate() {
                 let len = LENS[k] as i64;
                 // One after the other, so that each finds its receiver idle.
-                let v = if me == 0 { g.recv(Buf::user(b.as_mut_ptr() as u64), len, 1, 10 + k as i64) } else { g.send(Buf::user(b.as_ptr() as u64), len, 0, 10 + k as i64) };
+                let v = if me == 0 { g.recv(b.buf(), len, 1, 10 + k as i64) } else { g.send(b.buf(), len, 0, 10 + k as i64) };
                 if k > 0 {
                     g.requires(v - 1, v).unwrap();
                 }
@@ -1010,11 +1013,11 @@ fn an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender() {
             run_wait(&rt, &sync).unwrap();
             for (k, b) in bufs.iter_mut().enumerate() {
                 if me == 1 {
-                    for (i, x) in b.iter_mut().enumerate() {
+                    for (i, x) in b.bytes_mut().iter_mut().enumerate() {
                         *x = pattern(round * 10 + k as u64, i);
                     }
                 } else {
-                    b.fill(0xEE);
+                    b.bytes_mut().fill(0xEE);
                 }
             }
             run_wait(&rt, &sync).unwrap();
@@ -1031,10 +1034,11 @@ fn an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender() {
             h.wait().unwrap_or_else(|e| panic!("rank {me}, round {round}: {e}"));
             if me == 0 {
                 for (k, b) in bufs.iter().enumerate() {
+                    let b = b.bytes();
                     if let Some(i) = (0..LENS[k]).find(|&i| b[i] != pattern(round * 10 + k as u64, i)) {
-                        panic!("round {round}: byte {i} of the {} B message is wrong", LENS[k]);
+                        panic!("round {round}, heap {heap}: byte {i} of the {} B message is wrong", LENS[k]);
                     }
-                    assert!(b[LENS[k]..].iter().all(|&x| x == 0xEE), "round {round}: bytes past the {} B message were written", LENS[k]);
+                    assert!(b[LENS[k]..].iter().all(|&x| x == 0xEE), "round {round}, heap {heap}: bytes past the {} B message were written", LENS[k]);
                 }
             }
         }
@@ -1042,16 +1046,25 @@ fn an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender() {
         return;
     }
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    for (n, mode) in [(2, "auto"), (2, "thread"), (2, "manual"), (cores + 1, "auto")] {
-        let job = launch(TEST, n, &[("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")]);
-        assert!(job.status == 0, "{n} ranks, {mode}: exit {}\n--- stderr\n{}", job.status, job.stderr);
+    let runs = [(2, "auto", false), (2, "thread", false), (2, "manual", false), (cores + 1, "auto", false), (2, "auto", true), (2, "manual", true)];
+    for (n, mode, heap) in runs {
+        let mut env = vec![("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")];
+        if heap {
+            env.push(("T_HEAP", "1"));
+        }
+        let job = launch(TEST, n, &env);
+        let what = format!("{n} ranks, {mode}{}", if heap { ", heap buffers" } else { "" });
+        assert!(job.status == 0, "{what}: exit {}\n--- stderr\n{}", job.status, job.stderr);
         let split = debug_count(&job.stderr, " copied half by this rank");
         let declined = debug_count(&job.stderr, " of them declined");
         if mode == "manual" || n > cores {
-            assert_eq!(split, 0, "{n} ranks, {mode}: no message should be split\n--- stderr\n{}", job.stderr);
+            assert_eq!(split, 0, "{what}: no message should be split\n--- stderr\n{}", job.stderr);
         } else {
-            assert!(split >= 10, "{n} ranks, {mode}: rank 0 should report split messages\n--- stderr\n{}", job.stderr);
-            assert!(declined >= 1, "{n} ranks, {mode}: a computing sender should decline\n--- stderr\n{}", job.stderr);
+            // Of the 4 messages (heap: the 2 of 512 KiB and more) of 5
+            // rounds, at least half.
+            let least = if heap { 5 } else { 10 };
+            assert!(split >= least, "{what}: rank 0 should report split messages\n--- stderr\n{}", job.stderr);
+            assert!(declined >= 1, "{what}: a computing sender should decline\n--- stderr\n{}", job.stderr);
         }
     }
 }

@@ -392,12 +392,20 @@ struct Write {
 /// 21.2, 1 MiB 99.7 -> 63.2, 4 MiB 488 -> 287.
 const SPLIT_MIN: usize = 64 << 10;
 
+/// [`SPLIT_MIN`] for a message from the sender's shared heap, which the
+/// receiver reads with a plain `memcpy`: only there does the extra control
+/// message and the sender's `process_vm_writev` pay (see the measurements
+/// in `docs/design.md`).
+const HEAP_SPLIT_MIN: usize = 512 << 10;
+
 /// The receiver's side of a split message (see [`SPLIT_MIN`]).
 struct SplitIn {
     /// The receiver's part: bytes `0..half`.
     half: usize,
     /// The message's start in the sender's memory.
     addr: u64,
+    /// How the receiver reads its part: `proto::MODE_CMA` or `proto::MODE_HEAP`.
+    mode: u8,
     /// The receiver's part is read.
     read: bool,
     /// The sender's part is written.
@@ -1966,11 +1974,11 @@ impl Engine {
                 let at = dst.as_slice()[0].0 as u64;
                 self.post_message(src as usize, Head { mode: proto::MODE_PUSH, addr: at, ..Head::control(proto::CTS, token) });
             }
-            proto::MODE_CMA if self.split_pays(r, src, len as usize, dst) => {
+            proto::MODE_HEAP | proto::MODE_CMA if self.split_pays(r, src, mode, len as usize, dst) => {
                 // Page-aligned, so that neither side's copy shares a page.
                 let half = (len as usize / 2) & !4095;
                 self.st.pushes_in.insert((src, token), (r, len as usize));
-                self.st.split_in.insert((src, token), SplitIn { half, addr, read: false, written: false });
+                self.st.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false });
                 self.st.split[0] += 1;
                 let at = dst.as_slice()[0].0 as u64;
                 self.post_message(src as usize, Head { mode: proto::MODE_SPLIT, addr: at, len: half as u32, ..Head::control(proto::CTS, token) });
@@ -2382,16 +2390,21 @@ impl Engine {
             && !self.st.rdv.iter().flatten().any(|s| s.peer == src)
     }
 
-    /// Receiver: whether to split a CMA message of `len` bytes into `dst`
-    /// with its sender (see [`SPLIT_MIN`]): as for a push, but for a
-    /// receiver with nothing else to do, where CMA reads have worked, not
+    /// Receiver: whether to split a CMA or shared-heap message (`mode`) of
+    /// `len` bytes into `dst` with its sender (see [`SPLIT_MIN`]): as for a
+    /// push, but for a receiver with nothing else to do, where CMA reads
+    /// have worked (a heap message: the sender's write tells, see
+    /// `PUSH_REFUSED`), not
     /// with more ranks than cores (the sender's core is another rank's
     /// then, and the receiver would wait for it), and not for a receive
     /// that a local operation combines next (`fusable`): that one reads
     /// the message, from this core's cache when this core copied it (2
     /// ranks, reduce of 64 KiB: 5.5-7.2 us read here, 8.2-9.9 split).
-    fn split_pays(&self, r: OpRef, src: u32, len: usize, dst: &Pieces) -> bool {
-        self.splits && len >= SPLIT_MIN && self.st.cma_reads_work && !self.fusable(r, len) && self.may_write_here(src, dst)
+    fn split_pays(&self, r: OpRef, src: u32, mode: u8, len: usize, dst: &Pieces) -> bool {
+        self.splits
+            && if mode == proto::MODE_HEAP { len >= HEAP_SPLIT_MIN } else { len >= SPLIT_MIN && self.st.cma_reads_work }
+            && !self.fusable(r, len)
+            && self.may_write_here(src, dst)
     }
 
     /// Sender: one part of rendezvous `token` is over (its write, or a
@@ -2496,7 +2509,7 @@ impl Engine {
                 match self.st.reads.iter_mut().find(|rd| rd.src == src && rd.token == token) {
                     Some(rd) => rd.len = len,
                     None => {
-                        self.st.reads.push_back(Read { r, src, len, mode: proto::MODE_CMA, token, addr: sp.addr, done: sp.half, ns: 0 });
+                        self.st.reads.push_back(Read { r, src, len, mode: sp.mode, token, addr: sp.addr, done: sp.half, ns: 0 });
                         self.st.streams_active += 1;
                     }
                 }
