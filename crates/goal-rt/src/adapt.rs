@@ -46,6 +46,13 @@
 //!   ranks, allgather of 4 MiB ran by the stream at 1056 us in a run of
 //!   every collective and 767-825 us by CMA, beside Open MPI's 722-747.
 //!
+//! An exchange's measurements are clean only when both messages took the
+//! same path: a mixed pair is recorded for neither (see [`Adapt::arrived`]),
+//! and an exchange explores the other path with two sends in a row, the
+//! first of which meets the peer's send on the old path. Above calibration's
+//! CMA range an exchange still starts from CMA (the engine passes it as the
+//! calibrated path): calibration timed lone messages.
+//!
 //! A third, a *burst* (more large sends to the peer already in flight),
 //! takes a fixed path without measuring (see [`Adapt::pick`]): the stream,
 //! or CMA where the receiver splits the copy with its waiting sender.
@@ -104,7 +111,17 @@ pub(crate) enum Situation {
 struct Class {
     ns_per_byte: [f64; 2],
     explored: u64,
+    /// Sends left in the current exploration of the slower path (see
+    /// [`EXCHANGE_EXPLORE`]).
+    exploring: u8,
 }
+
+/// Sends of an exchange's class that explore the slower path in a row. The
+/// lower rank's first one meets the higher rank's send on the old path (it
+/// follows only what it has heard, see [`Adapt::heard`]): a mixed pair,
+/// whose time is recorded for neither path (see [`Adapt::arrived`]); the
+/// second one is the pair's on the new path.
+const EXCHANGE_EXPLORE: u8 = 2;
 
 /// The chooser (see the module documentation).
 pub(crate) struct Adapt {
@@ -115,6 +132,9 @@ pub(crate) struct Adapt {
     /// Per lower-ranked peer and size class: the path of its last message
     /// to us and when it came, which our sends to it follow for [`LEAD_NS`].
     led: Vec<[Option<(Path, u64)>; CLASSES]>,
+    /// Per peer and size class: the path of the latest large message that
+    /// came from it, to tell a mixed exchange (see [`Adapt::arrived`]).
+    arrived: Vec<[Option<Path>; CLASSES]>,
     /// A receiver refused CMA: never offer it again.
     cma_denied: bool,
     /// Bursts go by CMA: an idle receiver then splits each message with its
@@ -142,7 +162,7 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, taken: [0; 2], taken_in_exchange: [0; 2] }
+        Adapt { from, classes, led: vec![[None; CLASSES]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, taken: [0; 2], taken_in_exchange: [0; 2] }
     }
 
     /// Sends bursts by CMA (`on`: messages split between the two cores) or
@@ -211,8 +231,12 @@ impl Adapt {
             };
             let flip = |p: Path| if p == Path::Cma { Path::Stream } else { Path::Cma };
             let best = if other * MARGIN < mine { flip(calibrated) } else { calibrated };
-            if now.saturating_sub(c.explored) >= EXPLORE_NS {
+            if c.exploring > 0 {
+                c.exploring -= 1;
+                flip(best)
+            } else if now.saturating_sub(c.explored) >= EXPLORE_NS {
                 c.explored = now;
+                c.exploring = if exchange { EXCHANGE_EXPLORE - 1 } else { 0 };
                 flip(best)
             } else {
                 best
@@ -223,8 +247,13 @@ impl Adapt {
     /// A send of `len` bytes to `peer` took `ns` on `path`, as half of an
     /// exchange or not (a burst's sends count as lone ones: they took the
     /// stream, as lone messages may).
+    /// Half of an exchange counts only if the message that came the other
+    /// way took the same path (see [`Adapt::arrived`]).
     pub fn record(&mut self, peer: usize, len: usize, path: Path, exchange: bool, ns: u64) {
         if len < self.from || len == 0 || ns == 0 {
+            return;
+        }
+        if exchange && self.arrived[peer][class_of(len)].is_some_and(|p| p != path) {
             return;
         }
         let x = ns as f64 / len as f64;
@@ -242,6 +271,20 @@ impl Adapt {
     fn heard_at(&mut self, peer: usize, len: usize, path: Path, now: u64) {
         if len >= self.from {
             self.led[peer][class_of(len)] = Some((path, now));
+        }
+    }
+
+    /// A large message of `len` bytes came from `peer` by `path`. An
+    /// exchange whose two messages took different paths serialises (one
+    /// rank reads by CMA while its peer waits to push its stream, see the
+    /// module documentation) and is recorded for neither: measured, the
+    /// lower rank's exploration of CMA in a 4 MiB exchange met the higher
+    /// rank's stream and took 0.20-0.29 ns per byte, so CMA never looked
+    /// faster than the stream's 0.19-0.25 (2 ranks, alltoall of 4 MiB
+    /// after 1 MiB: 1082 us by the stream, against 805-815 us by CMA).
+    pub fn arrived(&mut self, peer: usize, len: usize, path: Path) {
+        if len >= self.from {
+            self.arrived[peer][class_of(len)] = Some(path);
         }
     }
 
@@ -298,6 +341,43 @@ mod tests {
         assert_eq!(a.pick(1, len, Path::Stream, Situation::Burst), Some(Path::Stream), "outside calibration's CMA range");
         a.deny_cma();
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
+    }
+
+    #[test]
+    fn a_mixed_exchange_is_recorded_for_neither_path() {
+        let mut a = Adapt::new(2, 64 << 10);
+        let len = 4 << 20;
+        let mb = len as u64 / 1000; // ns for 0.001 ns per byte
+        let at = |a: &mut Adapt, t| a.choose(1, len, Path::Stream, true, t);
+        a.record(1, len, Path::Stream, true, 1000 * mb);
+        // Our CMA message met the peer's stream: not a time of CMA's.
+        a.arrived(1, len, Path::Stream);
+        a.record(1, len, Path::Cma, true, 500 * mb);
+        assert_eq!(at(&mut a, 0), Some(Path::Cma), "CMA is still unmeasured, so it is tried");
+        // Both by CMA: recorded, and slower than the stream.
+        a.arrived(1, len, Path::Cma);
+        a.record(1, len, Path::Cma, true, 2000 * mb);
+        assert_eq!(at(&mut a, 0), Some(Path::Stream));
+        // A lone message's time does not depend on what comes the other way.
+        a.arrived(1, len, Path::Stream);
+        a.record(1, len, Path::Stream, false, 1000 * mb);
+        a.record(1, len, Path::Cma, false, 500 * mb);
+        assert_eq!(a.choose(1, len, Path::Stream, false, 0), Some(Path::Cma));
+    }
+
+    #[test]
+    fn an_exchange_explores_with_two_sends_in_a_row() {
+        let mut a = Adapt::new(2, 64 << 10);
+        let len = 4 << 20;
+        for exchange in [false, true] {
+            a.record(1, len, Path::Stream, exchange, 2_000_000);
+            a.record(1, len, Path::Cma, exchange, 1_000_000);
+            let picks: Vec<Path> = (0..4).filter_map(|i| a.choose(1, len, Path::Cma, exchange, 30 * MS + i)).collect();
+            let tries = if exchange { 2 } else { 1 };
+            let mut want = vec![Path::Stream; tries];
+            want.resize(4, Path::Cma);
+            assert_eq!(picks, want, "exchange {exchange}");
+        }
     }
 
     #[test]

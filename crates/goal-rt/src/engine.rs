@@ -1608,7 +1608,15 @@ impl Engine {
             } else {
                 adapt::Situation::Lone
             };
-            let cma = match self.adapt.pick(p, len, if calibrated { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
+            // Calibration timed lone messages, where the stream's two
+            // copies run on two cores. In an exchange both cores copy
+            // anyway, and CMA copies once where the stream copies twice: it
+            // is the default there above calibration's range too, left
+            // only for a stream measured `MARGIN` (adapt.rs) times faster (2
+            // ranks, alltoall of 4 MiB after 1 MiB: 1.21-1.26 ms by the
+            // stream, CMA measured 1.2 times faster per byte and not taken).
+            let default = calibrated || (exchange && len >= self.th.cma.0);
+            let cma = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
                 Some(path) => path == adapt::Path::Cma,
                 None => calibrated,
             };
@@ -2238,10 +2246,13 @@ impl Engine {
                 }
             }
             proto::RTS => {
-                if src < self.rank && (h.mode == proto::MODE_CMA || h.mode == proto::MODE_STREAM) {
-                    // The pair's lower rank chose: our sends follow (see `adapt`).
+                if h.mode == proto::MODE_CMA || h.mode == proto::MODE_STREAM {
                     let path = if h.mode == proto::MODE_CMA { adapt::Path::Cma } else { adapt::Path::Stream };
-                    self.adapt.heard(src as usize, h.len as usize, path);
+                    self.adapt.arrived(src as usize, h.len as usize, path);
+                    if src < self.rank {
+                        // The pair's lower rank chose: our sends follow (see `adapt`).
+                        self.adapt.heard(src as usize, h.len as usize, path);
+                    }
                 }
                 let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode: h.mode, token: h.token, addr: h.addr } };
                 match self.match_posted(h.sched, h.seq, src, h.tag) {
