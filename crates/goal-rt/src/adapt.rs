@@ -245,8 +245,8 @@ impl Adapt {
     }
 
     /// A send of `len` bytes to `peer` took `ns` on `path`, as half of an
-    /// exchange or not (a burst's sends count as lone ones: they took the
-    /// stream, as lone messages may).
+    /// exchange or not (a burst's sends count as lone ones).
+    ///
     /// Half of an exchange counts only if the message that came the other
     /// way took the same path (see [`Adapt::arrived`]).
     pub fn record(&mut self, peer: usize, len: usize, path: Path, exchange: bool, ns: u64) {
