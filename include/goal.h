@@ -272,7 +272,8 @@ typedef int GOAL_Algorithm;
 #define GOAL_ALG_AUTO 0
 
 /*
- Direct messages between the root and everyone (alltoall: every message at once).
+ Direct messages between the root and everyone (reduce: the root
+ combines every rank's vector; alltoall: every message at once).
  */
 #define GOAL_ALG_LINEAR 1
 

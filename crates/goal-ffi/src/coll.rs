@@ -30,7 +30,8 @@ use std::ffi::{c_int, c_void};
 pub type GOAL_Algorithm = c_int;
 /// Pick from the group size and message size (a table measured on this machine).
 pub const GOAL_ALG_AUTO: GOAL_Algorithm = 0;
-/// Direct messages between the root and everyone (alltoall: every message at once).
+/// Direct messages between the root and everyone (reduce: the root
+/// combines every rank's vector; alltoall: every message at once).
 pub const GOAL_ALG_LINEAR: GOAL_Algorithm = 1;
 /// Linear with a synchronisation message and a first segment (gather,
 /// scatter); alltoall: pairwise exchange, one peer at a time.

@@ -599,6 +599,8 @@ fn elements(red: Reduction, n: u64, rng: &mut Rng) -> Vec<u8> {
 enum Order {
     /// Binomial tree on ranks relative to the root, nearest child first.
     Binomial(u32),
+    /// The left fold over ranks relative to the root: root, root + 1, ...
+    Linear(u32),
     /// Fold pairs (2i, 2i+1), then the butterfly with distances ascending (recursive doubling).
     Doubling,
     /// Fold pairs, then distances descending (recursive halving).
@@ -635,6 +637,10 @@ fn model(red: Reduction, order: Order, xs: &[Vec<u8>], blocks: &[(u64, u64)]) ->
                 acc
             }
             tree(red, xs, 0, root)
+        }
+        Order::Linear(root) => {
+            let relative: Vec<Vec<u8>> = (0..p).map(|v| xs[((v + root) % p) as usize].clone()).collect();
+            fold(red, &relative)
         }
         Order::Doubling | Order::Halving => {
             let p2 = 1u32 << (31 - p.leading_zeros());
@@ -674,6 +680,7 @@ fn even_blocks(n: u64, p: u32) -> Vec<(u64, u64)> {
 fn order_of(coll: Coll, alg: Algorithm, root: u32) -> Order {
     match (coll, alg) {
         (Coll::Reduce, Algorithm::Binomial) => Order::Binomial(root),
+        (Coll::Reduce, Algorithm::Linear) => Order::Linear(root),
         (_, Algorithm::RecursiveDoubling) if coll == Coll::Allreduce => Order::Doubling,
         (_, Algorithm::Ring) => Order::Ring,
         _ => Order::Halving,

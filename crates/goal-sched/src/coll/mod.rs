@@ -205,7 +205,7 @@ pub fn algorithms(coll: Coll) -> &'static [Algorithm] {
         Coll::Gather | Coll::Scatter => &[Linear, LinearSync, Binomial],
         Coll::Allgather => &[RecursiveDoubling, Bruck, Ring],
         Coll::Alltoall => &[Linear, LinearSync, Bruck],
-        Coll::Reduce => &[Binomial, Rabenseifner],
+        Coll::Reduce => &[Linear, Binomial, Rabenseifner],
         Coll::Allreduce => &[RecursiveDoubling, Ring, Rabenseifner],
         Coll::ReduceScatterBlock => &[RecursiveDoubling, Ring],
     }

@@ -11,7 +11,7 @@ use crate::graph::{Buf, Graph, VertexId};
 
 /// Appends a reduction of `count` elements to `root`.
 ///
-/// Algorithms: binomial tree, Rabenseifner.
+/// Algorithms: linear, binomial tree, Rabenseifner.
 ///
 /// # Order of operations
 ///
@@ -19,6 +19,8 @@ use crate::graph::{Buf, Graph, VertexId};
 /// algorithm, group size and root (integers agree across algorithms;
 /// floats may differ in the last bits):
 ///
+/// * linear, on relative ranks `v = (i - root) mod size`:
+///   `(((x_0 op x_1) op x_2) op ...) op x_(size-1)`;
 /// * binomial tree, on relative ranks `v = (i - root) mod size`:
 ///   `T(v) = (((x_v op T(c1)) op T(c2)) op ...)` over the children `c1 <
 ///   c2 < ...` of `v` in the in-order binomial tree (`v + 1, v + 2, v + 4,
@@ -47,8 +49,8 @@ pub fn reduce(
             if sbuf != rbuf {
                 b.copy(input, user(rbuf), count * esz, &[]);
             }
-        } else if alg == Algorithm::Binomial {
-            binomial(&mut b, &red, esz, count, input, rbuf, root);
+        } else if alg == Algorithm::Binomial || alg == Algorithm::Linear {
+            tree(&mut b, &red, esz, count, input, rbuf, root, alg == Algorithm::Linear);
         } else {
             rabenseifner(&mut b, &red, esz, count, input, rbuf, root);
         }
@@ -60,7 +62,11 @@ pub fn reduce(
 pub(crate) const SLOT_BUDGET: u64 = 1 << 20;
 
 /// Binomial tree on relative ranks (the mirror image of the binomial
-/// broadcast).
+/// broadcast), or with `flat` the linear reduce (Open MPI's basic linear):
+/// every other rank is a child of the root and sends its vector there, so
+/// no rank waits for another to combine and forward (with more ranks than
+/// cores, a rank that has to forward may not be running), and the root
+/// combines every vector itself.
 ///
 /// Relative rank `v` receives the partial result of each child's subtree
 /// into a receive *slot* and folds them into its *accumulator* nearest
@@ -80,13 +86,19 @@ pub(crate) const SLOT_BUDGET: u64 = 1 << 20;
 /// Order of operations: `T(v) = (((x_v op T(c1)) op T(c2)) op ...)` over
 /// the children `c1 < c2 < ...` of `v`; the result is `T(0)`, in relative
 /// rank order starting at the root.
-fn binomial(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u64, root: u32) {
+#[allow(clippy::too_many_arguments)] // the reduction's operands, and the tree's shape
+fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u64, root: u32, flat: bool) {
     let p = b.size;
     let v = vrank(b.rank, root, p);
-    let kids = children(v, p);
+    let kids = match (flat, v) {
+        (false, _) => children(v, p),
+        (true, 0) => (1..p).collect(),
+        (true, _) => vec![],
+    };
+    let up = if flat { 0 } else { parent(v) };
     let bytes = n * esz;
     if kids.is_empty() {
-        b.send(input, bytes, real(parent(v), root, p), 0, &[]);
+        b.send(input, bytes, real(up, root, p), 0, &[]);
         return;
     }
     let acc = if v == 0 { user(rbuf) } else { scr(b.scratch(bytes)) };
@@ -110,7 +122,7 @@ fn binomial(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf
     }
     let prev: Vec<VertexId> = combines.last().copied().into_iter().collect();
     if v != 0 {
-        b.send(acc, bytes, real(parent(v), root, p), 0, &prev);
+        b.send(acc, bytes, real(up, root, p), 0, &prev);
     }
 }
 
