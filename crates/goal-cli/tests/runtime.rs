@@ -1079,9 +1079,9 @@ fn an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender() {
 /// split too: a waiting sender queues its halves behind the ones it is
 /// writing instead of declining, so both cores copy. Rank 1 sends eight
 /// messages of 256 KiB + 8 at once, 20 ms after rank 0 has posted its
-/// eight receives, into buffers 4 KiB longer, five times. Every byte must arrive and nothing
-/// past a message may be written; with 2 ranks rank 0's debug line counts
-/// split messages and (nearly) no declined ones.
+/// eight receives, into buffers 4 KiB longer, five times. Every byte must
+/// arrive and nothing past a message may be written; with 2 ranks rank 0's
+/// debug line counts split messages and (nearly) no declined ones.
 #[test]
 fn a_burst_of_large_messages_is_split_between_the_two_cores() {
     const TEST: &str = "a_burst_of_large_messages_is_split_between_the_two_cores";

@@ -2415,11 +2415,11 @@ impl Engine {
     /// [`HEAP_SPLIT_MIN`]): as for a push, but for a receiver with nothing
     /// else to do, where CMA reads have worked (a heap message: the
     /// sender's write tells, see `PUSH_REFUSED`), not with more ranks than
-    /// cores (the sender's core is another rank's
-    /// then, and the receiver would wait for it), and not for a receive
-    /// that a local operation combines next (`fusable`): that one reads
-    /// the message, from this core's cache when this core copied it (2
-    /// ranks, reduce of 64 KiB: 5.5-7.2 us read here, 8.2-9.9 split).
+    /// cores (the sender's core is another rank's then, and the receiver
+    /// would wait for it), and not for a receive that a local operation
+    /// combines next (`fusable`): that one reads the message, from this
+    /// core's cache when this core copied it (2 ranks, reduce of 64 KiB:
+    /// 5.5-7.2 us read here, 8.2-9.9 split).
     fn split_pays(&self, r: OpRef, src: u32, mode: u8, len: usize, dst: &Pieces) -> bool {
         let long = if mode == proto::MODE_HEAP { len >= HEAP_SPLIT_MIN } else { len >= SPLIT_MIN && self.st.cma_reads_work };
         self.splits
