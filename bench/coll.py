@@ -9,8 +9,14 @@ collective (goal: GOAL_Run + GOAL_Wait of a persistent GOAL_Xxx_init schedule; M
 blocking call, MPI_Ixxx + MPI_Wait, or MPI_Start + MPI_Wait of a persistent request); for
 bcast, gather, scatter and reduce, which do not synchronise the group, every rank enters a
 barrier before each timed iteration; the times are averaged over the ranks per iteration,
-and the median over iterations is the run's value. See bench/goal_coll.c and
-bench/mpi_coll.c.
+and the median over iterations is the run's value (each rank's median is kept too, as
+rank_median_us). See bench/goal_coll.c and bench/mpi_coll.c.
+
+That barrier (the separator) is the same for every library: a shared-memory barrier of the
+benchmark's own (bench/separator.h), in a fresh file per run. Which rank leaves a barrier
+first moves time between collectives whose root sends and those whose root receives, and
+each library's own barrier orders its ranks differently (bench/separator.h has the
+figures); --separator own measures with each library's barrier instead.
 
 Every collective (barrier, bcast, gather, scatter, allgather, alltoall, reduce, allreduce,
 reduce_scatter_block), every goal algorithm and GOAL_ALG_AUTO, sizes 8 B .. 4 MiB per rank
@@ -109,6 +115,10 @@ def parse_args():
     ap.add_argument("--strict", action="store_true", help="exit 1 if a goal target is missed")
     ap.add_argument("--all-states", action="store_true",
                     help="summarize every run, also those made in a slow core-to-core state")
+    ap.add_argument("--separator", choices=("shm", "own"), default="shm",
+                    help="what separates the timed iterations of bcast, gather, scatter and reduce: shm "
+                         "(default), one shared-memory barrier for every library (bench/separator.h); own, "
+                         "each library's barrier (goal's recursive doubling, MPI_Barrier)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
     a = ap.parse_args()
     if not a.no_goal and a.prefix is None:
@@ -142,13 +152,15 @@ def program_args(a, ranks: int) -> list[str]:
     args += ["--budget-ms", str(budget)]
     if not a.quick and ranks > 2:
         args += ["--min-iters", "7", "--max-iters", "500"]
+    if a.separator == "shm":
+        args += ["--sep-file", C.SEP_FILE]
     return args
 
 
 def build_and_configure(a) -> tuple[list[Config], dict]:
     configs: list[Config] = []
     libinfo: dict = {}
-    deps = [C.BENCH / "p2p_common.h"]
+    deps = [C.BENCH / "p2p_common.h", C.BENCH / "separator.h"]
     if not a.no_goal:
         try:
             goal = C.find_goal(a.prefix)
@@ -227,8 +239,9 @@ def run_all(a, configs: list[Config]):
                     c2c0 = p0.get("oneway_ns")
                     C.log(f"[{done}/{total}, round {r + 1}] {cfg.name}, {n} ranks ..."
                           + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
-                    with C.CpuMeter() as meter:
-                        res = C.run(cfg.cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
+                    with C.SeparatorFile() as sep, C.CpuMeter() as meter:
+                        cmd = sep.put_in(cfg.cmd)
+                        res = C.run(cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
                     st = meter.result
                     p1 = C.cpu_probe()
                     c2c1 = p1.get("oneway_ns")

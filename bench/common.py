@@ -18,6 +18,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,6 +262,35 @@ def wait_for_idle(max_wait_s: float, threshold: float = 0.10) -> tuple[bool, flo
             return True, time.monotonic() - t0
         if time.monotonic() - t0 >= max_wait_s:
             return False, time.monotonic() - t0
+
+
+# Stands for the separator's file (bench/separator.h) in a benchmark program's arguments;
+# SeparatorFile.put_in gives each run a new one.
+SEP_FILE = "@SEP_FILE@"
+
+
+class SeparatorFile:
+    """A page of zeros (in /dev/shm where it exists) for the separator of one run of
+    bench/goal_coll.c or bench/mpi_coll.c, removed afterwards."""
+
+    def __enter__(self) -> "SeparatorFile":
+        d = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        fd, self.path = tempfile.mkstemp(prefix="goal-bench-sep.", dir=d)
+        try:
+            os.write(fd, bytes(4096))
+        finally:
+            os.close(fd)
+        return self
+
+    def put_in(self, cmd: list) -> list:
+        """`cmd` with SEP_FILE replaced by this file's path."""
+        return [self.path if x == SEP_FILE else x for x in cmd]
+
+    def __exit__(self, *exc) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 class CpuMeter:

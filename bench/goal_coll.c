@@ -2,21 +2,24 @@
  *
  *   goalrun -n N ./goal_coll [--name LIB] [--quick] [--pin] [--heap] [--colls LIST]
  *                            [--algs all|auto|LIST] [--sizes LIST] [--gather-extra] [--budget-ms X]
- *                            [--min-iters N] [--max-iters N]
+ *                            [--min-iters N] [--max-iters N] [--sep-file PATH]
  *
  * For every collective, algorithm and size: the persistent schedule is built once with
  * GOAL_Xxx_init (root 0; reductions: GOAL_FLOAT 64 GOAL_ADD), warmed up, then every rank
  * times GOAL_Run + GOAL_Wait of each iteration with clock_gettime(CLOCK_MONOTONIC). Before
  * each timed iteration of a collective that does not synchronise the group (bcast, gather,
- * scatter, reduce) every rank runs a goal barrier, so that iterations do not pipeline: always
- * the recursive-doubling one (GOAL_ALG_RECURSIVE_DOUBLING), where every rank sends and receives
- * in each round, and not AUTO's choice, which moves when the decision table is measured again.
+ * scatter, reduce) every rank enters a separator, so that iterations do not pipeline: with
+ * --sep-file the shared-memory barrier of separator.h, the same for goal and the MPIs (bench/coll.py
+ * always gives one; separator.h says why), without it a goal barrier, always the
+ * recursive-doubling one (GOAL_ALG_RECURSIVE_DOUBLING), where every rank sends and receives in
+ * each round, and not AUTO's choice, which moves when the decision table is measured again.
  * Which barrier separates the iterations decides who leaves it first, and with more ranks than
  * cores that moves time between the collectives whose root sends (bcast, scatter) and those whose
  * root receives (gather, reduce): 4 ranks on 2 cores, 8 B, with the linear barrier (rank 0
  * releases the others and leaves first) bcast 0.25 us and gather 1.4-1.9 us; with recursive
  * doubling 3.2-3.7 us and 1.2 us. The per-iteration times are collected at rank 0, averaged over
- * the ranks per iteration, and the median over iterations is reported.
+ * the ranks per iteration, and the median over iterations is reported (and each rank's median,
+ * as rank_median_us).
  *
  * Size = one rank's contribution in bytes: the message of bcast, one block of gather,
  * scatter, allgather, alltoall and reduce_scatter_block, the vector of reduce and
@@ -28,12 +31,14 @@
  *
  * Rank 0 prints one JSON object per line:
  *   {"lib", "test": "coll", "coll", "alg", "ranks", "bytes", "median_us", "mean_us",
- *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before": bool, "verified": bool}
+ *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before": bool, "verified": bool,
+ *    "rank_median_us": [per rank]}
  * "verified": after the timed iterations one more run with known data (every rank checks its
  * result; the maximum of the failures over ranks through a goal allreduce) was right.
  * plus a {"test": "meta"} line first. Any failing GOAL call prints GOAL_LastError() and exits 1.
  */
 #include "p2p_common.h"
+#include "separator.h"
 
 #include <goal.h>
 
@@ -221,17 +226,24 @@ static void collect(int iters) {
 static GOAL_Schedule g_bar, g_max; /* barrier between iterations; MAX allreduce of one double */
 static double g_max_in, g_max_out;
 
+/* Between timed iterations: the shared-memory barrier of separator.h (--sep-file), or
+ * goal's recursive-doubling barrier without it. */
+static void separate(void) {
+    if (sep_p) sep_wait();
+    else run_wait(g_bar);
+}
+
 static void point(int c, int alg, size_t n, double budget_s, int min_it, int max_it) {
     GOAL_Schedule s = make(c, alg, n);
     int bar = !SYNCS[c] && nranks > 1;
     /* warm-up, then an estimate */
     for (int i = 0; i < 3; i++) {
-        if (bar) run_wait(g_bar);
+        if (bar) separate();
         run_wait(s);
     }
     double est = 0;
     for (int i = 0; i < 3; i++) {
-        if (bar) run_wait(g_bar);
+        if (bar) separate();
         double a = now_s();
         run_wait(s);
         est += now_s() - a;
@@ -243,7 +255,7 @@ static void point(int c, int alg, size_t n, double budget_s, int min_it, int max
     if (it > max_it) it = max_it;
     int iters = (int)it;
     for (int i = 0; i < iters; i++) {
-        if (bar) run_wait(g_bar);
+        if (bar) separate();
         double a = now_s();
         run_wait(s);
         g_t[i] = (now_s() - a) * 1e6;
@@ -251,7 +263,7 @@ static void point(int c, int alg, size_t n, double budget_s, int min_it, int max
     /* verification: known data through the same schedule, the result checked on every rank */
     uint64_t seed = ((uint64_t)c << 40) ^ ((uint64_t)alg << 32) ^ n ^ 0x5eed;
     prepare(c, n, seed);
-    if (bar) run_wait(g_bar);
+    if (bar) separate();
     run_wait(s);
     g_max_in = verify(c, n, seed) ? 0.0 : 1.0;
     run_wait(g_max);
@@ -273,9 +285,11 @@ static void point(int c, int alg, size_t n, double budget_s, int min_it, int max
         json_str(stdout, lib);
         printf(", \"test\": \"coll\", \"coll\": \"%s\", \"alg\": \"%s\", \"ranks\": %d, \"bytes\": %zu, "
                "\"median_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"p25_us\": %.4f, "
-               "\"p75_us\": %.4f, \"max_us\": %.4f, \"iters\": %d, \"barrier_before\": %s, \"verified\": %s}\n",
+               "\"p75_us\": %.4f, \"max_us\": %.4f, \"iters\": %d, \"barrier_before\": %s, \"verified\": %s",
                COLL[c], ALG[alg], nranks, n, med, mean, avg[0], avg[iters / 4], avg[(3 * iters) / 4],
                avg[iters - 1], iters, bar ? "true" : "false", verified ? "true" : "false");
+        json_rank_medians(stdout, g_all, nranks, iters);
+        printf("}\n");
         fflush(stdout);
         free(avg);
     }
@@ -296,7 +310,7 @@ int main(int argc, char **argv) {
     int quick = 0, pin = 0, min_it = -1, max_it = -1;
     double budget_ms = -1;
     int gextra = 0; /* gather also at GATHER_EXTRA bytes (default: when --sizes is not given) */
-    const char *name = NULL, *colls = NULL, *algs = "all", *sizes_arg = NULL;
+    const char *name = NULL, *colls = NULL, *algs = "all", *sizes_arg = NULL, *sep_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--heap")) use_heap = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -306,13 +320,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--algs") && i + 1 < argc) algs = argv[++i];
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_arg = argv[++i];
         else if (!strcmp(argv[i], "--gather-extra")) gextra = 1;
+        else if (!strcmp(argv[i], "--sep-file") && i + 1 < argc) sep_file = argv[++i];
         else if (!strcmp(argv[i], "--budget-ms") && i + 1 < argc) budget_ms = atof(argv[++i]);
         else if (!strcmp(argv[i], "--min-iters") && i + 1 < argc) min_it = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--max-iters") && i + 1 < argc) max_it = atoi(argv[++i]);
         else {
             fprintf(stderr,
                     "usage: %s [--name LIB] [--quick] [--pin] [--heap] [--colls LIST] [--algs all|auto|LIST]\n"
-                    "          [--sizes LIST] [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N]\n",
+                    "          [--sizes LIST] [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N]\n"
+                    "          [--sep-file PATH]\n",
                     argv[0]);
             return 2;
         }
@@ -346,6 +362,7 @@ int main(int argc, char **argv) {
     if (GOAL_Init() != GOAL_SUCCESS) fail("GOAL_Init", 0);
     nranks = GOAL_GroupSize();
     rank = GOAL_MyRank();
+    if (sep_file && sep_open(sep_file, nranks) != 0) return 1;
     if (pin) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         if (ncpu < 1) ncpu = 1;
@@ -381,9 +398,9 @@ int main(int argc, char **argv) {
         json_str(stdout, aff);
         printf(", \"heap\": %s, \"progress\": ", use_heap ? "true" : "false");
         json_str(stdout, prog ? prog : "");
-        printf(", \"quick\": %s, \"budget_ms\": %g, \"min_iters\": %d, \"max_iters\": %d, "
+        printf(", \"separator\": \"%s\", \"quick\": %s, \"budget_ms\": %g, \"min_iters\": %d, \"max_iters\": %d, "
                "\"timer\": \"clock_gettime(CLOCK_MONOTONIC) around GOAL_Run+GOAL_Wait\"}\n",
-               quick ? "true" : "false", budget_ms, min_it, max_it);
+               sep_p ? "shm" : "goal barrier", quick ? "true" : "false", budget_ms, min_it, max_it);
         fflush(stdout);
     }
 

@@ -4,7 +4,7 @@
  *
  *   mpirun -n N ./mpi_coll LIBNAME [--quick] [--pin] [--colls LIST] [--variants LIST]
  *                          [--sizes LIST] [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N]
- *                          [--force-persistent]
+ *                          [--force-persistent] [--sep-file PATH]
  *
  * Variants (each timed per iteration by every rank, clock_gettime(CLOCK_MONOTONIC)):
  *   blocking     MPI_Xxx
@@ -14,13 +14,15 @@
  *                where neither exists the variant is skipped with a {"test": "skip"} line)
  * Root 0; reductions: MPI_DOUBLE MPI_SUM; size = one rank's contribution in bytes (as in
  * goal_coll.c). Before each timed iteration of bcast, gather, scatter and reduce every rank
- * calls MPI_Barrier. Per-iteration times are gathered at rank 0 (MPI_Gather), averaged over
+ * enters a separator: with --sep-file the shared-memory barrier of separator.h (the same as
+ * goal_coll.c's), else MPI_Barrier. Per-iteration times are gathered at rank 0 (MPI_Gather), averaged over
  * the ranks, and the median over iterations is reported. Iterations: warm-up, an estimate
  * (max over ranks), then clamp(budget / estimate, min-iters, max-iters).
  *
  * Rank 0 prints one JSON object per line:
  *   {"lib", "test": "coll", "variant", "coll", "ranks", "bytes", "median_us", "mean_us",
- *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before", "verified"}
+ *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before", "verified",
+ *    "rank_median_us": [per rank]}
  * "verified": after the timed iterations one more call (the same persistent request) with known
  * data gave the right result on every rank. MPICH 4.0.2's persistent MPI_Scatter_init does not:
  * from the second MPI_Start on, non-root ranks complete without receiving (such rows are kept in
@@ -28,6 +30,7 @@
  * plus a {"test": "meta"} line first (library version).
  */
 #include "p2p_common.h"
+#include "separator.h"
 
 #include <mpi.h>
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -228,6 +231,13 @@ static double once(int v, int c, size_t n, MPI_Request *preq) {
     return now_s() - a;
 }
 
+/* Between timed iterations: the shared-memory barrier of separator.h (--sep-file), or
+ * MPI_Barrier without it. */
+static void separate(void) {
+    if (sep_p) sep_wait();
+    else MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void point(int v, int c, size_t n, double budget_s, int min_it, int max_it) {
     int bar = !SYNCS[c] && nranks > 1;
     MPI_Request preq = MPI_REQUEST_NULL;
@@ -235,12 +245,12 @@ static void point(int v, int c, size_t n, double budget_s, int min_it, int max_i
     if (v == PERSISTENT) persistent_init(c, n, &preq);
 #endif
     for (int i = 0; i < 3; i++) {
-        if (bar) MPI_Barrier(MPI_COMM_WORLD);
+        if (bar) separate();
         once(v, c, n, &preq);
     }
     double est = 0, mx = 0;
     for (int i = 0; i < 3; i++) {
-        if (bar) MPI_Barrier(MPI_COMM_WORLD);
+        if (bar) separate();
         est += once(v, c, n, &preq);
     }
     est /= 3;
@@ -250,13 +260,13 @@ static void point(int v, int c, size_t n, double budget_s, int min_it, int max_i
     if (it > max_it) it = max_it;
     int iters = (int)it;
     for (int i = 0; i < iters; i++) {
-        if (bar) MPI_Barrier(MPI_COMM_WORLD);
+        if (bar) separate();
         g_t[i] = once(v, c, n, &preq) * 1e6;
     }
     /* verification: known data through the same call (the same persistent request) */
     uint64_t seed = ((uint64_t)c << 40) ^ ((uint64_t)v << 32) ^ n ^ 0x5eed;
     prepare(c, n, seed);
-    if (bar) MPI_Barrier(MPI_COMM_WORLD);
+    if (bar) separate();
     once(v, c, n, &preq);
     int ok = verify(c, n, seed), all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -279,9 +289,11 @@ static void point(int v, int c, size_t n, double budget_s, int min_it, int max_i
         json_str(stdout, lib);
         printf(", \"test\": \"coll\", \"variant\": \"%s\", \"coll\": \"%s\", \"alg\": \"%s\", \"ranks\": %d, "
                "\"bytes\": %zu, \"median_us\": %.4f, \"mean_us\": %.4f, \"min_us\": %.4f, \"p25_us\": %.4f, "
-               "\"p75_us\": %.4f, \"max_us\": %.4f, \"iters\": %d, \"barrier_before\": %s, \"verified\": %s}\n",
+               "\"p75_us\": %.4f, \"max_us\": %.4f, \"iters\": %d, \"barrier_before\": %s, \"verified\": %s",
                VAR[v], COLL[c], VAR[v], nranks, n, med, mean, avg[0], avg[iters / 4], avg[(3 * iters) / 4],
                avg[iters - 1], iters, bar ? "true" : "false", all_ok ? "true" : "false");
+        json_rank_medians(stdout, g_all, nranks, iters);
+        printf("}\n");
         fflush(stdout);
         free(avg);
     }
@@ -307,7 +319,7 @@ int main(int argc, char **argv) {
     double budget_ms = -1;
     int force_persistent = 0;
     int gextra = 0; /* gather also at GATHER_EXTRA bytes (default: when --sizes is not given) */
-    const char *colls = NULL, *variants = NULL, *sizes_arg = NULL;
+    const char *colls = NULL, *variants = NULL, *sizes_arg = NULL, *sep_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--pin")) pin = 1;
@@ -316,6 +328,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_arg = argv[++i];
         else if (!strcmp(argv[i], "--gather-extra")) gextra = 1;
         else if (!strcmp(argv[i], "--force-persistent")) force_persistent = 1;
+        else if (!strcmp(argv[i], "--sep-file") && i + 1 < argc) sep_file = argv[++i];
         else if (!strcmp(argv[i], "--budget-ms") && i + 1 < argc) budget_ms = atof(argv[++i]);
         else if (!strcmp(argv[i], "--min-iters") && i + 1 < argc) min_it = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--max-iters") && i + 1 < argc) max_it = atoi(argv[++i]);
@@ -324,13 +337,14 @@ int main(int argc, char **argv) {
             if (rank == 0)
                 fprintf(stderr,
                         "usage: %s LIBNAME [--quick] [--pin] [--colls LIST] [--variants LIST] [--sizes LIST]\n"
-                        "          [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N]\n",
+                        "          [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N] [--sep-file PATH]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;
         }
     }
     if (!lib) lib = "mpi";
+    if (sep_file && sep_open(sep_file, nranks) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
     if (budget_ms < 0) budget_ms = quick ? 10 : 40;
     if (min_it < 0) min_it = quick ? 5 : 15;
     if (max_it < 0) max_it = quick ? 200 : 1000;
@@ -390,8 +404,8 @@ int main(int argc, char **argv) {
         json_str(stdout, PERSISTENT_NOTE);
         printf(", \"affinity_rank0\": ");
         json_str(stdout, aff);
-        printf(", \"quick\": %s, \"budget_ms\": %g, \"min_iters\": %d, \"max_iters\": %d}\n", quick ? "true" : "false",
-               budget_ms, min_it, max_it);
+        printf(", \"separator\": \"%s\", \"quick\": %s, \"budget_ms\": %g, \"min_iters\": %d, \"max_iters\": %d}\n",
+               sep_p ? "shm" : "MPI_Barrier", quick ? "true" : "false", budget_ms, min_it, max_it);
         const char *why = !HAVE_PERSISTENT ? PERSISTENT_NOTE : force_persistent ? NULL : BROKEN_PERSISTENT;
         if (why && in_list(variants, "persistent")) {
             printf("{\"lib\": ");

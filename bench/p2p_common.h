@@ -133,6 +133,20 @@ static inline int pin_process(int cpu) {
     return rc;
 }
 
+/* `, "rank_median_us": [...]`: each rank's median over the iterations of `all` (rank r's
+ * times at all[r * iters ..]), for the record of who waits (a root that sends finishes
+ * first, its receivers later). Sorts a copy. */
+static inline void json_rank_medians(FILE *f, const double *all, int nranks, int iters) {
+    double *v = malloc(sizeof(double) * (size_t)iters);
+    fprintf(f, ", \"rank_median_us\": [");
+    for (int r = 0; v && r < nranks; r++) {
+        memcpy(v, all + (size_t)r * (size_t)iters, sizeof(double) * (size_t)iters);
+        fprintf(f, "%s%.4f", r ? ", " : "", median(v, iters));
+    }
+    fprintf(f, "]");
+    free(v);
+}
+
 /* JSON string escaping for short ASCII-ish strings (lib names, versions) */
 static inline void json_str(FILE *f, const char *s) {
     fputc('"', f);

@@ -9,9 +9,9 @@
                                                         # others' measurements from results/tune.json
 
 Runs bench/goal_coll.c (the thesis' method, 6.5: Run+Wait per iteration on every rank, barrier
-before each iteration of a collective that does not synchronise, mean over ranks, median over
-iterations) for every collective and every goal algorithm, over group sizes (default 2, 3, 4)
-and message sizes (every power of two from 8 B to 4 MiB), several rounds interleaved; the
+before each iteration of a collective that does not synchronise (bench/separator.h's, as in
+bench/coll.py), mean over ranks, median over iterations) for every collective and every goal
+algorithm, over group sizes (default 2, 3, 4) and message sizes (every power of two from 8 B to 4 MiB), several rounds interleaved; the
 median over rounds decides. For each (collective, group size) the fastest algorithm per
 message size is chosen by dynamic programming: the total relative loss against the fastest
 algorithm over all sizes plus --switch-cost (0.15) per change of algorithm between neighbouring
@@ -121,7 +121,8 @@ def default_sizes(quick: bool) -> list[int]:
 
 def measure(a) -> dict:
     goal = C.find_goal(a.prefix)
-    exe = C.build_goal_program(goal, C.BENCH / "goal_coll.c", C.BUILD / "goal_coll", [C.BENCH / "p2p_common.h"])
+    exe = C.build_goal_program(goal, C.BENCH / "goal_coll.c", C.BUILD / "goal_coll",
+                                 [C.BENCH / "p2p_common.h", C.BENCH / "separator.h"])
     sizes = [int(s) for s in a.sizes.split(",")] if a.sizes and a.sizes.replace(",", "").isdigit() else None
     if a.sizes and sizes is None:
         sizes = [int(x[:-1]) * {"K": KiB, "M": MiB}[x[-1].upper()] if x[-1].upper() in "KM" else int(x)
@@ -134,7 +135,8 @@ def measure(a) -> dict:
         for n in order:
             cmd = [str(goal.goalrun), "-n", str(n), str(exe), "--name", "goal", "--algs", "all",
                    "--sizes", ",".join(map(str, sizes)), "--budget-ms", str(a.budget_ms),
-                   "--min-iters", "5" if a.quick else "9", "--max-iters", "200" if a.quick else "600"]
+                   "--min-iters", "5" if a.quick else "9", "--max-iters", "200" if a.quick else "600",
+                   "--sep-file", C.SEP_FILE]
             if a.colls:
                 cmd += ["--colls", a.colls]
             if not a.no_pin:
@@ -143,8 +145,8 @@ def measure(a) -> dict:
                 C.wait_for_idle(a.wait_idle)
             c2c = C.c2c_probe()
             C.log(f"[round {r + 1}/{a.rounds}] {n} ranks: every algorithm, {len(sizes)} sizes ...")
-            with C.CpuMeter() as m:
-                res = C.run(cmd, env=env, timeout=a.timeout, cwd=C.REPO)
+            with C.SeparatorFile() as sep, C.CpuMeter() as m:
+                res = C.run(sep.put_in(cmd), env=env, timeout=a.timeout, cwd=C.REPO)
             if not res.ok:
                 raise C.BenchError(f"goal_coll failed with {n} ranks: {res.describe()}")
             got = [x for x in C.parse_rows(res.stdout) if x.get("test") == "coll"]
