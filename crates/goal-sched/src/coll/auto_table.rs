@@ -4,6 +4,7 @@
 //! Measured 2026-11-26T18:26:20Z on vm: 2 CPUs (Intel(R) Xeon(R) Processor), docker, kernel 6.18.44-fc-v657; group sizes 2, 3, 4, 5 round(s), progress default, ranks pinned to CPU r % ncpus.
 //! alltoall measured again 2026-11-26T21:47:11Z (`--update`).
 //! reduce measured again 2026-11-27T00:26:09Z (`--update`).
+//! bcast, gather, reduce, scatter measured again 2026-11-27T01:11:38Z (`--update`).
 //! Group sizes above 2 ran more ranks than CPUs: their choices reflect ranks sharing CPUs.
 //!
 //! A rule applies to `coll` on `min_size ..= max_size` ranks when `bytes <= max_bytes`
@@ -32,20 +33,19 @@ pub(crate) const TABLE: &[Rule] = &[
     Rule { coll: Coll::Barrier, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Bruck },
     Rule { coll: Coll::Barrier, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Linear },
     Rule { coll: Coll::Barrier, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
-    Rule { coll: Coll::Bcast, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Linear },
-    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: 512, alg: Algorithm::Binomial },
-    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: 4096, alg: Algorithm::Linear },
-    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: 8192, alg: Algorithm::Ring },
-    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: 524288, alg: Algorithm::Linear },
-    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Ring },
+    Rule { coll: Coll::Bcast, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Linear },
     Rule { coll: Coll::Bcast, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Linear },
-    Rule { coll: Coll::Gather, min_size: 2, max_size: 2, max_bytes: 8192, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Gather, min_size: 2, max_size: 2, max_bytes: 131072, alg: Algorithm::Binomial },
     Rule { coll: Coll::Gather, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Linear },
     Rule { coll: Coll::Gather, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Linear },
     Rule { coll: Coll::Gather, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Scatter, min_size: 2, max_size: 2, max_bytes: 131072, alg: Algorithm::Linear },
     Rule { coll: Coll::Scatter, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Binomial },
-    Rule { coll: Coll::Scatter, min_size: 3, max_size: 3, max_bytes: 1048576, alg: Algorithm::Linear },
-    Rule { coll: Coll::Scatter, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::LinearSync },
+    Rule { coll: Coll::Scatter, min_size: 3, max_size: 3, max_bytes: 1048576, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Scatter, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Scatter, min_size: 4, max_size: 4, max_bytes: 1024, alg: Algorithm::Linear },
+    Rule { coll: Coll::Scatter, min_size: 4, max_size: 4, max_bytes: 2048, alg: Algorithm::Binomial },
     Rule { coll: Coll::Scatter, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Linear },
     Rule { coll: Coll::Allgather, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Bruck },
     Rule { coll: Coll::Allgather, min_size: 3, max_size: 3, max_bytes: 256, alg: Algorithm::RecursiveDoubling },
@@ -57,9 +57,10 @@ pub(crate) const TABLE: &[Rule] = &[
     Rule { coll: Coll::Alltoall, min_size: 4, max_size: 4, max_bytes: 16384, alg: Algorithm::Linear },
     Rule { coll: Coll::Alltoall, min_size: 4, max_size: 4, max_bytes: 32768, alg: Algorithm::LinearSync },
     Rule { coll: Coll::Alltoall, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Linear },
-    Rule { coll: Coll::Reduce, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Linear },
-    Rule { coll: Coll::Reduce, min_size: 3, max_size: 3, max_bytes: 16, alg: Algorithm::Linear },
+    Rule { coll: Coll::Reduce, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Binomial },
     Rule { coll: Coll::Reduce, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Reduce, min_size: 4, max_size: 4, max_bytes: 4096, alg: Algorithm::Linear },
+    Rule { coll: Coll::Reduce, min_size: 4, max_size: 4, max_bytes: 32768, alg: Algorithm::Binomial },
     Rule { coll: Coll::Reduce, min_size: 4, max_size: 4, max_bytes: 262144, alg: Algorithm::Linear },
     Rule { coll: Coll::Reduce, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Binomial },
     Rule { coll: Coll::Allreduce, min_size: 2, max_size: 2, max_bytes: 524288, alg: Algorithm::RecursiveDoubling },
