@@ -193,6 +193,10 @@ pub fn finalize() -> Result<()> {
         for line in [e.kernel_summary(), e.path_summary()].into_iter().flatten() {
             eprintln!("goal: rank {}: {line}", rt.rank);
         }
+        if rt.cfg.progress != ProgressMode::Manual {
+            let n = rt.app_mark.computed_runs();
+            eprintln!("goal: rank {}: {n} Run(s) found the application computing since its previous call, and handed arriving data to the helper", rt.rank);
+        }
     }
     // Sends finish once their bytes are queued; over the network, stay
     // until the receivers have acknowledged them (bounded: a receiver that
