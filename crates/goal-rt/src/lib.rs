@@ -105,7 +105,22 @@ impl Drop for Schedule {
 impl Schedule {
     /// Whether any execution of it is still running.
     pub fn is_running(&self) -> bool {
-        self.inner.running.load(Ordering::Acquire) > 0
+        if self.inner.running.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        // The thread that completes an execution (the helper, say) marks it
+        // done, which ends its Wait, before it counts it out of `running`,
+        // all under the engine lock: a Wait that has just returned may see
+        // the count one too high until that lock is free. (Seen: a
+        // GOAL_FreeSchedule right after its Wait refused with "still has
+        // executions running", 6 ranks on 2 cores.)
+        match runtime("checking a schedule") {
+            Ok(rt) => {
+                let _settled = rt.lock_engine();
+                self.inner.running.load(Ordering::Acquire) > 0
+            }
+            Err(_) => true,
+        }
     }
     /// The compiled form.
     pub fn compiled(&self) -> &goal_sched::Schedule {
