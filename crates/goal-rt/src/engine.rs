@@ -745,6 +745,8 @@ impl Engine {
         sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let s = &sched.s;
         let n = s.ops.len();
+        let plain = self.kp.is_none() && s.start_index.is_empty() && !trace_on();
+        let early = plain && s.independent > 0 && self.send_early(&s.ops[0], sched.id, seq);
         let mut bufs = self.st.pool(sched).pop().unwrap_or_else(|| Box::new(ExecBufs {
             counters: Vec::with_capacity(n),
             scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
@@ -832,7 +834,6 @@ impl Engine {
             // send to a peer on this machine that fits its ring now are
             // started here: `start_op`'s general path cost a 2-rank
             // barrier's receive some 150 instructions.
-            let plain = self.kp.is_none() && s.start_index.is_empty() && !trace_on();
             // Each call builds its own `OpRef`: with one `r` for all three,
             // the compiler stored it to the stack as three u32 and loaded
             // slot and gen back as one u64, a store-forwarding failure that
@@ -840,6 +841,10 @@ impl Engine {
             // `start`; a Run of an 8-byte scatter's root 289 -> 204 ns).
             for op in 0..s.independent {
                 self.st.run_left = s.independent - op - 1;
+                if early && op == 0 {
+                    self.finish(OpRef { slot, gen, op });
+                    continue;
+                }
                 if plain {
                     let o = &s.ops[op as usize];
                     if self.post_plain(OpRef { slot, gen, op }, o) || self.send_plain(OpRef { slot, gen, op }, o, sched.id, seq) {
@@ -1829,13 +1834,25 @@ impl Engine {
         }
     }
 
-    /// Sends `o` of `r` eagerly through the ring if that is all its start
-    /// takes (see `start`): one buffer, to a live peer on this machine, no
-    /// larger than the heap's eager limit, with credit, nothing queued
-    /// before it and room in the ring. Whether it did; if not, `start_op`
-    /// starts it from the beginning (a full ring or an error included).
+    /// Run's first move for a schedule whose first operation is an eager
+    /// send from a user buffer to a peer on this machine (`send_plain`'s
+    /// conditions): the message goes into the ring before the execution's
+    /// state is set up, and `start` finishes the send once it is. The
+    /// receiver has it that much sooner, and the sender's first locked
+    /// instruction after the ring write (the doorbell's fence, the engine
+    /// lock's release), which waits for the write's cache line to come over
+    /// from the receiver's core, waits less.
+    #[inline]
+    fn send_early(&mut self, o: &OpRec, sched: u32, seq: u32) -> bool {
+        !o.in_scratch() && self.ring_send(o, sched, seq, o.addr as usize as *const u8)
+    }
+
+    /// Sends `o`, whose buffer starts at `ptr`, through the ring at once if
+    /// it is an eager send that can go so: to a live peer on this machine,
+    /// no larger than the heap's eager limit, with credit, nothing queued
+    /// before it and room in the ring. Whether it did.
     #[inline(always)]
-    fn send_plain(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) -> bool {
+    fn ring_send(&mut self, o: &OpRec, sched: u32, seq: u32, ptr: *const u8) -> bool {
         let (p, len) = (o.peer as usize, o.len as usize);
         if o.kind() != OpKind::Send
             || p == self.rank as usize
@@ -1847,15 +1864,26 @@ impl Engine {
         {
             return false;
         }
-        // An earlier operation may have failed the execution: `start_op`
-        // then does nothing, and nor does this.
-        let Some(e) = self.exec(r) else { return true };
-        let ptr = operand(e.bufs.scratch.as_ptr() as *mut u8, o.addr, o.in_scratch());
         let head = Head::eager(o, sched, seq);
-        // SAFETY: a send buffer is valid for its length (API contract, or
-        // the checked scratchpad).
+        // SAFETY: the callers pass a send buffer's start, valid for its
+        // length (API contract for user buffers, or the checked scratchpad).
         if let Ok(true) = self.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(ptr, len) }) {
             self.st.eager_sent[p] += len as u64;
+            return true;
+        }
+        false
+    }
+
+    /// Sends `o` of `r` eagerly through the ring if that is all its start
+    /// takes (see `start` and [`ring_send`](Self::ring_send)). Whether it
+    /// did; if not, `start_op` starts it from the beginning (a full ring or
+    /// an error included; an execution that an earlier operation failed
+    /// too, where `start_op` then does nothing).
+    #[inline(always)]
+    fn send_plain(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) -> bool {
+        let Some(e) = self.exec(r) else { return false };
+        let ptr = operand(e.bufs.scratch.as_ptr() as *mut u8, o.addr, o.in_scratch());
+        if self.ring_send(o, sched, seq, ptr) {
             self.finish(r);
             return true;
         }
