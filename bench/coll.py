@@ -31,8 +31,9 @@ Binding as in bench/p2p.py: launcher binding off, each program pins rank r to CP
 With more ranks than CPUs (4 ranks on 2 cores) ranks share CPUs; the output says so.
 Each round runs every configuration once (rotating the order); before each run the harness
 waits for an idle machine and probes the core-to-core latency (bench/c2c.c), and repeats a
-run disturbed by other processes or by a change of the vCPUs' state. The summary uses the
-clean runs (fast core-to-core state, undisturbed) and takes the median over rounds.
+run disturbed by other processes or by a change of the vCPUs' state. The summary takes the
+rounds in which every library's run was clean (fast core-to-core state, undisturbed), the
+same rounds for every library, and the median over them (bench/common.py, select_clean).
 
 Writes OUT.json (machine, commands, every row, the summary, the targets) and OUT.png
 (per collective: time vs size, log-log, one line per library and goal algorithm).
@@ -284,34 +285,12 @@ def run_all(a, configs: list[Config]):
 # aggregation
 
 def select_runs(runs, all_states: bool):
-    """(lib, ranks, round) of the runs the summary uses, and a note. Clean = undisturbed, state
-    unchanged during the run, and (with 2 ranks, where it matters most) in the fastest core-to-core
-    state seen; a library without a clean run falls back to its undisturbed runs, then to all."""
+    """(lib, ranks, round) of the runs the summary uses, and a note: per rank count, the rounds
+    in which every library's run was clean, for every library (see common.select_clean)."""
     if all_states:
         return {(r["lib"], r["ranks"], r["round"]) for r in runs}, "summary over all runs"
-    c2cs = [r["c2c_ns"] for r in runs if C.isnum(r.get("c2c_ns"))]
-    fast = min(c2cs) if c2cs else None
-
-    def clean(r):
-        return C.same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
-
-    keep, fallback = set(), []
-    for key in sorted({(r["lib"], r["ranks"]) for r in runs}):
-        mine = [r for r in runs if (r["lib"], r["ranks"]) == key and r.get("rows")]
-        chosen, level = [], "none"
-        for level, test in (("clean", clean), ("undisturbed", lambda r: not r.get("disturbed")),
-                            ("any", lambda r: True)):
-            chosen = [r for r in mine if test(r)]
-            if chosen:
-                break
-        if level != "clean":
-            fallback.append(f"{key[0]}/{key[1]} ranks ({level})")
-        keep |= {(r["lib"], r["ranks"], r["round"]) for r in chosen}
-    note = (f"summary over the {len(keep)} of {len(runs)} runs that were clean (fast core-to-core state"
-            + (f" ~{fast:.0f} ns" if fast else "") + ", no other process busy); --all-states for all")
-    if fallback:
-        note += f"; no clean run of: {', '.join(fallback)}: their numbers are suspect"
-    return keep, note
+    keep, shared, own, fallback = C.select_clean(runs, lambda r: (r["ranks"],))
+    return keep, C.clean_note(runs, keep, shared, own, fallback, lambda g: f"{g[0]} ranks: ")
 
 
 def summarize(rows, keep):

@@ -561,6 +561,70 @@ def same_state(a, b) -> bool:
     return max(a, b) / min(a, b) <= STATE_FACTOR
 
 
+def select_clean(runs, group=lambda r: ()):
+    """Which runs a summary uses, for runs of several libraries in interleaved rounds (each a
+    dict with "lib", "round", "c2c_ns", "rows", "disturbed", "unstable"). A run is clean when it
+    was undisturbed, its state did not change during it, and the core-to-core probe put it in
+    the fastest state seen (within STATE_FACTOR of the lowest probe). Per group of runs that
+    compare with each other (`group(run)`, say the rank count), the rounds in which every
+    library's run was clean, for every library: each library's clean runs alone would set one
+    library's fast rounds against another's slow ones, since the probe's cut falls between the
+    runs of one round (seen: goal's runs at 73-81 ns counted in all five rounds and Open MPI's at
+    88-106 ns in only two, its fastest). A group without such a round takes each library's clean
+    runs, then its undisturbed runs, then all.
+
+    Returns (keep, shared, own, fallback): the (lib, *group, round) kept; per group with common
+    rounds, (group, those rounds, all rounds); the groups without; "lib (level)" for libraries
+    that had to fall back below clean runs."""
+    c2cs = [r["c2c_ns"] for r in runs if isnum(r.get("c2c_ns"))]
+    fast = min(c2cs) if c2cs else None
+
+    def clean(r):
+        return same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
+
+    keep, shared, own, fallback = set(), [], [], []
+    for g in sorted({group(r) for r in runs}):
+        mine = [r for r in runs if group(r) == g and r.get("rows")]
+        libs = {r["lib"] for r in mine}
+        rounds = sorted({r["round"] for r in mine})
+        common = [k for k in rounds if {r["lib"] for r in mine if r["round"] == k and clean(r)} == libs]
+        if common:
+            keep |= {(r["lib"], *g, r["round"]) for r in mine if r["round"] in common}
+            shared.append((g, common, rounds))
+            continue
+        own.append(g)
+        for lib in sorted(libs):
+            theirs = [r for r in mine if r["lib"] == lib]
+            chosen, level = [], "none"
+            for level, test in (("clean", clean), ("undisturbed", lambda r: not r.get("disturbed")),
+                                ("any", lambda r: True)):
+                chosen = [r for r in theirs if test(r)]
+                if chosen:
+                    break
+            if level != "clean":
+                fallback.append(f"{lib}{''.join(f'/{x}' for x in g)} ({level})")
+            keep |= {(r["lib"], *g, r["round"]) for r in chosen}
+    return keep, shared, own, fallback
+
+
+def clean_note(runs, keep, shared, own, fallback, what=lambda g: "") -> str:
+    """The summary's note on the runs `select_clean` chose."""
+    c2cs = [r["c2c_ns"] for r in runs if isnum(r.get("c2c_ns"))]
+    fast = min(c2cs) if c2cs else None
+    note = (f"summary over the {len(keep)} of {len(runs)} runs that were clean (fast core-to-core state"
+            + (f" ~{fast:.0f} ns" if fast else "") + ", no other process busy)")
+    if shared:
+        rounds = "; ".join(f"{what(g)}round(s) {', '.join(str(k + 1) for k in common)} of {len(every)}"
+                           for g, common, every in shared)
+        note += f", the same rounds for every library ({rounds})"
+    note += "; --all-states for all"
+    if own:
+        note += f"; no round clean for every library{' with ' + ', '.join(what(g).strip(': ') for g in own) if what(own[0]) else ''}: each library's own clean runs"
+    if fallback:
+        note += f"; no clean run of: {', '.join(fallback)}: their numbers are suspect"
+    return note
+
+
 def c2c_mean(before, after):
     """The c2c latency of a run from its probes before and after (either may be missing)."""
     return round((before + after) / 2, 1) if before and after else (before or after)

@@ -224,37 +224,16 @@ def index(rows, all_rows=None):
 
 
 def select_state(rows, runs, libs, all_states: bool):
-    """Which runs the summary uses. Per library, the clean runs: made in the fastest
-    core-to-core state (c2c within common.STATE_FACTOR of the lowest probe), not disturbed by other
-    processes, state unchanged during the run; a library without any clean run falls back to
-    its undisturbed runs, then to all its runs. Returns (rows, note)."""
+    """Which runs the summary uses: the rounds in which every library's run was clean, for
+    every library (see common.select_clean). Returns (rows, note)."""
     c2cs = [r["c2c_ns"] for r in runs if C.isnum(r.get("c2c_ns"))]
     if all_states:
         return rows, ("summary over all runs" + (f", mixing core-to-core states ({min(c2cs):.0f}.."
                                                  f"{max(c2cs):.0f} ns)" if c2cs else ""))
-    fast = min(c2cs) if c2cs else None
-
-    def clean(r):
-        return C.same_state(fast, r.get("c2c_ns")) and not r.get("disturbed") and not r.get("unstable")
-
-    keep, fallback = set(), []
-    for lib in libs:
-        mine = [r for r in runs if r["lib"] == lib and r.get("rows")]
-        for level, test in (("clean", clean), ("undisturbed", lambda r: not r.get("disturbed")),
-                            ("any", lambda r: True)):
-            chosen = [r for r in mine if test(r)]
-            if chosen:
-                break
-        if level != "clean":
-            fallback.append(f"{lib} ({level})")
-        keep |= {(r["lib"], r["round"]) for r in chosen}
+    keep, shared, own, fallback = C.select_clean([r for r in runs if r["lib"] in libs])
     if len(keep) == len(runs) and not fallback:
         return rows, ""
-    note = (f"summary over the {len(keep)} of {len(runs)} runs that were clean (fast core-to-core state"
-            + (f" ~{fast:.0f} ns" if fast else "") + ", no other process busy); --all-states to include all "
-            "(all rows are in the JSON)")
-    if fallback:
-        note += f"; no clean run of: {', '.join(fallback)}: their numbers are suspect"
+    note = C.clean_note(runs, keep, shared, own, fallback) + " (all rows are in the JSON)"
     return [x for x in rows if (x["lib"], x["round"]) in keep], note
 
 
