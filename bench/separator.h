@@ -20,7 +20,8 @@
  * Header-only; no MPI or GOAL here. The file (one page, zeros) is made by the harness
  * (bench/coll.py) for one run of one program and given with --sep-file; every rank maps it.
  * A rank waits by polling for SEP_SPIN_NS (yielding the CPU between polls when the group has
- * more ranks than the machine has CPUs), then sleeps on a futex until the last rank wakes it.
+ * more ranks than the machine has CPUs), then sleeps on a futex until the last rank wakes it,
+ * or gives up with exit status 3 after SEP_GIVE_UP_NS (the other ranks died).
  */
 #ifndef GOAL_BENCH_SEPARATOR_H
 #define GOAL_BENCH_SEPARATOR_H
@@ -45,6 +46,9 @@
 /* How long a rank polls before it sleeps (the ranks of a timed iteration arrive within
  * microseconds of each other; a sleeping rank costs a wake-up of 15-35 us here). */
 #define SEP_SPIN_NS 200000L
+
+/* How long a rank waits at most: no timed iteration comes near it. */
+#define SEP_GIVE_UP_NS 60000000000L
 
 struct sep_page {
     _Atomic uint32_t arrived;  /* arrivals since the start, over all generations */
@@ -112,7 +116,15 @@ static inline void sep_wait(void) {
     for (;;) {
         uint32_t g = atomic_load(&sep_p->gen);
         if (g >= want) break;
-        syscall(SYS_futex, &sep_p->gen, FUTEX_WAIT, g, NULL, NULL, 0);
+        /* in steps of a second, so that a group whose other ranks died does not hold this
+           one forever (the launcher may not kill it: it waits in no library) */
+        struct timespec step = {1, 0};
+        syscall(SYS_futex, &sep_p->gen, FUTEX_WAIT, g, &step, NULL, 0);
+        if (sep_now_ns() - until > SEP_GIVE_UP_NS) {
+            fprintf(stderr, "separator: waited %ld s for the other ranks (generation %u, %u arrivals); giving up\n",
+                    SEP_GIVE_UP_NS / 1000000000L, want, atomic_load(&sep_p->arrived));
+            _exit(3);
+        }
     }
     atomic_fetch_sub(&sep_p->sleepers, 1);
 }
