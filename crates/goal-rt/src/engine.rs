@@ -86,6 +86,10 @@ const LOCAL_PIECES_FROM: usize = 64 << 10;
 /// from there.
 const FUSE_CHUNK: usize = 16 << 10;
 
+/// Local copies up to this size start without `start_local`'s checks
+/// (see `Engine::copy_plain`).
+const SMALL_COPY: usize = 256;
+
 /// From this size a receive that could be combined as it comes (see
 /// [`fuse`]) answers an offer of Cross Memory Attach with a CTS that asks
 /// for the stream, for this message only: there the sender's copy into the
@@ -847,7 +851,10 @@ impl Engine {
                 }
                 if plain {
                     let o = &s.ops[op as usize];
-                    if self.post_plain(OpRef { slot, gen, op }, o) || self.send_plain(OpRef { slot, gen, op }, o, sched.id, seq) {
+                    if self.post_plain(OpRef { slot, gen, op }, o)
+                        || self.send_plain(OpRef { slot, gen, op }, o, sched.id, seq)
+                        || self.copy_plain(OpRef { slot, gen, op }, o)
+                    {
                         continue;
                     }
                 }
@@ -1221,6 +1228,9 @@ impl Engine {
     /// down with its registers.
     #[inline(never)]
     fn start_local(&mut self, r: OpRef, o: &OpRec) {
+        if self.copy_plain(r, o) {
+            return;
+        }
         // Borrowed, not cloned (the borrow ends before `finish`).
         let Some(e) = self.exec(r) else { return };
         let mut bytes = 0;
@@ -1832,6 +1842,33 @@ impl Engine {
         if let Some(e) = self.exec_mut(r) {
             e.bufs.posted.push(Posted { op: r.op, peer: o.peer, tag: o.tag });
         }
+    }
+
+    /// Copies a small local copy (`Copy` of at most [`SMALL_COPY`] bytes)
+    /// at once, from `start`'s loop as `send_plain` sends, and first thing
+    /// in `start_local`: the general path (`start_op`'s dispatch, the checks
+    /// for long operations, the operator's and type's) cost a copy of 8
+    /// bytes more than the copy (2 ranks, 8 B, five alternations: allgather
+    /// 0.51 -> 0.43 us, scatter 0.40 -> 0.33). Whether it did.
+    #[inline(always)]
+    fn copy_plain(&mut self, r: OpRef, o: &OpRec) -> bool {
+        if o.kind() != OpKind::Local {
+            return false;
+        }
+        let Some(e) = self.exec(r) else { return false };
+        let l = &e.sched.s.locals[o.addr as usize];
+        let bytes = l.count as usize * l.width as usize / 8;
+        if l.op() != ReduceOp::Copy || bytes > SMALL_COPY {
+            return false;
+        }
+        let base = e.bufs.scratch.as_ptr() as *mut u8;
+        let (from, to) = (operand(base, l.b1, l.mem & 1 != 0), operand(base, l.b3, l.mem & 4 != 0));
+        // SAFETY: user buffers are valid for the operation's extent by the
+        // API contract, scratchpad ranges were checked at compile time; a
+        // copy's result may be its operand exactly (`ptr::copy` allows it).
+        unsafe { std::ptr::copy(from as *const u8, to, bytes) };
+        self.finish(r);
+        true
     }
 
     /// Run's first move for a schedule whose first operation is an eager
