@@ -290,7 +290,7 @@ def select_runs(runs, all_states: bool):
     if all_states:
         return {(r["lib"], r["ranks"], r["round"]) for r in runs}, "summary over all runs"
     keep, shared, own, fallback = C.select_clean(runs, lambda r: (r["ranks"],))
-    return keep, C.clean_note(runs, keep, shared, own, fallback, lambda g: f"{g[0]} ranks: ")
+    return keep, C.clean_note(runs, keep, shared, own, fallback, lambda g: f"{g[0]} ranks")
 
 
 def summarize(rows, keep):

@@ -607,19 +607,22 @@ def select_clean(runs, group=lambda r: ()):
     return keep, shared, own, fallback
 
 
-def clean_note(runs, keep, shared, own, fallback, what=lambda g: "") -> str:
-    """The summary's note on the runs `select_clean` chose."""
+def clean_note(runs, keep, shared, own, fallback, label=lambda g: "") -> str:
+    """The summary's note on the runs `select_clean` chose; `label(group)` names a group of
+    runs ("2 ranks"), or "" where there is one group."""
     c2cs = [r["c2c_ns"] for r in runs if isnum(r.get("c2c_ns"))]
     fast = min(c2cs) if c2cs else None
+    named = lambda g: f"{label(g)}: " if label(g) else ""  # noqa: E731
     note = (f"summary over the {len(keep)} of {len(runs)} runs that were clean (fast core-to-core state"
             + (f" ~{fast:.0f} ns" if fast else "") + ", no other process busy)")
     if shared:
-        rounds = "; ".join(f"{what(g)}round(s) {', '.join(str(k + 1) for k in common)} of {len(every)}"
+        rounds = "; ".join(f"{named(g)}round(s) {', '.join(str(k + 1) for k in common)} of {len(every)}"
                            for g, common, every in shared)
         note += f", the same rounds for every library ({rounds})"
     note += "; --all-states for all"
     if own:
-        note += f"; no round clean for every library{' with ' + ', '.join(what(g).strip(': ') for g in own) if what(own[0]) else ''}: each library's own clean runs"
+        groups = ", ".join(label(g) for g in own if label(g))
+        note += f"; no round clean for every library{' with ' + groups if groups else ''}: each library's own clean runs"
     if fallback:
         note += f"; no clean run of: {', '.join(fallback)}: their numbers are suspect"
     return note

@@ -86,8 +86,8 @@ const LOCAL_PIECES_FROM: usize = 64 << 10;
 /// from there.
 const FUSE_CHUNK: usize = 16 << 10;
 
-/// Local copies up to this size start without `start_local`'s checks
-/// (see `Engine::copy_plain`).
+/// Local copies up to this size are copied at once, without the general
+/// path's checks (see [`copy_small`]).
 const SMALL_COPY: usize = 256;
 
 /// From this size a receive that could be combined as it comes (see
@@ -1228,9 +1228,6 @@ impl Engine {
     /// down with its registers.
     #[inline(never)]
     fn start_local(&mut self, r: OpRef, o: &OpRec) {
-        if self.copy_plain(r, o) {
-            return;
-        }
         // Borrowed, not cloned (the borrow ends before `finish`).
         let Some(e) = self.exec(r) else { return };
         let mut bytes = 0;
@@ -1238,6 +1235,11 @@ impl Engine {
             self.local_vec(r, &e.sched, o)
         } else {
             let l = e.sched.s.locals[o.addr as usize];
+            // SAFETY: `l` is an operation of `r`'s execution, whose
+            // scratchpad starts at the base given.
+            if unsafe { copy_small(&l, e.bufs.scratch.as_ptr() as *mut u8) } {
+                return self.finish(r);
+            }
             bytes = (l.count as u64 * l.width as u64 / 8) as usize;
             // Below twice a piece, only a copy while receives of its
             // execution wait, which may let a peer write (see
@@ -1844,31 +1846,22 @@ impl Engine {
         }
     }
 
-    /// Copies a small local copy (`Copy` of at most [`SMALL_COPY`] bytes)
-    /// at once, from `start`'s loop as `send_plain` sends, and first thing
-    /// in `start_local`: the general path (`start_op`'s dispatch, the checks
-    /// for long operations, the operator's and type's) cost a copy of 8
-    /// bytes more than the copy (2 ranks, 8 B, five alternations: allgather
-    /// 0.51 -> 0.43 us, scatter 0.40 -> 0.33). Whether it did.
+    /// Copies a small local copy (see [`copy_small`]) at once from
+    /// `start`'s loop, as `send_plain` sends; `start_local` takes the same
+    /// path first. Whether it did.
     #[inline(always)]
     fn copy_plain(&mut self, r: OpRef, o: &OpRec) -> bool {
         if o.kind() != OpKind::Local {
             return false;
         }
         let Some(e) = self.exec(r) else { return false };
-        let l = &e.sched.s.locals[o.addr as usize];
-        let bytes = l.count as usize * l.width as usize / 8;
-        if l.op() != ReduceOp::Copy || bytes > SMALL_COPY {
-            return false;
+        // SAFETY: `o` is an operation of `r`'s execution, whose scratchpad
+        // starts at the base given.
+        if unsafe { copy_small(&e.sched.s.locals[o.addr as usize], e.bufs.scratch.as_ptr() as *mut u8) } {
+            self.finish(r);
+            return true;
         }
-        let base = e.bufs.scratch.as_ptr() as *mut u8;
-        let (from, to) = (operand(base, l.b1, l.mem & 1 != 0), operand(base, l.b3, l.mem & 4 != 0));
-        // SAFETY: user buffers are valid for the operation's extent by the
-        // API contract, scratchpad ranges were checked at compile time; a
-        // copy's result may be its operand exactly (`ptr::copy` allows it).
-        unsafe { std::ptr::copy(from as *const u8, to, bytes) };
-        self.finish(r);
-        true
+        false
     }
 
     /// Run's first move for a schedule whose first operation is an eager
@@ -1881,26 +1874,29 @@ impl Engine {
     /// from the receiver's core, waits less.
     #[inline]
     fn send_early(&mut self, o: &OpRec, sched: u32, seq: u32) -> bool {
-        !o.in_scratch() && self.ring_send(o, sched, seq, o.addr as usize as *const u8)
+        !o.in_scratch() && self.ring_ready(o) && self.ring_write(o, sched, seq, o.addr as usize as *const u8)
     }
 
-    /// Sends `o`, whose buffer starts at `ptr`, through the ring at once if
-    /// it is an eager send that can go so: to a live peer on this machine,
-    /// no larger than the heap's eager limit, with credit, nothing queued
-    /// before it and room in the ring. Whether it did.
+    /// Whether `o` is an eager send that can go through the ring at once:
+    /// to a live peer on this machine, no larger than the heap's eager
+    /// limit, with credit and nothing queued before it.
     #[inline(always)]
-    fn ring_send(&mut self, o: &OpRec, sched: u32, seq: u32, ptr: *const u8) -> bool {
+    fn ring_ready(&mut self, o: &OpRec) -> bool {
         let (p, len) = (o.peer as usize, o.len as usize);
-        if o.kind() != OpKind::Send
-            || p == self.rank as usize
-            || self.remote[p]
-            || len > self.th.heap_eager.min(self.th.eager)
-            || self.st.lost[p].is_some()
-            || !self.st.outq[p].is_empty()
-            || !self.eager_credit(p, len as u64)
-        {
-            return false;
-        }
+        o.kind() == OpKind::Send
+            && p != self.rank as usize
+            && !self.remote[p]
+            && len <= self.th.heap_eager.min(self.th.eager)
+            && self.st.lost[p].is_none()
+            && self.st.outq[p].is_empty()
+            && self.eager_credit(p, len as u64)
+    }
+
+    /// Writes `o` ([`ring_ready`](Self::ring_ready)), whose buffer starts at
+    /// `ptr`, into its peer's ring if there is room; whether it did.
+    #[inline(always)]
+    fn ring_write(&mut self, o: &OpRec, sched: u32, seq: u32, ptr: *const u8) -> bool {
+        let (p, len) = (o.peer as usize, o.len as usize);
         let head = Head::eager(o, sched, seq);
         // SAFETY: the callers pass a send buffer's start, valid for its
         // length (API contract for user buffers, or the checked scratchpad).
@@ -1912,15 +1908,19 @@ impl Engine {
     }
 
     /// Sends `o` of `r` eagerly through the ring if that is all its start
-    /// takes (see `start` and [`ring_send`](Self::ring_send)). Whether it
-    /// did; if not, `start_op` starts it from the beginning (a full ring or
-    /// an error included; an execution that an earlier operation failed
-    /// too, where `start_op` then does nothing).
+    /// takes (see `start` and [`ring_ready`](Self::ring_ready)), room in
+    /// the ring included. Whether it did; if not, `start_op` starts it from
+    /// the beginning (a full ring or an error included).
     #[inline(always)]
     fn send_plain(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) -> bool {
-        let Some(e) = self.exec(r) else { return false };
+        if !self.ring_ready(o) {
+            return false;
+        }
+        // An earlier operation may have failed the execution: `start_op`
+        // then does nothing, and nor does this.
+        let Some(e) = self.exec(r) else { return true };
         let ptr = operand(e.bufs.scratch.as_ptr() as *mut u8, o.addr, o.in_scratch());
-        if self.ring_send(o, sched, seq, ptr) {
+        if self.ring_write(o, sched, seq, ptr) {
             self.finish(r);
             return true;
         }
@@ -3362,6 +3362,29 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> bool
 #[inline(always)]
 fn sched_done(sched: SchedRef) {
     sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
+}
+
+/// Copies `l` at once if it is a `Copy` of at most [`SMALL_COPY`] bytes;
+/// whether it did. The general path (`start_op`'s dispatch, the checks for
+/// long operations, the operator's and type's) cost a copy of 8 bytes more
+/// than the copy (2 ranks, 8 B, five alternations: allgather 0.51 -> 0.43
+/// us, scatter 0.40 -> 0.33).
+///
+/// # Safety
+/// `l` is an operation of an execution whose scratchpad starts at `base`.
+#[inline(always)]
+unsafe fn copy_small(l: &goal_sched::LocalRec, base: *mut u8) -> bool {
+    let bytes = l.count as usize * l.width as usize / 8;
+    if l.op() != ReduceOp::Copy || bytes > SMALL_COPY {
+        return false;
+    }
+    let (from, to) = (operand(base, l.b1, l.mem & 1 != 0), operand(base, l.b3, l.mem & 4 != 0));
+    // SAFETY: user buffers are valid for the operation's extent by the API
+    // contract, scratchpad ranges were checked at compile time (against
+    // `base`, the caller's); a copy's result may be its operand exactly
+    // (`ptr::copy` allows it).
+    unsafe { std::ptr::copy(from as *const u8, to, bytes) };
+    true
 }
 
 /// An operand's address: `addr` itself, or, with `scratch`, an offset into
