@@ -439,6 +439,10 @@ const SHARE_NAME: &str = "without_a_spare_core_the_helpers_carry_background_mess
 /// the helpers busy for a while after the application went computing.
 const SHARE_PINGPONGS: usize = 4000;
 
+/// Jobs run before `without_a_spare_core_the_helpers_carry_background_messages_from_one_cpu`
+/// decides that a helper never moved (see there).
+const SHARE_TRIES: usize = 3;
+
 /// The CPUs the helper thread may run on now, as the kernel lists them.
 fn helper_cpus() -> String {
     let task = helper_task().expect("a goal-progress thread");
@@ -531,11 +535,22 @@ fn without_a_spare_core_the_helpers_carry_background_messages_from_one_cpu() {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     let highest = online.trim().split(',').filter_map(|r| r.rsplit('-').next()?.parse::<usize>().ok()).max().unwrap();
     let parse = |line: &str, key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap().to_string();
-    let line = report(SHARE_NAME, &[("GOAL_PROGRESS", "thread")], "shared: ", "GOAL_PROGRESS=thread");
-    eprintln!("{line}");
+    // Where a thread may run is the scheduler's business too: a job in
+    // which the helper was never seen on the shared CPU is run again, up
+    // to `SHARE_TRIES` times in all, before the test fails (one run in a
+    // full local suite missed it once, beside this binary's other jobs).
+    let on_highest = |line: &str| parse(line, "during=").split('|').any(|c| c == highest.to_string());
+    let mut line = String::new();
+    for _ in 0..SHARE_TRIES {
+        line = report(SHARE_NAME, &[("GOAL_PROGRESS", "thread")], "shared: ", "GOAL_PROGRESS=thread");
+        eprintln!("{line}");
+        if !(2..4).contains(&cpus) || on_highest(&line) {
+            break;
+        }
+    }
     let (before, during) = (parse(&line, "before="), parse(&line, "during="));
     if (2..4).contains(&cpus) {
-        assert!(during.split('|').any(|c| c == highest.to_string()), "the helper never ran on CPU {highest} alone: {line}");
+        assert!(on_highest(&line), "the helper never ran on CPU {highest} alone in {SHARE_TRIES} jobs: {line}");
     } else {
         assert!(during.split('|').all(|c| c == before), "with a spare core the helper moved: {line}");
     }
@@ -548,14 +563,18 @@ fn without_a_spare_core_the_helpers_carry_background_messages_from_one_cpu() {
     // calibration between cores).
     if (2..4).contains(&cpus) {
         let vars = [("GOAL_PROGRESS", "auto"), ("TEST_BIND_BEFORE_INIT", "1"), ("GOAL_DEBUG", "1")];
-        let job = launch(SHARE_NAME, 2, &vars);
-        assert!(job.status == 0, "bound ranks: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-        let machine = format!("2 rank(s) on this machine's {cpus} core(s)");
-        assert!(job.stderr.contains(&machine), "bound ranks: the debug line should say '{machine}'\n--- stderr\n{}", job.stderr);
-        assert!(job.stderr.contains(&format!("share CPU {highest}")), "bound ranks: no shared CPU\n--- stderr\n{}", job.stderr);
-        let line = job.stdout.lines().find_map(|l| l.find("shared: ").map(|i| l[i..].to_string())).expect("a report");
-        let (before, during) = (parse(&line, "before="), parse(&line, "during="));
-        assert_eq!(before, "0", "rank 0's helper should start on rank 0's CPU: {line}");
-        assert!(during.split('|').any(|c| c == highest.to_string()), "bound ranks: the helper never ran on CPU {highest} alone: {line}");
+        for attempt in 1..=SHARE_TRIES {
+            let job = launch(SHARE_NAME, 2, &vars);
+            assert!(job.status == 0, "bound ranks: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+            let machine = format!("2 rank(s) on this machine's {cpus} core(s)");
+            assert!(job.stderr.contains(&machine), "bound ranks: the debug line should say '{machine}'\n--- stderr\n{}", job.stderr);
+            assert!(job.stderr.contains(&format!("share CPU {highest}")), "bound ranks: no shared CPU\n--- stderr\n{}", job.stderr);
+            let line = job.stdout.lines().find_map(|l| l.find("shared: ").map(|i| l[i..].to_string())).expect("a report");
+            assert_eq!(parse(&line, "before="), "0", "rank 0's helper should start on rank 0's CPU: {line}");
+            if on_highest(&line) {
+                break;
+            }
+            assert!(attempt < SHARE_TRIES, "bound ranks: the helper never ran on CPU {highest} alone in {SHARE_TRIES} jobs: {line}");
+        }
     }
 }
