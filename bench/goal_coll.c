@@ -2,7 +2,7 @@
  *
  *   goalrun -n N ./goal_coll [--name LIB] [--quick] [--pin] [--heap] [--colls LIST]
  *                            [--algs all|auto|LIST] [--sizes LIST] [--gather-extra] [--budget-ms X]
- *                            [--min-iters N] [--max-iters N] [--sep-file PATH]
+ *                            [--min-iters N] [--max-iters N] [--sep-file PATH] [--touch]
  *
  * For every collective, algorithm and size: the persistent schedule is built once with
  * GOAL_Xxx_init (root 0; reductions: GOAL_FLOAT 64 GOAL_ADD), warmed up, then every rank
@@ -32,22 +32,17 @@
  * Rank 0 prints one JSON object per line:
  *   {"lib", "test": "coll", "coll", "alg", "ranks", "bytes", "median_us", "mean_us",
  *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before": bool, "verified": bool,
- *    "rank_median_us": [per rank]}
+ *    "rank_median_us": [per rank], "touch_us" with --touch}
+ * --touch: every rank reads its result after each timed iteration (bench/coll_common.h).
  * "verified": after the timed iterations one more run with known data (every rank checks its
  * result; the maximum of the failures over ranks through a goal allreduce) was right.
  * plus a {"test": "meta"} line first. Any failing GOAL call prints GOAL_LastError() and exits 1.
  */
-#include "p2p_common.h"
+#include "coll_common.h"
 #include "separator.h"
 
 #include <goal.h>
 
-enum { BARRIER, BCAST, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE, ALLREDUCE, RSB, NCOLL };
-static const char *COLL[NCOLL] = {"barrier",  "bcast",  "gather",    "scatter",
-                                  "allgather", "alltoall", "reduce", "allreduce",
-                                  "reduce_scatter_block"};
-/* collectives after which every rank has heard from every other: no barrier needed */
-static const int SYNCS[NCOLL] = {1, 0, 0, 0, 1, 1, 0, 1, 1};
 static const char *ALG[9] = {"AUTO", "LINEAR", "LINEAR_SYNC", "BINOMIAL", "RECURSIVE_DOUBLING",
                              "BRUCK", "RING", "PIPELINE", "RABENSEIFNER"};
 /* the algorithms of each collective (besides AUTO), -1 terminated */
@@ -63,8 +58,6 @@ static const int ALGS[NCOLL][5] = {
     {GOAL_ALG_RECURSIVE_DOUBLING, GOAL_ALG_RING, -1},
 };
 
-static const size_t DEFAULT_SIZES[] = {8, 64, 512, 4 * KiB, 32 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB};
-#define GATHER_EXTRA ((size_t)500 * KiB) /* "500 KiB per rank", as in the thesis (6.5) */
 
 static int rank = -1, nranks = 0, use_heap = 0;
 static const char *lib = "goal";
@@ -259,7 +252,11 @@ static void point(int c, int alg, size_t n, double budget_s, int min_it, int max
         double a = now_s();
         run_wait(s);
         g_t[i] = (now_s() - a) * 1e6;
+        if (touch) g_touch[i] = touch_result(c, n, rank, nranks, g_sbuf, g_rbuf) * 1e6;
     }
+    g_max_in = touch_median(iters);
+    run_wait(g_max);
+    double touch_us = g_max_out;
     /* verification: known data through the same schedule, the result checked on every rank */
     uint64_t seed = ((uint64_t)c << 40) ^ ((uint64_t)alg << 32) ^ n ^ 0x5eed;
     prepare(c, n, seed);
@@ -289,6 +286,7 @@ static void point(int c, int alg, size_t n, double budget_s, int min_it, int max
                COLL[c], ALG[alg], nranks, n, med, mean, avg[0], avg[iters / 4], avg[(3 * iters) / 4],
                avg[iters - 1], iters, bar ? "true" : "false", verified ? "true" : "false");
         json_rank_medians(stdout, g_all, nranks, iters);
+        json_touch(stdout, touch_us);
         printf("}\n");
         fflush(stdout);
         free(avg);
@@ -315,6 +313,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--heap")) use_heap = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--pin")) pin = 1;
+        else if (!strcmp(argv[i], "--touch")) touch = 1;
         else if (!strcmp(argv[i], "--name") && i + 1 < argc) name = argv[++i];
         else if (!strcmp(argv[i], "--colls") && i + 1 < argc) colls = argv[++i];
         else if (!strcmp(argv[i], "--algs") && i + 1 < argc) algs = argv[++i];
@@ -379,6 +378,7 @@ int main(int argc, char **argv) {
         memcpy(g_sbuf + i, &one, 8);
     }
     g_t = malloc(sizeof(double) * (size_t)max_it);
+    g_touch = malloc(sizeof(double) * (size_t)max_it);
     g_all = malloc(sizeof(double) * (size_t)max_it * (size_t)nranks);
     g_bar = GOAL_Barrier_init(GOAL_ALG_RECURSIVE_DOUBLING);
     if (!g_bar) fail("GOAL_Barrier_init", 0);
@@ -398,9 +398,10 @@ int main(int argc, char **argv) {
         json_str(stdout, aff);
         printf(", \"heap\": %s, \"progress\": ", use_heap ? "true" : "false");
         json_str(stdout, prog ? prog : "");
-        printf(", \"separator\": \"%s\", \"quick\": %s, \"budget_ms\": %g, \"min_iters\": %d, \"max_iters\": %d, "
-               "\"timer\": \"clock_gettime(CLOCK_MONOTONIC) around GOAL_Run+GOAL_Wait\"}\n",
-               sep_p ? "shm" : "goal barrier", quick ? "true" : "false", budget_ms, min_it, max_it);
+        printf(", \"separator\": \"%s\", \"quick\": %s, \"touch\": %s, \"budget_ms\": %g, \"min_iters\": %d, "
+               "\"max_iters\": %d, \"timer\": \"clock_gettime(CLOCK_MONOTONIC) around GOAL_Run+GOAL_Wait\"}\n",
+               sep_p ? "shm" : "goal barrier", quick ? "true" : "false", touch ? "true" : "false", budget_ms,
+               min_it, max_it);
         fflush(stdout);
     }
 

@@ -4,7 +4,7 @@
  *
  *   mpirun -n N ./mpi_coll LIBNAME [--quick] [--pin] [--colls LIST] [--variants LIST]
  *                          [--sizes LIST] [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N]
- *                          [--force-persistent] [--sep-file PATH]
+ *                          [--force-persistent] [--sep-file PATH] [--touch]
  *
  * Variants (each timed per iteration by every rank, clock_gettime(CLOCK_MONOTONIC)):
  *   blocking     MPI_Xxx
@@ -22,14 +22,15 @@
  * Rank 0 prints one JSON object per line:
  *   {"lib", "test": "coll", "variant", "coll", "ranks", "bytes", "median_us", "mean_us",
  *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before", "verified",
- *    "rank_median_us": [per rank]}
+ *    "rank_median_us": [per rank], "touch_us" with --touch}
+ * --touch: every rank reads its result after each timed iteration (bench/coll_common.h).
  * "verified": after the timed iterations one more call (the same persistent request) with known
  * data gave the right result on every rank. MPICH 4.0.2's persistent MPI_Scatter_init does not:
  * from the second MPI_Start on, non-root ranks complete without receiving (such rows are kept in
  * the JSON but left out of the summary by bench/coll.py).
  * plus a {"test": "meta"} line first (library version).
  */
-#include "p2p_common.h"
+#include "coll_common.h"
 #include "separator.h"
 
 #include <mpi.h>
@@ -63,16 +64,9 @@
 #define BROKEN_PERSISTENT NULL
 #endif
 
-enum { BARRIER, BCAST, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE, ALLREDUCE, RSB, NCOLL };
-static const char *COLL[NCOLL] = {"barrier",  "bcast",  "gather",    "scatter",
-                                  "allgather", "alltoall", "reduce", "allreduce",
-                                  "reduce_scatter_block"};
-static const int SYNCS[NCOLL] = {1, 0, 0, 0, 1, 1, 0, 1, 1};
 enum { BLOCKING, NONBLOCKING, PERSISTENT, NVAR };
 static const char *VAR[NVAR] = {"blocking", "nonblocking", "persistent"};
 
-static const size_t DEFAULT_SIZES[] = {8, 64, 512, 4 * KiB, 32 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB};
-#define GATHER_EXTRA ((size_t)500 * KiB)
 
 static int rank, nranks;
 static const char *lib;
@@ -262,7 +256,10 @@ static void point(int v, int c, size_t n, double budget_s, int min_it, int max_i
     for (int i = 0; i < iters; i++) {
         if (bar) separate();
         g_t[i] = once(v, c, n, &preq) * 1e6;
+        if (touch) g_touch[i] = touch_result(c, n, rank, nranks, g_sbuf, g_rbuf) * 1e6;
     }
+    double touch_me = touch_median(iters), touch_us = 0;
+    MPI_Allreduce(&touch_me, &touch_us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     /* verification: known data through the same call (the same persistent request) */
     uint64_t seed = ((uint64_t)c << 40) ^ ((uint64_t)v << 32) ^ n ^ 0x5eed;
     prepare(c, n, seed);
@@ -293,6 +290,7 @@ static void point(int v, int c, size_t n, double budget_s, int min_it, int max_i
                VAR[v], COLL[c], VAR[v], nranks, n, med, mean, avg[0], avg[iters / 4], avg[(3 * iters) / 4],
                avg[iters - 1], iters, bar ? "true" : "false", all_ok ? "true" : "false");
         json_rank_medians(stdout, g_all, nranks, iters);
+        json_touch(stdout, touch_us);
         printf("}\n");
         fflush(stdout);
         free(avg);
@@ -323,6 +321,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--pin")) pin = 1;
+        else if (!strcmp(argv[i], "--touch")) touch = 1;
         else if (!strcmp(argv[i], "--colls") && i + 1 < argc) colls = argv[++i];
         else if (!strcmp(argv[i], "--variants") && i + 1 < argc) variants = argv[++i];
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_arg = argv[++i];
@@ -383,6 +382,7 @@ int main(int argc, char **argv) {
         memcpy(g_sbuf + i, &one, 8);
     }
     g_t = malloc(sizeof(double) * (size_t)max_it);
+    g_touch = malloc(sizeof(double) * (size_t)max_it);
     g_all = malloc(sizeof(double) * (size_t)max_it * (size_t)nranks);
 
     /* warm the whole group up before the first point (the first iterations after start-up are slow) */
@@ -404,8 +404,10 @@ int main(int argc, char **argv) {
         json_str(stdout, PERSISTENT_NOTE);
         printf(", \"affinity_rank0\": ");
         json_str(stdout, aff);
-        printf(", \"separator\": \"%s\", \"quick\": %s, \"budget_ms\": %g, \"min_iters\": %d, \"max_iters\": %d}\n",
-               sep_p ? "shm" : "MPI_Barrier", quick ? "true" : "false", budget_ms, min_it, max_it);
+        printf(", \"separator\": \"%s\", \"quick\": %s, \"touch\": %s, \"budget_ms\": %g, \"min_iters\": %d, "
+               "\"max_iters\": %d}\n",
+               sep_p ? "shm" : "MPI_Barrier", quick ? "true" : "false", touch ? "true" : "false", budget_ms, min_it,
+               max_it);
         const char *why = !HAVE_PERSISTENT ? PERSISTENT_NOTE : force_persistent ? NULL : BROKEN_PERSISTENT;
         if (why && in_list(variants, "persistent")) {
             printf("{\"lib\": ");

@@ -122,7 +122,7 @@ def default_sizes(quick: bool) -> list[int]:
 def measure(a) -> dict:
     goal = C.find_goal(a.prefix)
     exe = C.build_goal_program(goal, C.BENCH / "goal_coll.c", C.BUILD / "goal_coll",
-                                 [C.BENCH / "p2p_common.h", C.BENCH / "separator.h"])
+                                 [C.BENCH / "p2p_common.h", C.BENCH / "coll_common.h", C.BENCH / "separator.h"])
     sizes = [int(s) for s in a.sizes.split(",")] if a.sizes and a.sizes.replace(",", "").isdigit() else None
     if a.sizes and sizes is None:
         sizes = [int(x[:-1]) * {"K": KiB, "M": MiB}[x[-1].upper()] if x[-1].upper() in "KM" else int(x)
