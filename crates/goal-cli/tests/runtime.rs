@@ -6,7 +6,7 @@ mod util;
 
 use goal_sched::{Buf, Graph, ReduceOp, Vertex};
 use std::sync::Arc;
-use util::{in_job, launch, pattern, ranks, Rng};
+use util::{debug_count, in_job, launch, pattern, ranks, Rng};
 
 const ALL_SIZES: &[usize] = &[1, 2, 3, 4, 7];
 
@@ -970,14 +970,6 @@ fn pair_sync(me: usize) -> Graph {
         g.requires(s, r).unwrap();
     }
     g
-}
-
-/// A count from the ranks' debug lines: the number just before `what`
-/// ("...; K <what>..." or "... (K <what>..."), the largest of the lines
-/// that say it.
-fn debug_count(stderr: &str, what: &str) -> u64 {
-    let number = |t: &str| t.split_once(what)?.0.rsplit([' ', '(']).next()?.parse().ok();
-    stderr.split("; ").filter_map(number).max().unwrap_or(0)
 }
 
 /// An idle receiver of a large message copies half of it and asks its

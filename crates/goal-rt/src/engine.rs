@@ -368,6 +368,8 @@ struct Read {
     done: usize,
     /// Time spent reading them, for the FIN (see `adapt`).
     ns: u64,
+    /// The whole message, not a part of a split one.
+    whole: bool,
 }
 
 /// A rendezvous send that writes its message into the receiver's memory
@@ -386,6 +388,8 @@ struct Write {
     done: usize,
     /// Where the write began: 0, or the receiver's part of a split message.
     start: usize,
+    /// Time spent writing so far, for `PUSHED` (see [`COLD_WRITES`]).
+    ns: u64,
 }
 
 /// CMA messages from this size on, whose receiver is idle and whose sender
@@ -414,11 +418,59 @@ struct SplitIn {
     read: bool,
     /// The sender's part is written.
     written: bool,
+    /// Whether the sender's write is to be judged (see `written_to`).
+    judge: bool,
+    /// How long the receiver's read of its part took, and the sender's
+    /// write of its own (see [`COLD_WRITES`]).
+    read_ns: u64,
+    write_ns: u64,
 }
 
 /// Messages at least this long may be pushed (below, the extra message
 /// costs more than the copy it moves to the sender).
 const PUSH_MIN: usize = 64 << 10;
+
+/// A sender's write into this rank's memory (a push, or its part of a split
+/// message) counts as cold when it took this many percent of the time per
+/// byte of this rank's own read of the same kind of message, or more.
+///
+/// Where the write lands decides. An application that reads what it
+/// receives leaves the receive buffer in its own core's cache; the other
+/// core's write must then take each line from there, and the application's
+/// next read takes it back. In a loop that never reads its results (the
+/// thesis' benchmark, 6.5) the lines stay with the writing core, and the
+/// write is the faster copy. Two ranks, bcast by splits, the sender's write
+/// against the receiver's read of its half, per byte: 0.8x at 64 KiB to
+/// 1 MiB without reading, 1.25-2.0x with every rank reading its result
+/// after each bcast; and reading, the whole iteration (bcast and read)
+/// took 12-15 us at 64 KiB with splits against 7-9 without, 256 KiB 39-50
+/// against 23-36, 1 MiB 116-171 against 104-175. A push (a gather's root
+/// copies its own block meanwhile) is judged against this rank's fastest
+/// read of a whole message from the same sender: 1.3-1.4x at 64 and
+/// 256 KiB even without reading, where the root's own reads were the
+/// faster gather too (4.0-4.3 against 5.0-5.4 us at 64 KiB), 2.7-3.1x
+/// reading (gather and read 15-17 against 21-31 us).
+const COLD_WRITES: u64 = 130;
+
+/// Writes from this size on are not judged (see [`COLD_WRITES`]): from
+/// 1 MiB on, whether the application reads its results changed the
+/// writes' speed less than the host's noise did (2 ranks, bcast of 1 MiB,
+/// sender's write against receiver's read: 0.75-1.0x without reading,
+/// 1.2-2.2x reading; a run of outliers then stopped the splits of a loop
+/// that read nothing, 30 -> 62 us), and the whole iteration gained less.
+const COLD_MAX: usize = 1 << 20;
+
+/// Cold writes in a row (see [`COLD_WRITES`]) after which this rank takes
+/// a sender's messages without its writes for a while: one slow write is
+/// as likely a preempted writer on this shared machine (a run of bcasts
+/// that read nothing judged 8 of 22 writes cold one at a time).
+const COLD_VOTES: u8 = 3;
+
+/// Messages from a sender whose writes were cold (see [`COLD_VOTES`]) that
+/// this rank then takes without them, doubled each time the writes are
+/// still cold when it tries again, up to [`COLD_SKIP_MAX`].
+const COLD_SKIP: u32 = 32;
+const COLD_SKIP_MAX: u32 = 1024;
 
 /// A streamed send that was half of an exchange, waiting to be timed.
 ///
@@ -544,9 +596,32 @@ struct State {
     /// Sends writing into their receivers' memory (see [`Write`]).
     writes: VecDeque<Write>,
     /// Receives whose senders write them (`CTS` in `MODE_PUSH`), by (sender, its token).
-    pushes_in: HashMap<(u32, u32), (OpRef, usize)>,
+    /// With the receive, its length and whether the write is to be judged
+    /// (see `written_to`).
+    pushes_in: HashMap<(u32, u32), (OpRef, usize, bool)>,
     /// Per peer: it was not allowed to write into this process (ask no more).
     push_refused: Vec<bool>,
+    /// Per peer: messages still to take without its writes, since its last
+    /// writes here were cold (see [`COLD_WRITES`]).
+    cold: Vec<u32>,
+    /// Per peer: its cold writes in a row, and how many messages the last
+    /// cold spell skipped (0: none since a warm write).
+    cold_votes: Vec<u8>,
+    cold_skip: Vec<u32>,
+    /// Per peer: picoseconds per byte of this rank's fastest whole read of a
+    /// long message from its memory into the buffer its previous read went
+    /// to (0: none yet), what its pushes are judged by.
+    read_ps: Vec<u64>,
+    /// Per peer: where the last long message from it went that it wrote
+    /// itself (all or part; 0: the last one this rank read whole). Only a
+    /// write into the buffer it wrote the time before is judged: the first
+    /// finds the lines where this rank's own copy left them.
+    written_to: Vec<u64>,
+    /// Per peer: where the last long message from it that this rank read
+    /// whole went (0: none).
+    read_to: Vec<u64>,
+    /// Writes judged cold, for `GOAL_DEBUG`'s summary.
+    cold_writes: u64,
     /// Receiver: messages split with their senders (`CTS` in `MODE_SPLIT`),
     /// by (sender, its token).
     split_in: HashMap<(u32, u32), SplitIn>,
@@ -700,6 +775,13 @@ impl Engine {
             writes: VecDeque::new(),
             pushes_in: HashMap::new(),
             push_refused: vec![false; n],
+            cold: vec![0; n],
+            cold_votes: vec![0; n],
+            cold_skip: vec![0; n],
+            read_ps: vec![0; n],
+            written_to: vec![0; n],
+            read_to: vec![0; n],
+            cold_writes: 0,
             split_in: HashMap::new(),
             split_out: HashMap::new(),
             cma_reads_work: false,
@@ -1093,7 +1175,7 @@ impl Engine {
             victims.push(x.r.slot);
         }
         // Receives the peer was to write, and sends writing into it.
-        self.st.pushes_in.retain(|&(src, _), &mut (x, _)| {
+        self.st.pushes_in.retain(|&(src, _), &mut (x, _, _)| {
             if src as usize == r {
                 victims.push(x.slot);
             }
@@ -1471,7 +1553,7 @@ impl Engine {
             None => res,
         };
         if let Err(err) = &res {
-            if self.st.pushes_in.values().any(|(x, _)| x.slot == slot) {
+            if self.st.pushes_in.values().any(|(x, _, _)| x.slot == slot) {
                 if let Some(e) = self.st.execs.get_mut(slot as usize).and_then(|e| e.as_mut()) {
                     for c in e.bufs.counters.iter_mut() {
                         *c = c.saturating_add(IN_KERNEL);
@@ -2003,6 +2085,12 @@ impl Engine {
 
     #[allow(clippy::too_many_arguments)] // the fields of an RTS, as the protocol names them
     fn fetch(&mut self, r: OpRef, src: u32, len: u32, mode: u8, token: u32, addr: u64, dst: &Pieces) {
+        // Whether the sender may write this message here (see COLD_WRITES),
+        // and whether it wrote the last one, into the same buffer.
+        let long = matches!(mode, proto::MODE_CMA | proto::MODE_HEAP) && len as usize >= PUSH_MIN.min(SPLIT_MIN);
+        let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
+        let again = long && std::mem::take(&mut self.st.written_to[src as usize]) == at && (len as usize) < COLD_MAX;
+        let warm = long && ((len as usize) >= COLD_MAX || self.writes_warm(src));
         match mode {
             proto::MODE_NET => {
                 if len > 0 {
@@ -2042,12 +2130,12 @@ impl Engine {
                 self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
                 self.stream_receive(r, src, len as usize);
             }
-            proto::MODE_CMA if self.push_pays(src, len as usize, dst) => {
-                self.st.pushes_in.insert((src, token), (r, len as usize));
+            proto::MODE_CMA if warm && self.push_pays(src, len as usize, dst) => {
+                self.st.pushes_in.insert((src, token), (r, len as usize, again));
                 let at = dst.as_slice()[0].0 as u64;
                 self.post_message(src as usize, Head { mode: proto::MODE_PUSH, addr: at, ..Head::control(proto::CTS, token) });
             }
-            proto::MODE_HEAP | proto::MODE_CMA if self.split_pays(r, src, mode, len as usize, dst) => {
+            proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len as usize, dst) => {
                 // Page-aligned, so that neither side's copy shares a page.
                 // From the heap the receiver's `memcpy` outruns the
                 // sender's CMA write: it takes three fifths (2 ranks, bcast
@@ -2055,16 +2143,16 @@ impl Engine {
                 // 4 MiB 202 -> 194 against halves; 70 % lost at 4 MiB).
                 let part = if mode == proto::MODE_HEAP { len as usize / 5 * 3 } else { len as usize / 2 };
                 let half = part & !4095;
-                self.st.pushes_in.insert((src, token), (r, len as usize));
-                self.st.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false });
+                self.st.pushes_in.insert((src, token), (r, len as usize, again));
+                self.st.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false, judge: again, read_ns: 0, write_ns: 0 });
                 self.st.split[0] += 1;
                 let at = dst.as_slice()[0].0 as u64;
                 self.post_message(src as usize, Head { mode: proto::MODE_SPLIT, addr: at, len: half as u32, ..Head::control(proto::CTS, token) });
-                self.st.reads.push_back(Read { r, src, len: half, mode, token, addr, done: 0, ns: 0 });
+                self.st.reads.push_back(Read { r, src, len: half, mode, token, addr, done: 0, ns: 0, whole: false });
                 self.st.streams_active += 1;
             }
             proto::MODE_HEAP | proto::MODE_CMA => {
-                let rd = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0 };
+                let rd = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true };
                 if rd.len >= READ_LATER {
                     self.st.reads.push_back(rd);
                     self.st.streams_active += 1;
@@ -2332,7 +2420,7 @@ impl Engine {
             }
             proto::CTS if h.mode == proto::MODE_PUSH => {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
-                    let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: 0, start: 0 };
+                    let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: 0, start: 0, ns: 0 };
                     self.st.writes.push_back(w);
                     self.st.streams_active += 1;
                 }
@@ -2351,7 +2439,7 @@ impl Engine {
                     let idle = !self.has_own_work() && self.st.reads.is_empty();
                     if waits && idle && (h.len as usize) < s.len {
                         let half = h.len as usize;
-                        let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: half, start: half };
+                        let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: half, start: half, ns: 0 };
                         self.st.split_out.insert(h.token, 2);
                         self.st.writes.push_back(w);
                         self.st.streams_active += 1;
@@ -2360,7 +2448,7 @@ impl Engine {
                     }
                 }
             }
-            proto::PUSHED => self.pushed(src, h.token, h.mode),
+            proto::PUSHED => self.pushed(src, h.token, h.mode, h.addr),
             proto::CTS => {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     // From the record, not the operation: an execution that
@@ -2454,7 +2542,47 @@ impl Engine {
     /// wait behind or delay), from a sender that may
     /// ([`may_write_here`](Self::may_write_here)).
     fn push_pays(&self, src: u32, len: usize, dst: &Pieces) -> bool {
-        self.pushes && len >= PUSH_MIN && self.has_own_work() && self.may_write_here(src, dst)
+        // Not before this rank has read one such message from `src` itself:
+        // its time is what the pushes are judged by (see COLD_WRITES).
+        self.pushes && len >= PUSH_MIN && (len >= COLD_MAX || self.st.read_ps[src as usize] != 0) && self.has_own_work() && self.may_write_here(src, dst)
+    }
+
+    /// Receiver: `src` wrote a message here, or its part of a split one, in
+    /// `write_ns`, where this rank's own copy of as much took `read_ns` (its
+    /// part of the same message; its fastest read of a whole one; 0:
+    /// unknown). [`COLD_VOTES`] cold writes in a row (see [`COLD_WRITES`])
+    /// keep the next messages from `src` to this rank's own copies.
+    fn judge_write(&mut self, src: u32, judge: bool, write_ns: u64, read_ns: u64) {
+        if !judge || read_ns == 0 {
+            return;
+        }
+        let p = src as usize;
+        if write_ns * 100 < read_ns * COLD_WRITES {
+            self.st.cold_votes[p] = 0;
+            self.st.cold_skip[p] = 0;
+            return;
+        }
+        self.st.cold_writes += 1;
+        self.st.cold_votes[p] += 1;
+        if self.st.cold_votes[p] >= COLD_VOTES {
+            let skip = if self.st.cold_skip[p] == 0 { COLD_SKIP } else { (self.st.cold_skip[p] * 2).min(COLD_SKIP_MAX) };
+            self.st.cold_skip[p] = skip;
+            self.st.cold[p] = skip;
+            self.st.cold_votes[p] = 0;
+            self.st.written_to[p] = 0;
+        }
+    }
+
+    /// Receiver: whether `src` may write (all or part of) its next long
+    /// message here, counting down the messages taken without its writes
+    /// since its last cold one (see [`COLD_WRITES`]).
+    fn writes_warm(&mut self, src: u32) -> bool {
+        let c = &mut self.st.cold[src as usize];
+        if *c == 0 {
+            return true;
+        }
+        *c -= 1;
+        false
     }
 
     /// Whether this rank has operations of its own starting (a Run), ready
@@ -2523,6 +2651,7 @@ impl Engine {
         let r = r.unwrap_or_else(|| unreachable!());
         let end = w.len.min(w.done + READ_PIECE);
         let pid = self.shm.peer_pid(peer as usize);
+        let t0 = Instant::now();
         let res = each_span(&src, w.done, end, |p, from, n| {
             // SAFETY: `each_span` gives a part of a send buffer piece, valid
             // for `n` bytes and unmodified until the execution ends (API
@@ -2530,6 +2659,7 @@ impl Engine {
             let d = unsafe { std::slice::from_raw_parts(p as *const u8, n) };
             goal_transport::sys::cma_write(pid, w.addr + from as u64, d)
         });
+        w.ns += t0.elapsed().as_nanos() as u64;
         match res {
             Ok(()) => {
                 self.copied(end - w.done);
@@ -2539,7 +2669,8 @@ impl Engine {
                     self.st.streams_active += 1;
                     return;
                 }
-                self.post_message(peer as usize, Head { mode: proto::PUSH_DONE, ..Head::control(proto::PUSHED, token) });
+                // With the write's time, for the receiver (see COLD_WRITES).
+                self.post_message(peer as usize, Head { mode: proto::PUSH_DONE, addr: w.ns, ..Head::control(proto::PUSHED, token) });
                 self.part_done(token);
             }
             // Not allowed (ptrace rules): the receiver asks for the stream
@@ -2564,24 +2695,35 @@ impl Engine {
 
     /// Receiver: the sender of the message of its rendezvous `token` says
     /// how writing it here went (`proto::PUSHED`).
-    fn pushed(&mut self, src: u32, token: u32, how: u8) {
-        let Some((r, len)) = self.st.pushes_in.remove(&(src, token)) else { return };
+    fn pushed(&mut self, src: u32, token: u32, how: u8, write_ns: u64) {
+        let Some((r, len, judge)) = self.st.pushes_in.remove(&(src, token)) else { return };
         let split = self.st.split_in.remove(&(src, token));
         if self.st.draining.contains_key(&r.slot) {
             // Its execution failed meanwhile: it ends once nothing more is written.
-            if !self.st.pushes_in.values().any(|(x, _)| x.slot == r.slot) {
+            if !self.st.pushes_in.values().any(|(x, _, _)| x.slot == r.slot) {
                 self.complete_slow(r.slot, Ok(()));
             }
             return;
+        }
+        if how == proto::PUSH_DONE {
+            // Its bytes are in this buffer's lines now (see `written_to`).
+            self.st.written_to[src as usize] = self.pieces(r).and_then(|d| d.as_slice().first().map(|&(p, _)| p as u64)).unwrap_or(0);
         }
         match (how, split) {
             (proto::PUSH_DONE, Some(mut sp)) if !sp.read => {
                 self.st.pushed += 1;
                 sp.written = true;
+                sp.write_ns = write_ns;
                 self.st.split_in.insert((src, token), sp);
             }
-            (proto::PUSH_DONE, _) => {
+            (proto::PUSH_DONE, Some(sp)) => {
                 self.st.pushed += 1;
+                self.judge_write(src, sp.judge, write_ns, sp.read_ns);
+                self.finish(r);
+            }
+            (proto::PUSH_DONE, None) => {
+                self.st.pushed += 1;
+                self.judge_write(src, judge, write_ns, self.st.read_ps[src as usize] * len as u64 / 1000);
                 self.finish(r);
             }
             (proto::PUSH_REFUSED | proto::PUSH_DECLINED | proto::PUSH_BY_STREAM, Some(sp)) => {
@@ -2595,7 +2737,7 @@ impl Engine {
                 match self.st.reads.iter_mut().find(|rd| rd.src == src && rd.token == token) {
                     Some(rd) => rd.len = len,
                     None => {
-                        self.st.reads.push_back(Read { r, src, len, mode: sp.mode, token, addr: sp.addr, done: sp.half, ns: 0 });
+                        self.st.reads.push_back(Read { r, src, len, mode: sp.mode, token, addr: sp.addr, done: sp.half, ns: 0, whole: false });
                         self.st.streams_active += 1;
                     }
                 }
@@ -2670,13 +2812,27 @@ impl Engine {
                 // The receiver's part of a split message: the sender's
                 // buffer is free once its own part is written too.
                 sp.read = true;
-                let written = sp.written;
+                sp.read_ns = rd.ns;
+                let (written, write_ns, judge) = (sp.written, sp.write_ns, sp.judge);
                 self.post_message(src as usize, Head { mode: proto::FIN_PART, ..Head::control(proto::FIN, rd.token) });
                 if written {
                     self.st.split_in.remove(&(src, rd.token));
+                    self.judge_write(src, judge, write_ns, rd.ns);
                     self.finish(rd.r);
                 }
                 return None;
+            }
+            // The second of two reads into one buffer: where this rank's
+            // own copy leaves the lines, as a push into it finds them
+            // when the application reads nothing.
+            let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
+            let again = std::mem::replace(&mut self.st.read_to[src as usize], at) == at;
+            if mode == proto::MODE_CMA && len >= PUSH_MIN && rd.whole && again {
+                let ps = rd.ns * 1000 / len as u64;
+                let best = &mut self.st.read_ps[src as usize];
+                if *best == 0 || ps < *best {
+                    *best = ps.max(1);
+                }
             }
         }
         // FIN carries the read's time, for the sender's choice of path.
@@ -2837,12 +2993,13 @@ impl Engine {
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;
         let [x_stream, x_cma] = self.adapt.taken_in_exchange;
-        let (fused, pushed, [split, declined]) = (self.st.fused, self.st.pushed, self.st.split);
+        let (fused, pushed, [split, declined], cold) = (self.st.fused, self.st.pushed, self.st.split, self.st.cold_writes);
         (stream + cma + fused + pushed + split > 0).then(|| {
             format!(
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \
                  {fused} receive(s) combined with their local operation as they came; {pushed} written here by their senders while this rank was busy; \
-                 {split} copied half by this rank, half by their senders ({declined} of them declined by a sender whose application did not wait)"
+                 {split} copied half by this rank, half by their senders ({declined} of them declined by a sender whose application did not wait); \
+                 {cold} of their senders' writes slower than this rank's own copy (the application reads what it receives: this rank then copies for a while)"
             )
         })
     }

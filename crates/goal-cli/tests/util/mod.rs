@@ -423,3 +423,11 @@ pub fn helper_switches() -> u64 {
     let status = std::fs::read_to_string(task.join("status")).unwrap();
     status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).unwrap().trim().parse().unwrap()
 }
+
+/// A count from the ranks' debug lines: the number just before `what`
+/// ("...; K <what>..." or "... (K <what>..."), the largest of the lines
+/// that say it.
+pub fn debug_count(stderr: &str, what: &str) -> u64 {
+    let number = |t: &str| t.split_once(what)?.0.rsplit([' ', '(']).next()?.parse().ok();
+    stderr.split("; ").filter_map(number).max().unwrap_or(0)
+}
