@@ -626,7 +626,9 @@ def main() -> int:
         "benchmark": "coll",
         "method": "thesis 6.5: per-iteration time of Run+Wait (MPI: call / Ixxx+Wait / Start+Wait) on every "
                   "rank, barrier before each iteration of bcast/gather/scatter/reduce, mean over ranks per "
-                  "iteration, median over iterations; summary: median over rounds",
+                  "iteration, median over iterations; summary: median over rounds"
+                  + ("; --touch: plus touch_us, each rank's read of its result after every iteration (median, "
+                     "largest over ranks)" if a.touch else ""),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
         "machine": machine,
         "binding": binding,
@@ -643,10 +645,11 @@ def main() -> int:
     }
     C.write_json(out.with_suffix(".json"), result)
     title = (f"goal collectives vs MPI — {machine['hostname']}, {ncpu} CPUs, {time.strftime('%Y-%m-%d')}, "
-             f"median of {a.rounds} round(s)" + (" [quick]" if a.quick else ""))
+             f"median of {a.rounds} round(s)" + (" [quick]" if a.quick else "") + (", results read (--touch)" if a.touch else ""))
     foot = ("Thesis 6.5 method: Run+Wait per iteration on every rank, mean over ranks, median over iterations; "
-            "barrier before bcast/gather/scatter/reduce iterations. MPI lines: best of blocking, non-blocking "
-            "and persistent. " + "; ".join(f"{n} ranks on {ncpu} CPUs (oversubscribed)" for n in a.ranks if n > ncpu)
+            "barrier before bcast/gather/scatter/reduce iterations"
+            + (", plus each rank's read of its result after every iteration (--touch)" if a.touch else "")
+            + ". MPI lines: best of blocking, non-blocking and persistent. " + "; ".join(f"{n} ranks on {ncpu} CPUs (oversubscribed)" for n in a.ranks if n > ncpu)
             + ". " + "; ".join(dict.fromkeys(C.short_version(libinfo[l]["version"]) for l in libs
                                               if libinfo.get(l, {}).get("version"))))
     if plot(summary, a.ranks, libs, out.with_suffix(".png"), title, foot):
