@@ -66,7 +66,9 @@ pub const DECLINE: u8 = 7;
 /// Between local ranks: the answer to a `CTS` in `MODE_PUSH` for the
 /// sender's rendezvous `token`, its mode one of the three below.
 pub const PUSHED: u8 = 8;
-/// `PUSHED` mode: the message is in the receive buffer.
+/// `PUSHED` mode: the message is in the receive buffer; `w3` is how long
+/// the sender's writes took, in nanoseconds (the receiver judges them, see
+/// `COLD_WRITES` in the engine).
 pub const PUSH_DONE: u8 = 0;
 /// `PUSHED` mode: the sender may not write here (ptrace rules); the
 /// receiver asks for the stream instead, and for no more pushes.
