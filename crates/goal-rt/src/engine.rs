@@ -426,6 +426,44 @@ struct SplitIn {
     write_ns: u64,
 }
 
+/// A few receive buffers (their start addresses) that a peer's latest long
+/// messages went to, the oldest replaced first: an application may cycle
+/// through several buffers (double buffering, a collective's blocks).
+#[derive(Clone, Default)]
+struct Recent {
+    /// Start addresses (0: a free place), and when each was put.
+    at: [u64; 4],
+    when: [u32; 4],
+    clock: u32,
+}
+
+impl Recent {
+    /// Whether `at` is among them; removes it.
+    fn take(&mut self, at: u64) -> bool {
+        match self.at.iter_mut().find(|a| **a == at && at != 0) {
+            Some(a) => {
+                *a = 0;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds `at` (0: nothing), in a free place or the oldest's.
+    fn put(&mut self, at: u64) {
+        if at == 0 || self.at.contains(&at) {
+            return;
+        }
+        let i = match self.at.iter().position(|&a| a == 0) {
+            Some(i) => i,
+            None => (0..self.at.len()).min_by_key(|&i| self.when[i]).unwrap_or(0),
+        };
+        self.clock = self.clock.wrapping_add(1);
+        self.at[i] = at;
+        self.when[i] = self.clock;
+    }
+}
+
 /// Messages at least this long may be pushed (below, the extra message
 /// costs more than the copy it moves to the sender).
 const PUSH_MIN: usize = 64 << 10;
@@ -612,14 +650,14 @@ struct State {
     /// long message from its memory into the buffer its previous read went
     /// to (0: none yet), what its pushes are judged by.
     read_ps: Vec<u64>,
-    /// Per peer: where the last long message from it went that it wrote
-    /// itself (all or part; 0: the last one this rank read whole). Only a
-    /// write into the buffer it wrote the time before is judged: the first
-    /// finds the lines where this rank's own copy left them.
-    written_to: Vec<u64>,
-    /// Per peer: where the last long message from it that this rank read
-    /// whole went (0: none).
-    read_to: Vec<u64>,
+    /// Per peer: the buffers its latest long messages went to that it
+    /// wrote itself (all or part). Only a write into a buffer it wrote the
+    /// time before is judged: the first finds the lines where this rank's
+    /// own copy left them.
+    written_to: Vec<Recent>,
+    /// Per peer: the buffers its latest long messages went to that this
+    /// rank read whole.
+    read_to: Vec<Recent>,
     /// Writes judged cold, for `GOAL_DEBUG`'s summary.
     cold_writes: u64,
     /// Receiver: messages split with their senders (`CTS` in `MODE_SPLIT`),
@@ -779,8 +817,8 @@ impl Engine {
             cold_votes: vec![0; n],
             cold_skip: vec![0; n],
             read_ps: vec![0; n],
-            written_to: vec![0; n],
-            read_to: vec![0; n],
+            written_to: vec![Recent::default(); n],
+            read_to: vec![Recent::default(); n],
             cold_writes: 0,
             split_in: HashMap::new(),
             split_out: HashMap::new(),
@@ -2089,7 +2127,7 @@ impl Engine {
         // and whether it wrote the last one, into the same buffer.
         let long = matches!(mode, proto::MODE_CMA | proto::MODE_HEAP) && len as usize >= PUSH_MIN.min(SPLIT_MIN);
         let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
-        let again = long && std::mem::take(&mut self.st.written_to[src as usize]) == at && (len as usize) < COLD_MAX;
+        let again = long && self.st.written_to[src as usize].take(at) && (len as usize) < COLD_MAX;
         let warm = long && ((len as usize) >= COLD_MAX || self.writes_warm(src));
         match mode {
             proto::MODE_NET => {
@@ -2575,7 +2613,7 @@ impl Engine {
             self.st.cold_skip[p] = skip;
             self.st.cold[p] = skip;
             self.st.cold_votes[p] = 0;
-            self.st.written_to[p] = 0;
+            self.st.written_to[p] = Recent::default();
         }
     }
 
@@ -2713,7 +2751,9 @@ impl Engine {
         }
         if how == proto::PUSH_DONE {
             // Its bytes are in this buffer's lines now (see `written_to`).
-            self.st.written_to[src as usize] = self.pieces(r).and_then(|d| d.as_slice().first().map(|&(p, _)| p as u64)).unwrap_or(0);
+            let at = self.pieces(r).and_then(|d| d.as_slice().first().map(|&(p, _)| p as u64)).unwrap_or(0);
+            self.st.written_to[src as usize].put(at);
+            self.st.read_to[src as usize].take(at);
         }
         match (how, split) {
             (proto::PUSH_DONE, Some(mut sp)) if !sp.read => {
@@ -2841,7 +2881,8 @@ impl Engine {
             // own copy leaves the lines, as a push into it finds them
             // when the application reads nothing.
             let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
-            let again = std::mem::replace(&mut self.st.read_to[src as usize], at) == at;
+            let again = self.st.read_to[src as usize].take(at);
+            self.st.read_to[src as usize].put(at);
             if mode == proto::MODE_CMA && len >= PUSH_MIN && rd.whole && again {
                 let ps = rd.ns * 1000 / len as u64;
                 let best = &mut self.st.read_ps[src as usize];
@@ -3743,4 +3784,30 @@ pub(crate) fn net_handlers() -> Vec<u8> {
 /// (goal-net already refused unknown handlers and oversized headers).
 fn net_head(handler: u8, head: &[u8]) -> Option<Head> {
     Head::from_bytes(head).filter(|h| handler == NET_HANDLER_BASE + h.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Recent;
+
+    #[test]
+    fn recent_buffers_are_taken_once_and_the_oldest_goes_first() {
+        let mut r = Recent::default();
+        assert!(!r.take(0x1000), "empty");
+        for at in [0x1000, 0x2000, 0x3000, 0x4000] {
+            r.put(at);
+        }
+        r.put(0x2000); // already there: nothing moves
+        assert!(r.take(0x3000));
+        assert!(!r.take(0x3000), "taken once");
+        r.put(0x5000); // into the place 0x3000 left
+        assert!(r.take(0x1000) && r.take(0x5000));
+        r.put(0x6000);
+        r.put(0x7000);
+        r.put(0x8000); // full: the oldest (0x2000) goes
+        assert!(!r.take(0x2000));
+        assert!(r.take(0x4000) && r.take(0x8000));
+        r.put(0);
+        assert!(!r.take(0), "0 is no buffer");
+    }
 }
