@@ -469,8 +469,10 @@ impl Recent {
 const PUSH_MIN: usize = 64 << 10;
 
 /// A sender's write into this rank's memory (a push, or its part of a split
-/// message) counts as cold when it took this many percent of the time per
-/// byte of this rank's own read of the same kind of message, or more.
+/// message) counts as cold when it took this many percent of the time this
+/// rank's own copy of as much took, or more (its part of the same split
+/// message, which is cut so that both parts take as long; its fastest
+/// whole read of a message from the same sender, for a push).
 ///
 /// Where the write lands decides. An application that reads what it
 /// receives leaves the receive buffer in its own core's cache; the other
@@ -483,10 +485,9 @@ const PUSH_MIN: usize = 64 << 10;
 /// after each bcast; and reading, the whole iteration (bcast and read)
 /// took 12-15 us at 64 KiB with splits against 7-9 without, 256 KiB 39-50
 /// against 23-36, 1 MiB 116-171 against 104-175. A push (a gather's root
-/// copies its own block meanwhile) is judged against this rank's fastest
-/// read of a whole message from the same sender: 1.3-1.4x at 64 and
-/// 256 KiB even without reading, where the root's own reads were the
-/// faster gather too (4.0-4.3 against 5.0-5.4 us at 64 KiB), 2.7-3.1x
+/// copies its own block meanwhile), against the root's own read: 1.3-1.4x
+/// at 64 and 256 KiB even without reading, where the root's own reads were
+/// the faster gather too (4.0-4.3 against 5.0-5.4 us at 64 KiB), 2.7-3.1x
 /// reading (gather and read 15-17 against 21-31 us).
 const COLD_WRITES: u64 = 130;
 
@@ -2170,7 +2171,6 @@ impl Engine {
             }
             proto::MODE_CMA if warm && self.push_pays(src, len as usize, dst) => {
                 self.st.pushes_in.insert((src, token), (r, len as usize, again));
-                let at = dst.as_slice()[0].0 as u64;
                 self.post_message(src as usize, Head { mode: proto::MODE_PUSH, addr: at, ..Head::control(proto::CTS, token) });
             }
             proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len as usize, dst) => {
@@ -2184,7 +2184,6 @@ impl Engine {
                 self.st.pushes_in.insert((src, token), (r, len as usize, again));
                 self.st.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false, judge: again, read_ns: 0, write_ns: 0 });
                 self.st.split[0] += 1;
-                let at = dst.as_slice()[0].0 as u64;
                 self.post_message(src as usize, Head { mode: proto::MODE_SPLIT, addr: at, len: half as u32, ..Head::control(proto::CTS, token) });
                 self.st.reads.push_back(Read { r, src, len: half, mode, token, addr, done: 0, ns: 0, whole: false });
                 self.st.streams_active += 1;
