@@ -39,7 +39,7 @@ mod dualwait;
 pub mod kchain;
 pub mod shm;
 pub use dualwait::io_uring_allowed;
-mod sync;
+pub mod sync;
 pub mod sys;
 
 /// The fixed-size header that travels with every message, opaque to the

@@ -37,7 +37,7 @@ mod stream;
 pub use doorbell::{Doorbell, PollGuard, SleepGuard};
 pub use heap::Heap;
 
-use crate::sync::{Ordering, full_fence};
+use crate::sync::{light_fence, Ordering};
 use crate::{sys, Envelope, PeerLost};
 use doorbell::RemoteBell;
 use layout::Layout;
@@ -407,6 +407,8 @@ impl ShmNode {
     /// Creates this rank's inbox for a group of `size` ranks.
     pub fn create(rank: usize, size: usize, cfg: &ShmConfig) -> io::Result<ShmNode> {
         cfg.validate()?;
+        // Before any peer can write here or be written to (see `sync`).
+        crate::sync::enable_asymmetric();
         if rank >= size {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -608,6 +610,17 @@ impl ShmNode {
         Ok(true)
     }
 
+    /// Whether a message of `len` payload bytes to `peer` fits its ring
+    /// now (see [`try_send`](Self::try_send)): if so, the next send to
+    /// `peer` of at most that length succeeds.
+    #[inline(always)]
+    pub fn fits(&self, peer: usize, len: usize) -> bool {
+        match self.peers.get(peer) {
+            Some(Some(p)) => len <= self.max_eager() && p.ring.fits(len),
+            _ => false,
+        }
+    }
+
     #[cold]
     fn not_connected(&self, peer: usize) -> io::Error {
         io::Error::new(
@@ -738,8 +751,9 @@ impl ShmNode {
             }
             if !fenced {
                 // Orders every write above before the loads of the peers'
-                // `sleepers` (see the doorbell protocol).
-                full_fence();
+                // `sleepers` (see the doorbell protocol; the sleeper's side
+                // of the barrier is the heavy one).
+                light_fence();
                 fenced = true;
             }
             while bits != 0 {

@@ -231,6 +231,46 @@ pub fn futex_wait(
     }
 }
 
+/// `membarrier(2)` commands (linux/membarrier.h; the libc crate has no names for them).
+const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
+const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_int = 1 << 2;
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+fn membarrier(cmd: libc::c_int) -> io::Result<libc::c_long> {
+    // SAFETY: membarrier takes a command and two integer arguments, no
+    // pointers; unknown commands fail with EINVAL.
+    cvt_long(unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0u32, 0i32) })
+}
+
+/// Whether the kernel offers the expedited barriers, global and private.
+pub fn membarrier_supported() -> bool {
+    let want = MEMBARRIER_CMD_GLOBAL_EXPEDITED
+        | MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED
+        | MEMBARRIER_CMD_PRIVATE_EXPEDITED
+        | MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+    membarrier(MEMBARRIER_CMD_QUERY).is_ok_and(|m| m as libc::c_int & want == want)
+}
+
+/// Registers this process for both expedited barriers.
+pub fn membarrier_register() -> io::Result<()> {
+    membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED)?;
+    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)?;
+    Ok(())
+}
+
+/// A full barrier on every CPU that runs a thread of a process registered
+/// for the global form.
+pub fn membarrier_global() -> io::Result<()> {
+    membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED).map(|_| ())
+}
+
+/// A full barrier on every CPU that runs a thread of this process.
+pub fn membarrier_private() -> io::Result<()> {
+    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED).map(|_| ())
+}
+
 /// `FUTEX_WAKE` (shared): wakes up to `n` waiters on `word`; returns how many.
 pub fn futex_wake(word: &AtomicU32, n: i32) -> io::Result<usize> {
     // SAFETY: `word` is a live, aligned 32-bit atomic; FUTEX_WAKE ignores the

@@ -6,21 +6,24 @@
 //! * `sleepers`: how many threads of the owner are between
 //!   [`Doorbell::prepare`] and the end of their sleep.
 //!
-//! No wake-up is lost, by the usual Dekker-style argument, with SeqCst on
-//! both sides:
+//! No wake-up is lost, by the usual Dekker-style argument, with the
+//! barrier split unevenly between the sides (`crate::sync`: the waker's
+//! is a compiler barrier, the sleeper's a `membarrier(2)` that runs a full
+//! barrier on every CPU running a peer):
 //!
 //! ```text
 //! sleeper                                 waker (a peer, after writing)
-//!   sleepers += 1; fence                    publish data (Release)
-//!   token = bell                            fence
+//!   sleepers += 1; heavy fence              publish data (Release)
+//!   token = bell                            light fence
 //!   re-check every source of work           if sleepers > 0:
 //!   futex_wait(bell, token)                     bell += 1; futex_wake(bell)
 //! ```
 //!
 //! Either the waker sees `sleepers > 0` and bumps `bell` (then the futex
-//! wait returns at once or is woken), or the sleeper's re-check comes after
-//! the waker's write in the single SeqCst order and sees the data. Peers
-//! only pay for a wake-up (a syscall) when someone actually sleeps.
+//! wait returns at once or is woken), or its data was visible when the
+//! heavy fence returned and the sleeper's re-check sees it. Peers only pay
+//! for a wake-up (a syscall) when someone actually sleeps, and a sender
+//! never waits for its write to reach the receiver's core.
 //!
 //! A third word, `polling`, counts the owner's threads that are polling
 //! right now ([`Doorbell::polling`]). While it is non-zero a waker skips the
@@ -30,6 +33,9 @@
 //! (the guard drops: `polling -= 1`, SeqCst) must re-check for work once
 //! afterwards; by the same argument as above, data it misses in that
 //! re-check was written after the decrement and its waker saw `polling == 0`.
+//! Since the waker's barrier is light, the decrement is followed by a heavy
+//! fence when a thread of the owner sleeps (only then can a wake-up be
+//! lost: a thread that goes to sleep later issues its own).
 //!
 //! The futex is *shared* (no `FUTEX_PRIVATE_FLAG`): the kernel keys it by
 //! the memfd page, so a waker in another process, which maps the inbox at
@@ -37,7 +43,7 @@
 
 use super::layout::{H_BELL, H_POLLING, H_SLEEPERS};
 use super::map::Mapping;
-use crate::sync::{AtomicU32, Ordering, full_fence};
+use crate::sync::{heavy_fence_global, AtomicU32, Ordering};
 use crate::sys;
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,7 +75,7 @@ impl Doorbell {
     /// `sleep` or drop the guard.
     pub fn prepare(&self) -> SleepGuard<'_> {
         self.sleepers().fetch_add(1, Ordering::SeqCst);
-        full_fence();
+        heavy_fence_global();
         let token = self.bell().load(Ordering::SeqCst);
         SleepGuard { bell: self, token }
     }
@@ -90,6 +96,9 @@ impl Doorbell {
     /// Undoes one [`mark_polling`](Self::mark_polling).
     pub fn unmark_polling(&self) {
         self.map.atomic_u32(H_POLLING).fetch_sub(1, Ordering::SeqCst);
+        if self.sleepers().load(Ordering::SeqCst) > 0 {
+            heavy_fence_global();
+        }
     }
 
     /// Wakes every thread of this process that sleeps here.
@@ -165,7 +174,7 @@ impl RemoteBell {
     }
 
     /// Wakes the peer if it sleeps. The caller has published its writes and
-    /// issued `fence(SeqCst)` since.
+    /// issued `sync::light_fence` since.
     #[inline]
     pub(crate) fn wake_if_sleeping(&self) {
         let sleepers = self.map.atomic_u32(H_SLEEPERS);

@@ -126,6 +126,24 @@ impl RingProducer {
         }
     }
 
+    /// Whether a record of `len` payload bytes fits now: if it does,
+    /// [`try_push`](Self::try_push) of it succeeds until something else is
+    /// pushed (only the consumer changes the ring meanwhile, and it only
+    /// frees space).
+    #[inline(always)]
+    pub(crate) fn fits(&self, len: usize) -> bool {
+        let cap = self.ptrs.cap;
+        let tail = self.local_tail.get();
+        let to_end = cap - (tail & (cap - 1));
+        let need = record_bytes(len);
+        let room = if to_end < need { to_end } else { 0 } + need + HEADER as u64;
+        if cap - (tail - self.cached_head.get()) < room {
+            self.cached_head.set(self.ptrs.head().load(Ordering::Acquire));
+            return cap - (tail - self.cached_head.get()) >= room;
+        }
+        true
+    }
+
     /// Appends one record (envelope + the concatenation of `payload`), whose
     /// total payload must be at most [`max_payload`]. `false`: no room now.
     #[inline(always)]
