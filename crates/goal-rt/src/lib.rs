@@ -29,6 +29,7 @@ mod adapt;
 mod affinity;
 mod calibrate;
 mod config;
+mod elock;
 mod engine;
 mod fuse;
 mod kpath;
@@ -54,7 +55,7 @@ pub struct Runtime {
     size: u32,
     cfg: Config,
     th: Thresholds,
-    engine: Mutex<Engine>,
+    engine: elock::EngineLock<Engine>,
     bell: Arc<Doorbell>,
     /// Readable when the network (with peers on other machines) or the
     /// kernel mode's ring has news: sleepers wait for it beside the doorbell.
@@ -135,10 +136,18 @@ impl Schedule {
 /// One execution of a schedule: a counted reference to its state (which
 /// holds the runtime), one pointer wide, so that C's handle is this pointer
 /// itself (see [`into_raw`](Self::into_raw)) and Run and Wait allocate
-/// nothing.
+/// nothing. An execution that finished within its Run (its sends all went
+/// into their rings at once, see `Engine::start_done`) has no state: its
+/// handle is `None`, and Run and Wait skip the count's two locked
+/// instructions, which would wait for the messages' cache lines to reach
+/// the receiving cores.
 pub struct Handle {
-    shared: Arc<ExecShared>,
+    shared: Option<Arc<ExecShared>>,
 }
+
+/// The C handle of an execution that finished within its Run: not null,
+/// and no `Arc`'s address (those are aligned to 8).
+const FINISHED: *const std::ffi::c_void = std::ptr::dangling::<std::ffi::c_void>();
 
 /// Submission queue of the kernel mode's ring: the longest run handed to the
 /// kernel at once (a longer chain goes in pieces, each started by the end of
@@ -358,7 +367,7 @@ impl Runtime {
             rank: rank as u32,
             size: size as u32,
             th,
-            engine: Mutex::new(engine),
+            engine: elock::EngineLock::new(engine),
             bell,
             wake_fd,
             _wake_set: wake_set,
@@ -436,7 +445,9 @@ impl Runtime {
         // A Run that copied a large message itself (its data was there)
         // ends long after `run_at`: that time was not the application's.
         let run_at = long.map_or(run_at, |end| self.app_mark.ran_until(end));
-        shared.run_at.store(run_at, Ordering::Relaxed);
+        if let Some(shared) = &shared {
+            shared.run_at.store(run_at, Ordering::Relaxed);
+        }
         Ok(Handle { shared })
     }
 
@@ -447,8 +458,8 @@ impl Runtime {
     }
 
     #[inline]
-    pub(crate) fn lock_engine(&self) -> std::sync::MutexGuard<'_, Engine> {
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn lock_engine(&self) -> elock::EngineGuard<'_, Engine> {
+        self.engine.lock()
     }
 
     /// A progress pass if the engine is free, as a poller sees it (see
@@ -457,14 +468,9 @@ impl Runtime {
         self.try_engine().map(|mut e| e.poll())
     }
 
-    /// The engine, if nobody holds its lock now (a panic that poisoned it
-    /// left the engine usable, as [`lock_engine`](Self::lock_engine) assumes).
-    pub(crate) fn try_engine(&self) -> Option<std::sync::MutexGuard<'_, Engine>> {
-        match self.engine.try_lock() {
-            Ok(e) => Some(e),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+    /// The engine, if nobody holds its lock now.
+    pub(crate) fn try_engine(&self) -> Option<elock::EngineGuard<'_, Engine>> {
+        self.engine.try_lock()
     }
 
     /// Memory in this rank's shared heap, which local peers read directly.
@@ -481,42 +487,29 @@ impl Runtime {
 impl Handle {
     /// `Ok(true)` once finished, `Ok(false)` while running, `Err` if it failed.
     pub fn test(&self) -> Result<bool> {
-        if self.shared.state.load(Ordering::Acquire) == RUNNING {
-            self.shared.rt.try_progress();
+        let Some(shared) = &self.shared else { return Ok(true) };
+        if shared.state.load(Ordering::Acquire) == RUNNING {
+            shared.rt.try_progress();
         }
-        self.state()
-    }
-
-    /// Why the execution failed.
-    #[cold]
-    fn failure(&self) -> Error {
-        self.shared.error.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| Error::new(ErrorKind::System, "execution failed"))
-    }
-
-    #[inline(always)]
-    fn state(&self) -> Result<bool> {
-        match self.shared.state.load(Ordering::Acquire) {
-            DONE => Ok(true),
-            FAILED => Err(self.failure()),
-            _ => Ok(false),
-        }
+        state(shared)
     }
 
     /// Blocks until the execution has finished.
     #[inline]
     pub fn wait(self) -> Result<()> {
-        progress::wait(&self.shared);
-        self.state().map(|_| ())
+        let Some(shared) = &self.shared else { return Ok(()) };
+        progress::wait(shared);
+        state(shared).map(|_| ())
     }
 
     /// Whether the execution has finished (without progressing).
     pub fn is_finished(&self) -> bool {
-        self.shared.state.load(Ordering::Acquire) != RUNNING
+        self.shared.as_ref().is_none_or(|s| s.state.load(Ordering::Acquire) != RUNNING)
     }
 
     /// The handle as one pointer (never null), for a C caller to hold.
     pub fn into_raw(self) -> *const std::ffi::c_void {
-        Arc::into_raw(self.shared).cast()
+        self.shared.map_or(FINISHED, |s| Arc::into_raw(s).cast())
     }
 
     /// The handle back from [`into_raw`](Self::into_raw).
@@ -524,10 +517,29 @@ impl Handle {
     /// # Safety
     /// `p` must come from `into_raw` and not have been turned back before.
     pub unsafe fn from_raw(p: *const std::ffi::c_void) -> Handle {
+        if p == FINISHED {
+            return Handle { shared: None };
+        }
         // SAFETY: `p` is an `Arc<ExecShared>` given up by `into_raw`, taken
         // back once (caller).
-        Handle { shared: unsafe { Arc::from_raw(p.cast()) } }
+        Handle { shared: Some(unsafe { Arc::from_raw(p.cast()) }) }
     }
+}
+
+/// `Ok(true)` once finished, `Ok(false)` while running, `Err` if it failed.
+#[inline(always)]
+fn state(shared: &ExecShared) -> Result<bool> {
+    match shared.state.load(Ordering::Acquire) {
+        DONE => Ok(true),
+        FAILED => Err(failure(shared)),
+        _ => Ok(false),
+    }
+}
+
+/// Why the execution failed.
+#[cold]
+fn failure(shared: &ExecShared) -> Error {
+    shared.error.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| Error::new(ErrorKind::System, "execution failed"))
 }
 
 /// Seconds on the clock `GOAL_WTIME` uses.

@@ -757,7 +757,7 @@ pub(crate) fn wait(shared: &ExecShared) {
     // Whether that batch made a long copy (a CMA read of an exchange's
     // block, say): then this Wait cannot tell when it was called.
     let mut copied_first = false;
-    if let Ok(mut e) = rt.engine.try_lock() {
+    if let Some(mut e) = rt.engine.try_lock() {
         let long_before = e.long_end();
         let batch = poll_batch(&mut e, shared);
         copied_first = e.long_end() != long_before;
@@ -831,7 +831,7 @@ pub(crate) fn wait(shared: &ExecShared) {
             'spin: while shared.state.load(Ordering::Acquire) == RUNNING {
                 let mut news = false;
                 match rt.engine.try_lock() {
-                    Ok(mut e) => {
+                    Some(mut e) => {
                         let done;
                         (news, done) = poll_batch(&mut e, shared);
                         if let Some((busy, end)) = done {
@@ -840,7 +840,7 @@ pub(crate) fn wait(shared: &ExecShared) {
                             break 'spin;
                         }
                     }
-                    Err(_) => std::hint::spin_loop(),
+                    None => std::hint::spin_loop(),
                 }
                 latest = crate::ticks::now();
                 if news {
@@ -862,13 +862,13 @@ pub(crate) fn wait(shared: &ExecShared) {
         }
         let guard = rt.bell.prepare();
         let must_poll = match rt.engine.try_lock() {
-            Ok(mut e) => {
+            Some(mut e) => {
                 if e.poll() > 0 {
                     continue;
                 }
                 e.must_poll()
             }
-            Err(_) => false,
+            None => false,
         };
         if shared.state.load(Ordering::Acquire) != RUNNING {
             break;
