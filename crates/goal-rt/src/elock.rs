@@ -39,10 +39,8 @@ pub(crate) struct EngineLock<T> {
 
 // SAFETY: the lock hands `&mut T` to one thread at a time (`state` goes
 // 0 -> 1 by compare-and-swap only), so sharing it moves `T` between
-// threads, which `T: Send` allows.
+// threads, which `T: Send` allows. (`Send` follows from the fields.)
 unsafe impl<T: Send> Sync for EngineLock<T> {}
-// SAFETY: as above, owning the lock owns `T`.
-unsafe impl<T: Send> Send for EngineLock<T> {}
 
 /// The lock held; released on drop.
 pub(crate) struct EngineGuard<'a, T> {

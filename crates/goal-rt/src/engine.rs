@@ -2026,7 +2026,7 @@ impl Engine {
                 }
                 OpKind::Local => {
                     let l = &s.locals[o.addr as usize];
-                    if l.op() != ReduceOp::Copy || l.mem & 5 != 0 || l.count as usize * l.width as usize / 8 > SMALL_COPY {
+                    if !is_small_copy(l) || l.mem & 5 != 0 {
                         return None;
                     }
                 }
@@ -2060,11 +2060,9 @@ impl Engine {
     /// Run's first move for a schedule whose first operation is an eager
     /// send from a user buffer to a peer on this machine (`send_plain`'s
     /// conditions): the message goes into the ring before the execution's
-    /// state is set up, and `start` finishes the send once it is. The
-    /// receiver has it that much sooner, and the sender's first locked
-    /// instruction after the ring write (the doorbell's fence, the engine
-    /// lock's release), which waits for the write's cache line to come over
-    /// from the receiver's core, waits less.
+    /// state is set up, and `start` finishes the send once it is: the
+    /// receiver has it that much sooner. (A schedule of nothing but such
+    /// sends and small copies takes [`start_done`](Self::start_done) instead.)
     #[inline]
     fn send_early(&mut self, o: &OpRec, sched: u32, seq: u32) -> bool {
         !o.in_scratch() && self.ring_ready(o) && self.ring_write(o, sched, seq, o.addr as usize as *const u8)
@@ -3661,6 +3659,12 @@ fn failed_done(rt: &Arc<crate::Runtime>, sched: u32, peer: i32) -> Arc<ExecShare
 /// The most operations [`Engine::start_done`] takes a schedule of.
 const DONE_AT_ONCE: usize = 8;
 
+/// Whether `l` is a `Copy` of at most [`SMALL_COPY`] bytes.
+#[inline(always)]
+fn is_small_copy(l: &goal_sched::LocalRec) -> bool {
+    l.op() == ReduceOp::Copy && l.count as usize * l.width as usize / 8 <= SMALL_COPY
+}
+
 /// Copies `l` at once if it is a `Copy` of at most [`SMALL_COPY`] bytes;
 /// whether it did. The general path (`start_op`'s dispatch, the checks for
 /// long operations, the operator's and type's) cost a copy of 8 bytes more
@@ -3671,10 +3675,10 @@ const DONE_AT_ONCE: usize = 8;
 /// `l` is an operation of an execution whose scratchpad starts at `base`.
 #[inline(always)]
 unsafe fn copy_small(l: &goal_sched::LocalRec, base: *mut u8) -> bool {
-    let bytes = l.count as usize * l.width as usize / 8;
-    if l.op() != ReduceOp::Copy || bytes > SMALL_COPY {
+    if !is_small_copy(l) {
         return false;
     }
+    let bytes = l.count as usize * l.width as usize / 8;
     let (from, to) = (operand(base, l.b1, l.mem & 1 != 0), operand(base, l.b3, l.mem & 4 != 0));
     // SAFETY: user buffers are valid for the operation's extent by the API
     // contract, scratchpad ranges were checked at compile time (against
