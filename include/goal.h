@@ -102,6 +102,14 @@
 #define GOAL_ERR_INTERNAL (-15)
 
 /*
+ The ranks' schedules do not pair up: a message came for an execution
+ whose schedule has no receive from that rank with that tag (schedules
+ compiled in a different order, or a collective called with a different
+ root or size on some rank). The message names schedule, peer and tag.
+ */
+#define GOAL_ERR_MISMATCH (-16)
+
+/*
  Extension id: `GOAL_ANY_SOURCE` / `GOAL_ANY_TAG` wildcards.
  */
 #define GOAL_EXT_WILDCARDS 1

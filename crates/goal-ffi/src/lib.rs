@@ -134,6 +134,11 @@ pub const GOAL_ERR_SYSTEM: c_int = -13;
 pub const GOAL_ERR_UNSUPPORTED: c_int = -14;
 /// An internal error (a bug in goal); the message says where.
 pub const GOAL_ERR_INTERNAL: c_int = -15;
+/// The ranks' schedules do not pair up: a message came for an execution
+/// whose schedule has no receive from that rank with that tag (schedules
+/// compiled in a different order, or a collective called with a different
+/// root or size on some rank). The message names schedule, peer and tag.
+pub const GOAL_ERR_MISMATCH: c_int = -16;
 
 /// Extension id: `GOAL_ANY_SOURCE` / `GOAL_ANY_TAG` wildcards.
 pub const GOAL_EXT_WILDCARDS: c_int = 1;
@@ -169,6 +174,7 @@ fn code_of(kind: ErrorKind) -> c_int {
         ErrorKind::NoMemory => GOAL_ERR_NO_MEMORY,
         ErrorKind::System => GOAL_ERR_SYSTEM,
         ErrorKind::Unsupported => GOAL_ERR_UNSUPPORTED,
+        ErrorKind::Mismatch => GOAL_ERR_MISMATCH,
     }
 }
 
@@ -708,6 +714,7 @@ pub extern "C" fn GOAL_ErrorString(code: c_int) -> *const c_char {
         GOAL_ERR_SYSTEM => c"the operating system refused",
         GOAL_ERR_UNSUPPORTED => c"the algorithm does not apply",
         GOAL_ERR_INTERNAL => c"internal error in goal",
+        GOAL_ERR_MISMATCH => c"the ranks' schedules do not pair up (a message no receive of its schedule takes)",
         _ => c"unknown error code",
     };
     s.as_ptr()

@@ -136,6 +136,10 @@ pub(crate) struct SchedInner {
     /// start with the execution, sorted: a large send that starts with it
     /// too, to one of them, is half of an exchange (see `adapt`).
     opening_recvs: Box<[u32]>,
+    /// (source, tag) of every receive, sorted, wildcards as -1: whether a
+    /// message that no posted receive took may still be taken by one (see
+    /// [`Engine::stash`]).
+    recv_keys: Box<[(i32, i32)]>,
 }
 
 /// Receives from this size on count for [`SchedInner::opening_recvs`]
@@ -159,7 +163,20 @@ impl SchedInner {
         opening_recvs.sort_unstable();
         opening_recvs.dedup();
         let opening_recvs = opening_recvs.into_boxed_slice();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps, fuse, opening_recvs }
+        let mut recv_keys: Vec<(i32, i32)> =
+            s.ops.iter().filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec)).map(|o| (o.peer, o.tag)).collect();
+        recv_keys.sort_unstable();
+        recv_keys.dedup();
+        let recv_keys = recv_keys.into_boxed_slice();
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps, fuse, opening_recvs, recv_keys }
+    }
+
+    /// Whether some receive of the schedule could take a message from
+    /// `src` with `tag` (a wildcard receive takes any).
+    fn may_receive(&self, src: u32, tag: i32) -> bool {
+        let has = |k: (i32, i32)| self.recv_keys.binary_search(&k).is_ok();
+        let src = src as i32;
+        has((src, tag)) || has((src, -1)) || has((-1, tag)) || has((-1, -1))
     }
 
     /// The fusion plan of receive `op`, if it has one.
@@ -610,6 +627,17 @@ struct State {
     free_slots: Vec<u32>,
     /// Active executions per schedule id: (execution number, slot).
     active: Vec<Vec<(u32, u32)>>,
+    /// Executions started so far per schedule id (its `runs`, by id): a
+    /// message for an earlier one that is not active came for an execution
+    /// that finished without it (see [`Engine::stash`]).
+    started: Vec<u32>,
+    /// Per schedule id, what such a message showed: the schedule's next
+    /// execution here fails with it (see [`Engine::stale`]).
+    stale: HashMap<u32, Error>,
+    /// Executions (by slot) that end with an earlier one's mismatch.
+    poisoned: HashMap<u32, Error>,
+    /// Keys of executions that finished while messages waited for them.
+    stray_keys: Vec<u64>,
     /// Schedules dropped by the application with executions still running,
     /// kept until those finish (see `SchedRef`).
     orphans: Vec<Arc<SchedInner>>,
@@ -798,6 +826,10 @@ impl Engine {
             gens: Vec::new(),
             free_slots: Vec::new(),
             active: Vec::new(),
+            started: Vec::new(),
+            stale: HashMap::new(),
+            poisoned: HashMap::new(),
+            stray_keys: Vec::new(),
             orphans: Vec::new(),
             unexp: KeyMap::default(),
             spare_queues: Vec::new(),
@@ -869,10 +901,20 @@ impl Engine {
         let seq = sched.runs.load(Ordering::Relaxed);
         sched.runs.store(seq.wrapping_add(1), Ordering::Relaxed);
         sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        let id = sched.id as usize;
+        match self.st.started.get_mut(id) {
+            Some(n) => *n = seq.wrapping_add(1),
+            None => {
+                self.st.started.resize(id + 1, 0);
+                self.st.started[id] = seq.wrapping_add(1);
+            }
+        }
         let s = &sched.s;
         let n = s.ops.len();
         let plain = self.kp.is_none() && s.start_index.is_empty() && !trace_on();
-        if plain && s.independent as usize == n && n <= DONE_AT_ONCE {
+        // (Messages waiting for it, or a mismatch to report: the general path.)
+        let quiet = self.st.stale.is_empty() && (self.st.unexp.is_empty() || !self.st.unexp.contains_key(&key(sched.id, seq)));
+        if plain && quiet && s.independent as usize == n && n <= DONE_AT_ONCE {
             if let Some(done) = self.start_done(sched, rt, seq) {
                 return done;
             }
@@ -905,8 +947,11 @@ impl Engine {
         let shared = bufs.shared.clone();
         if n == 0 {
             sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
-            shared.state.store(DONE, Ordering::Release);
             self.st.recycle(sched, bufs);
+            if let Some(err) = (!quiet).then(|| self.st.stale.remove(&sched.id)).flatten() {
+                return Some(failed_with(rt, sched.id, err));
+            }
+            shared.state.store(DONE, Ordering::Release);
             return Some(shared);
         }
         let slot = match self.st.free_slots.pop() {
@@ -926,7 +971,6 @@ impl Engine {
             bufs,
             remaining: n as u32,
         });
-        let id = sched.id as usize;
         if self.st.active.len() <= id {
             self.st.active.resize_with(id + 1, Vec::new);
         }
@@ -957,6 +1001,7 @@ impl Engine {
             None => false,
         };
         self.st.active[id].push((seq, slot));
+        let fail_now = !quiet && self.check_waiting(sched.id, seq, slot, gen);
         if !hold {
             // Started at once, in order; the operations they make ready
             // queue behind them (the order of pushing them all first).
@@ -990,6 +1035,11 @@ impl Engine {
             self.st.run_left = 0;
         }
         self.drain_ready();
+        if fail_now {
+            if let Some(err) = self.st.poisoned.remove(&slot) {
+                self.fail(OpRef { slot, gen, op: u32::MAX }, err);
+            }
+        }
         self.shm.flush();
         if !self.st.reads.is_empty() {
             // Receives that found their RTS waiting read now, after the
@@ -1571,8 +1621,12 @@ impl Engine {
     }
 
     fn complete(&mut self, slot: u32, res: Result<(), Error>) {
-        if res.is_ok() && self.kp.is_none() && self.st.draining.is_empty() {
-            return self.st.completed(slot);
+        if res.is_ok() && self.kp.is_none() && self.st.draining.is_empty() && self.st.poisoned.is_empty() {
+            self.st.completed(slot);
+            if !self.st.stray_keys.is_empty() {
+                self.strays();
+            }
+            return;
         }
         self.complete_slow(slot, res)
     }
@@ -1596,6 +1650,13 @@ impl Engine {
         let res = match self.st.draining.remove(&slot) {
             Some(err) => Err(err),
             None => res,
+        };
+        // (An execution that ends with an earlier one's mismatch took all
+        // its messages: a later one for it is stray, as for the earlier
+        // one, so its key is not marked dead below.)
+        let (res, poisoned) = match self.st.poisoned.remove(&slot) {
+            Some(err) if res.is_ok() => (Err(err), true),
+            _ => (res, false),
         };
         if let Err(err) = &res {
             if self.st.pushes_in.values().any(|(x, _, _)| x.slot == slot) {
@@ -1640,14 +1701,26 @@ impl Engine {
                     }
                 }
             }
-            self.st.dead.insert(k);
-            // Messages that already arrived for it will never be received.
+            if !poisoned {
+                self.st.dead.insert(k);
+            }
+            // Messages that already arrived for it will never be received
+            // (for one that took all its messages, they are strays: see
+            // `stale`).
             if let Some(q) = self.st.unexp.remove(&k) {
                 for u in q {
-                    self.drop_unexpected(u);
+                    if poisoned {
+                        self.stale(e.sched.id, e.seq, u);
+                    } else {
+                        self.drop_unexpected(u);
+                    }
                 }
             }
             *e.bufs.shared.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(err.clone());
+        }
+        if res.is_ok() && !self.st.unexp.is_empty() && self.st.unexp.contains_key(&k) {
+            // It took all its messages: any left for it are strays.
+            self.st.stray_keys.push(k);
         }
         e.bufs.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
         let Exec { sched, bufs, .. } = e;
@@ -1660,6 +1733,22 @@ impl Engine {
         }
         sched_done(sched);
         self.st.release_orphans();
+        if !self.st.stray_keys.is_empty() {
+            self.strays();
+        }
+    }
+
+    /// Reports what waits for executions that finished with all their
+    /// receives taken (`State::stray_keys`): strays (see [`stale`](Self::stale)).
+    #[cold]
+    fn strays(&mut self) {
+        while let Some(k) = self.st.stray_keys.pop() {
+            if let Some(q) = self.st.unexp.remove(&k) {
+                for u in q {
+                    self.stale((k >> 32) as u32, k as u32, u);
+                }
+            }
+        }
     }
 
     /// An unexpected message whose execution is gone: release its sender.
@@ -2150,12 +2239,103 @@ impl Engine {
         st_match_posted(&mut self.st, sched, seq, src, tag)
     }
 
+    /// Keeps message `u`, which no posted receive took, until a receive of
+    /// execution (sched, seq) starts. The ranks' schedules do not pair up
+    /// if that execution runs here already and no receive of its schedule
+    /// could ever take the message (it fails, see
+    /// [`mismatch`](Self::mismatch)), or if it finished here already (see
+    /// [`stale`](Self::stale)).
     fn stash(&mut self, sched: u32, seq: u32, u: Unexp) {
         if self.st.dead.contains(&key(sched, seq)) {
             return self.drop_unexpected(u);
         }
+        if let Some(slot) = self.st.active.get(sched as usize).and_then(|a| a.iter().find(|&&(q, _)| q == seq)).map(|&(_, slot)| slot) {
+            let e = self.st.execs[slot as usize].as_ref().unwrap_or_else(|| unreachable!("active executions have slots"));
+            if !e.sched.may_receive(u.src, u.tag) {
+                let r = OpRef { slot, gen: e.gen, op: u32::MAX };
+                return self.mismatch(r, u);
+            }
+        } else if self.st.started.get(sched as usize).is_some_and(|&n| seq.wrapping_sub(n) >= 1 << 31) {
+            // Before the next execution here, and none active: one that
+            // finished, all its receives taken.
+            return self.stale(sched, seq, u);
+        }
         let st = &mut self.st;
         st.unexp.entry(key(sched, seq)).or_insert_with(|| st.spare_queues.pop().unwrap_or_default()).push_back(u);
+    }
+
+    /// Fails execution `r` (an `OpRef` of the execution) for message `u`,
+    /// which no receive of its schedule takes, and releases the sender.
+    fn mismatch(&mut self, r: OpRef, u: Unexp) {
+        let Some(err) = self.mismatch_error(r, &u) else { return self.drop_unexpected(u) };
+        self.drop_unexpected(u);
+        self.fail(r, err);
+    }
+
+    /// The error of execution `r` for message `u`, which no receive of its
+    /// schedule takes (`None` if `r` is over).
+    fn mismatch_error(&self, r: OpRef, u: &Unexp) -> Option<Error> {
+        let e = self.exec(r)?;
+        let id = e.sched.id;
+        let msg = format!(
+            "{}: rank {} sent it a message with {} ({} bytes), and schedule {id} has no receive from rank {} with that tag here: \
+             the ranks' schedules do not pair up (every rank must compile the same schedules in the same order, \
+             call each collective with the same root, sizes and algorithm, and pair each send with a receive of the peer's graph)",
+            self.describe(r), u.src, tag_words(u.tag), u.len, u.src
+        );
+        Some(Error::new(ErrorKind::Mismatch, msg))
+    }
+
+    /// Message `u` came for execution `seq` of schedule `sched`, which
+    /// finished here without it: no execution is left to fail, so the
+    /// schedule's next execution here fails with the news (a mismatch
+    /// whose executions all finish, say a broadcast whose ranks disagree on
+    /// the root, would otherwise go unseen), and the sender is released.
+    #[cold]
+    fn stale(&mut self, sched: u32, seq: u32, u: Unexp) {
+        let msg = format!(
+            "schedule {sched} execution {seq} had finished here when rank {} sent it a message with {} ({} bytes) \
+             that none of its receives took: the ranks' schedules do not pair up (every rank must compile the same schedules \
+             in the same order, call each collective with the same root, sizes and algorithm, and pair each send with a \
+             receive of the peer's graph); reported by the schedule's next execution",
+            u.src, tag_words(u.tag), u.len
+        );
+        self.drop_unexpected(u);
+        self.st.stale.entry(sched).or_insert_with(|| Error::new(ErrorKind::Mismatch, msg));
+    }
+
+    /// Before execution (sched, seq) in `slot` starts its operations:
+    /// marks it to end with a mismatch (see `State::poisoned`) if an
+    /// earlier execution's stray message was seen (see [`stale`](Self::stale)),
+    /// or if a message waits for it that no receive of its schedule takes
+    /// (one that came before the execution started here), releasing that
+    /// message's sender. The operations still start, so that what this rank
+    /// sends at once reaches its peers. Returns whether to fail it as soon
+    /// as they have (the latter case: its receives may wait for messages
+    /// that never come, as when the message comes while it runs, see
+    /// [`stash`](Self::stash)); with an earlier execution's news it runs
+    /// to its end.
+    #[cold]
+    fn check_waiting(&mut self, sched: u32, seq: u32, slot: u32, gen: u32) -> bool {
+        if let Some(err) = self.st.stale.remove(&sched) {
+            self.st.poisoned.insert(slot, err);
+            return false;
+        }
+        let r = OpRef { slot, gen, op: u32::MAX };
+        let Some(e) = self.exec(r) else { return false };
+        let sr = e.sched;
+        let k = key(sched, seq);
+        let Some(q) = self.st.unexp.get_mut(&k) else { return false };
+        let Some(i) = q.iter().position(|u| !sr.may_receive(u.src, u.tag)) else { return false };
+        let u = q.remove(i).unwrap_or_else(|| unreachable!());
+        if q.is_empty() {
+            self.st.unexp.remove(&k);
+        }
+        if let Some(err) = self.mismatch_error(r, &u) {
+            self.st.poisoned.insert(slot, err);
+        }
+        self.drop_unexpected(u);
+        true
     }
 
     /// Delivers message `u` into receive `r`.
@@ -2428,8 +2608,9 @@ impl Engine {
         st.poll_no += 1;
         let poll = st.poll_no;
         // Without kernel channels a finished execution completes without the
-        // transports (see `State::completed`): at once, inside the poll.
-        let now = self.kp.is_none() && !trace_on();
+        // transports (see `State::completed`): at once, inside the poll
+        // (unless one is to end with an earlier execution's mismatch).
+        let now = self.kp.is_none() && !trace_on() && st.poisoned.is_empty();
         shm.poll(&mut |src, env, payload| st_arrive(st, &mut arrived, poll, now, src as u32, Head::decode(env), payload));
         if let Some(net) = self.net.as_mut() {
             let st = &mut self.st;
@@ -2466,6 +2647,10 @@ impl Engine {
             self.st.in_poll = false;
         }
         self.st.arrived = arrived;
+        if !self.st.stray_keys.is_empty() {
+            // (Executions finished inside the poll.)
+            self.strays();
+        }
         if !self.st.net_lost.is_empty() {
             // Losses last: goal-net may report a peer's departure in the same
             // poll before a transfer of its that had completed (the peer
@@ -3537,12 +3722,25 @@ impl State {
     /// delivery completes an execution during the poll).
     fn completed(&mut self, slot: u32) {
         let Some(e) = self.vacate(slot) else { return };
+        if !self.unexp.is_empty() {
+            self.note_strays(key(e.sched.id, e.seq));
+        }
         e.bufs.shared.state.store(DONE, Ordering::Release);
         let Exec { sched, bufs, .. } = e;
         self.recycle(&sched, bufs);
         sched_done(sched);
         if !self.orphans.is_empty() {
             self.release_orphans();
+        }
+    }
+
+    /// Execution `k` finished with all its receives taken: messages that
+    /// wait for it are strays, for the engine to report (see
+    /// `Engine::strays`).
+    #[cold]
+    fn note_strays(&mut self, k: u64) {
+        if self.unexp.contains_key(&k) {
+            self.stray_keys.push(k);
         }
     }
 
@@ -3649,9 +3847,24 @@ fn sched_done(sched: SchedRef) {
 /// The state of a [`Engine::start_done`] whose message to `peer` did not go.
 #[cold]
 fn failed_done(rt: &Arc<crate::Runtime>, sched: u32, peer: i32) -> Arc<ExecShared> {
-    let shared = ExecShared::new(rt, sched);
     let msg = format!("goal: a send to rank {peer} found its ring full after it fit (please report)");
-    *shared.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(Error::new(ErrorKind::System, msg));
+    failed_with(rt, sched, Error::new(ErrorKind::System, msg))
+}
+
+/// A message's tag for an error message: collectives that goal builds
+/// from C use tags from `GOAL_COLL_TAG_BASE` (2^30) on.
+fn tag_words(tag: i32) -> String {
+    if tag >= 1 << 30 {
+        format!("tag {tag} (GOAL_COLL_TAG_BASE + {}: a collective's)", tag - (1 << 30))
+    } else {
+        format!("tag {tag}")
+    }
+}
+
+/// The state of an execution that ended in Run with `err`.
+fn failed_with(rt: &Arc<crate::Runtime>, sched: u32, err: Error) -> Arc<ExecShared> {
+    let shared = ExecShared::new(rt, sched);
+    *shared.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err);
     shared.state.store(FAILED, Ordering::Release);
     shared
 }

@@ -34,6 +34,11 @@ pub enum ErrorKind {
     System,
     /// The requested collective algorithm does not apply.
     Unsupported,
+    /// The ranks' schedules do not pair up: a message came for an
+    /// execution whose schedule has no receive that could take it (ranks
+    /// that compiled different schedules, or in a different order, or a
+    /// collective called with a different root or size).
+    Mismatch,
 }
 
 /// A runtime error: its kind and a message for the user.
