@@ -27,7 +27,11 @@
  *     GOAL_Bcast_init and roots 0 and 1 (the message names the collective
  *     tag range);
  *   - GOAL_ErrorString(GOAL_ERR_MISMATCH) is text of its own;
- *   - afterwards a matched exchange between every pair still works.
+ *   - afterwards a matched exchange between every pair still works;
+ *   - at the end rank 0 finalizes and exits while rank 1 runs a schedule
+ *     once more than rank 0 did and rank 2 one that rank 0 never compiled:
+ *     both Waits return GOAL_ERR_PEER_LOST within 15 s, the message says
+ *     that rank 0 called GOAL_Finalize and "as often" / "never compiled".
  */
 // ranks: 2 3 4
 // modes: 2
@@ -163,6 +167,52 @@ static void two_roots(void)
     }
 }
 
+/* The end: rank 0 finalizes and exits while rank 1 runs a schedule once
+ * more than rank 0 did, and rank 2 (if any) one that rank 0 never compiled:
+ * both get GOAL_ERR_PEER_LOST within 15 s, saying that rank 0 called
+ * GOAL_Finalize and what their programs disagree on. */
+static int finalized_early(void)
+{
+    char a[8] = {3}, b[8] = {0};
+    GOAL_Graph g = h_graph();
+    if (h_rank == 0)
+        V(GOAL_Send(g, a, 8, 1, 3, GOAL_USERSPACE));
+    else if (h_rank == 1)
+        V(GOAL_Recv(g, b, 8, 0, 3, GOAL_USERSPACE));
+    GOAL_Schedule s = h_compile(g);
+    h_run(s);
+    if (h_rank == 0) { /* ends here: ran s once, compiles nothing more */
+        h_free_schedule(s);
+        return h_finish();
+    }
+    const char *what = NULL, *needle = NULL;
+    GOAL_Schedule t = NULL;
+    if (h_rank == 1) {
+        what = "a schedule run once more than on rank 0";
+        needle = "as often";
+        t = s;
+    } else if (h_rank == 2) {
+        GOAL_Graph g2 = h_graph();
+        V(GOAL_Recv(g2, b, 8, 0, 4, GOAL_USERSPACE));
+        t = h_compile(g2);
+        what = "a schedule rank 0 never compiled";
+        needle = "never compiled";
+    }
+    if (t) {
+        GOAL_Handle h = GOAL_Run(t);
+        CHECKM(h != NULL, "%s: GOAL_Run: %s", what, h_last_error());
+        int rc = wait_within(h, 15, what);
+        CHECKM(rc == GOAL_ERR_PEER_LOST, "%s: GOAL_Wait returned %d (%s): %s", what, rc, h_strerr(rc), h_last_error());
+        const char *m = h_last_error();
+        CHECKM(h_contains_ci(m, "GOAL_Finalize") && h_contains_ci(m, needle), "%s: the error does not say that rank 0 "
+               "finalized and \"%s\": %s", what, needle, m);
+        if (t != s)
+            h_free_schedule(t);
+    }
+    h_free_schedule(s);
+    return h_finish();
+}
+
 /* Every pair exchanges 4 KiB, checked. */
 static void still_works(void)
 {
@@ -191,5 +241,5 @@ int main(int argc, char **argv)
     compile_order();
     two_roots();
     still_works();
-    return h_finish();
+    return finalized_early();
 }

@@ -1310,7 +1310,20 @@ impl Engine {
         victims.sort_unstable();
         victims.dedup();
         for slot in victims {
-            self.fail_slot(slot, Error::new(ErrorKind::PeerLost, msg.clone()));
+            let hint = match (lost.finalized, self.st.execs.get(slot as usize).and_then(|e| e.as_ref())) {
+                // The peer's program ended normally: the ranks' programs
+                // disagree on what to run.
+                (Some(n), Some(e)) if e.sched.id as u64 >= n => format!(
+                    "; rank {r} never compiled this schedule (number {} here): every rank must compile the same schedules in the same order",
+                    e.sched.id
+                ),
+                (Some(_), Some(e)) => format!(
+                    "; this is execution {} of schedule {} here, which rank {r} did not run as often: every rank must run each schedule as often",
+                    e.seq, e.sched.id
+                ),
+                _ => String::new(),
+            };
+            self.fail_slot(slot, Error::new(ErrorKind::PeerLost, format!("{msg}{hint}")));
         }
     }
 
@@ -2656,7 +2669,7 @@ impl Engine {
             // poll before a transfer of its that had completed (the peer
             // left because we acknowledged it); that transfer did arrive.
             for (peer, why) in std::mem::take(&mut self.st.net_lost) {
-                self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}") });
+                self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}"), finalized: None });
             }
             self.drain_ready();
         }

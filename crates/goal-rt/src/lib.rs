@@ -206,6 +206,9 @@ pub fn finalize() -> Result<()> {
         STATE.store(FINALIZED, Ordering::Release);
         rt
     };
+    // Peers that still wait for this rank will say that its program ended
+    // (and how many schedules it compiled), not that it died.
+    rt.lock_engine().shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
     progress::unpark(&rt);

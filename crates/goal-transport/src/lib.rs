@@ -86,6 +86,9 @@ pub struct PeerLost {
     pub rank: usize,
     /// What happened to it, for error messages ("exited", "killed by signal 9").
     pub cause: String,
+    /// Schedules it had compiled, when it left through finalize (its
+    /// program ended) rather than dying: see `ShmNode::mark_finalized`.
+    pub finalized: Option<u64>,
 }
 
 impl std::fmt::Display for PeerLost {

@@ -771,6 +771,24 @@ impl ShmNode {
         self.doorbell.clone()
     }
 
+    /// Marks this rank as finalizing, having compiled `schedules`: a peer
+    /// that then finds it gone says so (see [`PeerLost::finalized`]).
+    pub fn mark_finalized(&self, schedules: u64) {
+        self.inbox.atomic_u64(layout::H_FINALIZED).store(schedules.saturating_add(1), Ordering::Release);
+    }
+
+    /// Peer `rank` is gone, for `cause`: what to report, with what its
+    /// inbox says of a finalize (the mapping outlives the process).
+    fn lost(&self, rank: usize, cause: String) -> PeerLost {
+        let fin = self.peers[rank].as_ref().map_or(0, |p| p.inbox.atomic_u64(layout::H_FINALIZED).load(Ordering::Acquire));
+        let finalized = fin.checked_sub(1);
+        let cause = match finalized {
+            Some(n) => format!("called GOAL_Finalize (having compiled {n} schedule{}) and {cause}", if n == 1 { "" } else { "s" }),
+            None => cause,
+        };
+        PeerLost { rank, cause, finalized }
+    }
+
     /// Non-blocking: the first peer found dead and not reported before, if any.
     /// Each death is reported once: call again for the next one.
     pub fn check_peers(&self) -> Result<(), PeerLost> {
@@ -790,7 +808,7 @@ impl ShmNode {
                 Watch::Proc { start } => {
                     if let Some(cause) = proc_exit(p.pid, *start) {
                         self.reported[r].set(true);
-                        return Err(PeerLost { rank: r, cause });
+                        return Err(self.lost(r, cause));
                     }
                 }
             }
@@ -817,7 +835,7 @@ impl ShmNode {
                     _ => "exited".to_string(),
                 };
                 self.reported[rank].set(true);
-                return Err(PeerLost { rank, cause });
+                return Err(self.lost(rank, cause));
             }
         }
         Ok(())

@@ -6,6 +6,7 @@
 //!   header page   [magic, version, size, rank, ring_bytes, stream_bytes, pid]   line 0
 //!                 bell: u32      (rung by peers and by r's own threads)      line 1
 //!                 sleepers: u32  (r's threads inside a SleepGuard)            line 2
+//!                 finalized: u64 (1 + schedules r compiled, once r finalizes) line 3
 //!   pair block s = 0..size, one per sender s (the block s == r is unused):
 //!     control page  ring tail      (written by s, the producer)           line 0
 //!                   ring head      (written by r, the consumer)           line 1
@@ -43,6 +44,10 @@ pub(crate) const H_BELL: usize = LINE;
 pub(crate) const H_SLEEPERS: usize = 2 * LINE;
 /// Threads of the owner polling actively (beside `sleepers`: wakers read both).
 pub(crate) const H_POLLING: usize = 2 * LINE + 8;
+/// Written once by the owner as it finalizes: 1 + the schedules it compiled
+/// (0: it has not finalized). A peer that finds the owner gone reads it to
+/// tell a rank that finished its program from one that died.
+pub(crate) const H_FINALIZED: usize = 3 * LINE;
 
 /// Control word offsets inside a pair block.
 pub(crate) const P_RING_TAIL: usize = 0;
