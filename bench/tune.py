@@ -397,14 +397,17 @@ def main() -> int:
     dec = decide(med, a.switch_cost)
     m = data["machine"]
     ranks = sorted({x["ranks"] for x in data["rows"]})
-    rounds = len({x["round"] for x in data["rows"]})
+    # (the first measurement's: an --update's rows may have more or fewer)
+    rounds = data.get("args", {}).get("rounds") or len({x["round"] for x in data["rows"]})
     meta = (f"Measured {m.get('time_utc', '?')} on {m.get('hostname', '?')}: {m.get('nproc', '?')} CPUs "
             f"({m.get('cpu_model', '?')}), {m.get('virtualization') or 'bare metal'}, kernel {m.get('kernel', '?')}; "
             f"group sizes {', '.join(map(str, ranks))}, {rounds} round(s), progress "
             f"{data.get('args', {}).get('progress') or 'default'}, ranks pinned to CPU r % ncpus"
             + ("" if data.get("args", {}).get("no_pin") in (None, "False") else " (no: unpinned)") + ".")
     for u in data.get("updates", []):
-        meta += f"\n{', '.join(u['colls'])} measured again {u['machine'].get('time_utc', '?')} (`--update`)."
+        again = u.get("args", {}).get("rounds")
+        meta += (f"\n{', '.join(u['colls'])} measured again {u['machine'].get('time_utc', '?')} "
+                 f"({again + ' round(s), ' if again else ''}`--update`).")
     if any(n > (m.get("nproc") or 1) for n in ranks):
         meta += (f"\nGroup sizes above {m.get('nproc')} ran more ranks than CPUs: their choices reflect "
                  "ranks sharing CPUs.")

@@ -2,9 +2,10 @@
 //! ("goal tune"); regenerate it with `python3 bench/tune.py --prefix DIR`.
 //!
 //! Measured 2026-11-26T18:26:20Z on vm: 2 CPUs (Intel(R) Xeon(R) Processor), docker, kernel 6.18.44-fc-v657; group sizes 2, 3, 4, 5 round(s), progress default, ranks pinned to CPU r % ncpus.
-//! alltoall measured again 2026-11-26T21:47:11Z (`--update`).
-//! reduce measured again 2026-11-27T00:26:09Z (`--update`).
-//! bcast, gather, reduce, scatter measured again 2026-11-27T01:11:38Z (`--update`).
+//! alltoall measured again 2026-11-26T21:47:11Z (5 round(s), `--update`).
+//! reduce measured again 2026-11-27T00:26:09Z (5 round(s), `--update`).
+//! bcast, gather, reduce, scatter measured again 2026-11-27T01:11:38Z (3 round(s), `--update`).
+//! bcast measured again 2026-11-27T06:38:13Z (7 round(s), `--update`).
 //! Group sizes above 2 ran more ranks than CPUs: their choices reflect ranks sharing CPUs.
 //!
 //! A rule applies to `coll` on `min_size ..= max_size` ranks when `bytes <= max_bytes`
@@ -34,7 +35,8 @@ pub(crate) const TABLE: &[Rule] = &[
     Rule { coll: Coll::Barrier, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Linear },
     Rule { coll: Coll::Barrier, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
     Rule { coll: Coll::Bcast, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Binomial },
-    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Linear },
+    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: 262144, alg: Algorithm::Binomial },
+    Rule { coll: Coll::Bcast, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Pipeline },
     Rule { coll: Coll::Bcast, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Linear },
     Rule { coll: Coll::Gather, min_size: 2, max_size: 2, max_bytes: 131072, alg: Algorithm::Binomial },
     Rule { coll: Coll::Gather, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Linear },
