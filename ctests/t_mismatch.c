@@ -26,6 +26,10 @@
  *     says so), none another error; with 2 ranks the same with
  *     GOAL_Bcast_init and roots 0 and 1 (the message names the collective
  *     tag range);
+ *   - a collective called with a larger count on one rank (a linear
+ *     broadcast of 64 B, rank 1 asking for 128): rank 1's Wait returns
+ *     GOAL_ERR_MISMATCH ("exactly 128", "different counts") and its buffer
+ *     is untouched, the other ranks get the 64 bytes;
  *   - GOAL_ErrorString(GOAL_ERR_MISMATCH) is text of its own;
  *   - afterwards a matched exchange between every pair still works;
  *   - at the end rank 0 finalizes and exits while rank 1 runs a schedule
@@ -167,6 +171,32 @@ static void two_roots(void)
     }
 }
 
+/* A collective called with a larger count on rank 1: the root's 64-byte
+ * message reaches rank 1's 128-byte receive, which a collective's receive
+ * takes only whole. */
+static void count_mismatch(void)
+{
+    unsigned char buf[128];
+    memset(buf, h_rank == 0 ? 0xab : 0x11, sizeof buf);
+    int bytes = h_rank == 1 ? 128 : 64;
+    GOAL_Schedule s = GOAL_Bcast_init(buf, (uintptr_t)bytes, 0, GOAL_ALG_LINEAR);
+    CHECKM(s != NULL, "GOAL_Bcast_init: %s", h_last_error());
+    GOAL_Handle h = GOAL_Run(s);
+    CHECKM(h != NULL, "GOAL_Run: %s", h_last_error());
+    int rc = wait_within(h, 10, "count mismatch");
+    if (h_rank == 1) {
+        expect_mismatch(rc, "count mismatch", "exactly 128", "different counts");
+        CHECK_BYTES(buf, sizeof buf, 0x11, "count mismatch: rank 1's buffer was written");
+    } else {
+        CHECKM(rc == GOAL_SUCCESS, "count mismatch: rank %d's Wait returned %d (%s): %s", h_rank, rc, h_strerr(rc),
+               h_last_error());
+        if (h_rank != 0)
+            CHECK_BYTES(buf, 64, 0xab, "count mismatch: rank %d's broadcast", h_rank);
+    }
+    h_sync();
+    h_free_schedule(s);
+}
+
 /* The end: rank 0 finalizes and exits while rank 1 runs a schedule once
  * more than rank 0 did, and rank 2 (if any) one that rank 0 never compiled:
  * both get GOAL_ERR_PEER_LOST within 15 s, saying that rank 0 called
@@ -240,6 +270,7 @@ int main(int argc, char **argv)
     tag_mismatch(1 << 20, 0);
     compile_order();
     two_roots();
+    count_mismatch();
     still_works();
     return finalized_early();
 }

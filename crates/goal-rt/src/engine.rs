@@ -2359,6 +2359,11 @@ impl Engine {
             self.drop_unexpected(u);
             return self.fail(r, Error::new(ErrorKind::Truncated, msg));
         }
+        if u.len < cap && self.rec(r).is_some_and(|o| o.exact()) {
+            let err = short_message(self.describe(r), u.len, u.src, cap);
+            self.drop_unexpected(u);
+            return self.fail(r, err);
+        }
         let Some(dst) = self.pieces(r) else { return self.drop_unexpected(u) };
         match u.kind {
             UnexpKind::Eager(mut d, ctl) => {
@@ -2701,9 +2706,12 @@ impl Engine {
             }
             DELIVERED => {
                 let r = OpRef { slot: h.sched, gen: h.seq, op: h.token };
-                if h.mode == 1 {
+                if h.mode == DELIVERED_TRUNCATED {
                     let msg = format!("{}: message of {} bytes from rank {src} is larger than the receive (truncation)", self.describe(r), h.len);
                     self.fail(r, Error::new(ErrorKind::Truncated, msg));
+                } else if h.mode == DELIVERED_SHORT {
+                    let cap = self.rec(r).map_or(0, |o| o.len);
+                    self.fail(r, short_message(self.describe(r), h.len, src, cap));
                 } else {
                     self.finish(r);
                 }
@@ -3671,13 +3679,13 @@ fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>, po
         return;
     }
     if let Some(r) = (h.mode == 0 && st.queued_in[src as usize] != poll).then(|| st_match_posted(st, h.sched, h.seq, src, h.tag)).flatten() {
-        let truncated = st_deliver_inline(st, r, src, payload);
-        if finish_now && !truncated {
+        let bad = st_deliver_inline(st, r, src, payload);
+        if finish_now && bad == 0 {
             if let Some(slot) = st.finish(r) {
                 st.completed(slot);
             }
         } else {
-            let note = Head { kind: DELIVERED, mode: truncated as u8, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
+            let note = Head { kind: DELIVERED, mode: bad, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
             arrived.push((src, note, None));
         }
         return;
@@ -3812,13 +3820,19 @@ fn st_match_posted(st: &mut State, sched: u32, seq: u32, src: u32, tag: i32) -> 
 
 /// Copies an eager payload from the ring into posted receive `r`, unless
 /// it is larger than the receive (returns whether it was).
-fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> bool {
+fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> u8 {
     let e = st.execs[r.slot as usize].as_ref().unwrap_or_else(|| unreachable!());
     let s = &e.sched.s;
     let o = &s.ops[r.op as usize];
     let base = e.bufs.scratch.as_ptr() as *mut u8;
-    let truncated = payload.len() > o.len as usize;
-    if !truncated {
+    let bad = if payload.len() > o.len as usize {
+        DELIVERED_TRUNCATED
+    } else if o.exact() && payload.len() != o.len as usize {
+        DELIVERED_SHORT
+    } else {
+        0
+    };
+    if bad == 0 {
         let resolve = |addr: u64| operand(base, addr, o.in_scratch());
         match o.kind() {
             OpKind::Recv => {
@@ -3844,8 +3858,13 @@ fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> bool
     if src != st.rank {
         st.release(src, payload.len() as u64);
     }
-    truncated
+    bad
 }
+
+/// `DELIVERED`'s mode for a message larger than its receive.
+const DELIVERED_TRUNCATED: u8 = 1;
+/// `DELIVERED`'s mode for a message shorter than its exact-length receive.
+const DELIVERED_SHORT: u8 = 2;
 
 /// Counts one execution of `sched` as over: the last use of its
 /// `SchedRef`. A `Schedule` dropped without the engine lock frees the
@@ -3862,6 +3881,19 @@ fn sched_done(sched: SchedRef) {
 fn failed_done(rt: &Arc<crate::Runtime>, sched: u32, peer: i32) -> Arc<ExecShared> {
     let msg = format!("goal: a send to rank {peer} found its ring full after it fit (please report)");
     failed_with(rt, sched, Error::new(ErrorKind::System, msg))
+}
+
+/// The error of exact-length receive `what` (of `cap` bytes) for a
+/// message of `len` bytes from `src`.
+#[cold]
+fn short_message(what: String, len: u32, src: u32, cap: u32) -> Error {
+    Error::new(
+        ErrorKind::Mismatch,
+        format!(
+            "{what}: message of {len} bytes from rank {src}, where this collective's receive takes exactly {cap}: \
+             the ranks called the collective with different counts, types or sizes"
+        ),
+    )
 }
 
 /// A message's tag for an error message: collectives that goal builds

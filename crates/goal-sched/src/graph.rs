@@ -165,6 +165,9 @@ pub struct Graph {
     /// (prerequisite, target): target starts after prerequisite started.
     pub(crate) start_edges: Vec<(u32, u32)>,
     pub(crate) scratch: u64,
+    /// Receives (by vertex) whose message must be exactly their length
+    /// (see [`require_exact`](Graph::require_exact)).
+    pub(crate) exact: Vec<u32>,
 }
 
 /// Why an edge could not be added.
@@ -219,6 +222,19 @@ impl Graph {
         } else {
             Err(BadVertex(v))
         }
+    }
+
+    /// Receive `v` takes only a message of exactly its length: a shorter
+    /// one fails the execution (`GOAL_ERR_MISMATCH`) instead of filling
+    /// part of the buffer. The collectives mark their receives so, since
+    /// their ranks must agree on every size: a rank that called one with a
+    /// smaller count than its peers would otherwise leave a peer's result
+    /// partly unwritten, silently. (Marking a vertex that is not a receive
+    /// has no effect.)
+    pub fn require_exact(&mut self, v: VertexId) -> Result<(), BadVertex> {
+        let v = self.check(v)?;
+        self.exact.push(v);
+        Ok(())
     }
 
     /// Sets the scratchpad size (each execution gets its own).

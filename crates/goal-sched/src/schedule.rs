@@ -23,7 +23,7 @@
 //! `OpRec`:
 //!
 //! ```text
-//!  0  kind u8   (OpKind)       1  flags u8 (bit 0: buffer in scratchpad)
+//!  0  kind u8   (OpKind)       1  flags u8 (bit 0: buffer in scratchpad; bit 1: exact-length receive)
 //!  2  reserved u16             4  deps u32 (initial dependency counter)
 //!  8  peer i32 (-1: any)      12  tag i32 (-1: any)
 //! 16  addr u64: address or scratchpad offset (Send/Recv), index into
@@ -105,6 +105,9 @@ pub struct OpRec {
 
 /// Flag bit of [`OpRec::flags`]: the buffer is a scratchpad offset.
 pub const FLAG_SCRATCH: u8 = 1;
+/// Flag bit of [`OpRec::flags`]: a receive that takes only a message of
+/// exactly `len` bytes (see [`Graph::require_exact`](crate::Graph::require_exact)).
+pub const FLAG_EXACT: u8 = 2;
 
 impl OpRec {
     /// The operation's kind.
@@ -114,6 +117,10 @@ impl OpRec {
     /// Whether the buffer is a scratchpad offset.
     pub fn in_scratch(&self) -> bool {
         self.flags & FLAG_SCRATCH != 0
+    }
+    /// Whether a receive takes only a message of exactly `len` bytes.
+    pub fn exact(&self) -> bool {
+        self.flags & FLAG_EXACT != 0
     }
 }
 
@@ -414,6 +421,7 @@ fn elide_nops(g: &Graph) -> Option<(Graph, Vec<u32>)> {
         }
     }
     r.start_edges = g.start_edges.iter().map(|&(p, t)| (new_id[p as usize], new_id[t as usize])).collect();
+    r.exact = g.exact.iter().filter(|&&v| !gone[v as usize]).map(|&v| new_id[v as usize]).collect();
     Some((r, kept))
 }
 
@@ -479,11 +487,18 @@ fn compile_exact(g: &Graph, opts: &CompileOptions) -> Result<Schedule, CompileEr
     s.ops.reserve_exact(n);
     s.edges.reserve_exact(g.edges.len());
     s.origin.reserve_exact(n);
+    let mut exact = vec![false; if g.exact.is_empty() { 0 } else { n }];
+    for &v in &g.exact {
+        exact[v as usize] = true;
+    }
     for &v in &order {
         let vi = v as usize;
         let vert = &g.vertices[vi];
         let mut rec = OpRec { kind: 0, flags: 0, reserved: 0, deps: indeg[vi], peer: 0, tag: 0, addr: 0, len: 0, first_dep: s.edges.len() as u32 };
         encode(&mut s, &mut rec, vert, vi, opts)?;
+        if exact.get(vi).copied().unwrap_or(false) && matches!(rec.kind(), OpKind::Recv | OpKind::RecvVec) {
+            rec.flags |= FLAG_EXACT;
+        }
         s.ops.push(rec);
         s.origin.push(v);
         let (start, end) = (adj.0[vi] as usize, adj.0[vi + 1] as usize);

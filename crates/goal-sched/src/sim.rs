@@ -152,6 +152,20 @@ pub enum SimError {
         /// Bytes of the receive.
         capacity: u64,
     },
+    /// A message shorter than its exact-length receive (a collective's:
+    /// see [`Graph::require_exact`](crate::Graph::require_exact)).
+    Short {
+        /// The receiving rank.
+        rank: u32,
+        /// The receive's graph vertex.
+        vertex: u64,
+        /// The sending rank.
+        source: u32,
+        /// Bytes of the message.
+        bytes: u64,
+        /// Bytes of the receive.
+        capacity: u64,
+    },
     /// Integer division by zero in a local operation.
     DivByZero {
         /// The rank.
@@ -202,6 +216,10 @@ impl fmt::Display for SimError {
             SimError::Truncation { rank, vertex, source, bytes, capacity } => write!(
                 f,
                 "rank {rank}: vertex {vertex}: message of {bytes} bytes from rank {source} is larger than the receive of {capacity} bytes (truncation)"
+            ),
+            SimError::Short { rank, vertex, source, bytes, capacity } => write!(
+                f,
+                "rank {rank}: vertex {vertex}: message of {bytes} bytes from rank {source}, where the receive takes exactly {capacity}"
             ),
             SimError::DivByZero { rank, vertex, element } => {
                 write!(f, "rank {rank}: vertex {vertex}: integer division by zero at element {element}")
@@ -687,13 +705,13 @@ impl Sim<'_> {
     fn deliver(&mut self, m: usize, r: u32, op: u32) -> Result<(), SimError> {
         let msg = self.msgs[m].take().expect("a message is delivered once");
         let o = self.ranks[r as usize].s.ops[op as usize];
-        if msg.data.len() as u64 > o.len as u64 {
-            return Err(SimError::Truncation {
-                rank: r,
-                vertex: self.vertex(r, op),
-                source: msg.src,
-                bytes: msg.data.len() as u64,
-                capacity: o.len as u64,
+        let (bytes, capacity) = (msg.data.len() as u64, o.len as u64);
+        if bytes > capacity || (o.exact() && bytes < capacity) {
+            let (rank, vertex, source) = (r, self.vertex(r, op), msg.src);
+            return Err(if bytes > capacity {
+                SimError::Truncation { rank, vertex, source, bytes, capacity }
+            } else {
+                SimError::Short { rank, vertex, source, bytes, capacity }
             });
         }
         if o.kind() == OpKind::Recv {
@@ -965,6 +983,29 @@ mod tests {
         g[0].recv(Buf::user(4), 8, 0, 0);
         let e = simulate_with(&g, &mut mem, &SimOptions { sends: SendMode::Rendezvous, ..Default::default() }).unwrap_err();
         assert!(matches!(e, SimError::Race { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_short_message_completes_a_receive_unless_the_receive_is_exact() {
+        // Rank 0 sends 4 bytes; rank 1 receives up to 8: fine, unless the
+        // receive is marked exact (as the collectives mark theirs).
+        for exact in [false, true] {
+            let mut g0 = Graph::new();
+            g0.send(Buf { mem: 0, addr: 0 }, 4, 1, 0);
+            let mut g1 = Graph::new();
+            let v = g1.recv(Buf { mem: 0, addr: 0 }, 8, 0, 0);
+            if exact {
+                g1.require_exact(v).unwrap();
+            }
+            let mut mem = vec![vec![7u8; 8], vec![0u8; 8]];
+            let r = simulate(&[g0, g1], &mut mem);
+            if exact {
+                assert!(matches!(r, Err(SimError::Short { rank: 1, bytes: 4, capacity: 8, .. })), "{r:?}");
+            } else {
+                assert!(r.is_ok(), "{r:?}");
+                assert_eq!(mem[1], [7, 7, 7, 7, 0, 0, 0, 0]);
+            }
+        }
     }
 
     #[test]

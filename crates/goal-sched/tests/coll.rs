@@ -13,7 +13,7 @@ use goal_sched::coll::{
     scatter, Algorithm, Coll, CollError, Group, Piece, Placement, Reduction, TAG_SPAN,
 };
 use goal_sched::sim::{simulate_with, SendMode, SimError, SimOptions, SimStats};
-use goal_sched::{Buf, DataType, Graph, ReduceOp, Vertex};
+use goal_sched::{compile, Buf, CompileOptions, DataType, Graph, OpKind, ReduceOp, Vertex};
 use std::collections::{HashMap, VecDeque};
 
 const TAG_BASE: i64 = 3 * TAG_SPAN;
@@ -73,6 +73,18 @@ fn check_tags(g: &Graph, ctx: &str) {
     }
 }
 
+/// Every receive of the compiled collective takes only a message of
+/// exactly its length (so the simulation below, which fails a shorter one,
+/// checks that every message of every case is exactly as long).
+fn check_exact(g: &Graph, p: u32, ctx: &str) {
+    let s = compile(g, &CompileOptions { group_size: p }).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    for (i, o) in s.ops.iter().enumerate() {
+        if matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) {
+            assert!(o.exact(), "{ctx}: receive {i} (from {}, {} bytes) is not marked exact", o.peer, o.len);
+        }
+    }
+}
+
 /// Builds the collective on every rank and simulates it; panics with `ctx` on any error.
 fn run(ctx: &str, p: u32, seed: u64, mem: &mut [Vec<u8>], build: &dyn Fn(&mut Graph, Group) -> Result<Piece, CollError>) -> SimStats {
     let graphs: Vec<Graph> = (0..p)
@@ -80,6 +92,7 @@ fn run(ctx: &str, p: u32, seed: u64, mem: &mut [Vec<u8>], build: &dyn Fn(&mut Gr
             let mut g = Graph::new();
             build(&mut g, Group { rank, size: p }).unwrap_or_else(|e| panic!("{ctx}: rank {rank}: {e}"));
             check_tags(&g, ctx);
+            check_exact(&g, p, ctx);
             g
         })
         .collect();

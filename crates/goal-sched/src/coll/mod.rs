@@ -661,6 +661,7 @@ impl<'g> Builder<'g> {
     pub fn recv(&mut self, buf: Buf, len: u64, peer: u32, tag: u32, after: &[VertexId]) -> VertexId {
         let v = self.add(Vertex::Recv { buf, len: len as i64, peer: peer as i64, tag: self.tag(tag) }, after);
         self.order(false, peer, tag, v);
+        self.g.require_exact(v).expect("the builder added it");
         v
     }
 
@@ -685,6 +686,7 @@ impl<'g> Builder<'g> {
                 let pieces = pieces.iter().map(|&(a, l)| (a, l as i64)).collect();
                 let v = self.add(Vertex::RecvVec { mem, pieces, peer: peer as i64, tag: self.tag(tag) }, after);
                 self.order(false, peer, tag, v);
+                self.g.require_exact(v).expect("the builder added it");
                 v
             }
         }
