@@ -948,7 +948,8 @@ impl Engine {
         if n == 0 {
             sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
             self.st.recycle(sched, bufs);
-            if let Some(err) = (!quiet).then(|| self.st.stale.remove(&sched.id)).flatten() {
+            if let Some(mut err) = (!quiet).then(|| self.st.stale.remove(&sched.id)).flatten() {
+                err.message.push_str("; reported by the schedule's next execution, this one");
                 return Some(failed_with(rt, sched.id, err));
             }
             shared.state.store(DONE, Ordering::Release);
@@ -2310,7 +2311,7 @@ impl Engine {
             "schedule {sched} execution {seq} had finished here when rank {} sent it a message with {} ({} bytes) \
              that none of its receives took: the ranks' schedules do not pair up (every rank must compile the same schedules \
              in the same order, call each collective with the same root, sizes and algorithm, and pair each send with a \
-             receive of the peer's graph); reported by the schedule's next execution",
+             receive of the peer's graph)",
             u.src, tag_words(u.tag), u.len
         );
         self.drop_unexpected(u);
@@ -2330,7 +2331,8 @@ impl Engine {
     /// to its end.
     #[cold]
     fn check_waiting(&mut self, sched: u32, seq: u32, slot: u32, gen: u32) -> bool {
-        if let Some(err) = self.st.stale.remove(&sched) {
+        if let Some(mut err) = self.st.stale.remove(&sched) {
+            err.message.push_str("; reported by the schedule's next execution, this one");
             self.st.poisoned.insert(slot, err);
             return false;
         }
@@ -3312,6 +3314,41 @@ impl Engine {
     }
 
     /// What the kernel mode did, for the debug line at the end.
+    /// At finalize: what the ranks' schedules disagreed on that no
+    /// execution reported. Messages that came after their execution had
+    /// finished, whose schedule never ran again (see [`stale`](Self::stale)),
+    /// and messages for executions this rank never started: in a program
+    /// whose ranks agree, every message is received by the time its ranks
+    /// finalize.
+    pub fn unreported(&mut self) -> Vec<String> {
+        self.poll_messages();
+        let mut out: Vec<(u32, String)> =
+            self.st.stale.drain().map(|(id, e)| (id, format!("{}; no later execution of schedule {id} ran here to report it", e.message))).collect();
+        let mut keys: Vec<u64> = self.st.unexp.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            let (sched, seq) = ((k >> 32) as u32, k as u32);
+            if self.st.active.get(sched as usize).is_some_and(|a| a.iter().any(|&(q, _)| q == seq)) {
+                continue; // (its Wait will say)
+            }
+            let q = &self.st.unexp[&k];
+            let u = &q[0];
+            out.push((
+                sched,
+                format!(
+                    "{} message(s) for schedule {sched} execution {seq} found no receive here (the first from rank {}, {}, {} bytes): \
+                     this rank never ran that execution; the ranks' programs disagree on what to compile or run",
+                    q.len(),
+                    u.src,
+                    tag_words(u.tag),
+                    u.len
+                ),
+            ));
+        }
+        out.sort_by_key(|x| x.0);
+        out.into_iter().map(|x| x.1).collect()
+    }
+
     pub fn kernel_summary(&self) -> Option<String> {
         let s = self.kp.as_ref()?.stats;
         Some(format!(

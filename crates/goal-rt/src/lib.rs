@@ -207,8 +207,16 @@ pub fn finalize() -> Result<()> {
         rt
     };
     // Peers that still wait for this rank will say that its program ended
-    // (and how many schedules it compiled), not that it died.
-    rt.lock_engine().shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
+    // (and how many schedules it compiled), not that it died. Mismatches
+    // no execution reported are said here: the program's results may be
+    // wrong although every Wait succeeded.
+    {
+        let mut e = rt.lock_engine();
+        for line in e.unreported() {
+            eprintln!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
+        }
+        e.shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
+    }
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
     progress::unpark(&rt);
