@@ -38,7 +38,9 @@
  *   - at the end rank 0 finalizes and exits while rank 1 runs a schedule
  *     once more than rank 0 did and rank 2 one that rank 0 never compiled:
  *     both Waits return GOAL_ERR_PEER_LOST within 15 s, the message says
- *     that rank 0 called GOAL_Finalize and "as often" / "never compiled".
+ *     that rank 0 called GOAL_Finalize and "as often" / "never compiled"
+ *     (across emulated hosts, where rank 0 is reached by TCP: that it
+ *     closed its connections because it finished).
  */
 // ranks: 2 3 4
 // modes: 2
@@ -265,9 +267,15 @@ static int finalized_early(void)
         CHECKM(h != NULL, "%s: GOAL_Run: %s", what, h_last_error());
         int rc = wait_within(h, 15, what);
         CHECKM(rc == GOAL_ERR_PEER_LOST, "%s: GOAL_Wait returned %d (%s): %s", what, rc, h_strerr(rc), h_last_error());
+        /* A peer on this machine says it finalized and what the programs
+         * disagree on; one across the network, that it closed its
+         * connections because it finished. */
         const char *m = h_last_error();
-        CHECKM(h_contains_ci(m, "GOAL_Finalize") && h_contains_ci(m, needle), "%s: the error does not say that rank 0 "
-               "finalized and \"%s\": %s", what, needle, m);
+        if (h_contains_ci(m, "GOAL_Finalize"))
+            CHECKM(h_contains_ci(m, needle), "%s: the error does not say \"%s\": %s", what, needle, m);
+        else
+            CHECKM(h_contains_ci(m, "closed its connections (it finished"), "%s: the error says neither that rank 0 "
+                   "called GOAL_Finalize nor that it finished: %s", what, m);
         if (t != s)
             h_free_schedule(t);
     }

@@ -1036,7 +1036,10 @@ impl Engine {
             self.st.run_left = 0;
         }
         self.drain_ready();
-        if fail_now {
+        // (A held execution, kernel mode's next in line, ends with its
+        // poison when it has run: failing it here would start the
+        // execution behind it in its place.)
+        if fail_now && !hold {
             if let Some(err) = self.st.poisoned.remove(&slot) {
                 self.fail(OpRef { slot, gen, op: u32::MAX }, err);
             }
