@@ -1142,3 +1142,38 @@ fn a_burst_of_large_messages_is_split_between_the_two_cores() {
     assert!(split >= 10, "rank 0 should report at least 10 of the 40 messages split\n--- stderr\n{}", job.stderr);
     assert!(declined <= 4, "a waiting sender should take the splits ({declined} declined)\n--- stderr\n{}", job.stderr);
 }
+
+
+/// Two ranks that both send 8 bytes to the other and receive nothing (two
+/// roots of one broadcast), once, then agree through an exchange: each
+/// execution finishes in its Run, the other's message comes after it, and
+/// no later execution is left to report it, so GOAL_Finalize must say so on
+/// each rank's stderr.
+#[test]
+fn finalize_reports_a_stray_that_no_execution_could() {
+    const TEST: &str = "finalize_reports_a_stray_that_no_execution_could";
+    if in_job() {
+        let rt = rt();
+        let me = rt.rank() as usize;
+        let mine = [me as u8; 8];
+        let mut g = Graph::new();
+        g.send(Buf::user(mine.as_ptr() as u64), 8, (1 - me) as i64, 7);
+        let s = rt.compile(&g).unwrap();
+        run_wait(&rt, &s).expect("a send that fits its ring ends in Run");
+        let sb = [0u8; 1];
+        let mut rb = [0u8; 1];
+        let sync = rt.compile(&exchange(&sb, &mut rb, 1 - me, 1 - me, 99)).unwrap();
+        run_wait(&rt, &sync).unwrap();
+        drop((s, sync));
+        goal_rt::finalize().unwrap();
+        return;
+    }
+    for mode in ["manual", "thread"] {
+        let job = launch(TEST, 2, &[("GOAL_PROGRESS", mode)]);
+        assert_eq!(job.status, 0, "{mode}: exit {}\n--- stderr\n{}", job.status, job.stderr);
+        for r in 0..2 {
+            let want = format!("goal (rank {r}): at GOAL_Finalize: schedule 0 execution 0 had finished here when rank {} sent it a message with tag 7", 1 - r);
+            assert!(job.stderr.contains(&want), "{mode}: rank {r} did not report the stray: {}", job.stderr);
+        }
+    }
+}
