@@ -213,7 +213,10 @@ pub fn finalize() -> Result<()> {
     {
         let mut e = rt.lock_engine();
         for line in e.unreported() {
-            eprintln!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
+            // One write per line: the ranks share the launcher's stderr
+            // (eprintln! writes its pieces one by one).
+            let line = format!("goal (rank {}): at GOAL_Finalize: {line}\n", rt.rank);
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         }
         e.shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
     }
