@@ -242,8 +242,8 @@ fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
         _ => (usize::MAX, 0),
     };
     if debug {
-        eprintln!("goal: calibrated in {:?}: hand-over {:.0} ns; {}", t0.elapsed(), h * 1e9, log.join("; "));
-        eprintln!("goal: eager limit {eager} B ({heap_eager} B from the shared heap), CMA range {cma:?}");
+        say!("goal: calibrated in {:?}: hand-over {:.0} ns; {}", t0.elapsed(), h * 1e9, log.join("; "));
+        say!("goal: eager limit {eager} B ({heap_eager} B from the shared heap), CMA range {cma:?}");
     }
     Thresholds { eager, heap_eager, cma, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX }
 }

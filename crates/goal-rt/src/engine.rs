@@ -1529,7 +1529,7 @@ impl Engine {
     #[cold]
     fn trace_start(&self, r: OpRef) {
         if let Some(e) = self.exec(r) {
-            eprintln!("goal-trace {:.6} rank {} start sched {} exec {} {}", localop::wtime(), self.rank, e.sched.id, e.seq, self.describe(r));
+            say!("goal-trace {:.6} rank {} start sched {} exec {} {}", localop::wtime(), self.rank, e.sched.id, e.seq, self.describe(r));
         }
     }
 
@@ -1537,7 +1537,7 @@ impl Engine {
     fn trace_finish(&self, r: OpRef) {
         if let Some(e) = self.exec(r) {
             let v = e.sched.s.origin[r.op as usize];
-            eprintln!("goal-trace {:.6} rank {} finish sched {} exec {} vertex {v}", localop::wtime(), self.rank, e.sched.id, e.seq);
+            say!("goal-trace {:.6} rank {} finish sched {} exec {} vertex {v}", localop::wtime(), self.rank, e.sched.id, e.seq);
         }
     }
 
@@ -2655,7 +2655,7 @@ impl Engine {
                 Event::PeerLost { peer, why } => st.net_lost.push((peer, why)),
                 Event::RailLost { peer, rail, why } => {
                     if trace_on() {
-                        eprintln!("goal: rail {rail} to rank {peer} lost: {why}");
+                        say!("goal: rail {rail} to rank {peer} lost: {why}");
                     }
                 }
             });
@@ -3422,7 +3422,7 @@ impl Engine {
             kp.stats.declined += 1;
             kp.fds -= fds;
             if trace_on() {
-                eprintln!("goal: rank {src} declined the channel of schedule {sched} op {op}");
+                say!("goal: rank {src} declined the channel of schedule {sched} op {op}");
             }
         };
         match std::mem::replace(ch, Chan::Never) {
@@ -3442,7 +3442,7 @@ impl Engine {
                         kp.fds -= 1;
                         if trace_on() {
                             let why = got.err().map_or_else(|| "a hello without the job's MAC".to_string(), |e| e.to_string());
-                            eprintln!("goal: rank {me}: no channel to rank {src} for schedule {sched} op {op}: {why}");
+                            say!("goal: rank {me}: no channel to rank {src} for schedule {sched} op {op}: {why}");
                         }
                     }
                 }
@@ -3514,7 +3514,7 @@ impl Engine {
             }
             Err(e) => {
                 if trace_on() {
-                    eprintln!("goal: rank {}: not taking the channel of rank {src}: {e}", self.rank);
+                    say!("goal: rank {}: not taking the channel of rank {src}: {e}", self.rank);
                 }
                 if let Some(ch) = self.kp.as_mut().and_then(|k| k.chan_mut(id, op)) {
                     *ch = Chan::Never;
@@ -3602,7 +3602,7 @@ impl Engine {
             .collect();
         if trace_on() {
             let quiet = kops.iter().filter(|k| k.quiet).count();
-            eprintln!("goal-trace {:.6} rank {} kernel run of {} op(s) ({quiet} quiet) from op {}", localop::wtime(), self.rank, kops.len(), r.op);
+            say!("goal-trace {:.6} rank {} kernel run of {} op(s) ({quiet} quiet) from op {}", localop::wtime(), self.rank, kops.len(), r.op);
         }
         // SAFETY: send and receive buffers stay valid and untouched by user
         // code until their execution ends (the API contract; scratchpads are

@@ -25,6 +25,17 @@
 //! goal_rt::finalize().unwrap();
 //! ```
 
+/// `eprintln!` in one write: the ranks of a job share the launcher's
+/// stderr, and `eprintln!` writes a line in pieces, so two ranks' lines
+/// came out interleaved mid-line.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let mut line = format!($($arg)*);
+        line.push('\n');
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    }};
+}
+
 mod adapt;
 mod affinity;
 mod calibrate;
@@ -213,10 +224,7 @@ pub fn finalize() -> Result<()> {
     {
         let mut e = rt.lock_engine();
         for line in e.unreported() {
-            // One write per line: the ranks share the launcher's stderr
-            // (eprintln! writes its pieces one by one).
-            let line = format!("goal (rank {}): at GOAL_Finalize: {line}\n", rt.rank);
-            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+            say!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
         }
         e.shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
     }
@@ -229,11 +237,11 @@ pub fn finalize() -> Result<()> {
     if rt.cfg.debug {
         let e = rt.lock_engine();
         for line in [e.kernel_summary(), e.path_summary()].into_iter().flatten() {
-            eprintln!("goal: rank {}: {line}", rt.rank);
+            say!("goal: rank {}: {line}", rt.rank);
         }
         if rt.cfg.progress != ProgressMode::Manual {
             let n = rt.app_mark.computed_runs();
-            eprintln!("goal: rank {}: {n} Run(s) found the application computing since its previous call, and handed arriving data to the helper", rt.rank);
+            say!("goal: rank {}: {n} Run(s) found the application computing since its previous call, and handed arriving data to the helper", rt.rank);
         }
     }
     // Sends finish once their bytes are queued; over the network, stay
@@ -305,7 +313,7 @@ impl Runtime {
             None
         };
         if rank == 0 && (cfg.debug || cfg.requested == Requested::Mode(ProgressMode::Kernel)) {
-            eprintln!("goal: progress mode '{}' ({})", cfg.progress.name(), cfg.progress_reason);
+            say!("goal: progress mode '{}' ({})", cfg.progress.name(), cfg.progress_reason);
         }
         // Round 2 (only with several machines, which every rank then sees):
         // the network addresses, then the connections.
@@ -331,11 +339,11 @@ impl Runtime {
         // and a 4-rank barrier between them took 1.1 ms instead of 0.12.
         let oversubscribed = sharing > cores;
         if cfg.debug && rank == 0 {
-            eprintln!(
+            say!(
                 "goal: {sharing} rank(s) on this machine's {cores} core(s){}",
                 if oversubscribed { ": more ranks than cores, so waits poll briefly and yield between polls" } else { "" }
             );
-            eprintln!(
+            say!(
                 "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?}, stream or cma chosen per message from {} B, credit={} B per sender",
                 cfg.progress.name(),
                 cfg.spin,
@@ -348,12 +356,12 @@ impl Runtime {
             );
         }
         if let Some(why) = shm.heap_note().filter(|_| cfg.debug && rank == 0) {
-            eprintln!("goal: {why} (GOAL_Alloc gives out less)");
+            say!("goal: {why} (GOAL_Alloc gives out less)");
         }
         if let Some(why) = shm.watch_note().filter(|_| cfg.debug && rank == 0) {
             // (Kernel mode's local channels need pidfds too: without them
             // every offer is refused and those sends stay eager.)
-            eprintln!("goal: rank {rank}: watching local peers through /proc/<pid>/stat, not pidfds ({why})");
+            say!("goal: rank {rank}: watching local peers through /proc/<pid>/stat, not pidfds ({why})");
         }
         let bell = shm.doorbell();
         let heap = shm.heap();

@@ -360,7 +360,7 @@ mod tests {
             builds.push(("avx512", apply_avx512));
         }
         for (name, kernel) in builds {
-            eprintln!("checking the {name} build");
+            say!("checking the {name} build");
             check_build(kernel);
         }
     }

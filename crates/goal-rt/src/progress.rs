@@ -457,13 +457,13 @@ pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
 fn place_helper(cfg: &Config, rank: u32) {
     if let Some(cpu) = cfg.helper_cpu.filter(|_| !cfg.helper_shared) {
         if let Err(e) = affinity::pin(cpu) {
-            eprintln!("goal (rank {rank}): GOAL_PROGRESS_CPU={cpu}: cannot pin the progress thread there ({e}); it runs unpinned");
+            say!("goal (rank {rank}): GOAL_PROGRESS_CPU={cpu}: cannot pin the progress thread there ({e}); it runs unpinned");
         }
     }
     if !cfg.slice.is_zero() && !cfg.helper_rt {
         if let Err(e) = crate::slice::set_for_thread(cfg.slice) {
             if cfg.debug {
-                eprintln!("goal (rank {rank}): GOAL_SLICE_US={}: the scheduler refused the slice ({e}); the helper keeps the default", cfg.slice.as_micros());
+                say!("goal (rank {rank}): GOAL_SLICE_US={}: the scheduler refused the slice ({e}); the helper keeps the default", cfg.slice.as_micros());
             }
         }
     }
@@ -472,7 +472,7 @@ fn place_helper(cfg: &Config, rank: u32) {
         // SAFETY: pthread_self() is this thread; `param` is a valid sched_param.
         let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
         if rc != 0 {
-            eprintln!(
+            say!(
                 "goal (rank {rank}): GOAL_PROGRESS_RT=1: the progress thread cannot run as real-time (SCHED_FIFO: {}); it runs as an ordinary thread",
                 std::io::Error::from_raw_os_error(rc)
             );
@@ -520,7 +520,7 @@ impl Placement {
             Ok(()) => self.before = Some(now),
             Err(e) => {
                 if rt.cfg.debug {
-                    eprintln!("goal (rank {}): cannot run the progress thread on CPU {cpu}, which the ranks' helpers share ({e}); it stays where it is", rt.rank);
+                    say!("goal (rank {}): cannot run the progress thread on CPU {cpu}, which the ranks' helpers share ({e}); it stays where it is", rt.rank);
                 }
                 self.shared = None;
             }
@@ -889,9 +889,9 @@ pub(crate) fn wait(shared: &ExecShared) {
             next_report += STALL_REPORT_EVERY;
             let lines = e.stall_report();
             drop(e);
-            eprintln!("goal: rank {}: Wait has waited {:.0} s; in flight:", rt.rank, waited.as_secs_f64());
+            say!("goal: rank {}: Wait has waited {:.0} s; in flight:", rt.rank, waited.as_secs_f64());
             for l in lines {
-                eprintln!("goal: rank {}:   {l}", rt.rank);
+                say!("goal: rank {}:   {l}", rt.rank);
             }
         }
     }
