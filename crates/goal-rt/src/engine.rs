@@ -948,8 +948,7 @@ impl Engine {
         if n == 0 {
             sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
             self.st.recycle(sched, bufs);
-            if let Some(mut err) = (!quiet).then(|| self.st.stale.remove(&sched.id)).flatten() {
-                err.message.push_str("; reported by the schedule's next execution, this one");
+            if let Some(err) = (!quiet).then(|| self.take_stale(sched.id)).flatten() {
                 return Some(failed_with(rt, sched.id, err));
             }
             shared.state.store(DONE, Ordering::Release);
@@ -1720,24 +1719,18 @@ impl Engine {
             }
             if !poisoned {
                 self.st.dead.insert(k);
-            }
-            // Messages that already arrived for it will never be received
-            // (for one that took all its messages, they are strays: see
-            // `stale`).
-            if let Some(q) = self.st.unexp.remove(&k) {
-                for u in q {
-                    if poisoned {
-                        self.stale(e.sched.id, e.seq, u);
-                    } else {
+                // Messages that already arrived for it will never be received.
+                if let Some(q) = self.st.unexp.remove(&k) {
+                    for u in q {
                         self.drop_unexpected(u);
                     }
                 }
             }
             *e.bufs.shared.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(err.clone());
         }
-        if res.is_ok() && !self.st.unexp.is_empty() && self.st.unexp.contains_key(&k) {
+        if (res.is_ok() || poisoned) && !self.st.unexp.is_empty() {
             // It took all its messages: any left for it are strays.
-            self.st.stray_keys.push(k);
+            self.st.note_strays(k);
         }
         e.bufs.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
         let Exec { sched, bufs, .. } = e;
@@ -2295,9 +2288,7 @@ impl Engine {
         let e = self.exec(r)?;
         let id = e.sched.id;
         let msg = format!(
-            "{}: rank {} sent it a message with {} ({} bytes), and schedule {id} has no receive from rank {} with that tag here: \
-             the ranks' schedules do not pair up (every rank must compile the same schedules in the same order, \
-             call each collective with the same root, sizes and algorithm, and pair each send with a receive of the peer's graph)",
+            "{}: rank {} sent it a message with {} ({} bytes), and schedule {id} has no receive from rank {} with that tag here: {DISAGREE}",
             self.describe(r), u.src, tag_words(u.tag), u.len, u.src
         );
         Some(Error::new(ErrorKind::Mismatch, msg))
@@ -2312,13 +2303,19 @@ impl Engine {
     fn stale(&mut self, sched: u32, seq: u32, u: Unexp) {
         let msg = format!(
             "schedule {sched} execution {seq} had finished here when rank {} sent it a message with {} ({} bytes) \
-             that none of its receives took: the ranks' schedules do not pair up (every rank must compile the same schedules \
-             in the same order, call each collective with the same root, sizes and algorithm, and pair each send with a \
-             receive of the peer's graph)",
+             that none of its receives took: {DISAGREE}",
             u.src, tag_words(u.tag), u.len
         );
         self.drop_unexpected(u);
         self.st.stale.entry(sched).or_insert_with(|| Error::new(ErrorKind::Mismatch, msg));
+    }
+
+    /// The news [`stale`](Self::stale) kept for schedule `sched`, for its
+    /// next execution to end with.
+    fn take_stale(&mut self, sched: u32) -> Option<Error> {
+        let mut err = self.st.stale.remove(&sched)?;
+        err.message.push_str("; reported by the schedule's next execution, this one");
+        Some(err)
     }
 
     /// Before execution (sched, seq) in `slot` starts its operations:
@@ -2334,8 +2331,7 @@ impl Engine {
     /// to its end.
     #[cold]
     fn check_waiting(&mut self, sched: u32, seq: u32, slot: u32, gen: u32) -> bool {
-        if let Some(mut err) = self.st.stale.remove(&sched) {
-            err.message.push_str("; reported by the schedule's next execution, this one");
+        if let Some(err) = self.take_stale(sched) {
             self.st.poisoned.insert(slot, err);
             return false;
         }
@@ -3316,7 +3312,6 @@ impl Engine {
         self.kp.as_ref().map(|k| k.ring.fd().as_raw_fd())
     }
 
-    /// What the kernel mode did, for the debug line at the end.
     /// At finalize: what the ranks' schedules disagreed on that no
     /// execution reported. Messages that came after their execution had
     /// finished, whose schedule never ran again (see [`stale`](Self::stale)),
@@ -3352,6 +3347,7 @@ impl Engine {
         out.into_iter().map(|x| x.1).collect()
     }
 
+    /// What the kernel mode did, for the debug line at the end.
     pub fn kernel_summary(&self) -> Option<String> {
         let s = self.kp.as_ref()?.stats;
         Some(format!(
@@ -3935,6 +3931,10 @@ fn short_message(what: String, len: u32, src: u32, cap: u32) -> Error {
         ),
     )
 }
+
+/// The end of a mismatch's message: what the ranks must agree on.
+const DISAGREE: &str = "the ranks' schedules do not pair up (every rank must compile the same schedules in the same order, \
+     call each collective with the same root, sizes and algorithm, and pair each send with a receive of the peer's graph)";
 
 /// A message's tag for an error message: collectives that goal builds
 /// from C use tags from `GOAL_COLL_TAG_BASE` (2^30) on.
