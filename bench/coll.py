@@ -35,6 +35,15 @@ run disturbed by other processes or by a change of the vCPUs' state. The summary
 rounds in which every library's run was clean (fast core-to-core state, undisturbed), the
 same rounds for every library, and the median over them (bench/common.py, select_clean).
 
+Close calls are measured again. The best MPI setting of a point is the fastest of up to nine
+medians (three libraries, three variants), several of them the same transfer measured twice,
+so the closer they are, the more the minimum favours MPI; and the rounds of two libraries run
+minutes apart, in whatever state the host left the machine. So every ratio target that goal
+meets by less than 5 % or misses is measured again in --pairs pairs of back-to-back runs of
+just that point, goal's AUTO and the MPI setting the rounds picked (goal first in every other
+pair), and the median over the pairs of goal/MPI decides it, either way. The report gives both
+verdicts and the JSON every pair.
+
 Writes OUT.json (machine, commands, every row, the summary, the targets) and OUT.png
 (per collective: time vs size, log-log, one line per library and goal algorithm).
 Exit status: 1 if goal fails to build or run (or, with --strict, misses a target).
@@ -112,6 +121,9 @@ def parse_args():
     ap.add_argument("--oversubscribed-mpich-rounds", type=int, default=1,
                     help="rounds in which MPICH runs with more ranks than CPUs (it stalls for milliseconds "
                          "there, so one round shows it; default 1)")
+    ap.add_argument("--pairs", type=int, help="close calls (goal within 5%% of a ratio target, or past it) "
+                    "are measured again in this many pairs of back-to-back runs of goal and the best MPI "
+                    "setting, whose median ratio decides them (default 6, quick 0)")
     ap.add_argument("--retries", type=int, default=2, help="repeat a disturbed run up to N times (default 2)")
     ap.add_argument("--strict", action="store_true", help="exit 1 if a goal target is missed")
     ap.add_argument("--all-states", action="store_true",
@@ -132,6 +144,8 @@ def parse_args():
         a.rounds = 1 if a.quick else 3
     if a.wait_idle is None:
         a.wait_idle = 5 if a.quick else 15
+    if a.pairs is None:
+        a.pairs = 0 if a.quick else 6
     a.ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
     return a
 
@@ -240,24 +254,8 @@ def run_all(a, configs: list[Config]):
             order = group[r % len(group):] + group[:r % len(group)]
             for pos, cfg in enumerate(order):
                 done += 1
-                for attempt in range(a.retries + 1):
-                    idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
-                    p0 = C.cpu_probe()
-                    c2c0 = p0.get("oneway_ns")
-                    C.log(f"[{done}/{total}, round {r + 1}] {cfg.name}, {n} ranks ..."
-                          + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
-                    with C.SeparatorFile() as sep, C.CpuMeter() as meter:
-                        cmd = sep.put_in(cfg.cmd)
-                        res = C.run(cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
-                    st = meter.result
-                    p1 = C.cpu_probe()
-                    c2c1 = p1.get("oneway_ns")
-                    c2c = C.c2c_mean(c2c0, c2c1)
-                    disturbed = st["foreign_pct"] > C.DISTURBED_PCT
-                    unstable = bool(c2c0 and c2c1 and not C.same_state(c2c0, c2c1))
-                    if not (disturbed or unstable) or not res.ok or attempt == a.retries:
-                        break
-                    C.log_again(disturbed, st["foreign_pct"], c2c0, c2c1)
+                res, run = run_once(a, cfg, f"[{done}/{total}, round {r + 1}] {cfg.name}, {n} ranks")
+                c2c = run["c2c_ns"]
                 got = C.parse_rows(res.stdout)
                 meta = next((x for x in got if x.get("test") == "meta"), {})
                 skips = [x for x in got if x.get("test") == "skip"]
@@ -267,24 +265,46 @@ def run_all(a, configs: list[Config]):
                     x["round"] = r
                     x["c2c_ns"] = c2c
                     x.setdefault("variant", "")
-                run = {"lib": cfg.name, "ranks": n, "round": r, "position": pos, "rc": res.rc,
-                       "timed_out": res.timed_out, "seconds": round(res.seconds, 2), "c2c_ns": c2c,
-                       "c2c_before_ns": c2c0, "c2c_after_ns": c2c1, "cpu_ratio_before": p0.get("cpu_ratio"),
-                       "cpu_ratio_after": p1.get("cpu_ratio"), "rows": len(data), "meta": meta,
-                       "skips": skips, "attempts": attempt + 1, "idle_wait_s": round(waited, 1),
-                       "disturbed": disturbed, "unstable": unstable, **st}
+                run.update({"round": r, "position": pos, "rows": len(data), "meta": meta, "skips": skips})
                 if not res.ok:
-                    run["stderr_tail"] = res.stderr.strip().splitlines()[-30:]
                     failures.append((cfg, res))
-                    C.warn(f"{cfg.name} ({n} ranks) failed: {res.describe()}")
-                elif res.stderr.strip():
-                    run["stderr_tail"] = res.stderr.strip().splitlines()[-10:]
                 runs.append(run)
                 rows += data
                 C.log(f"    {len(data)} rows in {res.seconds:.1f} s (c2c {c2c} ns, cpu ratio "
-                      f"{p0.get('cpu_ratio')}/{p1.get('cpu_ratio')}, foreign CPU "
-                      f"{st['foreign_pct']}%, steal {st['steal_pct']}%)")
+                      f"{run['cpu_ratio_before']}/{run['cpu_ratio_after']}, foreign CPU "
+                      f"{run['foreign_pct']}%, steal {run['steal_pct']}%)")
     return rows, runs, failures
+
+
+def run_once(a, cfg: Config, label: str):
+    """One run of cfg, between two probes of the CPUs' state, repeated (up to --retries)
+    while other processes disturbed it or the vCPUs changed state. (result, run record)."""
+    for attempt in range(a.retries + 1):
+        idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
+        p0 = C.cpu_probe()
+        c2c0 = p0.get("oneway_ns")
+        C.log(f"{label} ..." + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
+        with C.SeparatorFile() as sep, C.CpuMeter() as meter:
+            res = C.run(sep.put_in(cfg.cmd), env=cfg.env, timeout=a.timeout, cwd=C.REPO)
+        st = meter.result
+        p1 = C.cpu_probe()
+        c2c1 = p1.get("oneway_ns")
+        disturbed = st["foreign_pct"] > C.DISTURBED_PCT
+        unstable = bool(c2c0 and c2c1 and not C.same_state(c2c0, c2c1))
+        if not (disturbed or unstable) or not res.ok or attempt == a.retries:
+            break
+        C.log_again(disturbed, st["foreign_pct"], c2c0, c2c1)
+    run = {"lib": cfg.name, "ranks": cfg.ranks, "rc": res.rc, "timed_out": res.timed_out,
+           "seconds": round(res.seconds, 2), "c2c_ns": C.c2c_mean(c2c0, c2c1), "c2c_before_ns": c2c0,
+           "c2c_after_ns": c2c1, "cpu_ratio_before": p0.get("cpu_ratio"), "cpu_ratio_after": p1.get("cpu_ratio"),
+           "attempts": attempt + 1, "idle_wait_s": round(waited, 1), "disturbed": disturbed,
+           "unstable": unstable, **st}
+    if not res.ok:
+        run["stderr_tail"] = res.stderr.strip().splitlines()[-30:]
+        C.warn(f"{cfg.name} ({cfg.ranks} ranks) failed: {res.describe()}")
+    elif res.stderr.strip():
+        run["stderr_tail"] = res.stderr.strip().splitlines()[-10:]
+    return res, run
 
 
 # ---------------------------------------------------------------------------------------
@@ -373,6 +393,8 @@ def evaluate(summary, ranks_list, goal_lib="goal"):
                     ok = v <= bound
                 t = {"ranks": n, "coll": coll, "bytes": nb, "target": text, "relation": rel,
                      "bound": bound, "value": v, "goal_us": g, "ref_us": ref, "ok": ok}
+                if rel != "abs":
+                    t["ref_lib"], t["ref_setting"] = rlib, rset
                 # How far the rounds spread: a ratio near the bound whose rounds overlap says less
                 # than its median.
                 gs = summary[(n, coll, nb, goal_lib, "AUTO")]
@@ -382,6 +404,75 @@ def evaluate(summary, ranks_list, goal_lib="goal"):
                     t["ref_rounds_us"] = [rs["min_round_us"], rs["max_round_us"]]
                 res.append(t)
     return res
+
+
+# ---------------------------------------------------------------------------------------
+# paired re-measurement of close calls
+
+def narrowed(cfg: Config, coll: str, nbytes: int, setting: str) -> Config:
+    """cfg's command cut down to one point: `coll` at `nbytes`, goal's AUTO or one MPI variant."""
+    cmd, skip = [], False
+    for x in cfg.cmd:
+        if skip:
+            skip = False
+        elif x in ("--colls", "--sizes", "--algs", "--variants"):
+            skip = True
+        elif x != "--gather-extra":
+            cmd.append(x)
+    cmd += ["--colls", coll, "--sizes", str(nbytes or 8)]
+    cmd += ["--algs", "auto"] if cfg.kind == "goal" else ["--variants", setting]
+    return Config(cfg.name, cfg.kind, cfg.ranks, cmd, cfg.env, cfg.note)
+
+
+def is_close(t) -> bool:
+    """A ratio target whose verdict the rounds cannot be trusted with: goal within 5 % of the
+    bound, or past it."""
+    return t["relation"] != "abs" and C.isnum(t["value"]) and t["value"] > 0.95 * t["bound"]
+
+
+def duel(a, configs: list[Config], t: dict, pairs: int) -> list[dict]:
+    """Measures goal's AUTO and the best MPI setting of target t again, in `pairs` pairs of
+    back-to-back runs of that one point (goal first in every other pair), and gives t the
+    pairs' verdict: the median over pairs of goal/MPI. The rounds pick the best MPI setting
+    as the fastest of up to nine (three libraries x three variants) noisy medians, which
+    favours it the closer they are; the pairs measure the setting picked on fresh runs, and
+    each pair's two runs share the machine's state. The run records."""
+    n, coll, nb, setting = t["ranks"], t["coll"], t["bytes"], t["ref_setting"]
+    g = next((c for c in configs if c.name == "goal" and c.ranks == n), None)
+    m = next((c for c in configs if c.name == t["ref_lib"] and c.ranks == n), None)
+    if g is None or m is None:
+        return []
+    both = (narrowed(g, coll, nb, "AUTO"), narrowed(m, coll, nb, setting))
+    runs, got = [], []
+    what = f"{n} ranks {coll}{' ' + C.fmt_bytes(nb) if nb else ''}"
+    for i in range(pairs):
+        us = {}
+        for cfg in (both if i % 2 == 0 else both[::-1]):
+            res, run = run_once(a, cfg, f"[paired {what}, {i + 1}/{pairs}] {cfg.name}")
+            want = "AUTO" if cfg.kind == "goal" else setting
+            rows = [x for x in C.parse_rows(res.stdout) if x.get("test") == "coll" and x.get("coll") == coll
+                    and x.get("bytes") == nb and (x.get("variant") or x.get("alg")) == want]
+            run.update({"duel": what, "pair": i, "rows": len(rows)})
+            runs.append(run)
+            if res.ok and rows and rows[0].get("verified") is not False and not (run["disturbed"] or run["unstable"]):
+                us[cfg.kind] = rows[0]["median_us"] + rows[0].get("touch_us", 0.0)
+        if len(us) == 2:
+            got.append((us["goal"], us["mpi"]))
+    t["rounds_verdict"] = {"value": t["value"], "goal_us": t["goal_us"], "ref_us": t["ref_us"], "ok": t["ok"]}
+    ratios = [x / y for x, y in got]
+    t["paired"] = {"pairs": [{"goal_us": x, "ref_us": y, "ratio": x / y} for x, y in got],
+                   "asked": pairs, "goal_faster": sum(1 for r in ratios if r < 1.0)}
+    if len(got) * 2 > pairs:  # a verdict from most of the pairs, or the rounds' stands
+        t["value"] = C.median(ratios)
+        t["goal_us"], t["ref_us"] = C.median(x for x, _ in got), C.median(y for _, y in got)
+        t["ok"] = t["value"] <= t["bound"]
+        t["paired"]["decides"] = True
+    else:
+        t["paired"]["decides"] = False
+    C.log(f"    paired {what}: goal/{setting_label(t['ref_lib'], setting)} "
+          + " ".join(f"{r:.3f}" for r in ratios) + f" -> median {C.fmt_num(C.median(ratios), 3) if ratios else '-'}"
+          + ("" if t["paired"]["decides"] else " (too few clean pairs: the rounds' verdict stands)"))
+    return runs
 
 
 # ---------------------------------------------------------------------------------------
@@ -428,6 +519,8 @@ def report(summary, ranks_list, targets, libs) -> str:
             for t in targets:
                 if (t["ranks"], t["coll"], t["bytes"]) == (n, coll, nb):
                     m = "ok" if t["ok"] else "MISS"
+                    if t.get("paired", {}).get("decides"):
+                        m += f" (paired {t['value']:.2f})"
                     marks.append(f"<1ms {m}" if t["relation"] == "abs" else f"<={t['bound']:g}x {m}")
             ref = REFERENCE.get((coll, nb)) if n == 2 else None
             if ref:
@@ -543,7 +636,6 @@ def main() -> int:
     C.log(f"configurations: {', '.join(f'{c.name}/{c.ranks}' for c in configs)}; {a.rounds} round(s)")
     t0 = time.time()
     rows, runs, failures = run_all(a, configs)
-    elapsed = time.time() - t0
 
     for run in runs:
         meta = run.get("meta") or {}
@@ -563,6 +655,12 @@ def main() -> int:
     keep, state_note = select_runs(runs, a.all_states)
     summary = summarize(rows, keep)
     targets = evaluate(summary, a.ranks)
+    close = [t for t in targets if is_close(t)] if a.pairs > 0 and not a.no_goal else []
+    if close:
+        C.log(f"{len(close)} close call(s): measuring each again in {a.pairs} pairs of runs")
+    for t in close:
+        runs += duel(a, configs, t, a.pairs)
+    elapsed = time.time() - t0
     text = report(summary, a.ranks, targets, libs)
     notes = [state_note] if state_note else []
     if a.touch:
@@ -610,13 +708,22 @@ def main() -> int:
         print(f"NOTE: {nt}")
     if targets:
         met = sum(1 for t in targets if t["ok"])
-        print(f"targets: {met}/{len(targets)} met")
+        paired = [t for t in targets if t.get("paired", {}).get("decides")]
+        print(f"targets: {met}/{len(targets)} met" + (f" ({len(paired)} close call(s) decided by {a.pairs} "
+              "pairs of runs of goal and the best MPI setting, below)" if paired else ""))
+        for t in paired:
+            rv = t["rounds_verdict"]
+            print(f"  paired  {t['ranks']} ranks {t['coll']} {C.fmt_bytes(t['bytes']) if t['bytes'] else ''}: "
+                  f"{C.fmt_num(t['value'], 3)}x (goal faster in {t['paired']['goal_faster']} of "
+                  f"{len(t['paired']['pairs'])} pairs; vs {setting_label(t['ref_lib'], t['ref_setting'])}), "
+                  f"{'ok' if t['ok'] else 'MISS'}; the rounds said {C.fmt_num(rv['value'], 3)}x, "
+                  f"{'ok' if rv['ok'] else 'MISS'}")
         for t in targets:
             if not t["ok"]:
                 what = (f"{C.fmt_num(t['value'])} us" if t["relation"] == "abs"
                         else f"{C.fmt_num(t['value'], 2)}x: goal {C.fmt_num(t['goal_us'])} us vs {C.fmt_num(t['ref_us'])} us")
                 spread = lambda r: f"{C.fmt_num(r[0])}..{C.fmt_num(r[1])}"  # noqa: E731
-                if "ref_rounds_us" in t:
+                if "ref_rounds_us" in t and not t.get("paired", {}).get("decides"):
                     what += (f" (rounds: goal {spread(t['goal_rounds_us'])}, "
                              f"best MPI {spread(t['ref_rounds_us'])})")
                 print(f"  MISSED  {t['ranks']} ranks {t['coll']} {C.fmt_bytes(t['bytes']) if t['bytes'] else ''}: {what}")
@@ -626,7 +733,8 @@ def main() -> int:
         "benchmark": "coll",
         "method": "thesis 6.5: per-iteration time of Run+Wait (MPI: call / Ixxx+Wait / Start+Wait) on every "
                   "rank, barrier before each iteration of bcast/gather/scatter/reduce, mean over ranks per "
-                  "iteration, median over iterations; summary: median over rounds"
+                  "iteration, median over iterations; summary: median over rounds; ratio targets within 5 % of "
+                  "their bound or missed: median goal/MPI over pairs of back-to-back runs of that point"
                   + ("; --touch: plus touch_us, each rank's read of its result after every iteration (median, "
                      "largest over ranks)" if a.touch else ""),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
