@@ -658,8 +658,9 @@ def main() -> int:
     close = [t for t in targets if is_close(t)] if a.pairs > 0 and not a.no_goal else []
     if close:
         C.log(f"{len(close)} close call(s): measuring each again in {a.pairs} pairs of runs")
+    paired_runs = []
     for t in close:
-        runs += duel(a, configs, t, a.pairs)
+        paired_runs += duel(a, configs, t, a.pairs)
     elapsed = time.time() - t0
     text = report(summary, a.ranks, targets, libs)
     notes = [state_note] if state_note else []
@@ -727,7 +728,7 @@ def main() -> int:
                     what += (f" (rounds: goal {spread(t['goal_rounds_us'])}, "
                              f"best MPI {spread(t['ref_rounds_us'])})")
                 print(f"  MISSED  {t['ranks']} ranks {t['coll']} {C.fmt_bytes(t['bytes']) if t['bytes'] else ''}: {what}")
-    print(f"{len(runs)} runs in {elapsed:.0f} s")
+    print(f"{len(runs)} runs" + (f" and {len(paired_runs)} paired runs" if paired_runs else "") + f" in {elapsed:.0f} s")
 
     result = {
         "benchmark": "coll",
@@ -747,6 +748,7 @@ def main() -> int:
                     for k, v in sorted(summary.items(), key=lambda kv: (kv[0][0], COLLS.index(kv[0][1]),
                                                                         kv[0][2], kv[0][3], kv[0][4]))],
         "runs": runs,
+        "paired_runs": paired_runs,
         "rows": rows,
         "notes": notes,
         "table": text,
