@@ -23,7 +23,9 @@
 //! messages kept the stream at 9 us one-way on a machine where CMA takes 4),
 //! leaving calibration's choice only
 //! for a path [`MARGIN`] times faster, and at most every [`EXPLORE_NS`] (20 ms) a send of a
-//! class takes the other path, so that a change of placement is seen. A
+//! class takes the other path, so that a change of placement is seen; less
+//! often where the other path's transfers are long, so that exploring
+//! costs at most about [`EXPLORE_SHARE`] of the class's time. A
 //! receiver that may not read its peer's memory (ptrace rules) answers a
 //! CMA request with `CTS`, and the sender stops offering CMA.
 //!
@@ -67,6 +69,18 @@ const FIRST_CLASS_LOG2: u32 = 16;
 /// slower (a count would tax a stream of large messages: each try of the
 /// slower path stalls the pipeline behind it).
 pub(crate) const EXPLORE_NS: u64 = 20_000_000;
+/// Exploring the slower path takes at most about this share of a class's
+/// time: a class explores every [`EXPLORE_NS`], or every time its slower
+/// path would take for the sends of one exploration divided by this share,
+/// whichever is longer. Each try costs up to a whole transfer on the slower
+/// path (and an exchange's first try meets its peer's send on the old
+/// path): 2 ranks, allgather of 4 MiB, about 850 us an iteration by CMA,
+/// explored every 20 ms, paid some 750 us over three iterations each time,
+/// 4 % of the time and a fifth of the iterations of a 40 ms measurement.
+/// Explored so, a 4 MiB exchange whose stream takes 1.4 ms tries it every
+/// 280 ms: a change of placement (every few seconds here) is still seen
+/// well within a second.
+const EXPLORE_SHARE: f64 = 0.01;
 /// How long the lower rank's choice binds the higher one after its last
 /// message of a class: two exploration periods, so that a pair trading
 /// messages keeps one path, and one that stopped leads no more.
@@ -144,6 +158,14 @@ pub(crate) struct Adapt {
     /// those that were half of an exchange.
     pub taken: [u64; 2],
     pub taken_in_exchange: [u64; 2],
+}
+
+/// How long a class waits between explorations (see [`EXPLORE_SHARE`]),
+/// given its slower path's ns per byte, the message size and the sends of
+/// one exploration.
+fn explore_every(slower_ns_per_byte: f64, len: usize, tries: u8) -> u64 {
+    let cost = slower_ns_per_byte * len as f64 * f64::from(tries);
+    EXPLORE_NS.max((cost / EXPLORE_SHARE) as u64)
 }
 
 fn class_of(len: usize) -> usize {
@@ -231,12 +253,13 @@ impl Adapt {
             };
             let flip = |p: Path| if p == Path::Cma { Path::Stream } else { Path::Cma };
             let best = if other * MARGIN < mine { flip(calibrated) } else { calibrated };
+            let tries = if exchange { EXCHANGE_EXPLORE } else { 1 };
             if c.exploring > 0 {
                 c.exploring -= 1;
                 flip(best)
-            } else if now.saturating_sub(c.explored) >= EXPLORE_NS {
+            } else if now.saturating_sub(c.explored) >= explore_every(stream.max(cma), len, tries) {
                 c.explored = now;
-                c.exploring = if exchange { EXCHANGE_EXPLORE - 1 } else { 0 };
+                c.exploring = tries - 1;
                 flip(best)
             } else {
                 best
@@ -310,17 +333,18 @@ mod tests {
         a.record(1, len, Path::Stream, false, 400_000);
         assert_eq!(at(&mut a, 1, len, 0), Some(Path::Cma));
         a.record(1, len, Path::Cma, false, 100_000);
-        // One try of the slower path per EXPLORE_NS, whatever the count.
-        let picks: Vec<Path> = (0..100).filter_map(|i| at(&mut a, 1, len, 30 * MS + i * MS / 10)).collect();
+        // One try of the slower path per period (here the stream's 400 us
+        // over EXPLORE_SHARE, 40 ms), whatever the count.
+        let picks: Vec<Path> = (0..100).filter_map(|i| at(&mut a, 1, len, 45 * MS + i * MS / 10)).collect();
         assert_eq!(picks.iter().filter(|&&p| p == Path::Stream).count(), 1, "{picks:?}");
         // The placement changes: the stream becomes fast, and is followed.
         for _ in 0..8 {
             a.record(1, len, Path::Stream, false, 50_000);
         }
-        assert_eq!(at(&mut a, 1, len, 41 * MS), Some(Path::Stream));
+        assert_eq!(at(&mut a, 1, len, 56 * MS), Some(Path::Stream));
         // Other peers and sizes keep their own measurements.
-        assert_eq!(at(&mut a, 0, len, 41 * MS), Some(Path::Stream));
-        assert_eq!(at(&mut a, 1, 64 << 10, 41 * MS), Some(Path::Stream));
+        assert_eq!(at(&mut a, 0, len, 56 * MS), Some(Path::Stream));
+        assert_eq!(at(&mut a, 1, 64 << 10, 56 * MS), Some(Path::Stream));
     }
 
     #[test]
@@ -372,7 +396,9 @@ mod tests {
         for exchange in [false, true] {
             a.record(1, len, Path::Stream, exchange, 2_000_000);
             a.record(1, len, Path::Cma, exchange, 1_000_000);
-            let picks: Vec<Path> = (0..4).filter_map(|i| a.choose(1, len, Path::Cma, exchange, 30 * MS + i)).collect();
+            // Past the first exploration period (the stream's 2 ms per try over
+            // EXPLORE_SHARE: 200 ms alone, 400 ms in an exchange).
+            let picks: Vec<Path> = (0..4).filter_map(|i| a.choose(1, len, Path::Cma, exchange, 500 * MS + i)).collect();
             let tries = if exchange { 2 } else { 1 };
             let mut want = vec![Path::Stream; tries];
             want.resize(4, Path::Cma);
@@ -467,6 +493,29 @@ mod tests {
         let t = 10 * MS + LEAD_NS;
         let picks: Vec<Path> = (0..10).filter_map(|i| a.choose(0, len, Path::Stream, false, t + i)).collect();
         assert_eq!(picks.iter().filter(|&&p| p == Path::Stream).count(), 9, "{picks:?}");
+    }
+
+    #[test]
+    fn exploring_takes_a_small_share_of_the_time_whatever_the_size() {
+        // An exchange of 4 MiB every millisecond for 2 s: CMA 0.85 ms, the
+        // stream 1.4 ms.
+        let len = 4 << 20;
+        let mut a = Adapt::new(2, 64 << 10);
+        a.record(1, len, Path::Stream, true, 1_400_000);
+        a.record(1, len, Path::Cma, true, 850_000);
+        let picks: Vec<Path> = (1..=2000).filter_map(|i| a.choose(1, len, Path::Cma, true, i * MS)).collect();
+        let slow = picks.iter().filter(|&&p| p == Path::Stream).count();
+        // Every 280 ms two sends: 14 in 2 s, where every 20 ms was 200.
+        assert!((2..=16).contains(&slow), "{slow} sends by the stream");
+        assert!(slow as f64 * 1.4 <= 2.0 * EXPLORE_SHARE * 2000.0, "{slow} sends by the stream");
+        // Short transfers still explore every EXPLORE_NS.
+        let len = 128 << 10;
+        a.record(1, len, Path::Stream, true, 40_000);
+        a.record(1, len, Path::Cma, true, 20_000);
+        let picks: Vec<Path> = (1..=200).filter_map(|i| a.choose(1, len, Path::Cma, true, i * MS)).collect();
+        let slow = picks.iter().filter(|&&p| p == Path::Stream).count();
+        let periods = (200 / (EXPLORE_NS / MS)) as usize;
+        assert!((2 * periods - 1..=2 * periods).contains(&slow), "{slow}: every {} ms, two sends", EXPLORE_NS / MS);
     }
 
     #[test]
