@@ -36,6 +36,9 @@ fn driver() -> Option<std::sync::MutexGuard<'static, ()>> {
 /// Iterations of the loop.
 const ITERS: usize = 300;
 
+/// Tries of a loop the machine disturbed (see the first test).
+const TRIES: usize = 5;
+
 /// The bcast's length: judged (under 1 MiB), and split when idle.
 const LEN: usize = 256 << 10;
 
@@ -90,7 +93,11 @@ fn body() {
 /// found slow in the reading loops, from one buffer and from two in turn
 /// (judged per buffer: a single remembered buffer never judged those), and
 /// messages split in most iterations of the other. A loop disturbed by the
-/// machine is tried again (three in all).
+/// machine is tried again, a second later, five times in all: how cold a
+/// write is depends on where the host put the two vCPUs (sharing a cache,
+/// a write into the reader's lines costs little), and that lasts seconds
+/// (back to back, three tries of the two-buffer loop split 184-235 of 300
+/// messages during one `make test`, where most runs split 20-44).
 #[test]
 fn an_application_that_reads_what_it_receives_gets_its_messages_copied_by_its_own_core() {
     if in_job() {
@@ -101,7 +108,10 @@ fn an_application_that_reads_what_it_receives_gets_its_messages_copied_by_its_ow
     for (read, nbufs) in [("1", "1"), ("1", "2"), ("0", "1")] {
         let vars: Vec<(&str, &str)> = VARS.iter().copied().chain([("COLD_READ", read), ("COLD_BUFS", nbufs)]).collect();
         let mut tries = Vec::new();
-        for _ in 0..3 {
+        for t in 0..TRIES {
+            if t > 0 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
             let job = launch(TEST, 2, &vars);
             assert!(job.status == 0, "COLD_READ={read} COLD_BUFS={nbufs}: exit {}\n--- stderr\n{}", job.status, job.stderr);
             let split = debug_count(&job.stderr, " copied half by this rank");
@@ -114,7 +124,7 @@ fn an_application_that_reads_what_it_receives_gets_its_messages_copied_by_its_ow
             tries.push(format!("{split} split, {cold} writes found slow"));
         }
         let want = if read == "1" { "at least 3 writes found slow and at most half the messages split" } else { "at least half the messages split" };
-        assert!(tries.len() < 3, "COLD_READ={read} COLD_BUFS={nbufs}: wanted {want}, in 3 tries: {tries:?}");
+        assert!(tries.len() < TRIES, "COLD_READ={read} COLD_BUFS={nbufs}: wanted {want}, in {TRIES} tries: {tries:?}");
     }
 }
 
