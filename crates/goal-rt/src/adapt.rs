@@ -78,9 +78,11 @@ pub(crate) const EXPLORE_NS: u64 = 20_000_000;
 /// explored every 20 ms, paid some 750 us over three iterations each time,
 /// 4 % of the time and a fifth of the iterations of a 40 ms measurement.
 /// Explored so, a 4 MiB exchange whose stream takes 1.4 ms tries it every
-/// 280 ms: a change of placement (every few seconds here) is still seen
-/// well within a second.
+/// 280 ms; never less often than every [`EXPLORE_MAX_NS`], so that a change
+/// of placement (every few seconds here) is still seen within a second.
 const EXPLORE_SHARE: f64 = 0.01;
+/// The longest wait between two explorations of a class (see [`EXPLORE_SHARE`]).
+const EXPLORE_MAX_NS: u64 = 1_000_000_000;
 /// How long the lower rank's choice binds the higher one after its last
 /// message of a class: two exploration periods, so that a pair trading
 /// messages keeps one path, and one that stopped leads no more.
@@ -165,7 +167,7 @@ pub(crate) struct Adapt {
 /// one exploration.
 fn explore_every(slower_ns_per_byte: f64, len: usize, tries: u8) -> u64 {
     let cost = slower_ns_per_byte * len as f64 * f64::from(tries);
-    EXPLORE_NS.max((cost / EXPLORE_SHARE) as u64)
+    ((cost / EXPLORE_SHARE) as u64).clamp(EXPLORE_NS, EXPLORE_MAX_NS)
 }
 
 fn class_of(len: usize) -> usize {
@@ -508,6 +510,13 @@ mod tests {
         // Every 280 ms two sends: 14 in 2 s, where every 20 ms was 200.
         assert!((2..=16).contains(&slow), "{slow} sends by the stream");
         assert!(slow as f64 * 1.4 <= 2.0 * EXPLORE_SHARE * 2000.0, "{slow} sends by the stream");
+        // A slower path that takes very long is still tried every EXPLORE_MAX_NS.
+        let huge = 64 << 20;
+        a.record(1, huge, Path::Stream, true, 100_000_000);
+        a.record(1, huge, Path::Cma, true, 20_000_000);
+        let picks: Vec<Path> = (1..=3500).filter_map(|i| a.choose(1, huge, Path::Cma, true, i * MS)).collect();
+        let slow = picks.iter().filter(|&&p| p == Path::Stream).count();
+        assert_eq!(slow, 2 * 3, "every {} s, two sends", EXPLORE_MAX_NS / 1_000_000_000);
         // Short transfers still explore every EXPLORE_NS.
         let len = 128 << 10;
         a.record(1, len, Path::Stream, true, 40_000);
