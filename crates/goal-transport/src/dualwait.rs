@@ -43,7 +43,10 @@ static SAID: AtomicBool = AtomicBool::new(false);
 
 fn say_fallback(why: &str) {
     if !SAID.swap(true, Ordering::Relaxed) {
-        eprintln!("goal: io_uring cannot wait for the doorbell and the network together ({why}); sleeping in 1 ms steps instead");
+        // One write: the ranks of a job share the launcher's stderr, and
+        // `eprintln!` writes a line in pieces.
+        let line = format!("goal: io_uring cannot wait for the doorbell and the network together ({why}); sleeping in 1 ms steps instead\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     }
 }
 
