@@ -66,6 +66,13 @@ impl<T> EngineLock<T> {
         }
     }
 
+    /// Whether some thread holds the lock now (a plain load: a hint, which
+    /// may be stale by the time it is used).
+    #[inline]
+    pub(crate) fn is_held(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != 0
+    }
+
     /// The lock, waiting for it (briefly polling, then asleep in the kernel).
     #[inline]
     pub(crate) fn lock(&self) -> EngineGuard<'_, T> {
