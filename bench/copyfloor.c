@@ -32,6 +32,7 @@
  * permission to read the child's memory (ptrace rules: the parent may). */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,11 +73,19 @@ static void pin(int cpu) {
     }
 }
 
-/* Both processes reach episode `e`: spin briefly, then yield the CPU. */
+/* Both processes reach episode `e`: spin briefly, then sleep 20 us at a time,
+ * and give up if the other process is gone. */
 static void barrier(struct shared *sh, int me, uint64_t e) {
     atomic_store_explicit(&sh->arrived[me], e, memory_order_release);
-    for (unsigned spins = 0; atomic_load_explicit(&sh->arrived[1 - me], memory_order_acquire) < e; spins++)
-        if (spins > 1000) sched_yield();
+    for (unsigned spins = 0; atomic_load_explicit(&sh->arrived[1 - me], memory_order_acquire) < e; spins++) {
+        if (spins < 10000) continue;
+        struct timespec nap = {0, 20000};
+        nanosleep(&nap, NULL);
+        if (spins % 1024 == 0 && sh->pid[1 - me] > 0 && kill(sh->pid[1 - me], 0) != 0) {
+            fprintf(stderr, "copyfloor: process %d is gone\n", 1 - me);
+            exit(1);
+        }
+    }
 }
 
 /* Process `me`'s part of one iteration of `mode` with n bytes. */

@@ -915,14 +915,14 @@ impl NetNode {
                 Ok(None) => return,
                 Err(e) => {
                     // EMFILE and friends: leave it in the backlog for later.
-                    warn(&format!("goal-net: rank {}: accept on rail {}: {e}", self.cfg.rank, self.cfg.rails[r].name));
+                    warn(format_args!("goal-net: rank {}: accept on rail {}: {e}", self.cfg.rank, self.cfg.rails[r].name));
                     return;
                 }
             };
             let (s, addr) = got;
             if self.handshaking >= MAX_HANDSHAKES {
                 self.rejected += 1;
-                warn(&format!("goal-net: rank {}: refused a connection from {addr} on rail {}: too many handshakes in progress", self.cfg.rank, self.cfg.rails[r].name));
+                warn(format_args!("goal-net: rank {}: refused a connection from {addr} on rail {}: too many handshakes in progress", self.cfg.rank, self.cfg.rails[r].name));
                 continue;
             }
             if self.tune_socket(&s).is_err() {
@@ -960,7 +960,7 @@ impl NetNode {
     fn refuse(&mut self, c: usize, why: &str) {
         let conn = self.conn(c);
         let (addr, rail) = (conn.remote, conn.rail);
-        warn(&format!("goal-net: rank {}: refused a connection from {addr} on rail {}: {why}", self.cfg.rank, self.cfg.rails[rail].name));
+        warn(format_args!("goal-net: rank {}: refused a connection from {addr} on rail {}: {why}", self.cfg.rank, self.cfg.rails[rail].name));
         self.rejected += 1;
         let mut b = Vec::new();
         let reason = &why.as_bytes()[..why.len().min(wire::MAX_REASON)];
@@ -2083,15 +2083,11 @@ impl Drop for NetNode {
 /// is not waited for longer.
 const CLOSE_WAIT: Duration = Duration::from_millis(200);
 
-
-/// Writes `line` and a newline to stderr in one write: the ranks of a job
-/// share the launcher's stderr, and `eprintln!` writes a line in pieces
-/// that another rank's line can come between.
-fn warn(line: &str) {
-    let mut l = String::with_capacity(line.len() + 1);
-    l.push_str(line);
-    l.push('\n');
-    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), l.as_bytes());
+/// Writes a line to stderr in one write: the ranks of a job share the
+/// launcher's stderr, and `eprintln!` writes a line in pieces that another
+/// rank's line can come between.
+fn warn(line: std::fmt::Arguments) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), format!("{line}\n").as_bytes());
 }
 
 #[cfg(test)]

@@ -127,13 +127,7 @@ fn data_goes_through_the_rails(mpi: &Mpi) {
     // printed the rate (the cluster's teardown kills what is left).
     let (out, killed) = match util::run_until(&mut job, Duration::from_secs(60)) {
         util::Ran::Exited(o) => {
-            assert!(
-                o.status.success(),
-                "{line} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-                o.status,
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
+            util::assert_ran(&line, &o);
             (o, false)
         }
         util::Ran::Killed(o) => (o, true),

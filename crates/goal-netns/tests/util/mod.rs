@@ -127,6 +127,12 @@ pub fn run_until(cmd: &mut Command, limit: Duration) -> Ran {
 pub fn stdout_of(cmd: &mut Command) -> String {
     let line = format!("{cmd:?}");
     let out = run_with_limit(cmd, Duration::from_secs(30));
+    assert_ran(&line, &out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Fails, with both outputs, unless the command `line` exited successfully.
+pub fn assert_ran(line: &str, out: &Output) {
     assert!(
         out.status.success(),
         "{line} failed ({}):\nstdout:\n{}\nstderr:\n{}",
@@ -134,7 +140,6 @@ pub fn stdout_of(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The named network namespaces.
