@@ -81,7 +81,7 @@ fn loops_of_large_gathers_and_allgathers_leave_the_helper_asleep() {
     }
     for coll in ["gather", "allgather"] {
         // The gather's messages by CMA throughout; the allgather's as goal
-        // chooses them (by CMA, after a few by the stream).
+        // chooses them (a few by each path, then the faster).
         let cma: &[(&str, &str)] = if coll == "gather" { &[("GOAL_CMA_MIN", "65536"), ("GOAL_CMA_MAX", "1073741824")] } else { &[] };
         let vars: Vec<(&str, &str)> = [("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1"), ("LOOP_COLL", coll)].iter().chain(cma).copied().collect();
         // Parked while the application waits, the helper looks in every 3 ms

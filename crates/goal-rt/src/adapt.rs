@@ -21,6 +21,8 @@
 //! the stream, which only starts then. Timed from the end of the first
 //! push instead, a message that fits one push looked free, and 64 KiB
 //! messages kept the stream at 9 us one-way on a machine where CMA takes 4),
+//! each path's first transfers of a class taken before any choice, the
+//! very first untimed (see [`SETTLED`]),
 //! leaving calibration's choice only
 //! for a path [`MARGIN`] times faster, and at most every [`EXPLORE_NS`] (20 ms) a send of a
 //! class takes the other path, so that a change of placement is seen; less
@@ -97,6 +99,17 @@ const ALPHA: f64 = 0.3;
 /// against 20-24). A real change of speed still shows within a few
 /// messages.
 const OUTLIER: f64 = 3.0;
+/// Transfers a path takes in a class before the chooser compares it: the
+/// first is not timed, the second and third start the average at the
+/// faster of them, the fourth joins it like any later one.
+/// A path's first transfers are slow for reasons of their own: the stream's
+/// pages are faulted in (2 ranks, allgather of 1 MiB: the first exchange
+/// by the stream took 1.9-3.1 ms, the second 245-413 us, later ones 140-180,
+/// where CMA took 170-270 every time). Averaged from its first time, the
+/// stream looked ten times slower than it is, and its next exploration,
+/// as rare as it looked slow (see [`EXPLORE_SHARE`]), came after the
+/// application's phase had ended.
+const SETTLED: u8 = 4;
 /// The calibrated path is left only for one this many times faster: where
 /// the two are close (large messages with the cores sharing a cache), the
 /// noise of single measurements would otherwise flip between them.
@@ -126,6 +139,8 @@ pub(crate) enum Situation {
 #[derive(Clone, Copy, Default)]
 struct Class {
     ns_per_byte: [f64; 2],
+    /// Transfers seen on each path (up to [`SETTLED`], see [`Adapt::record`]).
+    seen: [u8; 2],
     explored: u64,
     /// Sends left in the current exploration of the slower path (see
     /// [`EXCHANGE_EXPLORE`]).
@@ -244,9 +259,9 @@ impl Adapt {
         }
         let c = &mut self.classes[peer][exchange as usize][class_of(len)];
         let [stream, cma] = c.ns_per_byte;
-        Some(if stream == 0.0 {
+        Some(if c.seen[0] < SETTLED {
             Path::Stream
-        } else if cma == 0.0 {
+        } else if c.seen[1] < SETTLED {
             Path::Cma
         } else {
             let (mine, other) = match calibrated {
@@ -282,8 +297,15 @@ impl Adapt {
             return;
         }
         let x = ns as f64 / len as f64;
-        let v = &mut self.classes[peer][exchange as usize][class_of(len)].ns_per_byte[index(path)];
-        *v = if *v == 0.0 { x } else { (1.0 - ALPHA) * *v + ALPHA * x.min(OUTLIER * *v) };
+        let c = &mut self.classes[peer][exchange as usize][class_of(len)];
+        let (seen, v) = (&mut c.seen[index(path)], &mut c.ns_per_byte[index(path)]);
+        *seen = (*seen + 1).min(SETTLED);
+        *v = match *seen {
+            1 => return,
+            2 => x,
+            SETTLED => (1.0 - ALPHA) * *v + ALPHA * x.min(OUTLIER * *v),
+            _ => v.min(x),
+        };
     }
 
     /// A message of `len` bytes came from `peer`, a lower rank, by `path`:
@@ -313,6 +335,27 @@ impl Adapt {
         }
     }
 
+    /// What the chooser has measured, for the debug line at the end: per
+    /// peer, situation and size class with a measurement, ns per byte of
+    /// each path (`-` where unmeasured).
+    pub fn measured(&self) -> String {
+        let mut out = Vec::new();
+        for (peer, sits) in self.classes.iter().enumerate() {
+            for (x, classes) in sits.iter().enumerate() {
+                for (k, c) in classes.iter().enumerate() {
+                    let [stream, cma] = c.ns_per_byte;
+                    if stream == 0.0 && cma == 0.0 {
+                        continue;
+                    }
+                    let f = |v: f64| if v == 0.0 { "-".to_string() } else { format!("{v:.3}") };
+                    let what = if x == 1 { "exchange" } else { "lone" };
+                    out.push(format!("rank {peer} {what} {} KiB: stream {} cma {}", 64u64 << k, f(stream), f(cma)));
+                }
+            }
+        }
+        out.join("; ")
+    }
+
     /// A receiver may not read this rank's memory.
     pub fn deny_cma(&mut self) {
         self.cma_denied = true;
@@ -325,6 +368,42 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
+    /// Records a transfer of `ns`; while the path is not settled in its
+    /// class (see [`SETTLED`]), as many as settle it, all taking `ns`.
+    fn rec(a: &mut Adapt, peer: usize, len: usize, path: Path, exchange: bool, ns: u64) {
+        let seen = |a: &Adapt| a.classes[peer][exchange as usize][class_of(len)].seen[index(path)];
+        loop {
+            let before = seen(a);
+            a.record(peer, len, path, exchange, ns);
+            if !(before < seen(a) && seen(a) < SETTLED) {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn a_path_is_compared_from_its_fastest_early_transfers_the_first_untimed() {
+        let mut a = Adapt::new(2, 64 << 10);
+        let len = 1 << 20;
+        let at = |a: &mut Adapt| a.choose(1, len, Path::Cma, true, 0);
+        // The stream's first exchange faults its pages in: 2 ms.
+        a.record(1, len, Path::Stream, true, 2_000_000);
+        assert_eq!(at(&mut a), Some(Path::Stream), "one transfer does not settle a path");
+        a.record(1, len, Path::Stream, true, 300_000);
+        a.record(1, len, Path::Stream, true, 150_000);
+        assert_eq!(at(&mut a), Some(Path::Stream));
+        a.record(1, len, Path::Stream, true, 160_000);
+        assert_eq!(at(&mut a), Some(Path::Cma), "settled: CMA's turn");
+        for ns in [400_000, 220_000, 220_000, 230_000] {
+            a.record(1, len, Path::Cma, true, ns);
+        }
+        // The stream started at 150 us, not 2 ms nor 300: clearly faster.
+        let c = a.classes[1][1][class_of(len)];
+        assert!(c.ns_per_byte[0] * (len as f64) < 160_000.0, "{:?}", c.ns_per_byte);
+        let picks: Vec<_> = (0..5).map(|i| a.choose(1, len, Path::Cma, true, i)).collect();
+        assert!(picks.iter().filter(|&&p| p == Some(Path::Stream)).count() >= 4, "{picks:?}");
+    }
+
     #[test]
     fn tries_both_then_follows_the_faster_and_explores() {
         let mut a = Adapt::new(2, 64 << 10);
@@ -332,16 +411,16 @@ mod tests {
         let len = 1 << 20;
         let at = |a: &mut Adapt, peer, len, t| a.choose(peer, len, Path::Stream, false, t);
         assert_eq!(at(&mut a, 1, len, 0), Some(Path::Stream));
-        a.record(1, len, Path::Stream, false, 400_000);
+        rec(&mut a, 1, len, Path::Stream, false, 400_000);
         assert_eq!(at(&mut a, 1, len, 0), Some(Path::Cma));
-        a.record(1, len, Path::Cma, false, 100_000);
+        rec(&mut a, 1, len, Path::Cma, false, 100_000);
         // One try of the slower path per period (here the stream's 400 us
         // over EXPLORE_SHARE, 40 ms), whatever the count.
         let picks: Vec<Path> = (0..100).filter_map(|i| at(&mut a, 1, len, 45 * MS + i * MS / 10)).collect();
         assert_eq!(picks.iter().filter(|&&p| p == Path::Stream).count(), 1, "{picks:?}");
         // The placement changes: the stream becomes fast, and is followed.
         for _ in 0..8 {
-            a.record(1, len, Path::Stream, false, 50_000);
+            rec(&mut a, 1, len, Path::Stream, false, 50_000);
         }
         assert_eq!(at(&mut a, 1, len, 56 * MS), Some(Path::Stream));
         // Other peers and sizes keep their own measurements.
@@ -353,8 +432,8 @@ mod tests {
     fn a_burst_takes_the_stream_and_a_lone_message_the_faster_path() {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 64 << 10;
-        a.record(1, len, Path::Stream, false, 9_000);
-        a.record(1, len, Path::Cma, false, 4_000);
+        rec(&mut a, 1, len, Path::Stream, false, 9_000);
+        rec(&mut a, 1, len, Path::Cma, false, 4_000);
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
         // Alone, CMA (but for at most one exploration of the stream).
         let lone: Vec<_> = (0..3).map(|_| a.pick(1, len, Path::Cma, Situation::Lone)).collect();
@@ -375,19 +454,19 @@ mod tests {
         let len = 4 << 20;
         let mb = len as u64 / 1000; // ns for 0.001 ns per byte
         let at = |a: &mut Adapt, t| a.choose(1, len, Path::Stream, true, t);
-        a.record(1, len, Path::Stream, true, 1000 * mb);
+        rec(&mut a, 1, len, Path::Stream, true, 1000 * mb);
         // Our CMA message met the peer's stream: not a time of CMA's.
         a.arrived(1, len, Path::Stream);
-        a.record(1, len, Path::Cma, true, 500 * mb);
+        rec(&mut a, 1, len, Path::Cma, true, 500 * mb);
         assert_eq!(at(&mut a, 0), Some(Path::Cma), "CMA is still unmeasured, so it is tried");
         // Both by CMA: recorded, and slower than the stream.
         a.arrived(1, len, Path::Cma);
-        a.record(1, len, Path::Cma, true, 2000 * mb);
+        rec(&mut a, 1, len, Path::Cma, true, 2000 * mb);
         assert_eq!(at(&mut a, 0), Some(Path::Stream));
         // A lone message's time does not depend on what comes the other way.
         a.arrived(1, len, Path::Stream);
-        a.record(1, len, Path::Stream, false, 1000 * mb);
-        a.record(1, len, Path::Cma, false, 500 * mb);
+        rec(&mut a, 1, len, Path::Stream, false, 1000 * mb);
+        rec(&mut a, 1, len, Path::Cma, false, 500 * mb);
         assert_eq!(a.choose(1, len, Path::Stream, false, 0), Some(Path::Cma));
     }
 
@@ -396,8 +475,8 @@ mod tests {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 4 << 20;
         for exchange in [false, true] {
-            a.record(1, len, Path::Stream, exchange, 2_000_000);
-            a.record(1, len, Path::Cma, exchange, 1_000_000);
+            rec(&mut a, 1, len, Path::Stream, exchange, 2_000_000);
+            rec(&mut a, 1, len, Path::Cma, exchange, 1_000_000);
             // Past the first exploration period (the stream's 2 ms per try over
             // EXPLORE_SHARE: 200 ms alone, 400 ms in an exchange).
             let picks: Vec<Path> = (0..4).filter_map(|i| a.choose(1, len, Path::Cma, exchange, 500 * MS + i)).collect();
@@ -413,11 +492,11 @@ mod tests {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 4 << 20;
         // Lone messages of this size were faster by the stream...
-        a.record(1, len, Path::Stream, false, 1_000_000);
-        a.record(1, len, Path::Cma, false, 2_000_000);
+        rec(&mut a, 1, len, Path::Stream, false, 1_000_000);
+        rec(&mut a, 1, len, Path::Cma, false, 2_000_000);
         // ...exchanges by CMA, where the stream copies both messages on each core.
-        a.record(1, len, Path::Stream, true, 2_000_000);
-        a.record(1, len, Path::Cma, true, 1_000_000);
+        rec(&mut a, 1, len, Path::Stream, true, 2_000_000);
+        rec(&mut a, 1, len, Path::Cma, true, 1_000_000);
         assert_eq!(a.choose(1, len, Path::Stream, false, 1), Some(Path::Stream));
         assert_eq!(a.choose(1, len, Path::Stream, true, 2), Some(Path::Cma));
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
@@ -428,16 +507,16 @@ mod tests {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 256 << 10;
         for _ in 0..5 {
-            a.record(1, len, Path::Stream, true, 26_000);
-            a.record(1, len, Path::Cma, true, 12_000);
+            rec(&mut a, 1, len, Path::Stream, true, 26_000);
+            rec(&mut a, 1, len, Path::Cma, true, 12_000);
         }
         // One CMA read preempted for 1.5 ms.
-        a.record(1, len, Path::Cma, true, 1_500_000);
+        rec(&mut a, 1, len, Path::Cma, true, 1_500_000);
         assert_eq!(a.choose(1, len, Path::Cma, true, 1), Some(Path::Cma));
         // CMA really slowed down: followed within a few messages.
         let mut n = 0;
         while a.choose(1, len, Path::Cma, true, 2) == Some(Path::Cma) {
-            a.record(1, len, Path::Cma, true, 120_000);
+            rec(&mut a, 1, len, Path::Cma, true, 120_000);
             n += 1;
             assert!(n < 10, "still CMA after {n} slow reads");
         }
@@ -447,12 +526,12 @@ mod tests {
     fn the_calibrated_path_stays_unless_the_other_is_clearly_faster() {
         let mut a = Adapt::new(1, 64 << 10);
         let len = 16 << 20;
-        a.record(0, len, Path::Stream, false, 1_600_000);
-        a.record(0, len, Path::Cma, false, 1_400_000);
+        rec(&mut a, 0, len, Path::Stream, false, 1_600_000);
+        rec(&mut a, 0, len, Path::Cma, false, 1_400_000);
         assert_eq!(a.choose(0, len, Path::Stream, false, 1), Some(Path::Stream));
         assert_eq!(a.choose(0, len, Path::Cma, false, 2), Some(Path::Cma));
-        a.record(0, len, Path::Cma, false, 100_000);
-        a.record(0, len, Path::Cma, false, 100_000);
+        rec(&mut a, 0, len, Path::Cma, false, 100_000);
+        rec(&mut a, 0, len, Path::Cma, false, 100_000);
         assert_eq!(a.choose(0, len, Path::Stream, false, 3), Some(Path::Cma));
     }
 
@@ -461,8 +540,8 @@ mod tests {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 4 << 20;
         // Its own measurements say CMA...
-        a.record(0, len, Path::Stream, false, 4_000_000);
-        a.record(0, len, Path::Cma, false, 1_000_000);
+        rec(&mut a, 0, len, Path::Stream, false, 4_000_000);
+        rec(&mut a, 0, len, Path::Cma, false, 1_000_000);
         assert_eq!(a.choose(0, len, Path::Stream, false, 1), Some(Path::Cma));
         // ...but the lower rank sent by stream: follow it, without exploring,
         // as long as it keeps sending.
@@ -485,8 +564,8 @@ mod tests {
     fn the_lead_ends_when_the_lower_rank_stops_sending() {
         let mut a = Adapt::new(2, 64 << 10);
         let len = 1 << 20;
-        a.record(0, len, Path::Stream, false, 25_000);
-        a.record(0, len, Path::Cma, false, 95_000);
+        rec(&mut a, 0, len, Path::Stream, false, 25_000);
+        rec(&mut a, 0, len, Path::Cma, false, 95_000);
         // The lower rank's last message was an exploration by CMA.
         a.heard_at(0, len, Path::Cma, 10 * MS);
         assert_eq!(a.choose(0, len, Path::Stream, false, 10 * MS + LEAD_NS - 1), Some(Path::Cma));
@@ -503,8 +582,8 @@ mod tests {
         // stream 1.4 ms.
         let len = 4 << 20;
         let mut a = Adapt::new(2, 64 << 10);
-        a.record(1, len, Path::Stream, true, 1_400_000);
-        a.record(1, len, Path::Cma, true, 850_000);
+        rec(&mut a, 1, len, Path::Stream, true, 1_400_000);
+        rec(&mut a, 1, len, Path::Cma, true, 850_000);
         let picks: Vec<Path> = (1..=2000).filter_map(|i| a.choose(1, len, Path::Cma, true, i * MS)).collect();
         let slow = picks.iter().filter(|&&p| p == Path::Stream).count();
         // Every 280 ms two sends: 14 in 2 s, where every 20 ms was 200.
@@ -512,15 +591,15 @@ mod tests {
         assert!(slow as f64 * 1.4 <= 2.0 * EXPLORE_SHARE * 2000.0, "{slow} sends by the stream");
         // A slower path that takes very long is still tried every EXPLORE_MAX_NS.
         let huge = 64 << 20;
-        a.record(1, huge, Path::Stream, true, 100_000_000);
-        a.record(1, huge, Path::Cma, true, 20_000_000);
+        rec(&mut a, 1, huge, Path::Stream, true, 100_000_000);
+        rec(&mut a, 1, huge, Path::Cma, true, 20_000_000);
         let picks: Vec<Path> = (1..=3500).filter_map(|i| a.choose(1, huge, Path::Cma, true, i * MS)).collect();
         let slow = picks.iter().filter(|&&p| p == Path::Stream).count();
         assert_eq!(slow, 2 * 3, "every {} s, two sends", EXPLORE_MAX_NS / 1_000_000_000);
         // Short transfers still explore every EXPLORE_NS.
         let len = 128 << 10;
-        a.record(1, len, Path::Stream, true, 40_000);
-        a.record(1, len, Path::Cma, true, 20_000);
+        rec(&mut a, 1, len, Path::Stream, true, 40_000);
+        rec(&mut a, 1, len, Path::Cma, true, 20_000);
         let picks: Vec<Path> = (1..=200).filter_map(|i| a.choose(1, len, Path::Cma, true, i * MS)).collect();
         let slow = picks.iter().filter(|&&p| p == Path::Stream).count();
         let periods = (200 / (EXPLORE_NS / MS)) as usize;
@@ -530,8 +609,8 @@ mod tests {
     #[test]
     fn a_refusal_ends_cma() {
         let mut a = Adapt::new(1, 64 << 10);
-        a.record(0, 1 << 20, Path::Stream, false, 400_000);
-        a.record(0, 1 << 20, Path::Cma, false, 100_000);
+        rec(&mut a, 0, 1 << 20, Path::Stream, false, 400_000);
+        rec(&mut a, 0, 1 << 20, Path::Cma, false, 100_000);
         assert_eq!(a.choose(0, 1 << 20, Path::Stream, false, 1), Some(Path::Cma));
         a.deny_cma();
         assert!((0..100).all(|t| a.choose(0, 1 << 20, Path::Stream, false, t * EXPLORE_NS) == Some(Path::Stream)));

@@ -3366,7 +3366,9 @@ impl Engine {
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \
                  {fused} receive(s) combined with their local operation as they came; {pushed} written here by their senders while this rank was busy; \
                  {split} copied half by this rank, half by their senders ({declined} of them declined by a sender whose application did not wait); \
-                 {cold} of their senders' writes slower than this rank's own copy (the application reads what it receives: this rank then copies for a while)"
+                 {cold} of their senders' writes slower than this rank's own copy (the application reads what it receives: this rank then copies for a while); \
+                 ns per byte measured: {}",
+                self.adapt.measured()
             )
         })
     }
