@@ -2991,6 +2991,16 @@ impl Engine {
                 }
                 // With the write's time, for the receiver (see COLD_WRITES).
                 self.post_message(peer as usize, Head { mode: proto::PUSH_DONE, addr: w.ns, ..Head::control(proto::PUSHED, token) });
+                if w.start == 0 {
+                    // A whole message written is CMA's time for `adapt`, as a
+                    // read's would be: a receiver that always asks its sender
+                    // to write (a gather's root, busy with its own block) left
+                    // CMA unmeasured, and the chooser kept it, at twice the
+                    // stream's time (2 ranks, gather of 1 MiB: 139 us, 71 by
+                    // the stream).
+                    let exchange = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).is_some_and(|s| s.exchange);
+                    self.adapt.record(peer as usize, w.len, adapt::Path::Cma, exchange, w.ns);
+                }
                 self.part_done(token);
             }
             // Not allowed (ptrace rules): the receiver asks for the stream
