@@ -397,7 +397,7 @@ impl Runtime {
             next_sched: AtomicU32::new(0),
             app_waiting,
             helper_parked: AtomicBool::new(false),
-            app_mark: progress::AppMark::new(),
+            app_mark: progress::AppMark::new(oversubscribed),
             shutdown: AtomicBool::new(false),
             oversubscribed,
             // Adaptive unless fixed by GOAL_SPIN_US, by the spin mode, or

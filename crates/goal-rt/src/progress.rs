@@ -144,6 +144,20 @@ const MAX_LINGER: Duration = Duration::from_millis(3);
 /// and its Wait.
 const TIGHT_LOOP: Duration = Duration::from_micros(30);
 
+/// [`TIGHT_LOOP`] with more ranks than cores. There a rank whose Wait has
+/// just returned is often preempted before its next Run (the rank sharing
+/// its CPU gets it), and the time away looked like a computation: more
+/// than half the Runs of a 4-rank barrier loop on 2 cores lifted the mark
+/// and woke the helper, whose wake-ups then took the CPU from the ranks
+/// (4 ranks on 2 cores, medians of five runs, us: barrier 14.8 -> 9.6,
+/// bcast 8 B 19.0 -> 2.2, gather 8 B 18.7 -> 2.1, alltoall 8 B 35.7 -> 9.4,
+/// allreduce 8 B 10.4 -> 9.6, where Open MPI took 9.5, 3.5, 2.8, 8.0 and
+/// 10.4; 3 ms instead of 0.3 gave the same). A shorter computation then
+/// gets no help from the helper, which on a shared CPU could only have
+/// run in the computation's place; overlap across 4 emulated hosts on 2
+/// cores, where computations last 0.37 ms and more, did not change.
+const TIGHT_LOOP_SHARED: Duration = Duration::from_micros(300);
+
 /// A helper asleep deaf to the network is rung by a Run only if the last
 /// Run was this long ago: a latency loop across hosts runs every 16-40 us,
 /// and ringing the helper there on every Run took the 8-byte latency from
@@ -152,7 +166,9 @@ const TIGHT_LOOP: Duration = Duration::from_micros(30);
 const DEAF_RING_GAP: Duration = Duration::from_micros(100);
 
 impl AppMark {
-    pub(crate) fn new() -> AppMark {
+    /// The mark of a rank; `oversubscribed`: more ranks than cores on this
+    /// machine (see [`TIGHT_LOOP_SHARED`]).
+    pub(crate) fn new(oversubscribed: bool) -> AppMark {
         AppMark {
             set: Default::default(),
             epoch: Default::default(),
@@ -162,7 +178,7 @@ impl AppMark {
             computes: Default::default(),
             computing: Default::default(),
             short_wait: Default::default(),
-            tight_loop: crate::ticks::of(TIGHT_LOOP),
+            tight_loop: crate::ticks::of(if oversubscribed { TIGHT_LOOP_SHARED } else { TIGHT_LOOP }),
             deaf_ring_gap: crate::ticks::of(DEAF_RING_GAP),
             computed_runs: Default::default(),
         }
