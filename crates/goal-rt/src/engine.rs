@@ -1959,6 +1959,12 @@ impl Engine {
         }
     }
 
+    /// Whether the rendezvous send of `token` is half of an exchange (see
+    /// `adapt`); false once its record is gone.
+    fn in_exchange(&self, token: u32) -> bool {
+        self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).is_some_and(|s| s.exchange)
+    }
+
     fn take_token(&mut self, t: u32) -> Option<RdvSend> {
         let s = self.st.rdv.get_mut(t as usize)?.take()?;
         self.st.rdv_free.push(t);
@@ -2998,7 +3004,7 @@ impl Engine {
                     // CMA unmeasured, and the chooser kept it, at twice the
                     // stream's time (2 ranks, gather of 1 MiB: 139 us, 71 by
                     // the stream).
-                    let exchange = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).is_some_and(|s| s.exchange);
+                    let exchange = self.in_exchange(token);
                     self.adapt.record(peer as usize, w.len, adapt::Path::Cma, exchange, w.ns);
                 }
                 self.part_done(token);
@@ -3226,7 +3232,7 @@ impl Engine {
                 let done = self.st.stream_out[p].pop_front().unwrap_or_else(|| unreachable!());
                 self.st.streams_active -= 1;
                 if let Some(t) = done.since {
-                    let exchange = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).is_some_and(|s| s.exchange);
+                    let exchange = self.in_exchange(token);
                     let incoming = self.st.stream_in[p].len();
                     if exchange && incoming > 0 {
                         // Half of an exchange: timed until the messages

@@ -30,7 +30,7 @@ struct StreamPtrs {
     /// Stream size in bytes: a power of two.
     cap: u64,
     /// Whether this side has faulted the stream's pages in (see
-    /// [`StreamPtrs::populate`]).
+    /// [`StreamPtrs::populate_once`]).
     populated: Cell<bool>,
 }
 
@@ -53,14 +53,22 @@ impl StreamPtrs {
         }
     }
 
-    /// Maps all of the stream's pages into this process at once, before
-    /// its first copy. Otherwise the first megabyte through a stream
+    /// Maps all of the stream's pages into this process at once, at its
+    /// first copy. Otherwise the first megabyte through a stream
     /// faults its pages in one by one, on both sides, and the first
     /// messages take ten to twenty times as long as later ones (2 ranks,
     /// 256 KiB messages: the first four 700-1900 us, then 33-55), which
     /// is what goal-rt's choice between the stream and CMA times them by.
     /// A kernel without `MADV_POPULATE_WRITE` (before Linux 5.14) leaves
     /// the faults to the copies, as before.
+    #[inline]
+    fn populate_once(&self) {
+        if !self.populated.get() {
+            self.populate();
+        }
+    }
+
+    /// See [`StreamPtrs::populate_once`].
     #[cold]
     fn populate(&self) {
         self.populated.set(true);
@@ -72,6 +80,7 @@ impl StreamPtrs {
         // inside `_map` too (struct invariant). Populating changes no byte.
         let _ = unsafe { crate::sys::madvise(start as *mut u8, len, libc::MADV_POPULATE_WRITE) };
     }
+
     fn tail(&self) -> &AtomicU64 {
         // SAFETY: points into `_map`, alive as long as `self` (struct invariant).
         unsafe { &*self.tail }
@@ -106,9 +115,7 @@ impl StreamProducer {
 
     /// Copies as much of `src` as fits; returns the bytes taken.
     pub(crate) fn push(&self, src: &[u8]) -> usize {
-        if !self.ptrs.populated.get() {
-            self.ptrs.populate();
-        }
+        self.ptrs.populate_once();
         let cap = self.ptrs.cap;
         let mut tail = self.local_tail.get();
         let mut free = cap - (tail - self.cached_head.get());
@@ -163,9 +170,7 @@ impl StreamConsumer {
 
     /// Copies up to `dst.len()` available bytes into `dst`; returns how many.
     pub(crate) fn pop(&self, dst: &mut [u8]) -> usize {
-        if !self.ptrs.populated.get() {
-            self.ptrs.populate();
-        }
+        self.ptrs.populate_once();
         let cap = self.ptrs.cap;
         let mut head = self.local_head.get();
         let mut avail = self.cached_tail.get() - head;
