@@ -15,12 +15,15 @@
 //! So every rendezvous send from a size class on picks the path whose
 //! recent transfers were faster per byte (an exponential average per peer
 //! and size class, measured where the copy happens: the receiver times its
-//! CMA read and returns the time in `FIN`; the sender times its stream
-//! pushes from the start of the first to the end of the last, and counts
-//! the last push once more for the receiver's copy of those bytes out of
-//! the stream, which only starts then. Timed from the end of the first
-//! push instead, a message that fits one push looked free, and 64 KiB
-//! messages kept the stream at 9 us one-way on a machine where CMA takes 4),
+//! CMA read, a split message's two parts together, and returns the time in
+//! `FIN`; the sender times its stream pushes from the start of the first to
+//! the end of the last, and adds the last push's time for its last 64 KiB
+//! once more, for the receiver's copy of those bytes out of the stream: a
+//! push publishes every 64 KiB, so the receiver trails by that much. Timed
+//! from the end of the first push instead, a message that fits one push
+//! looked free, and 64 KiB messages kept the stream at 9 us one-way on a
+//! machine where CMA takes 4; with the whole last push counted again, a
+//! 1 MiB message pushed in one go was timed twice over),
 //! each path's first transfers of a class taken before any choice, the
 //! very first untimed (see [`SETTLED`]),
 //! leaving calibration's choice only
@@ -62,6 +65,8 @@
 //! or CMA where the receiver splits the copy with its waiting sender.
 //!
 //! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
+
+use goal_transport::shm::STREAM_CHUNK;
 
 /// Size classes: 64 KiB, 128 KiB, ..., and 16 MiB with everything above.
 const CLASSES: usize = 9;
@@ -114,6 +119,20 @@ const OUTLIER: f64 = 3.0;
 /// 180-380, where later ones of either took 130-180), and settled one after
 /// the other, the stream met the slower start and lost.
 const SETTLED: u8 = 4;
+/// How long a receiver copying a stream out goes on after the sender's last
+/// push, which moved `pushed` bytes in `push_ns`: the time of the push's
+/// last chunk. A push publishes its bytes chunk by chunk, so a receiver
+/// that copies out as they come trails its sender by about one chunk.
+/// Counted as the whole push, a 1 MiB message pushed in one go was timed
+/// twice over: 150-220 us by the stream against the 96 us iterations it
+/// made of a 2-rank scatter, where CMA's 145 us iterations were chosen.
+pub(crate) fn stream_trail_ns(push_ns: u64, pushed: usize) -> u64 {
+    if pushed == 0 {
+        return 0;
+    }
+    push_ns * pushed.min(STREAM_CHUNK) as u64 / pushed as u64
+}
+
 /// The calibrated path is left only for one this many times faster: where
 /// the two are close (large messages with the cores sharing a cache), the
 /// noise of single measurements would otherwise flip between them.
@@ -616,6 +635,16 @@ mod tests {
         assert_eq!(a.choose(0, 1 << 20, Path::Stream, false, 1), Some(Path::Cma));
         a.deny_cma();
         assert!((0..100).all(|t| a.choose(0, 1 << 20, Path::Stream, false, t * EXPLORE_NS) == Some(Path::Stream)));
+    }
+
+    #[test]
+    fn a_receiver_trails_a_long_push_by_one_chunk() {
+        // A push of one chunk or less: the receiver copies all of it after.
+        assert_eq!(stream_trail_ns(9_000, STREAM_CHUNK), 9_000);
+        assert_eq!(stream_trail_ns(3_000, 4096), 3_000);
+        // A 1 MiB push: only its last chunk is left to copy out.
+        assert_eq!(stream_trail_ns(80_000, 1 << 20), 80_000 * STREAM_CHUNK as u64 / (1 << 20));
+        assert_eq!(stream_trail_ns(80_000, 0), 0);
     }
 
     #[test]

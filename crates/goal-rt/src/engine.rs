@@ -365,10 +365,10 @@ struct StreamOut {
     /// When its first push began (the transfer's time goes to `adapt`; time
     /// queued behind earlier sends is not the path's).
     since: Option<Instant>,
-    /// How long its latest push that moved bytes took: the receiver still
-    /// has to copy that much out after the last push, so `adapt` counts it
-    /// twice (see [`adapt`]'s module documentation).
-    last_push_ns: u64,
+    /// What the receiver still has to copy out after the latest push that
+    /// moved bytes (see [`adapt::stream_trail_ns`]); `adapt` adds it to the
+    /// pushes' time.
+    tail_ns: u64,
 }
 
 /// A receive reading its message from the sender's memory (see [`READ_LATER`]).
@@ -2803,7 +2803,7 @@ impl Engine {
                             // The receiver may not read our memory.
                             self.adapt.deny_cma();
                         }
-                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, last_push_ns: 0 });
+                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0 });
                         self.st.streams_active += 1;
                     }
                 }
@@ -3081,10 +3081,15 @@ impl Engine {
                     // in manual mode).
                     self.cold_vote(src as usize);
                 }
+                // Its FIN carries the whole read's time: the half read
+                // already counts (timed from the second half alone, CMA
+                // looked twice as fast as it was: 2 ranks, scatter of 1 MiB,
+                // 75 us a read against the 145 us iterations it made, where
+                // the stream took 96 and was not chosen).
                 match self.st.reads.iter_mut().find(|rd| rd.src == src && rd.token == token) {
                     Some(rd) => rd.len = len,
                     None => {
-                        self.st.reads.push_back(Read { r, src, len, mode: sp.mode, token, addr: sp.addr, done: sp.half, ns: 0, whole: false });
+                        self.st.reads.push_back(Read { r, src, len, mode: sp.mode, token, addr: sp.addr, done: sp.half, ns: sp.read_ns, whole: false });
                         self.st.streams_active += 1;
                     }
                 }
@@ -3223,7 +3228,7 @@ impl Engine {
                     so.since = Some(began);
                 }
                 if moved > 0 {
-                    so.last_push_ns = began.elapsed().as_nanos() as u64;
+                    so.tail_ns = adapt::stream_trail_ns(began.elapsed().as_nanos() as u64, moved);
                 }
                 so.pos += moved;
                 if so.pos < so.len {
@@ -3240,7 +3245,7 @@ impl Engine {
                         // are copied out too (see `ExchangeTiming`).
                         self.st.exchange_timing[p] = Some(ExchangeTiming { since: t, len: done.len, incoming });
                     } else {
-                        let ns = t.elapsed().as_nanos() as u64 + if exchange { 0 } else { done.last_push_ns };
+                        let ns = t.elapsed().as_nanos() as u64 + if exchange { 0 } else { done.tail_ns };
                         self.adapt.record(p, done.len, adapt::Path::Stream, exchange, ns);
                     }
                 }

@@ -49,6 +49,10 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use stream::{StreamConsumer, StreamProducer};
 
+/// Bytes a stream push copies before it publishes them (and a pop before it
+/// releases them): a receiver copying out trails its sender by about this much.
+pub use stream::CHUNK as STREAM_CHUNK;
+
 /// Sizes of the shared-memory structures, per ordered pair of ranks.
 #[derive(Debug, Clone)]
 pub struct ShmConfig {

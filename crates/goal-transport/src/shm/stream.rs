@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 /// Bytes copied between two publications of a counter.
-pub(crate) const CHUNK: usize = 64 << 10;
+pub const CHUNK: usize = 64 << 10;
 
 /// The pointers one side of a stream needs, all inside `map`.
 ///
