@@ -15,8 +15,10 @@
 //! So every rendezvous send from a size class on picks the path whose
 //! recent transfers were faster per byte (an exponential average per peer
 //! and size class, measured where the copy happens: the receiver times its
-//! CMA read, a split message's two parts together, and returns the time in
-//! `FIN`; the sender times its stream pushes from the start of the first to
+//! CMA read (both parts of a message whose sender declined to write half)
+//! and returns the time in `FIN`; a message split between the two cores
+//! counts its longer part, the receiver's read or the sender's write; the
+//! sender times its stream pushes from the start of the first to
 //! the end of the last, and adds the last push's time for its last 64 KiB
 //! once more, for the receiver's copy of those bytes out of the stream: a
 //! push publishes every 64 KiB, so the receiver trails by that much. Timed

@@ -51,7 +51,7 @@ pub const FIN: u8 = 4;
 /// `FIN` mode after a `CTS` in `MODE_SPLIT`: the receiver has read its
 /// part; the buffer is free once the sender has written its own too (a
 /// sender that declined to write waits for the plain `FIN` that follows
-/// the receiver's reading the rest).
+/// the receiver's reading the rest). `w3` carries the read's time (ns).
 pub const FIN_PART: u8 = 1;
 /// Between machines only: the receiver has released eager bytes of this
 /// sender (cumulative count in `addr`); over shared memory the count is a
