@@ -298,7 +298,19 @@ fn slice_body() {
     if let Some(w) = watcher {
         let during = w.join().unwrap();
         let after = sched_attr(0);
-        let helper = helper_task().map(|t| sched_attr(t.file_name().unwrap().to_str().unwrap().parse().unwrap()));
+        // The helper asks for its slice as it starts, which a loaded
+        // machine may delay past this point (once in a CI run it still had
+        // the kernel's): read until it changes, or for a second.
+        let helper = helper_task().map(|t| {
+            let tid = t.file_name().unwrap().to_str().unwrap().parse().unwrap();
+            let t = std::time::Instant::now();
+            let mut a = sched_attr(tid);
+            while a.runtime == before.runtime && t.elapsed().as_millis() < 1000 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                a = sched_attr(tid);
+            }
+            a
+        });
         println!(
             "\nslices: before={} during={} after={} helper={} same_after={}",
             before.runtime,
