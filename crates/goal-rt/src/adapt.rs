@@ -644,8 +644,9 @@ mod tests {
         // A push of one chunk or less: the receiver copies all of it after.
         assert_eq!(stream_trail_ns(9_000, STREAM_CHUNK), 9_000);
         assert_eq!(stream_trail_ns(3_000, 4096), 3_000);
-        // A 1 MiB push: only its last chunk is left to copy out.
-        assert_eq!(stream_trail_ns(80_000, 1 << 20), 80_000 * STREAM_CHUNK as u64 / (1 << 20));
+        // A 1 MiB push: only its last chunk (a sixteenth) is left to copy out.
+        assert_eq!(STREAM_CHUNK, 64 << 10);
+        assert_eq!(stream_trail_ns(80_000, 1 << 20), 5_000);
         assert_eq!(stream_trail_ns(80_000, 0), 0);
     }
 

@@ -2967,8 +2967,7 @@ impl Engine {
             let longest = *longest;
             self.st.split_out.remove(&token);
             if let Some(s) = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).filter(|s| s.mode == proto::MODE_CMA) {
-                let (peer, len) = (s.peer as usize, s.len);
-                let exchange = self.in_exchange(token);
+                let (peer, len, exchange) = (s.peer as usize, s.len, s.exchange);
                 self.adapt.record(peer, len, adapt::Path::Cma, exchange, longest);
             }
         }
