@@ -43,7 +43,7 @@ mod config;
 mod elock;
 mod engine;
 mod fuse;
-mod kpath;
+
 pub mod error;
 pub mod localop;
 mod progress;

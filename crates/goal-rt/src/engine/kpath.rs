@@ -55,7 +55,7 @@
 //! ended; a later Run is held until then (it cannot deadlock: an execution
 //! never waits for a later one of its schedule).
 
-use crate::engine::SchedInner;
+use super::exec::SchedInner;
 use crate::error::{Error, ErrorKind};
 use goal_sched::chains::ChainPlan;
 use goal_sched::{OpKind, Schedule};

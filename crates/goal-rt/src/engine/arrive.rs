@@ -1,0 +1,343 @@
+//! Arrivals: what a poll of the rings and the network brings in, and what
+//! each message kind does on arrival (eager data, RTS, CTS, FIN, the
+//! push/split answers, network bulk completions).
+//!
+//! An eager message whose receive is posted is copied straight out of the
+//! ring into it during the poll ([`st_arrive`]); everything else waits in
+//! `State::arrived` for the poll's end and is handled by
+//! [`Engine::on_message`] in arrival order, so same-source messages never
+//! overtake (see `Matcher::queued_in`).
+
+use super::*;
+
+impl Engine {
+    pub(super) fn poll_messages(&mut self) {
+        let shm = &self.shm;
+        let mut arrived = std::mem::take(&mut self.st.arrived);
+        let st = &mut self.st;
+        st.matcher.poll_no += 1;
+        let poll = st.matcher.poll_no;
+        // Without kernel channels a finished execution completes without the
+        // transports (see `State::completed`): at once, inside the poll
+        // (unless one is to end with an earlier execution's mismatch).
+        let now = self.kp.is_none() && !trace_on() && st.matcher.poisoned.is_empty();
+        shm.poll(&mut |src, env, payload| st_arrive(st, &mut arrived, poll, now, src as u32, Head::decode(env), payload));
+        if let Some(net) = self.net.as_mut() {
+            let st = &mut self.st;
+            net.poll(&mut |ev| match ev {
+                Event::Am { src, handler, head, payload } => {
+                    if let Some(h) = net_head(handler, head) {
+                        st_arrive(st, &mut arrived, poll, now, src, h, payload);
+                    }
+                }
+                // In line with the messages, in the order goal-net reports
+                // them: a sender reuses a token once its transfer is
+                // acknowledged, so the RTS that reuses it can arrive in the
+                // same poll as the completion of the transfer before. Handled
+                // after it, that completion would finish the new receive and
+                // leave the old one waiting forever (seen: t_coll hung in an
+                // allgather, 8 ranks on 2 rails, about 1 run in 30 under load).
+                Event::BulkDone { src, token } => arrived.push((src, Head::control(NET_BULK_DONE, token as u32), None)),
+                Event::BulkSent { dst, token } => arrived.push((dst, Head::control(NET_BULK_SENT, token as u32), None)),
+                Event::PeerLost { peer, why } => st.net_lost.push((peer, why)),
+                Event::RailLost { peer, rail, why } => {
+                    if trace_on() {
+                        say!("goal: rail {rail} to rank {peer} lost: {why}");
+                    }
+                }
+            });
+        }
+        // Mostly empty: an inline delivery leaves nothing here, and setting
+        // up the drain cost as much as a quarter of the poll.
+        if !arrived.is_empty() {
+            self.st.in_poll = true;
+            for (src, h, data) in arrived.drain(..) {
+                self.on_message(src, h, data);
+            }
+            self.st.in_poll = false;
+        }
+        self.st.arrived = arrived;
+        if !self.st.matcher.stray_keys.is_empty() {
+            // (Executions finished inside the poll.)
+            self.strays();
+        }
+        if !self.st.net_lost.is_empty() {
+            // Losses last: goal-net may report a peer's departure in the same
+            // poll before a transfer of its that had completed (the peer
+            // left because we acknowledged it); that transfer did arrive.
+            for (peer, why) in std::mem::take(&mut self.st.net_lost) {
+                self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}"), finalized: None });
+            }
+            self.drain_ready();
+        }
+    }
+
+    pub(super) fn on_message(&mut self, src: u32, h: Head, data: Option<Vec<u8>>) {
+        match h.kind {
+            proto::EAGER => {
+                if let Some(d) = data {
+                    let ctl = matches!(h.mode, proto::MODE_OFFER | proto::MODE_SWITCH)
+                        .then_some(Ctl { mode: h.mode, fd: h.token, op: h.addr as u32, sched: h.sched, nonce: (h.addr >> 32) as u32 });
+                    let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Eager(d, ctl) };
+                    match self.match_posted(h.sched, h.seq, src, h.tag) {
+                        Some(r) => self.deliver(r, u),
+                        None => self.stash(h.sched, h.seq, u),
+                    }
+                }
+                // (Always with data: one delivered inline comes as DELIVERED.)
+            }
+            NET_BULK_DONE => {
+                if let Some(r) = self.st.net_in.remove(&(src, h.token)) {
+                    self.finish(r);
+                }
+            }
+            NET_BULK_SENT => {
+                if let Some(s) = self.take_token(h.token) {
+                    self.finish(s.r);
+                }
+            }
+            DELIVERED => {
+                let r = OpRef { slot: h.sched, gen: h.seq, op: h.token };
+                if h.mode == DELIVERED_TRUNCATED {
+                    let msg = format!("{}: message of {} bytes from rank {src} is larger than the receive (truncation)", self.describe(r), h.len);
+                    self.fail(r, Error::new(ErrorKind::Truncated, msg));
+                } else if h.mode == DELIVERED_SHORT {
+                    let cap = self.rec(r).map_or(0, |o| o.len);
+                    self.fail(r, short_message(self.describe(r), h.len, src, cap));
+                } else {
+                    self.finish(r);
+                }
+            }
+            proto::RTS => {
+                if h.mode == proto::MODE_CMA || h.mode == proto::MODE_STREAM {
+                    let path = if h.mode == proto::MODE_CMA { adapt::Path::Cma } else { adapt::Path::Stream };
+                    self.adapt.arrived(src as usize, h.len as usize, path);
+                    if src < self.rank {
+                        // The pair's lower rank chose: our sends follow (see `adapt`).
+                        self.adapt.heard(src as usize, h.len as usize, path);
+                    }
+                }
+                let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode: h.mode, token: h.token, addr: h.addr } };
+                match self.match_posted(h.sched, h.seq, src, h.tag) {
+                    Some(r) => self.deliver(r, u),
+                    None => self.stash(h.sched, h.seq, u),
+                }
+            }
+            proto::CTS if h.mode == proto::MODE_PUSH => {
+                if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
+                    let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: 0, start: 0, ns: 0 };
+                    self.st.writes.push_back(w);
+                    self.st.streams_active += 1;
+                }
+            }
+            proto::CTS if h.mode == proto::MODE_SPLIT => {
+                if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
+                    // Only a sender with nothing else to do: its application
+                    // waits, and no operation of its own is ready or running
+                    // (a scatter's root copying its own block would make
+                    // the receiver wait for that copy too). Its writes of
+                    // earlier messages' halves may be queued: in a burst it
+                    // writes them one after the other while the receiver
+                    // reads its halves (2 ranks, windows of 1 MiB messages
+                    // by CMA: 5.8 GB/s declining those, 12.9 queueing them).
+                    let waits = self.in_wait || self.app_waiting.as_ref().is_some_and(|w| w.load(Ordering::Relaxed) > 0);
+                    let idle = !self.has_own_work() && self.st.reads.is_empty();
+                    if waits && idle && (h.len as usize) < s.len {
+                        let half = h.len as usize;
+                        let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: half, start: half, ns: 0 };
+                        self.st.split_out.insert(h.token, (2, 0));
+                        self.st.writes.push_back(w);
+                        self.st.streams_active += 1;
+                    } else {
+                        self.post_message(src as usize, Head { mode: proto::PUSH_DECLINED, ..Head::control(proto::PUSHED, h.token) });
+                    }
+                }
+            }
+            proto::PUSHED => self.pushed(src, h.token, h.mode, h.addr),
+            proto::CTS => {
+                if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
+                    // From the record, not the operation: an execution that
+                    // failed here still owes a local receiver its bytes
+                    // (zeros, see `pump_streams`), or the receiver waits for
+                    // ever. (Over the network there is no buffer left to
+                    // send from: the send just ends, as it did before.)
+                    let peer = s.peer as usize;
+                    let gone = self.exec(s.r).is_none();
+                    let len = if gone && self.remote[peer] { 0 } else { s.len };
+                    if len > 0 && self.remote[peer] {
+                        let r = s.r;
+                        let src: Vec<(*const u8, usize)> = self.pieces(r).map(|p| p.as_slice().iter().map(|&(p, l)| (p as *const u8, l)).collect()).unwrap_or_default();
+                        let res = match self.net.as_mut() {
+                            // SAFETY: the send buffer stays valid and unmodified until
+                            // the execution ends (API contract); it ends only after
+                            // BulkSent or the peer's loss.
+                            Some(n) => unsafe { n.send_bulk(peer as u32, h.token as u64, src) },
+                            None => Err(std::io::Error::other("no network")),
+                        };
+                        if let Err(e) = res {
+                            self.take_token(h.token);
+                            let msg = format!("{}: sending {len} bytes to rank {peer}: {e}", self.describe(r));
+                            self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+                        }
+                    } else if len == 0 {
+                        if let Some(s) = self.take_token(h.token) {
+                            self.finish(s.r);
+                        }
+                    } else {
+                        if s.mode == proto::MODE_CMA && h.addr != proto::CTS_THIS_ONE {
+                            // The receiver may not read our memory.
+                            self.adapt.deny_cma();
+                        }
+                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0 });
+                        self.st.streams_active += 1;
+                    }
+                }
+            }
+            proto::FIN if h.mode == proto::FIN_PART && self.st.split_out.contains_key(&h.token) => self.part_done(h.token, h.addr),
+            // A sender that declined its part waits for the plain FIN.
+            proto::FIN if h.mode == proto::FIN_PART => {}
+            proto::FIN => {
+                if self.st.split_out.remove(&h.token).is_some() {
+                    // A split message whose receiver's execution failed
+                    // before its part was read: the send ends here, and
+                    // its token may serve another send at once, so its
+                    // write must not go on (into the old buffer, with the
+                    // new send's bytes). The receiver waits for PUSHED.
+                    let before = self.st.writes.len();
+                    self.st.writes.retain(|w| w.token != h.token);
+                    let dropped = before - self.st.writes.len();
+                    if dropped > 0 {
+                        self.st.streams_active -= dropped as u32;
+                        self.post_message(src as usize, Head { mode: proto::PUSH_BY_STREAM, ..Head::control(proto::PUSHED, h.token) });
+                    }
+                }
+                if let Some(s) = self.take_token(h.token) {
+                    if s.mode == proto::MODE_CMA {
+                        // The receiver's read time rides in `addr`.
+                        let len = self.rec(s.r).map_or(0, |o| o.len as usize);
+                        self.adapt.record(src as usize, len, adapt::Path::Cma, s.exchange, h.addr);
+                    }
+                    self.finish(s.r);
+                }
+            }
+            proto::CREDIT => {
+                let r = &mut self.st.eager_returned[src as usize];
+                *r = (*r).max(h.addr);
+            }
+            proto::ACCEPT | proto::DECLINE => self.channel_answer(h.kind == proto::ACCEPT, src, h.sched, h.token),
+            _ => {}
+        }
+        self.drain_ready();
+    }
+
+}
+
+/// Pseudo-kind used inside `poll_messages`: an eager message was already
+/// copied into its posted receive while still in the ring; finish it now.
+pub(super) const DELIVERED: u8 = 0xF0;
+
+/// Pseudo-kinds used inside `poll_messages`: goal-net finished receiving
+/// (sending) the bulk transfer `token` from (to) the rank.
+pub(super) const NET_BULK_DONE: u8 = 0xF1;
+
+pub(super) const NET_BULK_SENT: u8 = 0xF2;
+
+/// A message arriving during poll number `poll`, from the rings or from
+/// goal-net alike. An eager message whose receive is posted is copied
+/// straight into it (without the copy that would wait for the poll's end;
+/// measured over the network: a third of a helper's user-space time
+/// receiving a 1 MiB broadcast in 64 KiB segments). Everything else waits
+/// in `arrived` for the poll's end: an envelope about a channel, and a
+/// message behind one of its sender's that may match and is still queued
+/// (see `State::queued_in`). A receive filled inline is finished at once
+/// if `finish_now`, else (kernel mode, tracing, truncation) by a DELIVERED
+/// note at the poll's end.
+pub(super) fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>, poll: u64, finish_now: bool, src: u32, h: Head, payload: &[u8]) {
+    if h.kind != proto::EAGER {
+        if h.kind == proto::RTS {
+            st.matcher.queued_in[src as usize] = poll;
+        }
+        arrived.push((src, h, None));
+        return;
+    }
+    if let Some(r) = (h.mode == 0 && st.matcher.queued_in[src as usize] != poll).then(|| match_posted(&mut st.execs, h.sched, h.seq, src, h.tag)).flatten() {
+        let bad = st_deliver_inline(st, r, src, payload);
+        if finish_now && bad == 0 {
+            if let Some(slot) = st.execs.finish(r) {
+                st.completed(slot);
+            }
+        } else {
+            let note = Head { kind: DELIVERED, mode: bad, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
+            arrived.push((src, note, None));
+        }
+        return;
+    }
+    st.matcher.queued_in[src as usize] = poll;
+    let mut data = st.matcher.spare_bufs.pop().unwrap_or_default();
+    data.clear();
+    data.extend_from_slice(payload);
+    arrived.push((src, h, Some(data)));
+}
+
+/// Copies an eager payload from the ring into posted receive `r`, unless
+/// it is larger than the receive (returns whether it was).
+pub(super) fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> u8 {
+    let e = st.execs.slots[r.slot as usize].as_ref().unwrap_or_else(|| unreachable!());
+    let s = &e.sched.s;
+    let o = &s.ops[r.op as usize];
+    let base = e.bufs.scratch.as_ptr() as *mut u8;
+    let bad = if payload.len() > o.len as usize {
+        DELIVERED_TRUNCATED
+    } else if o.exact() && payload.len() != o.len as usize {
+        DELIVERED_SHORT
+    } else {
+        0
+    };
+    if bad == 0 {
+        let resolve = |addr: u64| operand(base, addr, o.in_scratch());
+        match o.kind() {
+            OpKind::Recv => {
+                // SAFETY: the receive buffer is valid for o.len >= payload.len() bytes
+                // (API contract, or the checked scratchpad), and does not overlap the ring.
+                unsafe { goal_transport::copy_bytes(payload.as_ptr(), resolve(o.addr), payload.len()) };
+            }
+            _ => {
+                let v = s.vecs[o.addr as usize];
+                let mut off = 0;
+                for p in s.pieces_of(v) {
+                    if off >= payload.len() {
+                        break;
+                    }
+                    let n = (p.len as usize).min(payload.len() - off);
+                    // SAFETY: as above, per piece.
+                    unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr().add(off), resolve(p.addr), n) };
+                    off += n;
+                }
+            }
+        }
+    }
+    if src != st.rank {
+        st.release(src, payload.len() as u64);
+    }
+    bad
+}
+
+/// `DELIVERED`'s mode for a message larger than its receive.
+pub(super) const DELIVERED_TRUNCATED: u8 = 1;
+
+/// `DELIVERED`'s mode for a message shorter than its exact-length receive.
+pub(super) const DELIVERED_SHORT: u8 = 2;
+
+/// Network handlers are `NET_HANDLER_BASE + kind` (goal-net reserves 0..=15).
+pub(crate) const NET_HANDLER_BASE: u8 = 16;
+
+/// The handler ids the executor accepts from the network.
+pub(crate) fn net_handlers() -> Vec<u8> {
+    [proto::EAGER, proto::RTS, proto::CTS, proto::FIN, proto::CREDIT, proto::ACCEPT, proto::DECLINE].iter().map(|k| NET_HANDLER_BASE + k).collect()
+}
+
+/// Decodes a protocol message from the network; `None` if it does not fit
+/// (goal-net already refused unknown handlers and oversized headers).
+pub(super) fn net_head(handler: u8, head: &[u8]) -> Option<Head> {
+    Head::from_bytes(head).filter(|h| handler == NET_HANDLER_BASE + h.kind)
+}

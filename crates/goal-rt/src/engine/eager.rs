@@ -1,0 +1,300 @@
+//! Sends and eager messages: starting a send (self-send, eager through the
+//! link, or an RTS), eager credit per receiver, control messages, and the
+//! per-peer queue of messages waiting for ring space.
+//!
+//! Credit: a receiver buffers at most `Thresholds::credit` bytes of
+//! unexpected eager data per sender; a sender past its credit sends an
+//! RTS instead, so it waits rather than the receiver buffering without
+//! bound. Receivers return credit in steps of a quarter
+//! ([`Engine::publish_credits`]).
+
+use super::*;
+
+/// A message waiting for room in a peer's ring.
+pub(super) struct Out {
+    pub(super) head: Head,
+    /// For EAGER: the send whose data goes with it (finished once written).
+    pub(super) send: Option<OpRef>,
+}
+
+impl Engine {
+    pub(super) fn start_send(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {
+        let peer = o.peer as u32;
+        let len = o.len as usize;
+        let mut head = Head::eager(o, sched, seq);
+        if peer == self.rank {
+            return self.self_send(r, head);
+        }
+        if let Some(cause) = &self.st.lost[peer as usize] {
+            let msg = format!("{}: rank {peer} {cause}", self.describe(r));
+            return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+        }
+        let p = peer as usize;
+        let pieces = if o.kind() == OpKind::Send {
+            // One buffer: resolved here, without the general `pieces`.
+            let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
+            Some(Pieces::One([(operand(base, o.addr, o.in_scratch()), len)]))
+        } else {
+            self.pieces(r)
+        };
+        if self.remote[p] {
+            return self.net_send(r, peer, head, pieces);
+        }
+        let ptr = match pieces {
+            Some(Pieces::One([(ptr, _)])) => ptr,
+            _ => std::ptr::null_mut(),
+        };
+        let heap_off = if len > self.th.heap_eager && !ptr.is_null() { self.shm.heap().offset_of(ptr, len) } else { None };
+        if heap_off.is_none() && len <= self.th.eager && self.eager_credit(p, len as u64) {
+            self.st.eager_sent[p] += len as u64;
+            if self.kp.is_some() {
+                self.offer_or_switch(r, &mut head);
+            }
+            if self.st.outq[p].is_empty() {
+                if let Some(pieces) = &pieces {
+                    let res = match pieces {
+                        // SAFETY: send buffers are valid for their lengths by the API contract.
+                        Pieces::One([(ptr, len)]) => self.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(*ptr, *len) }),
+                        Pieces::Many(_) => self.shm.try_send(p, &head.encode(), &slices_of(pieces)),
+                    };
+                    match res {
+                        Ok(true) => return self.finish(r),
+                        Ok(false) => {}
+                        Err(e) => return self.fail(r, Error::new(ErrorKind::System, format!("{}: {e}", self.describe(r)))),
+                    }
+                }
+            }
+            return self.enqueue(p, Out { head, send: Some(r) });
+        }
+        // Rendezvous: pick how the receiver will fetch the bytes.
+        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false });
+        head.kind = proto::RTS;
+        head.token = token;
+        head.mode = proto::MODE_STREAM;
+        if let Some(off) = heap_off {
+            head.mode = proto::MODE_HEAP;
+            head.addr = off;
+        } else if !ptr.is_null() {
+            let calibrated = len >= self.th.cma.0 && len <= self.th.cma.1;
+            // Another large send to this peer still in flight: a burst
+            // (looked for only where adapt chooses).
+            let burst = len >= self.th.adapt_from
+                && self.st.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
+            let exchange = len >= self.th.adapt_from && !burst && self.exchanging(r, p);
+            if let Some(s) = self.st.rdv[token as usize].as_mut() {
+                s.exchange = exchange;
+            }
+            let situation = if burst {
+                adapt::Situation::Burst
+            } else if exchange {
+                adapt::Situation::Exchange
+            } else {
+                adapt::Situation::Lone
+            };
+            // Calibration timed lone messages, where the stream's two
+            // copies run on two cores. In an exchange both cores copy
+            // anyway, and CMA copies once where the stream copies twice: it
+            // is the default there above calibration's range too, left
+            // only for a stream measured `MARGIN` (adapt.rs) times faster (2
+            // ranks, alltoall of 4 MiB after 1 MiB: 1.21-1.26 ms by the
+            // stream, CMA measured 1.2 times faster per byte and not taken).
+            let default = calibrated || (exchange && len >= self.th.cma.0);
+            let cma = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
+                Some(path) => path == adapt::Path::Cma,
+                None => calibrated,
+            };
+            if cma {
+                head.mode = proto::MODE_CMA;
+                head.addr = ptr as u64;
+            }
+        }
+        if let Some(s) = self.st.rdv[token as usize].as_mut() {
+            s.mode = head.mode;
+        }
+        self.post_message(p, head);
+    }
+
+    /// A send to a peer on another machine: eager as one active message
+    /// (copied into the network's queue, so it finishes at once), else RTS;
+    /// the bytes then flow, once the receiver has answered CTS, as a bulk
+    /// transfer straight from this buffer into the receive's (no FIN: the
+    /// network's acknowledgement of the last fragment finishes the send).
+    pub(super) fn net_send(&mut self, r: OpRef, peer: u32, mut head: Head, pieces: Option<Pieces>) {
+        let len = head.len as usize;
+        let one_rail = self.net.as_ref().is_some_and(|n| n.rails_up(peer) == 1);
+        let limit = if one_rail { self.th.net_eager_one_rail } else { self.th.net_eager };
+        let res = if len <= limit && self.eager_credit(peer as usize, len as u64) {
+            self.st.eager_sent[peer as usize] += len as u64;
+            if self.kp.is_some() {
+                self.offer_or_switch(r, &mut head);
+            }
+            let slices: Vec<&[u8]> = match &pieces {
+                // SAFETY: a send buffer is valid for its length (API contract).
+                Some(p) => p.as_slice().iter().map(|&(ptr, l)| unsafe { std::slice::from_raw_parts(ptr as *const u8, l) }).collect(),
+                None => Vec::new(),
+            };
+            self.net_am(peer, &head, &slices).map(|_| true)
+        } else {
+            head.kind = proto::RTS;
+            head.mode = proto::MODE_NET;
+            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false });
+            self.net_am(peer, &head, &[]).map(|_| false)
+        };
+        match res {
+            Ok(true) => self.finish(r),
+            Ok(false) => {}
+            Err(e) => {
+                let msg = format!("{}: sending to rank {peer} over the network: {e}", self.describe(r));
+                self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+            }
+        }
+    }
+
+    /// Sends one protocol message to a peer on another machine; its handler is `16 + kind`.
+    pub(super) fn net_am(&mut self, peer: u32, head: &Head, payload: &[&[u8]]) -> std::io::Result<()> {
+        match self.net.as_mut() {
+            Some(n) => n.send_am(peer, NET_HANDLER_BASE + head.kind, &head.to_bytes(), payload),
+            None => Err(std::io::Error::other("no network")),
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn eager_credit(&mut self, p: usize, len: u64) -> bool {
+        let st = &mut self.st;
+        if st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit {
+            return true;
+        }
+        if self.remote[p] {
+            // Refreshed by CREDIT messages as they arrive.
+            return false;
+        }
+        st.eager_returned[p] = self.shm.credits_returned(p);
+        st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit
+    }
+
+    /// Sends a message without payload (RTS, CTS, FIN), in order behind any queued ones.
+    pub(super) fn post_message(&mut self, p: usize, head: Head) {
+        if self.remote[p] {
+            // A lost peer is reported by the network itself.
+            let _ = self.net_am(p as u32, &head, &[]);
+            return;
+        }
+        if self.st.outq[p].is_empty() {
+            match self.shm.try_send(p, &head.encode(), &[]) {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(_) => return, // the peer is unreachable; liveness will report it
+            }
+        }
+        self.enqueue(p, Out { head, send: None });
+    }
+
+    pub(super) fn send_control(&mut self, p: u32, kind: u8, token: u32) {
+        self.post_message(p as usize, Head::control(kind, token));
+    }
+
+    pub(super) fn enqueue(&mut self, p: usize, out: Out) {
+        if self.st.outq[p].is_empty() {
+            self.st.outq_peers.push(p as u32);
+        }
+        self.st.outq[p].push_back(out);
+    }
+
+    pub(super) fn retry_outq(&mut self) {
+        let peers = std::mem::take(&mut self.st.outq_peers);
+        let mut still = Vec::new();
+        for p in peers {
+            let p = p as usize;
+            while let Some(out) = self.st.outq[p].front() {
+                let head = out.head;
+                let send = out.send;
+                let ok = match send {
+                    Some(r) => match self.pieces(r) {
+                        Some(pieces) => self.shm.try_send(p, &head.encode(), &slices_of(&pieces)).unwrap_or(true),
+                        None => true, // its execution failed: drop it
+                    },
+                    None => self.shm.try_send(p, &head.encode(), &[]).unwrap_or(true),
+                };
+                if !ok {
+                    break;
+                }
+                self.st.outq[p].pop_front();
+                if let Some(r) = send {
+                    self.finish(r);
+                }
+            }
+            if !self.st.outq[p].is_empty() {
+                still.push(p as u32);
+            }
+        }
+        self.st.outq_peers.extend(still);
+        self.drain_ready();
+    }
+
+    pub(super) fn self_send(&mut self, r: OpRef, head: Head) {
+        let u = Unexp { src: self.rank, tag: head.tag, len: head.len, kind: UnexpKind::SelfSend(r) };
+        if let Some(target) = self.match_posted(head.sched, head.seq, self.rank, head.tag) {
+            return self.deliver(target, u);
+        }
+        // Copied aside (so the send finishes at once, even if its receive
+        // depends on it) while under the unexpected-data bound; past it, the
+        // send waits for its receive like any rendezvous.
+        if self.st.self_buffered + head.len as u64 <= self.th.credit {
+            self.st.self_buffered += head.len as u64;
+            let mut data = vec![0u8; head.len as usize];
+            if let Some(p) = self.pieces(r) {
+                gather(&p, &mut data);
+            }
+            self.copied(data.len());
+            self.stash(head.sched, head.seq, Unexp { kind: UnexpKind::Eager(data, None), ..u });
+            return self.finish(r);
+        }
+        self.stash(head.sched, head.seq, u);
+    }
+
+    pub(super) fn release_credit(&mut self, src: u32, n: u64) {
+        if src != self.rank {
+            self.st.release(src, n);
+        } else {
+            self.st.self_buffered -= n;
+        }
+    }
+
+    /// Publishes returned eager credit, lazily: a sender only looks at it
+    /// when it nears its limit (and then falls back to rendezvous rather than
+    /// wait), so publishing every quarter of the credit keeps the store and
+    /// the wake-up check off the per-message path.
+    pub(super) fn publish_credits(&mut self) {
+        if !self.st.credit_due {
+            return;
+        }
+        self.st.credit_due = false;
+        for p in 0..self.size as usize {
+            if self.st.released[p] - self.st.published[p] >= self.st.credit_step {
+                self.st.published[p] = self.st.released[p];
+                if self.remote[p] {
+                    let mut h = Head::control(proto::CREDIT, 0);
+                    h.addr = self.st.released[p];
+                    let _ = self.net_am(p as u32, &h, &[]);
+                } else {
+                    self.shm.return_credits(p, self.st.released[p]);
+                }
+            }
+        }
+    }
+
+}
+
+impl State {
+    /// Notes `n` eager bytes of `src` released; publishing becomes due
+    /// once a step of them is unpublished (see `publish_credits`).
+    #[inline]
+    pub(super) fn release(&mut self, src: u32, n: u64) {
+        let p = src as usize;
+        self.released[p] += n;
+        if self.released[p] - self.published[p] >= self.credit_step {
+            self.credit_due = true;
+        }
+    }
+
+}

@@ -1,0 +1,522 @@
+//! The executions core: schedules as the runtime holds them, executions in
+//! their slots, dependency counters and the ready queue. No transport: this
+//! module imports neither goal-transport nor goal-net, and its tests run
+//! executions without a process group.
+//!
+//! An execution of a schedule owns only what changes: one dependency
+//! counter per operation (copied from the schedule's `deps`), its
+//! scratchpad, and the receives it has posted. Buffers for both come from a
+//! per-schedule pool, so running a schedule again allocates nothing.
+//! Operations whose counter reaches zero go on one FIFO ready queue,
+//! drained in a loop (never by recursion: a chain of a million operations
+//! that each finish at once keeps the stack flat, as in the thesis'
+//! section 4.2.3). A slot's generation changes with every execution in it,
+//! so anything still in flight for a finished or failed execution (an
+//! [`OpRef`] of an older generation) finds nothing and ends harmlessly.
+
+use crate::error::Error;
+use crate::fuse;
+use goal_sched::OpKind;
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A compiled schedule as the runtime holds it.
+pub(crate) struct SchedInner {
+    /// Position in this process' compile order: the same on every rank.
+    pub id: u32,
+    /// The compiled form.
+    pub s: goal_sched::Schedule,
+    /// Executions started so far (the next execution's number). Written
+    /// only with the engine lock held, so a load and a store suffice: a
+    /// locked read-modify-write would wait for the send just written to a
+    /// peer's ring to leave the store buffer.
+    pub runs: AtomicU32,
+    /// Executions not yet finished (written as `runs` is, read by anyone).
+    pub running: AtomicU32,
+    /// Counter and scratchpad buffers of finished executions, for reuse.
+    pub(super) pool: LockedPool,
+    /// Each operation's initial dependency counter, in one array that a
+    /// Run copies as a block.
+    pub(super) deps: Box<[u32]>,
+    /// Receives that may be combined as they come, by receive index.
+    pub(super) fuse: Box<[fuse::Plan]>,
+    /// Sources of the receives of at least [`EXCHANGE_MIN`] bytes that
+    /// start with the execution, sorted: a large send that starts with it
+    /// too, to one of them, is half of an exchange (see `adapt`).
+    pub(super) opening_recvs: Box<[u32]>,
+    /// (source, tag) of every receive, sorted, wildcards as -1: whether a
+    /// message that no posted receive took may still be taken by one (see
+    /// [`Engine::stash`]).
+    pub(super) recv_keys: Box<[(i32, i32)]>,
+}
+
+/// Receives from this size on count for [`SchedInner::opening_recvs`]
+/// (adapt's smallest size class).
+pub(super) const EXCHANGE_MIN: u64 = 64 << 10;
+
+impl SchedInner {
+    pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
+        let deps = s.ops.iter().map(|o| o.deps).collect();
+        let fuse = fuse::plan(&s).into_boxed_slice();
+        let mut opening_recvs: Vec<u32> = s.ops[..s.independent as usize]
+            .iter()
+            .filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) && o.peer >= 0 && o.len as u64 >= EXCHANGE_MIN)
+            .map(|o| o.peer as u32)
+            .collect();
+        opening_recvs.sort_unstable();
+        opening_recvs.dedup();
+        let opening_recvs = opening_recvs.into_boxed_slice();
+        let mut recv_keys: Vec<(i32, i32)> =
+            s.ops.iter().filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec)).map(|o| (o.peer, o.tag)).collect();
+        recv_keys.sort_unstable();
+        recv_keys.dedup();
+        let recv_keys = recv_keys.into_boxed_slice();
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps, fuse, opening_recvs, recv_keys }
+    }
+
+    /// Whether some receive of the schedule could take a message from
+    /// `src` with `tag` (a wildcard receive takes any).
+    pub(super) fn may_receive(&self, src: u32, tag: i32) -> bool {
+        let has = |k: (i32, i32)| self.recv_keys.binary_search(&k).is_ok();
+        let src = src as i32;
+        has((src, tag)) || has((src, -1)) || has((-1, tag)) || has((-1, -1))
+    }
+
+    /// The fusion plan of receive `op`, if it has one.
+    pub(super) fn fusable(&self, op: u32) -> Option<fuse::Plan> {
+        self.fuse.binary_search_by_key(&op, |p| p.recv).ok().map(|i| self.fuse[i])
+    }
+}
+
+/// A schedule's pool of execution buffers, touched only by the engine, that
+/// is with the engine lock held. A mutex of its own cost two locked
+/// instructions per Run and two per completion, on the path of an 8-byte
+/// collective.
+// Boxed buffers: a Run and a completion move one pointer each, not 80 bytes.
+#[allow(clippy::vec_box)]
+pub(super) struct LockedPool(pub(super) UnsafeCell<Vec<Box<ExecBufs>>>);
+
+// SAFETY: the pool is only reached through `Engine::pool`, which takes
+// `&mut Engine`: the caller holds the process' one engine lock, so no two
+// threads touch a pool at once.
+unsafe impl Sync for LockedPool {}
+
+/// An execution's schedule, by pointer: an `Arc` clone and drop per
+/// execution were two of the fourteen locked instructions of a 2-rank
+/// barrier's Run and Wait.
+///
+/// Valid while an execution holding it exists: a schedule with executions
+/// in flight is kept by its [`Schedule`](crate::Schedule) handles and, once
+/// the last of those is dropped, by the engine ([`Engine::orphan`]) until
+/// `running` reaches zero. A copy taken out of an `Exec` must not be used
+/// after that execution completes.
+#[derive(Clone, Copy)]
+pub(super) struct SchedRef(pub(super) std::ptr::NonNull<SchedInner>);
+
+impl SchedRef {
+    pub(super) fn new(s: &Arc<SchedInner>) -> SchedRef {
+        SchedRef(std::ptr::NonNull::from(&**s))
+    }
+}
+
+impl std::ops::Deref for SchedRef {
+    type Target = SchedInner;
+    fn deref(&self) -> &SchedInner {
+        // SAFETY: the schedule outlives every execution of it (see the type's
+        // comment), and only executions hold a `SchedRef`; `SchedInner` is
+        // only read through shared references (its mutable parts are atomics
+        // and the engine-locked pool).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+// SAFETY: a `SchedRef` stands for a shared `&SchedInner`, and `SchedInner` is
+// `Sync` (it is shared through `Arc` between threads already).
+unsafe impl Send for SchedRef {}
+
+/// A 64-byte aligned block, so scratchpads are aligned for any element type.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(super) struct Line(pub(super) [u8; 64]);
+
+/// What an execution owns, kept between executions so that a rerun
+/// allocates nothing.
+pub(super) struct ExecBufs {
+    pub(super) counters: Vec<u32>,
+    pub(super) scratch: Vec<Line>,
+    /// Posted receives, in posting order.
+    pub(super) posted: Vec<Posted>,
+    /// The state the handle watches; reused once no handle holds it.
+    pub(super) shared: Arc<ExecShared>,
+}
+
+impl ExecShared {
+    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: u32) -> Arc<ExecShared> {
+        Arc::new(ExecShared { state: AtomicI32::new(RUNNING), error: Mutex::new(None), rt: rt.clone(), sched_id, run_at: AtomicU64::new(0) })
+    }
+}
+
+/// The state of an execution that its handle observes: all a handle is
+/// (see [`Handle`](crate::Handle)).
+pub struct ExecShared {
+    /// 0 running, 1 finished, -1 failed.
+    pub state: AtomicI32,
+    /// Why it failed.
+    pub error: Mutex<Option<Error>>,
+    /// The runtime, for the handle: held here, with the reused state,
+    /// rather than cloned into every handle (a locked increment in Run and
+    /// a decrement in Wait). Schedules hold their pooled states, so a
+    /// schedule kept past `finalize` keeps the runtime's memory until it
+    /// is dropped.
+    pub rt: Arc<crate::Runtime>,
+    /// The schedule's id: with `run_at`, Wait learns from them whether the
+    /// application computes after this schedule's Runs (see
+    /// `progress::AppMark`).
+    pub sched_id: u32,
+    /// The time of this execution's Run (`ticks`), written by Run before
+    /// the handle exists; only in modes with a helper, whose Wait reads it.
+    pub run_at: AtomicU64,
+}
+
+/// Execution running, finished, failed.
+pub const RUNNING: i32 = 0;
+
+/// See [`RUNNING`].
+pub const DONE: i32 = 1;
+
+/// See [`RUNNING`].
+pub const FAILED: i32 = -1;
+
+/// An operation of an execution: slot, generation of the slot, op index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct OpRef {
+    pub(super) slot: u32,
+    pub(super) gen: u32,
+    pub(super) op: u32,
+}
+
+pub(super) struct Posted {
+    pub(super) op: u32,
+    pub(super) peer: i32,
+    pub(super) tag: i32,
+}
+
+/// An execution in flight, in its slot of [`Execs`]. Generic over what it
+/// owns only so that the core's tests can run executions without a
+/// runtime; the engine's are `Exec<ExecBufs>`.
+pub(super) struct Exec<B = ExecBufs> {
+    /// Its schedule (valid while the execution exists, see [`SchedRef`]).
+    pub(super) sched: SchedRef,
+    /// Its execution number: the schedule's `runs` when it started, the
+    /// same on every rank for the same Run.
+    pub(super) seq: u32,
+    /// Its slot's generation when it started (see [`Execs::gens`]).
+    pub(super) gen: u32,
+    /// Boxed: an execution's buffers move from the pool into its slot and
+    /// back on every Run, as one pointer rather than 80 bytes.
+    pub(super) bufs: Box<B>,
+    /// Operations not yet finished; the execution completes at zero.
+    pub(super) remaining: u32,
+}
+
+/// What the core needs of what an execution owns: its dependency
+/// counters (one per operation) and its posted receives.
+pub(super) trait Owned {
+    /// The counters, indexed by operation.
+    fn counters(&mut self) -> &mut [u32];
+    /// The posted receives, in posting order.
+    fn posted(&mut self) -> &mut Vec<Posted>;
+}
+
+impl Owned for ExecBufs {
+    #[inline(always)]
+    fn counters(&mut self) -> &mut [u32] {
+        &mut self.counters
+    }
+    #[inline(always)]
+    fn posted(&mut self) -> &mut Vec<Posted> {
+        &mut self.posted
+    }
+}
+
+/// The executions in flight: slots reused across generations, the active
+/// executions of each schedule, and the one ready queue. Transport-free:
+/// the engine decides what an operation does; this only counts.
+pub(super) struct Execs<B = ExecBufs> {
+    /// Executions by slot. Invariant: `slots[i]` is `None` exactly when
+    /// `i` is in `free`.
+    pub(super) slots: Vec<Option<Exec<B>>>,
+    /// Per slot, the generation of its latest execution, bumped when one
+    /// starts there: an [`OpRef`] of an earlier execution in the slot
+    /// names an older generation and finds nothing (messages and
+    /// transfers still in flight for a finished or failed execution end
+    /// harmlessly). Same length as `slots`.
+    pub(super) gens: Vec<u32>,
+    /// Free slots, the latest freed on top (reused first: its buffers are
+    /// warm in the cache).
+    pub(super) free: Vec<u32>,
+    /// Per schedule id: its executions in flight here, as (execution
+    /// number, slot), in no order. An execution is in its schedule's list
+    /// from `insert` to `vacate`.
+    pub(super) active: Vec<Vec<(u32, u32)>>,
+    /// Per schedule id: the number of executions started here (the
+    /// schedule's `runs`). A message for an earlier execution that is not
+    /// active came for one that finished without it (see [`finished_before`]).
+    pub(super) started: Vec<u32>,
+    /// Operations whose counters reached zero, to start in this order
+    /// (FIFO, drained in a loop, never by recursion: a chain of a million
+    /// operations that each finish at once keeps the stack flat).
+    pub(super) ready: VecDeque<OpRef>,
+    /// Schedules dropped by the application with executions still running,
+    /// kept until those finish (see [`SchedRef`]).
+    pub(super) orphans: Vec<Arc<SchedInner>>,
+    /// Operations finished so far (a pass reports how many it finished).
+    pub(super) finished_ops: usize,
+}
+
+impl<B> Default for Execs<B> {
+    fn default() -> Self {
+        Execs { slots: Vec::new(), gens: Vec::new(), free: Vec::new(), active: Vec::new(), started: Vec::new(), ready: VecDeque::new(), orphans: Vec::new(), finished_ops: 0 }
+    }
+}
+
+impl<B: Owned> Execs<B> {
+    /// The execution of `r`, if it is still the one in its slot.
+    #[inline(always)]
+    pub(super) fn get(&self, r: OpRef) -> Option<&Exec<B>> {
+        self.slots.get(r.slot as usize)?.as_ref().filter(|e| e.gen == r.gen)
+    }
+
+    /// [`get`](Self::get), mutable.
+    #[inline(always)]
+    pub(super) fn get_mut(&mut self, r: OpRef) -> Option<&mut Exec<B>> {
+        self.slots.get_mut(r.slot as usize)?.as_mut().filter(|e| e.gen == r.gen)
+    }
+
+    /// Counts execution number `seq` of schedule `id` as started here.
+    #[inline(always)]
+    pub(super) fn note_started(&mut self, id: u32, seq: u32) {
+        let id = id as usize;
+        match self.started.get_mut(id) {
+            Some(n) => *n = seq.wrapping_add(1),
+            None => {
+                self.started.resize(id + 1, 0);
+                self.started[id] = seq.wrapping_add(1);
+            }
+        }
+    }
+
+    /// Whether execution `seq` of schedule `id` started here and is over
+    /// (it is before the next one to start, and not active).
+    pub(super) fn finished_before(&self, id: u32, seq: u32) -> bool {
+        self.started.get(id as usize).is_some_and(|&n| seq.wrapping_sub(n) >= 1 << 31) && self.active_slot(id, seq).is_none()
+    }
+
+    /// Puts a new execution of `sched`, number `seq`, into a free slot (or
+    /// a new one) under the slot's next generation, and lists it as
+    /// active; returns (slot, generation).
+    #[inline(always)]
+    pub(super) fn insert(&mut self, sched: SchedRef, seq: u32, bufs: Box<B>, ops: u32) -> (u32, u32) {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(None);
+                self.gens.push(0);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let gen = self.gens[slot as usize].wrapping_add(1);
+        self.gens[slot as usize] = gen;
+        let id = sched.id as usize;
+        self.slots[slot as usize] = Some(Exec { sched, seq, gen, bufs, remaining: ops });
+        if self.active.len() <= id {
+            self.active.resize_with(id + 1, Vec::new);
+        }
+        self.active[id].push((seq, slot));
+        (slot, gen)
+    }
+
+    /// The slot of execution `seq` of schedule `id`, if it is active here.
+    #[inline]
+    pub(super) fn active_slot(&self, id: u32, seq: u32) -> Option<u32> {
+        self.active.get(id as usize)?.iter().find(|&&(q, _)| q == seq).map(|&(_, slot)| slot)
+    }
+
+    /// Counts one dependency of `r` as met; queues it when none is left.
+    #[inline]
+    pub(super) fn dec(&mut self, r: OpRef) {
+        let Some(e) = self.get_mut(r) else { return };
+        let c = &mut e.bufs.counters()[r.op as usize];
+        *c -= 1;
+        if *c == 0 {
+            self.ready.push_back(r);
+        }
+    }
+
+    /// Operation `r` has finished: releases its dependents, and returns its
+    /// slot if that was its execution's last operation.
+    #[inline(always)]
+    pub(super) fn finish(&mut self, r: OpRef) -> Option<u32> {
+        let e = self.slots.get_mut(r.slot as usize).and_then(|e| e.as_mut()).filter(|e| e.gen == r.gen)?;
+        self.finished_ops += 1;
+        let s = &e.sched.s;
+        let counters = e.bufs.counters();
+        for &d in s.dependents(r.op as usize) {
+            let c = &mut counters[d as usize];
+            *c -= 1;
+            if *c == 0 {
+                self.ready.push_back(OpRef { op: d, ..r });
+            }
+        }
+        e.remaining -= 1;
+        (e.remaining == 0).then_some(r.slot)
+    }
+
+    /// Takes the execution out of `slot`, frees the slot and drops the
+    /// execution from its schedule's active list.
+    #[inline(always)]
+    pub(super) fn vacate(&mut self, slot: u32) -> Option<Exec<B>> {
+        let e = self.slots[slot as usize].take()?;
+        self.free.push(slot);
+        if let Some(list) = self.active.get_mut(e.sched.id as usize) {
+            if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
+                list.swap_remove(i);
+            }
+        }
+        Some(e)
+    }
+
+    /// Whether any execution is in flight.
+    #[inline]
+    pub(super) fn busy(&self) -> bool {
+        self.slots.len() > self.free.len()
+    }
+
+    /// Drops the kept schedules that have no execution left.
+    #[cold]
+    pub(super) fn release_orphans(&mut self) {
+        self.orphans.retain(|s| s.running.load(Ordering::Relaxed) > 0);
+    }
+}
+
+/// Counts one execution of `sched` as over: the last use of its
+/// `SchedRef`. A `Schedule` dropped without the engine lock frees the
+/// schedule, its pool included, once it reads `running == 0`; so the
+/// decrement comes after the execution's buffers are back in that pool
+/// (decremented first, a drop in between freed the pool under `recycle`).
+#[inline(always)]
+pub(super) fn sched_done(sched: SchedRef) {
+    sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use goal_sched::{Buf, CompileOptions, Graph};
+
+    /// What an execution owns in these tests: counters and posted
+    /// receives, no handle state (which needs a runtime).
+    pub(in crate::engine) struct Bufs {
+        pub counters: Vec<u32>,
+        pub posted: Vec<Posted>,
+    }
+
+    impl Owned for Bufs {
+        fn counters(&mut self) -> &mut [u32] {
+            &mut self.counters
+        }
+        fn posted(&mut self) -> &mut Vec<Posted> {
+            &mut self.posted
+        }
+    }
+
+    /// A schedule of 4 ranks as rank 0 sees it: receive from 1 (op 0),
+    /// then send to 2 and to 3 (ops 1 and 2), both after the receive.
+    pub(in crate::engine) fn forward(id: u32) -> Arc<SchedInner> {
+        let mut g = Graph::new();
+        let r = g.recv(Buf::user(0x1000), 8, 1, 0);
+        let a = g.send(Buf::user(0x1000), 8, 2, 0);
+        let b = g.send(Buf::user(0x1000), 8, 3, 0);
+        g.requires(r, a).unwrap();
+        g.requires(r, b).unwrap();
+        let s = goal_sched::compile(&g, &CompileOptions { group_size: 4 }).unwrap();
+        Arc::new(SchedInner::new(id, s))
+    }
+
+    /// Starts an execution of `s` in `x` as the engine's Run does.
+    pub(in crate::engine) fn start(x: &mut Execs<Bufs>, s: &Arc<SchedInner>) -> (u32, u32) {
+        let seq = s.runs.load(Ordering::Relaxed);
+        s.runs.store(seq + 1, Ordering::Relaxed);
+        x.note_started(s.id, seq);
+        let bufs = Box::new(Bufs { counters: s.deps.to_vec(), posted: Vec::new() });
+        x.insert(SchedRef::new(s), seq, bufs, s.s.ops.len() as u32)
+    }
+
+    /// The operation of `s` that vertex `v` became.
+    fn op_of(s: &SchedInner, v: u32) -> u32 {
+        s.s.origin.iter().position(|&o| o == v).unwrap() as u32
+    }
+
+    #[test]
+    fn a_slot_is_reused_under_a_new_generation() {
+        let s = forward(0);
+        let mut x = Execs::<Bufs>::default();
+        let (slot, gen) = start(&mut x, &s);
+        assert!(x.busy());
+        assert!(x.vacate(slot).is_some());
+        assert!(!x.busy());
+        let (slot2, gen2) = start(&mut x, &s);
+        assert_eq!(slot2, slot, "the freed slot is reused");
+        assert_ne!(gen2, gen);
+        // What is still in flight for the first execution finds nothing.
+        assert!(x.get(OpRef { slot, gen, op: 0 }).is_none());
+        assert!(x.finish(OpRef { slot, gen, op: 0 }).is_none());
+        assert_eq!(x.get(OpRef { slot, gen: gen2, op: 0 }).map(|e| e.seq), Some(1));
+    }
+
+    #[test]
+    fn dependents_become_ready_in_order_and_the_last_operation_completes() {
+        let s = forward(0);
+        let mut x = Execs::<Bufs>::default();
+        let (slot, gen) = start(&mut x, &s);
+        let (recv, a, b) = (op_of(&s, 0), op_of(&s, 1), op_of(&s, 2));
+        assert_eq!(x.get(OpRef { slot, gen, op: 0 }).unwrap().bufs.counters[a as usize], 1);
+        assert_eq!(x.finish(OpRef { slot, gen, op: recv }), None);
+        let ready: Vec<u32> = x.ready.drain(..).map(|r| r.op).collect();
+        assert_eq!(ready, vec![a, b], "both sends are ready, in the schedule's order");
+        assert_eq!(x.finish(OpRef { slot, gen, op: a }), None);
+        assert_eq!(x.finish(OpRef { slot, gen, op: b }), Some(slot), "the last operation completes the execution");
+        assert_eq!(x.finished_ops, 3);
+    }
+
+    #[test]
+    fn a_dependency_met_elsewhere_counts_once() {
+        let s = forward(0);
+        let mut x = Execs::<Bufs>::default();
+        let (slot, gen) = start(&mut x, &s);
+        let a = op_of(&s, 1);
+        x.dec(OpRef { slot, gen, op: a });
+        assert_eq!(x.ready.pop_front().map(|r| r.op), Some(a));
+        assert!(x.ready.is_empty());
+    }
+
+    #[test]
+    fn active_executions_and_finished_ones_are_told_apart() {
+        let (s, t) = (forward(0), forward(1));
+        let mut x = Execs::<Bufs>::default();
+        let (s0, _) = start(&mut x, &s);
+        let (s1, _) = start(&mut x, &s);
+        let (t0, _) = start(&mut x, &t);
+        assert_eq!(x.active_slot(0, 0), Some(s0));
+        assert_eq!(x.active_slot(0, 1), Some(s1));
+        assert_eq!(x.active_slot(1, 0), Some(t0));
+        assert!(!x.finished_before(0, 0), "running, not finished");
+        x.vacate(s0);
+        assert_eq!(x.active_slot(0, 0), None);
+        assert!(x.finished_before(0, 0), "started and over");
+        assert!(!x.finished_before(0, 2), "not started yet: a message may come early");
+        assert!(!x.finished_before(2, 0), "a schedule never run here");
+    }
+}

@@ -1,0 +1,191 @@
+//! Where an operation's bytes are: one buffer or a list of pieces, and the
+//! copies between pieces, rings and streams. Leaf module: no engine state.
+
+use super::*;
+
+/// Where an operation's bytes are: one or more (pointer, length) pieces.
+pub(super) enum Pieces {
+    One([(*mut u8, usize); 1]),
+    Many(Vec<(*mut u8, usize)>),
+}
+
+impl Pieces {
+    pub(super) fn as_slice(&self) -> &[(*mut u8, usize)] {
+        match self {
+            Pieces::One(a) => a,
+            Pieces::Many(v) => v,
+        }
+    }
+}
+
+/// An operand's address: `addr` itself, or, with `scratch`, an offset into
+/// the execution's scratchpad that starts at `base`.
+#[inline(always)]
+pub(super) fn operand(base: *mut u8, addr: u64, scratch: bool) -> *mut u8 {
+    if scratch {
+        // SAFETY: `base` is the start of the execution's scratchpad, and the
+        // compiler checked that scratchpad ranges lie inside it.
+        unsafe { base.add(addr as usize) }
+    } else {
+        addr as usize as *mut u8
+    }
+}
+
+/// `len` bytes at `ptr` (none when `len` is 0, whatever `ptr`).
+///
+/// # Safety
+/// With `len > 0`, `ptr` must be valid for reads of `len` bytes while the
+/// slice lives.
+pub(super) unsafe fn byte_slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: valid for `len` bytes (caller).
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+/// The send buffer pieces as slices (a single piece needs no allocation).
+pub(super) fn slices_of(p: &Pieces) -> smallvec_like::Slices<'_> {
+    smallvec_like::Slices::new(p.as_slice())
+}
+
+pub(super) mod smallvec_like {
+    /// Up to four slices on the stack, more on the heap.
+    pub enum Slices<'a> {
+        Few([&'a [u8]; 4], usize),
+        Many(Vec<&'a [u8]>),
+    }
+
+    impl<'a> Slices<'a> {
+        pub fn new(pieces: &'a [(*mut u8, usize)]) -> Slices<'a> {
+            // SAFETY: send buffers are valid for their lengths by the API contract.
+            let slice = |&(ptr, len): &(*mut u8, usize)| -> &'a [u8] { unsafe { super::byte_slice(ptr, len) } };
+            if pieces.len() <= 4 {
+                let mut a: [&[u8]; 4] = [&[]; 4];
+                for (i, p) in pieces.iter().enumerate() {
+                    a[i] = slice(p);
+                }
+                Slices::Few(a, pieces.len())
+            } else {
+                Slices::Many(pieces.iter().map(slice).collect())
+            }
+        }
+    }
+
+    impl<'a> std::ops::Deref for Slices<'a> {
+        type Target = [&'a [u8]];
+        fn deref(&self) -> &Self::Target {
+            match self {
+                Slices::Few(a, n) => &a[..*n],
+                Slices::Many(v) => v,
+            }
+        }
+    }
+}
+
+/// Copies the concatenation of `p` into `out`.
+pub(super) fn gather(p: &Pieces, out: &mut [u8]) {
+    let mut off = 0;
+    for &(ptr, len) in p.as_slice() {
+        let n = len.min(out.len() - off);
+        // SAFETY: send buffers are valid for their lengths by the API contract.
+        unsafe { std::ptr::copy_nonoverlapping(ptr, out.as_mut_ptr().add(off), n) };
+        off += n;
+    }
+}
+
+/// Copies `data` over the pieces, in order.
+/// Calls `f(ptr, offset, len)` for each part of bytes `from..to` of a
+/// message laid out in `pieces` (`offset` counted from the message's
+/// start), in order, and stops at the first error: a read or write of a
+/// large message a piece at a time, wherever its buffer's pieces begin.
+pub(super) fn each_span(pieces: &Pieces, from: usize, to: usize, mut f: impl FnMut(*mut u8, usize, usize) -> std::io::Result<()>) -> std::io::Result<()> {
+    let mut at = 0usize;
+    for &(p, l) in pieces.as_slice() {
+        let (a, b) = (from.max(at), to.min(at + l));
+        if a < b {
+            // Within the piece: a - at < l.
+            f(p.wrapping_add(a - at), a, b - a)?;
+        }
+        at += l;
+        if at >= to {
+            break;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn scatter(data: &mut [u8], dst: &[(*mut u8, usize)]) {
+    let mut off = 0;
+    for &(ptr, len) in dst {
+        if off >= data.len() {
+            break;
+        }
+        let n = len.min(data.len() - off);
+        // SAFETY: receive buffers are valid for their lengths by the API contract.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(off), ptr, n) };
+        off += n;
+    }
+}
+
+/// Copies `len` bytes from the concatenation of `src` to that of `dst`.
+pub(super) fn copy_pieces(src: &Pieces, dst: &Pieces, len: usize) {
+    let (s, d) = (src.as_slice(), dst.as_slice());
+    let (mut i, mut j, mut oi, mut oj, mut left) = (0, 0, 0, 0, len);
+    while left > 0 && i < s.len() && j < d.len() {
+        let n = (s[i].1 - oi).min(d[j].1 - oj).min(left);
+        // SAFETY: both buffers are valid for their lengths; `copy` tolerates overlap.
+        unsafe { std::ptr::copy(s[i].0.add(oi), d[j].0.add(oj), n) };
+        oi += n;
+        oj += n;
+        left -= n;
+        if oi == s[i].1 {
+            i += 1;
+            oi = 0;
+        }
+        if oj == d[j].1 {
+            j += 1;
+            oj = 0;
+        }
+    }
+}
+
+/// Walks bytes `pos..len` of the pieces' concatenation, one contiguous run
+/// per call of `step(pointer, bytes)`, which returns how many it moved; stops
+/// at the first short step. Returns the bytes moved.
+pub(super) fn walk_pieces(pc: &Pieces, pos: usize, len: usize, mut step: impl FnMut(*mut u8, usize) -> usize) -> usize {
+    let mut moved = 0;
+    let mut skip = pos;
+    for &(ptr, l) in pc.as_slice() {
+        if skip >= l {
+            skip -= l;
+            continue;
+        }
+        let n = (l - skip).min(len - pos - moved);
+        // SAFETY: `skip < l`, so the run stays inside this piece.
+        let m = step(unsafe { ptr.add(skip) }, n);
+        moved += m;
+        if m < n || pos + moved >= len {
+            break;
+        }
+        skip = 0;
+    }
+    moved
+}
+
+/// Pushes bytes `pos..len` of the pieces' concatenation into the stream to `p`.
+pub(super) fn push_from(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> usize {
+    walk_pieces(pc, pos, len, |ptr, n| {
+        // SAFETY: the send buffer is valid for its length by the API contract.
+        shm.stream_push(p, unsafe { std::slice::from_raw_parts(ptr as *const u8, n) })
+    })
+}
+
+/// Pops stream bytes from `p` into bytes `pos..len` of the pieces' concatenation.
+pub(super) fn pop_into(shm: &ShmNode, p: usize, pc: &Pieces, pos: usize, len: usize) -> usize {
+    walk_pieces(pc, pos, len, |ptr, n| {
+        // SAFETY: the receive buffer is valid for its length by the API contract.
+        shm.stream_pop(p, unsafe { std::slice::from_raw_parts_mut(ptr, n) })
+    })
+}

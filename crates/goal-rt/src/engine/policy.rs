@@ -1,0 +1,230 @@
+//! Path policy: whether a receiver asks its sender to write (push), to
+//! share the copy (split), or reads itself, judged by measurements of
+//! whether the sender's writes land cold in this rank's cache. The
+//! stream-or-CMA choice per message size is `crate::adapt`'s.
+
+use super::*;
+
+/// A few receive buffers (their start addresses) that a peer's latest long
+/// messages went to, the oldest replaced first: an application may cycle
+/// through several buffers (double buffering, a collective's blocks).
+#[derive(Clone, Default)]
+pub(super) struct Recent {
+    /// Start addresses (0: a free place), and when each was put.
+    pub(super) at: [u64; 4],
+    pub(super) when: [u32; 4],
+    pub(super) clock: u32,
+}
+
+impl Recent {
+    /// Whether `at` is among them; removes it.
+    pub(super) fn take(&mut self, at: u64) -> bool {
+        match self.at.iter_mut().find(|a| **a == at && at != 0) {
+            Some(a) => {
+                *a = 0;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds `at` (0: nothing), in a free place or the oldest's.
+    pub(super) fn put(&mut self, at: u64) {
+        if at == 0 || self.at.contains(&at) {
+            return;
+        }
+        let i = match self.at.iter().position(|&a| a == 0) {
+            Some(i) => i,
+            None => (0..self.at.len()).min_by_key(|&i| self.when[i]).unwrap_or(0),
+        };
+        self.clock = self.clock.wrapping_add(1);
+        self.at[i] = at;
+        self.when[i] = self.clock;
+    }
+}
+
+/// Messages at least this long may be pushed (below, the extra message
+/// costs more than the copy it moves to the sender).
+pub(super) const PUSH_MIN: usize = 64 << 10;
+
+/// A sender's write into this rank's memory (a push, or its part of a split
+/// message) counts as cold when it took this many percent of the time this
+/// rank's own copy of as much took, or more (its part of the same split
+/// message, which is cut so that both parts take as long; its fastest
+/// whole read of a message from the same sender, for a push).
+///
+/// Where the write lands decides. An application that reads what it
+/// receives leaves the receive buffer in its own core's cache; the other
+/// core's write must then take each line from there, and the application's
+/// next read takes it back. In a loop that never reads its results (the
+/// thesis' benchmark, 6.5) the lines stay with the writing core, and the
+/// write is the faster copy. Two ranks, bcast by splits, the sender's write
+/// against the receiver's read of its half, per byte: 0.8x at 64 KiB to
+/// 1 MiB without reading, 1.25-2.0x with every rank reading its result
+/// after each bcast; and reading, the whole iteration (bcast and read)
+/// took 12-15 us at 64 KiB with splits against 7-9 without, 256 KiB 39-50
+/// against 23-36, 1 MiB 116-171 against 104-175. A push (a gather's root
+/// copies its own block meanwhile), against the root's own read: 1.3-1.4x
+/// at 64 and 256 KiB even without reading, where the root's own reads were
+/// the faster gather too (4.0-4.3 against 5.0-5.4 us at 64 KiB), 2.7-3.1x
+/// reading (gather and read 15-17 against 21-31 us).
+pub(super) const COLD_WRITES: u64 = 130;
+
+/// Writes from this size on are not judged (see [`COLD_WRITES`]): from
+/// 1 MiB on, whether the application reads its results changed the
+/// writes' speed less than the host's noise did (2 ranks, bcast of 1 MiB,
+/// sender's write against receiver's read: 0.75-1.0x without reading,
+/// 1.2-2.2x reading; a run of outliers then stopped the splits of a loop
+/// that read nothing, 30 -> 62 us), and the whole iteration gained less.
+pub(super) const COLD_MAX: usize = 1 << 20;
+
+/// Cold writes in a row (see [`COLD_WRITES`]) after which this rank takes
+/// a sender's messages without its writes for a while: one slow write is
+/// as likely a preempted writer on this shared machine (a run of bcasts
+/// that read nothing judged 8 of 22 writes cold one at a time).
+pub(super) const COLD_VOTES: u8 = 3;
+
+/// Messages from a sender whose writes were cold (see [`COLD_VOTES`]) that
+/// this rank then takes without them, doubled each time the writes are
+/// still cold when it tries again, up to [`COLD_SKIP_MAX`].
+pub(super) const COLD_SKIP: u32 = 32;
+
+pub(super) const COLD_SKIP_MAX: u32 = 1024;
+
+impl Engine {
+    /// Receiver: whether to ask the sender of a CMA message of `len` bytes
+    /// into `dst` to write it here itself: a long message, while this rank
+    /// has operations of its own to run (which the read would otherwise
+    /// wait behind or delay), from a sender that may
+    /// ([`may_write_here`](Self::may_write_here)).
+    pub(super) fn push_pays(&self, src: u32, len: usize, dst: &Pieces) -> bool {
+        // Not before this rank has read one such message from `src` itself:
+        // its time is what the pushes are judged by (see COLD_WRITES).
+        self.pushes && len >= PUSH_MIN && (len >= COLD_MAX || self.st.read_ps[src as usize] != 0) && self.has_own_work() && self.may_write_here(src, dst)
+    }
+
+    /// Receiver: `src` wrote a message here, or its part of a split one, in
+    /// `write_ns`, where this rank's own copy of as much took `read_ns` (its
+    /// part of the same message; its fastest read of a whole one; 0:
+    /// unknown). [`COLD_VOTES`] cold writes in a row (see [`COLD_WRITES`])
+    /// keep the next messages from `src` to this rank's own copies.
+    pub(super) fn judge_write(&mut self, src: u32, judge: bool, write_ns: u64, read_ns: u64) {
+        if !judge || read_ns == 0 {
+            return;
+        }
+        let p = src as usize;
+        if write_ns * 100 < read_ns * COLD_WRITES {
+            self.st.cold_votes[p] = 0;
+            self.st.cold_skip[p] = 0;
+            return;
+        }
+        self.st.cold_writes += 1;
+        self.cold_vote(p);
+    }
+
+    /// Receiver: one more reason not to have `p` write here (a cold write,
+    /// or a split it declined); [`COLD_VOTES`] in a row start a pause.
+    pub(super) fn cold_vote(&mut self, p: usize) {
+        self.st.cold_votes[p] += 1;
+        if self.st.cold_votes[p] >= COLD_VOTES {
+            let skip = if self.st.cold_skip[p] == 0 { COLD_SKIP } else { (self.st.cold_skip[p] * 2).min(COLD_SKIP_MAX) };
+            self.st.cold_skip[p] = skip;
+            self.st.cold[p] = skip;
+            self.st.cold_votes[p] = 0;
+            self.st.written_to[p] = Recent::default();
+        }
+    }
+
+    /// Receiver: whether `src` may write (all or part of) its next long
+    /// message here, counting down the messages taken without its writes
+    /// since its last cold one (see [`COLD_WRITES`]).
+    pub(super) fn writes_warm(&mut self, src: u32) -> bool {
+        let c = &mut self.st.cold[src as usize];
+        if *c == 0 {
+            return true;
+        }
+        *c -= 1;
+        false
+    }
+
+    /// Whether this rank has operations of its own starting (a Run), ready
+    /// to run, or running in pieces.
+    pub(super) fn has_own_work(&self) -> bool {
+        self.st.run_left > 0 || !self.st.execs.ready.is_empty() || self.st.in_pieces
+    }
+
+    /// Receiver: whether `src` may be asked to write (all or part of) a
+    /// message into `dst` (see [`Write`]): one piece, a sender allowed to
+    /// write here and alive, that waits for nothing of this rank's (in an
+    /// exchange both cores are busy: pulling is as good, with one message
+    /// less).
+    pub(super) fn may_write_here(&self, src: u32, dst: &Pieces) -> bool {
+        matches!(dst, Pieces::One(_))
+            && !self.st.push_refused[src as usize]
+            && self.st.lost[src as usize].is_none()
+            && !self.st.rdv.iter().flatten().any(|s| s.peer == src)
+    }
+
+    /// Receiver: whether to split a CMA or shared-heap message (`mode`) of
+    /// `len` bytes into `dst` with its sender (see [`SPLIT_MIN`],
+    /// [`HEAP_SPLIT_MIN`]): as for a push, but for a receiver with nothing
+    /// else to do, where CMA reads have worked (a heap message: the
+    /// sender's write tells, see `PUSH_REFUSED`), not with more ranks than
+    /// cores (the sender's core is another rank's then, and the receiver
+    /// would wait for it), and not for a receive that a local operation
+    /// combines next (`fusable`): that one reads the message, from this
+    /// core's cache when this core copied it (2 ranks, reduce of 64 KiB:
+    /// 5.5-7.2 us read here, 8.2-9.9 split).
+    pub(super) fn split_pays(&self, r: OpRef, src: u32, mode: u8, len: usize, dst: &Pieces) -> bool {
+        let long = if mode == proto::MODE_HEAP { len >= HEAP_SPLIT_MIN } else { len >= SPLIT_MIN && self.st.cma_reads_work };
+        self.splits
+            && long
+            && !self.fusable(r, len)
+            && self.may_write_here(src, dst)
+    }
+
+    /// Lets a busy receiver ask its senders to write their large messages
+    /// into its memory (see [`Write`]). Only where senders have a helper:
+    /// a sender in `manual` mode would write only when its application
+    /// next calls goal, where the receiver could have read without it.
+    /// (Peers are taken to run in this rank's mode, as a job's ranks do.)
+    pub fn allow_pushes(&mut self, on: bool) {
+        self.pushes = on;
+    }
+
+    /// Lets an idle receiver share the copy of a large message with its
+    /// sender (see [`SPLIT_MIN`]), a sender whose application threads wait
+    /// in Wait (`app_waiting`, the runtime's count) agreeing.
+    pub fn allow_splits(&mut self, on: bool, app_waiting: Arc<AtomicU32>) {
+        self.splits = on;
+        self.adapt.burst_by_cma(on);
+        self.app_waiting = Some(app_waiting);
+    }
+
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Recent;
+
+    #[test]
+    pub(super) fn recent_buffers_are_taken_once_and_the_oldest_goes_first() {
+        let mut r = Recent::default();
+        assert!(!r.take(0x1000), "empty");
+        for at in [0x1000, 0x2000, 0x3000, 0x4000] {
+            r.put(at);
+        }
+        r.put(0x2000); // already there: nothing moves
+        assert!(r.take(0x3000));
+        assert!(!r.take(0x3000), "taken once");
+        r.put(0x5000); // into the place 0x3000 left
+        assert!(r.take(0x1000) && r.take(0x5000));
+        r.put(0x6000);
+        r.put(0x7000);
+        r.put(0x8000); // full: the oldest (0x2000) goes
+        assert!(!r.take(0x2000));
+        assert!(r.take(0x4000) && r.take(0x8000));
+        r.put(0);
+        assert!(!r.take(0), "0 is no buffer");
+    }
+}

@@ -1,0 +1,237 @@
+//! Rendezvous by the sender writing into the receiver's memory
+//! (`process_vm_writev`): a push (the receiver is busy with work of its
+//! own), or the sender's half of a split message (the receiver reads the
+//! other half at the same time).
+
+use super::*;
+
+/// A rendezvous send that writes its message into the receiver's memory
+/// (Cross Memory Attach, `process_vm_writev`) because the receiver asked
+/// it to (`CTS` in `MODE_PUSH`): the receiver had work of its own queued
+/// (a gather's root copies its own block), so the sender's core makes the
+/// copy that the receiver's would otherwise make after that work. A 2-rank
+/// gather's root then spends the time of one copy, not two.
+pub(super) struct Write {
+    pub(super) token: u32,
+    pub(super) peer: u32,
+    pub(super) len: usize,
+    /// Where the receive buffer starts in the receiver's memory.
+    pub(super) addr: u64,
+    /// Bytes written so far (from `start`).
+    pub(super) done: usize,
+    /// Where the write began: 0, or the receiver's part of a split message.
+    pub(super) start: usize,
+    /// Time spent writing so far, for `PUSHED` (see [`COLD_WRITES`]).
+    pub(super) ns: u64,
+}
+
+/// CMA messages from this size on, whose receiver is idle and whose sender
+/// waits in Wait, are copied by both: the receiver reads the first half
+/// while the sender writes the second (`CTS` in `MODE_SPLIT`). One core
+/// reading the whole message leaves the other idle; two processes on the
+/// two CPUs here, medians of 300: 64 KiB 8.1 -> 6.3 us, 256 KiB 25.5 ->
+/// 21.2, 1 MiB 99.7 -> 63.2, 4 MiB 488 -> 287.
+pub(super) const SPLIT_MIN: usize = 64 << 10;
+
+/// [`SPLIT_MIN`] for a message from the sender's shared heap, which the
+/// receiver reads with a plain `memcpy`: only there does the extra control
+/// message and the sender's `process_vm_writev` pay (see the measurements
+/// in `docs/design.md`).
+pub(super) const HEAP_SPLIT_MIN: usize = 512 << 10;
+
+/// The receiver's side of a split message (see [`SPLIT_MIN`]).
+pub(super) struct SplitIn {
+    /// The receiver's part: bytes `0..half`.
+    pub(super) half: usize,
+    /// The message's start in the sender's memory.
+    pub(super) addr: u64,
+    /// How the receiver reads its part: `proto::MODE_CMA` or `proto::MODE_HEAP`.
+    pub(super) mode: u8,
+    /// The receiver's part is read.
+    pub(super) read: bool,
+    /// The sender's part is written.
+    pub(super) written: bool,
+    /// Whether the sender's write is to be judged (see `written_to`).
+    pub(super) judge: bool,
+    /// How long the receiver's read of its part took, and the sender's
+    /// write of its own (see [`COLD_WRITES`]).
+    pub(super) read_ns: u64,
+    pub(super) write_ns: u64,
+}
+
+impl Engine {
+    /// Sender: one part of rendezvous `token` is over (its write, or a
+    /// split message's read by the receiver), after `ns`; the send ends
+    /// with its last. A split message's two parts are copied at once, on
+    /// two cores: the longer one is CMA's time for the whole message. Not
+    /// counted, a sender whose receivers always split (an idle receiver: a
+    /// broadcast's) never measured CMA, and an unmeasured path keeps
+    /// calibration's choice: 2 ranks, bcast of 1 MiB went by split CMA in
+    /// 86-91 us, where the stream, measured at 0.08 ns per byte against
+    /// split CMA's 0.12 once both were, takes 50.
+    pub(super) fn part_done(&mut self, token: u32, ns: u64) {
+        if let Some((left, longest)) = self.st.split_out.get_mut(&token) {
+            *left -= 1;
+            *longest = (*longest).max(ns);
+            if *left > 0 {
+                return;
+            }
+            let longest = *longest;
+            self.st.split_out.remove(&token);
+            if let Some(s) = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).filter(|s| s.mode == proto::MODE_CMA) {
+                let (peer, len, exchange) = (s.peer as usize, s.len, s.exchange);
+                self.adapt.record(peer, len, adapt::Path::Cma, exchange, longest);
+            }
+        }
+        if let Some(s) = self.take_token(token) {
+            self.finish(s.r);
+        }
+    }
+
+    /// Sender: writes the next piece of the first pushed message.
+    pub(super) fn pump_writes(&mut self) {
+        let Some(mut w) = self.st.writes.pop_front() else { return };
+        self.st.streams_active -= 1;
+        let (peer, token) = (w.peer, w.token);
+        let r = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
+        let Some(src) = r.and_then(|r| self.pieces(r)) else {
+            // Its execution failed here: nothing to write from. As a stream
+            // whose sender failed, the receiver gets zeros by the stream
+            // (the record stays for its CTS).
+            return self.post_message(peer as usize, Head { mode: proto::PUSH_BY_STREAM, ..Head::control(proto::PUSHED, token) });
+        };
+        let r = r.unwrap_or_else(|| unreachable!());
+        let end = w.len.min(w.done + READ_PIECE);
+        let pid = self.shm.peer_pid(peer as usize);
+        let t0 = Instant::now();
+        let res = each_span(&src, w.done, end, |p, from, n| {
+            // SAFETY: `each_span` gives a part of a send buffer piece, valid
+            // for `n` bytes and unmodified until the execution ends (API
+            // contract).
+            let d = unsafe { std::slice::from_raw_parts(p as *const u8, n) };
+            goal_transport::sys::cma_write(pid, w.addr + from as u64, d)
+        });
+        w.ns += t0.elapsed().as_nanos() as u64;
+        match res {
+            Ok(()) => {
+                self.copied(end - w.done);
+                w.done = end;
+                if end < w.len {
+                    self.st.writes.push_front(w);
+                    self.st.streams_active += 1;
+                    return;
+                }
+                // With the write's time, for the receiver (see COLD_WRITES).
+                self.post_message(peer as usize, Head { mode: proto::PUSH_DONE, addr: w.ns, ..Head::control(proto::PUSHED, token) });
+                if w.start == 0 {
+                    // A whole message written is CMA's time for `adapt`, as a
+                    // read's would be: a receiver that always asks its sender
+                    // to write (a gather's root, busy with its own block) left
+                    // CMA unmeasured, and the chooser kept it, at twice the
+                    // stream's time (2 ranks, gather of 1 MiB: 139 us, 71 by
+                    // the stream).
+                    let exchange = self.in_exchange(token);
+                    self.adapt.record(peer as usize, w.len, adapt::Path::Cma, exchange, w.ns);
+                }
+                self.part_done(token, w.ns);
+            }
+            // Not allowed (ptrace rules): the receiver asks for the stream
+            // (or reads the rest of a split message), this send stays.
+            Err(e) if w.done == w.start && e.kind() == std::io::ErrorKind::PermissionDenied => {
+                self.st.split_out.remove(&token);
+                self.post_message(peer as usize, Head { mode: proto::PUSH_REFUSED, ..Head::control(proto::PUSHED, token) });
+            }
+            Err(e) => {
+                self.st.split_out.remove(&token);
+                self.take_token(token);
+                let (kind, msg) = if e.raw_os_error() == Some(libc::ESRCH) {
+                    (ErrorKind::PeerLost, format!("{}: rank {peer} exited before its {} bytes were written (at byte {})", self.describe(r), w.len, w.done))
+                } else {
+                    self.post_message(peer as usize, Head { mode: proto::PUSH_FAILED, ..Head::control(proto::PUSHED, token) });
+                    (ErrorKind::System, format!("{}: writing {} bytes into rank {peer} by Cross Memory Attach failed at byte {}: {e}", self.describe(r), w.len, w.done))
+                };
+                self.fail(r, Error::new(kind, msg));
+            }
+        }
+    }
+
+    /// Receiver: the sender of the message of its rendezvous `token` says
+    /// how writing it here went (`proto::PUSHED`).
+    pub(super) fn pushed(&mut self, src: u32, token: u32, how: u8, write_ns: u64) {
+        let Some((r, len, judge)) = self.st.pushes_in.remove(&(src, token)) else { return };
+        let split = self.st.split_in.remove(&(src, token));
+        if self.st.draining.contains_key(&r.slot) {
+            // Its execution failed meanwhile: it ends once nothing more is written.
+            if !self.st.pushes_in.values().any(|(x, _, _)| x.slot == r.slot) {
+                self.complete_slow(r.slot, Ok(()));
+            }
+            return;
+        }
+        if how == proto::PUSH_DONE {
+            // Its bytes are in this buffer's lines now (see `written_to`).
+            let at = self.pieces(r).and_then(|d| d.as_slice().first().map(|&(p, _)| p as u64)).unwrap_or(0);
+            self.st.written_to[src as usize].put(at);
+            self.st.read_to[src as usize].take(at);
+        }
+        match (how, split) {
+            (proto::PUSH_DONE, Some(mut sp)) if !sp.read => {
+                self.st.pushed += 1;
+                sp.written = true;
+                sp.write_ns = write_ns;
+                self.st.split_in.insert((src, token), sp);
+            }
+            (proto::PUSH_DONE, Some(sp)) => {
+                self.st.pushed += 1;
+                self.judge_write(src, sp.judge, write_ns, sp.read_ns);
+                self.finish(r);
+            }
+            (proto::PUSH_DONE, None) => {
+                self.st.pushed += 1;
+                self.judge_write(src, judge, write_ns, self.st.read_ps[src as usize] * len as u64 / 1000);
+                self.finish(r);
+            }
+            (proto::PUSH_REFUSED | proto::PUSH_DECLINED | proto::PUSH_BY_STREAM, Some(sp)) => {
+                // The sender writes nothing: this rank reads the rest too
+                // (its read goes on to the end, or takes up where it
+                // stopped), then frees the sender with a plain FIN.
+                if how == proto::PUSH_REFUSED {
+                    self.st.push_refused[src as usize] = true;
+                }
+                self.st.split[1] += 1;
+                if how == proto::PUSH_DECLINED {
+                    // A sender busy with its own work (a scatter's root
+                    // copies its block) or computing declines every time,
+                    // and each request left this rank waiting for the
+                    // answer after its half (2 ranks, scatter of 256 KiB:
+                    // 17.5 us, 985 of 1003 requests declined, against 12.5
+                    // in manual mode).
+                    self.cold_vote(src as usize);
+                }
+                // Its FIN carries the whole read's time: the half read
+                // already counts (timed from the second half alone, CMA
+                // looked twice as fast as it was: 2 ranks, scatter of 1 MiB,
+                // 75 us a read against the 145 us iterations it made, where
+                // the stream took 96 and was not chosen).
+                match self.st.reads.iter_mut().find(|rd| rd.src == src && rd.token == token) {
+                    Some(rd) => rd.len = len,
+                    None => {
+                        self.st.reads.push_back(Read { r, src, len, mode: sp.mode, token, addr: sp.addr, done: sp.half, ns: sp.read_ns, whole: false });
+                        self.st.streams_active += 1;
+                    }
+                }
+            }
+            (proto::PUSH_REFUSED | proto::PUSH_BY_STREAM, None) => {
+                if how == proto::PUSH_REFUSED {
+                    self.st.push_refused[src as usize] = true;
+                }
+                self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
+                self.stream_receive(r, src, len);
+            }
+            _ => {
+                let msg = format!("{}: rank {src} could not write its message here", self.describe(r));
+                self.fail(r, Error::new(ErrorKind::System, msg));
+            }
+        }
+    }
+
+}

@@ -1,0 +1,150 @@
+//! Rendezvous bookkeeping: tokens for sends waiting for their answer, and
+//! the receiver's choice of how to fetch a message whose RTS matched
+//! ([`Engine::fetch`]: network bulk transfer, heap or CMA read, push,
+//! split, or the stream).
+
+use super::*;
+
+/// A rendezvous send waiting for its CTS or FIN.
+pub(super) struct RdvSend {
+    pub(super) r: OpRef,
+    pub(super) peer: u32,
+    /// The message's length: what the receiver waits for, even once the
+    /// send's execution has failed here.
+    pub(super) len: usize,
+    /// How the receiver was told to fetch it (RTS mode).
+    pub(super) mode: u8,
+    /// A large message came from the peer at the same time (see `adapt`).
+    pub(super) exchange: bool,
+}
+
+impl Engine {
+    /// Whether a large send of `r` to the local peer `p` is half of an
+    /// exchange: a large message from `p` comes at the same time (a stream
+    /// from it is being received, a receive of this execution from it is
+    /// posted, or one starts with the execution as this send does).
+    pub(super) fn exchanging(&self, r: OpRef, p: usize) -> bool {
+        if !self.st.stream_in[p].is_empty() {
+            return true;
+        }
+        let Some(e) = self.exec(r) else { return false };
+        let s: &SchedInner = &e.sched;
+        (r.op < s.s.independent && s.opening_recvs.binary_search(&(p as u32)).is_ok())
+            || e.bufs.posted.iter().any(|q| q.peer == p as i32 && s.s.ops[q.op as usize].len as u64 >= EXCHANGE_MIN)
+    }
+
+    pub(super) fn new_token(&mut self, s: RdvSend) -> u32 {
+        match self.st.rdv_free.pop() {
+            Some(t) => {
+                self.st.rdv[t as usize] = Some(s);
+                t
+            }
+            None => {
+                self.st.rdv.push(Some(s));
+                (self.st.rdv.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Whether the rendezvous send of `token` is half of an exchange (see
+    /// `adapt`); false once its record is gone.
+    pub(super) fn in_exchange(&self, token: u32) -> bool {
+        self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).is_some_and(|s| s.exchange)
+    }
+
+    pub(super) fn take_token(&mut self, t: u32) -> Option<RdvSend> {
+        let s = self.st.rdv.get_mut(t as usize)?.take()?;
+        self.st.rdv_free.push(t);
+        Some(s)
+    }
+
+    #[allow(clippy::too_many_arguments)] // the fields of an RTS, as the protocol names them
+    pub(super) fn fetch(&mut self, r: OpRef, src: u32, len: u32, mode: u8, token: u32, addr: u64, dst: &Pieces) {
+        // Whether the sender may write this message here (see COLD_WRITES),
+        // and whether it wrote the last one, into the same buffer.
+        let long = matches!(mode, proto::MODE_CMA | proto::MODE_HEAP) && len as usize >= PUSH_MIN.min(SPLIT_MIN);
+        let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
+        let again = long && self.st.written_to[src as usize].take(at) && (len as usize) < COLD_MAX;
+        let warm = long && ((len as usize) >= COLD_MAX || self.writes_warm(src));
+        match mode {
+            proto::MODE_NET => {
+                if len > 0 {
+                    let mut left = len as usize;
+                    let mut cut = Vec::new();
+                    for &(p, l) in dst.as_slice() {
+                        if left == 0 {
+                            break;
+                        }
+                        cut.push((p, l.min(left)));
+                        left -= l.min(left);
+                    }
+                    let res = match self.net.as_mut() {
+                        // SAFETY: the receive buffer stays valid until the execution
+                        // ends; an execution that fails first cancels this (`complete`).
+                        Some(n) => unsafe { n.expect_bulk(src, token as u64, cut) },
+                        None => Err(std::io::Error::other("no network")),
+                    };
+                    if let Err(e) = res {
+                        let msg = format!("{}: receiving {len} bytes from rank {src}: {e}", self.describe(r));
+                        return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+                    }
+                    self.st.net_in.insert((src, token), r);
+                }
+                self.send_control(src, proto::CTS, token);
+                if len == 0 {
+                    self.finish(r);
+                }
+            }
+            proto::MODE_CMA
+                if self.st.lost[src as usize].is_none()
+                    && len as usize >= FUSE_CMA_MAX
+                    && self.fusable(r, len as usize) =>
+            {
+                // Combined as it comes through the stream instead (see
+                // FUSE_CMA_MAX); CMA stays allowed for later messages.
+                self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
+                self.stream_receive(r, src, len as usize);
+            }
+            proto::MODE_CMA if warm && self.push_pays(src, len as usize, dst) => {
+                self.st.pushes_in.insert((src, token), (r, len as usize, again));
+                self.post_message(src as usize, Head { mode: proto::MODE_PUSH, addr: at, ..Head::control(proto::CTS, token) });
+            }
+            proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len as usize, dst) => {
+                // Page-aligned, so that neither side's copy shares a page.
+                // From the heap the receiver's `memcpy` outruns the
+                // sender's CMA write: it takes three fifths (2 ranks, bcast
+                // from the heap, six alternations: 1 MiB 23.4 -> 19.3 us,
+                // 4 MiB 202 -> 194 against halves; 70 % lost at 4 MiB).
+                let part = if mode == proto::MODE_HEAP { len as usize / 5 * 3 } else { len as usize / 2 };
+                let half = part & !4095;
+                self.st.pushes_in.insert((src, token), (r, len as usize, again));
+                self.st.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false, judge: again, read_ns: 0, write_ns: 0 });
+                self.st.split[0] += 1;
+                self.post_message(src as usize, Head { mode: proto::MODE_SPLIT, addr: at, len: half as u32, ..Head::control(proto::CTS, token) });
+                self.st.reads.push_back(Read { r, src, len: half, mode, token, addr, done: 0, ns: 0, whole: false });
+                self.st.streams_active += 1;
+            }
+            proto::MODE_HEAP | proto::MODE_CMA => {
+                let rd = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true };
+                if rd.len >= READ_LATER {
+                    self.st.reads.push_back(rd);
+                    self.st.streams_active += 1;
+                } else {
+                    self.read_step(rd, dst, usize::MAX);
+                }
+            }
+            _ => {
+                if let Some(cause) = &self.st.lost[src as usize] {
+                    let msg = format!("{}: rank {src} {cause} before sending its {len} bytes", self.describe(r));
+                    return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
+                }
+                self.send_control(src, proto::CTS, token);
+                if len == 0 {
+                    return self.finish(r);
+                }
+                self.stream_receive(r, src, len as usize);
+            }
+        }
+    }
+
+}

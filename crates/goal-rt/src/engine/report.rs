@@ -1,0 +1,122 @@
+//! What the engine tells a person: the stall report of `GOAL_DEBUG`, the
+//! description of an operation for error messages, `GOAL_TRACE` lines, and
+//! the summary of the paths taken.
+
+use super::*;
+
+impl Engine {
+    /// What every running execution waits for, in lines, for a report on
+    /// an execution that does not finish (`GOAL_DEBUG=1`): receives posted
+    /// and not matched, sends waiting for their receiver, transfers in
+    /// flight, unexpected messages, and the network's state per peer.
+    pub fn stall_report(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (slot, e) in self.st.execs.slots.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let r = OpRef { slot: slot as u32, gen: e.gen, op: u32::MAX };
+            let posted: Vec<String> = e.bufs.posted.iter().map(|p| self.describe(OpRef { op: p.op, ..r })).collect();
+            lines.push(format!(
+                "{}: {} of {} operation(s) not finished; receives posted and unmatched: [{}]",
+                self.describe(r),
+                e.remaining,
+                e.sched.s.ops.len(),
+                posted.join(", ")
+            ));
+        }
+        for s in self.st.rdv.iter().flatten() {
+            lines.push(format!("{}: waiting for rank {}'s answer (rendezvous mode {})", self.describe(s.r), s.peer, s.mode));
+        }
+        for (&(src, token), &r) in &self.st.net_in {
+            lines.push(format!("{}: bytes from rank {src} arriving by network transfer (token {token})", self.describe(r)));
+        }
+        for x in &self.st.reads {
+            lines.push(format!("{}: reading {} B from rank {}'s memory, {} done", self.describe(x.r), x.len, x.src, x.done));
+        }
+        for (&k, q) in &self.st.matcher.unexp {
+            let what: Vec<String> = q.iter().map(|u| format!("from rank {} tag {} ({} B)", u.src, u.tag, u.len)).collect();
+            lines.push(format!("unexpected for schedule {} execution {}: [{}]", k >> 32, k & 0xffff_ffff, what.join(", ")));
+        }
+        for (p, (o, i)) in self.st.stream_out.iter().zip(&self.st.stream_in).enumerate() {
+            if let Some(s) = o.front() {
+                lines.push(format!("stream to rank {p}: {} send(s), the first at {} of {} B", o.len(), s.pos, s.len));
+            }
+            if let Some(s) = i.front() {
+                lines.push(format!("stream from rank {p}: {} receive(s), the first ({}) at {} of {} B", i.len(), self.describe(s.r), s.pos, s.len));
+            }
+        }
+        for (p, q) in self.st.outq.iter().enumerate() {
+            if !q.is_empty() {
+                lines.push(format!("{} message(s) to rank {p} wait for ring space", q.len()));
+            }
+        }
+        if let Some(net) = self.net.as_ref() {
+            for p in 0..self.size {
+                if self.remote[p as usize] {
+                    lines.push(net.describe_peer(p));
+                }
+            }
+        }
+        lines
+    }
+
+    pub(super) fn describe(&self, r: OpRef) -> String {
+        let Some(e) = self.exec(r) else { return String::from("a finished execution") };
+        let s = &e.sched.s;
+        if r.op == u32::MAX {
+            return format!("schedule {} execution {}", e.sched.id, e.seq);
+        }
+        let o = &s.ops[r.op as usize];
+        let v = s.origin[r.op as usize];
+        let what = match o.kind() {
+            OpKind::Send => format!("Send to {}, tag {}", o.peer, o.tag),
+            OpKind::Recv => format!("Recv from {}, tag {}", o.peer, o.tag),
+            OpKind::SendVec => format!("SendVec to {}, tag {}", o.peer, o.tag),
+            OpKind::RecvVec => format!("RecvVec from {}, tag {}", o.peer, o.tag),
+            OpKind::Local | OpKind::LocalVec => "LocalOp".to_string(),
+            OpKind::Calc => "Calc".to_string(),
+        };
+        format!("vertex {v} ({what})")
+    }
+
+    #[cold]
+    pub(super) fn trace_start(&self, r: OpRef) {
+        if let Some(e) = self.exec(r) {
+            say!("goal-trace {:.6} rank {} start sched {} exec {} {}", localop::wtime(), self.rank, e.sched.id, e.seq, self.describe(r));
+        }
+    }
+
+    #[cold]
+    pub(super) fn trace_finish(&self, r: OpRef) {
+        if let Some(e) = self.exec(r) {
+            let v = e.sched.s.origin[r.op as usize];
+            say!("goal-trace {:.6} rank {} finish sched {} exec {} vertex {v}", localop::wtime(), self.rank, e.sched.id, e.seq);
+        }
+    }
+
+    /// How many large messages took each path, when chosen per message.
+    pub fn path_summary(&self) -> Option<String> {
+        let [stream, cma] = self.adapt.taken;
+        let [x_stream, x_cma] = self.adapt.taken_in_exchange;
+        let (fused, pushed, [split, declined], cold) = (self.st.fused, self.st.pushed, self.st.split, self.st.cold_writes);
+        (stream + cma + fused + pushed + split > 0).then(|| {
+            format!(
+                "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \
+                 {fused} receive(s) combined with their local operation as they came; {pushed} written here by their senders while this rank was busy; \
+                 {split} copied half by this rank, half by their senders ({declined} of them declined by a sender whose application did not wait); \
+                 {cold} of their senders' writes slower than this rank's own copy (the application reads what it receives: this rank then copies for a while); \
+                 ns per byte measured: {}",
+                self.adapt.measured()
+            )
+        })
+    }
+
+}
+
+/// Whether `GOAL_TRACE` asks for a line per operation started and finished.
+pub(super) fn trace_on() -> bool {
+    TRACE.load(Ordering::Relaxed)
+}
+
+/// `GOAL_TRACE`, read once by the engine's constructor: a plain load on the
+/// path of every operation (a `OnceLock` cost a check of its state too).
+pub(super) static TRACE: AtomicBool = AtomicBool::new(false);
