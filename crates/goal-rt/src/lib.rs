@@ -226,7 +226,7 @@ pub fn finalize() -> Result<()> {
         for line in e.unreported() {
             say!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
         }
-        e.shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
+        e.link.shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
     }
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
@@ -250,7 +250,7 @@ pub fn finalize() -> Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let mut e = rt.lock_engine();
-        if e.net.as_ref().is_none_or(|n| n.is_quiet()) || std::time::Instant::now() >= deadline {
+        if e.link.net.as_ref().is_none_or(|n| n.is_quiet()) || std::time::Instant::now() >= deadline {
             break;
         }
         e.progress();
@@ -272,11 +272,12 @@ impl Runtime {
         let host = goal_boot::host_id();
         let my_cpus = affinity::current().map(|set| affinity::cpus(&set)).unwrap_or_default();
         let all = boot.allgather(&addr_blob(&host, &affinity::to_list(&my_cpus), &shm.address())).map_err(|e| sys("exchanging addresses", e))?;
-        let mut remote = vec![false; size];
+        // Per rank: on another machine (reached by TCP, see `engine::Links`).
+        let mut elsewhere = vec![false; size];
         for (peer, blob) in all.iter().enumerate() {
             let (their_host, _, addr) = split_blob(blob).ok_or_else(|| sys("exchanging addresses", std::io::Error::other(format!("rank {peer} sent a malformed address"))))?;
-            remote[peer] = their_host != host.as_bytes();
-            if peer != rank && !remote[peer] {
+            elsewhere[peer] = their_host != host.as_bytes();
+            if peer != rank && !elsewhere[peer] {
                 shm.connect(peer, addr).map_err(|e| sys(&format!("attaching to rank {peer}"), e))?;
             }
         }
@@ -290,7 +291,7 @@ impl Runtime {
         let mine = kernel(host.as_bytes());
         let on_kernel: Vec<_> = all.iter().filter_map(|b| split_blob(b)).filter(|(h, _, _)| kernel(h) == mine).collect();
         let sharing = on_kernel.len();
-        let local_ranks = remote.iter().filter(|&&r| !r).count();
+        let local_ranks = elsewhere.iter().filter(|&&r| !r).count();
         // The CPUs of the ranks that share these cores (see `affinity`).
         let mut cpus: Vec<usize> = on_kernel.iter().filter_map(|(_, c, _)| affinity::parse_list(std::str::from_utf8(c).ok()?)).flatten().collect();
         cpus.sort_unstable();
@@ -317,14 +318,14 @@ impl Runtime {
         }
         // Round 2 (only with several machines, which every rank then sees):
         // the network addresses, then the connections.
-        let net = if remote.iter().any(|&r| r) {
+        let net = if elsewhere.iter().any(|&r| r) {
             let rails = goal_net::discover_rails(cfg.rails.as_deref()).map_err(|e| sys("finding the network interfaces (GOAL_RAILS)", e))?;
             let ncfg = goal_net::NetConfig::new(rank as u32, size as u32, boot.secret(), rails, engine::net_handlers())
                 .with_overrides(|k| std::env::var(k).ok())
                 .map_err(|e| sys("network settings", e))?;
             let (mut node, blob) = goal_net::NetNode::bind(ncfg).map_err(|e| sys("listening on the network", e))?;
             let blobs = boot.allgather(&blob).map_err(|e| sys("exchanging network addresses", e))?;
-            node.connect(&blobs, &remote).map_err(|e| sys("connecting to the ranks on other machines", e))?;
+            node.connect(&blobs, &elsewhere).map_err(|e| sys("connecting to the ranks on other machines", e))?;
             Some(node)
         } else {
             None
@@ -368,7 +369,7 @@ impl Runtime {
         let net_fd = net.as_ref().map(|n| n.as_raw_fd());
         let mut engine = Engine::new(rank as u32, size as u32, shm, th);
         if let Some(n) = net {
-            engine.attach_net(n, remote);
+            engine.attach_net(n, elsewhere);
         }
         if let Some(ring) = kring {
             engine.enable_kernel(ring);

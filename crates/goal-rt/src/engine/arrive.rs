@@ -12,7 +12,7 @@ use super::*;
 
 impl Engine {
     pub(super) fn poll_messages(&mut self) {
-        let shm = &self.shm;
+        let shm = &self.link.shm;
         let mut arrived = std::mem::take(&mut self.st.arrived);
         let st = &mut self.st;
         st.matcher.poll_no += 1;
@@ -22,7 +22,7 @@ impl Engine {
         // (unless one is to end with an earlier execution's mismatch).
         let now = self.kp.is_none() && !trace_on() && st.matcher.poisoned.is_empty();
         shm.poll(&mut |src, env, payload| st_arrive(st, &mut arrived, poll, now, src as u32, Head::decode(env), payload));
-        if let Some(net) = self.net.as_mut() {
+        if let Some(net) = self.link.net.as_mut() {
             let st = &mut self.st;
             net.poll(&mut |ev| match ev {
                 Event::Am { src, handler, head, payload } => {
@@ -163,11 +163,11 @@ impl Engine {
                     // send from: the send just ends, as it did before.)
                     let peer = s.peer as usize;
                     let gone = self.exec(s.r).is_none();
-                    let len = if gone && self.remote[peer] { 0 } else { s.len };
-                    if len > 0 && self.remote[peer] {
+                    let len = if gone && self.link.is_remote(peer) { 0 } else { s.len };
+                    if len > 0 && self.link.is_remote(peer) {
                         let r = s.r;
                         let src: Vec<(*const u8, usize)> = self.pieces(r).map(|p| p.as_slice().iter().map(|&(p, l)| (p as *const u8, l)).collect()).unwrap_or_default();
-                        let res = match self.net.as_mut() {
+                        let res = match self.link.net.as_mut() {
                             // SAFETY: the send buffer stays valid and unmodified until
                             // the execution ends (API contract); it ends only after
                             // BulkSent or the peer's loss.

@@ -68,9 +68,9 @@ impl Engine {
             // valid for writes for `n` bytes (API contract).
             let d = unsafe { std::slice::from_raw_parts_mut(p, n) };
             if mode == proto::MODE_HEAP {
-                self.shm.read_peer_heap(src as usize, rd.addr + from as u64, d)
+                self.link.heap_read(src as usize, rd.addr + from as u64, d)
             } else {
-                goal_transport::sys::cma_read(self.shm.peer_pid(src as usize), rd.addr + from as u64, d)
+                self.link.cma_read(src as usize, rd.addr + from as u64, d)
             }
         });
         let ns = t0.elapsed().as_nanos() as u64;

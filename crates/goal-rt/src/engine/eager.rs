@@ -37,14 +37,14 @@ impl Engine {
         } else {
             self.pieces(r)
         };
-        if self.remote[p] {
+        if self.link.is_remote(p) {
             return self.net_send(r, peer, head, pieces);
         }
         let ptr = match pieces {
             Some(Pieces::One([(ptr, _)])) => ptr,
             _ => std::ptr::null_mut(),
         };
-        let heap_off = if len > self.th.heap_eager && !ptr.is_null() { self.shm.heap().offset_of(ptr, len) } else { None };
+        let heap_off = if len > self.th.heap_eager && !ptr.is_null() { self.link.shm.heap().offset_of(ptr, len) } else { None };
         if heap_off.is_none() && len <= self.th.eager && self.eager_credit(p, len as u64) {
             self.st.eager_sent[p] += len as u64;
             if self.kp.is_some() {
@@ -54,8 +54,8 @@ impl Engine {
                 if let Some(pieces) = &pieces {
                     let res = match pieces {
                         // SAFETY: send buffers are valid for their lengths by the API contract.
-                        Pieces::One([(ptr, len)]) => self.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(*ptr, *len) }),
-                        Pieces::Many(_) => self.shm.try_send(p, &head.encode(), &slices_of(pieces)),
+                        Pieces::One([(ptr, len)]) => self.link.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(*ptr, *len) }),
+                        Pieces::Many(_) => self.link.shm.try_send(p, &head.encode(), &slices_of(pieces)),
                     };
                     match res {
                         Ok(true) => return self.finish(r),
@@ -121,7 +121,7 @@ impl Engine {
     /// network's acknowledgement of the last fragment finishes the send).
     pub(super) fn net_send(&mut self, r: OpRef, peer: u32, mut head: Head, pieces: Option<Pieces>) {
         let len = head.len as usize;
-        let one_rail = self.net.as_ref().is_some_and(|n| n.rails_up(peer) == 1);
+        let one_rail = self.link.net.as_ref().is_some_and(|n| n.rails_up(peer) == 1);
         let limit = if one_rail { self.th.net_eager_one_rail } else { self.th.net_eager };
         let res = if len <= limit && self.eager_credit(peer as usize, len as u64) {
             self.st.eager_sent[peer as usize] += len as u64;
@@ -152,10 +152,7 @@ impl Engine {
 
     /// Sends one protocol message to a peer on another machine; its handler is `16 + kind`.
     pub(super) fn net_am(&mut self, peer: u32, head: &Head, payload: &[&[u8]]) -> std::io::Result<()> {
-        match self.net.as_mut() {
-            Some(n) => n.send_am(peer, NET_HANDLER_BASE + head.kind, &head.to_bytes(), payload),
-            None => Err(std::io::Error::other("no network")),
-        }
+        self.link.send_am(peer, head, payload)
     }
 
     #[inline(always)]
@@ -164,26 +161,21 @@ impl Engine {
         if st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit {
             return true;
         }
-        if self.remote[p] {
-            // Refreshed by CREDIT messages as they arrive.
-            return false;
-        }
-        st.eager_returned[p] = self.shm.credits_returned(p);
+        // (Over the network, refreshed by CREDIT messages as they arrive.)
+        let Some(returned) = self.link.credits_returned(p) else { return false };
+        st.eager_returned[p] = returned;
         st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit
     }
 
     /// Sends a message without payload (RTS, CTS, FIN), in order behind any queued ones.
     pub(super) fn post_message(&mut self, p: usize, head: Head) {
-        if self.remote[p] {
-            // A lost peer is reported by the network itself.
-            let _ = self.net_am(p as u32, &head, &[]);
-            return;
-        }
+        // (Only ring messages queue: the network is never full.)
         if self.st.outq[p].is_empty() {
-            match self.shm.try_send(p, &head.encode(), &[]) {
+            match self.link.send_control(p, &head) {
                 Ok(true) => return,
                 Ok(false) => {}
-                Err(_) => return, // the peer is unreachable; liveness will report it
+                // The peer is unreachable: liveness (or the network) will report it.
+                Err(_) => return,
             }
         }
         self.enqueue(p, Out { head, send: None });
@@ -210,10 +202,10 @@ impl Engine {
                 let send = out.send;
                 let ok = match send {
                     Some(r) => match self.pieces(r) {
-                        Some(pieces) => self.shm.try_send(p, &head.encode(), &slices_of(&pieces)).unwrap_or(true),
+                        Some(pieces) => self.link.shm.try_send(p, &head.encode(), &slices_of(&pieces)).unwrap_or(true),
                         None => true, // its execution failed: drop it
                     },
-                    None => self.shm.try_send(p, &head.encode(), &[]).unwrap_or(true),
+                    None => self.link.shm.try_send(p, &head.encode(), &[]).unwrap_or(true),
                 };
                 if !ok {
                     break;
@@ -272,13 +264,7 @@ impl Engine {
         for p in 0..self.size as usize {
             if self.st.released[p] - self.st.published[p] >= self.st.credit_step {
                 self.st.published[p] = self.st.released[p];
-                if self.remote[p] {
-                    let mut h = Head::control(proto::CREDIT, 0);
-                    h.addr = self.st.released[p];
-                    let _ = self.net_am(p as u32, &h, &[]);
-                } else {
-                    self.shm.return_credits(p, self.st.released[p]);
-                }
+                self.link.return_credits(p, self.st.released[p]);
             }
         }
     }

@@ -13,7 +13,7 @@ impl Engine {
             return;
         }
         self.st.last_check = Instant::now();
-        while let Err(lost) = self.shm.check_peers() {
+        while let Err(lost) = self.link.shm.check_peers() {
             self.peer_lost(lost);
         }
         for (peer, msg) in self.kp.as_mut().map(|k| k.overdue()).unwrap_or_default() {
@@ -91,7 +91,7 @@ impl Engine {
         self.st.writes.retain(|w| w.peer as usize != r);
         self.st.streams_active -= (writes - self.st.writes.len()) as u32;
         if let Some(kp) = self.kp.as_mut() {
-            if self.remote[r] {
+            if self.link.is_remote(r) {
                 if !kp.slots_with_peer(r as u32).is_empty() {
                     kp.watch_lost(r as u32, msg.clone());
                 }

@@ -78,7 +78,7 @@ impl Engine {
         while moved < want {
             let c = f.carry_len;
             bounce[..c].copy_from_slice(&f.carry[..c]);
-            let n = self.shm.stream_pop(p, &mut bounce[c..c + (want - moved).min(FUSE_CHUNK)]);
+            let n = self.link.shm.stream_pop(p, &mut bounce[c..c + (want - moved).min(FUSE_CHUNK)]);
             if n == 0 {
                 break;
             }

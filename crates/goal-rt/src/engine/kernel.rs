@@ -106,7 +106,7 @@ impl Engine {
 
     /// Sender: the receiver's answer to an offer.
     pub(super) fn channel_answer(&mut self, accept: bool, src: u32, sched: u32, op: u32) {
-        let secret = self.net.as_ref().map(|n| n.config().secret);
+        let secret = self.link.net.as_ref().map(|n| n.config().secret);
         let me = self.rank;
         let Some(kp) = self.kp.as_mut() else { return };
         let Some(ch) = kp.chan_mut(sched, op) else { return };
@@ -178,9 +178,9 @@ impl Engine {
             self.answer_offer(src, ctl, false);
             return Ok(());
         }
-        let taken = if self.remote[src as usize] {
+        let taken = if self.link.is_remote(src as usize) {
             // Over TCP: connect to the port offered and say who we are.
-            let (net, sock) = (self.net.as_ref(), SockType::Stream);
+            let (net, sock) = (self.link.net.as_ref(), SockType::Stream);
             match net.and_then(|n| Some((n.peer_ip(src)?, n.config().secret))) {
                 Some((ip, secret)) => {
                     let hello = kpath::hello(&secret, src, self.rank, ctl.sched, ctl.op, ctl.nonce);
@@ -190,7 +190,7 @@ impl Engine {
                 None => Err(std::io::Error::other("no connection to it is up")),
             }
         } else {
-            self.shm.take_peer_fd(src as usize, ctl.fd as i32).map(|fd| (fd, SockType::Seqpacket))
+            self.link.shm.take_peer_fd(src as usize, ctl.fd as i32).map(|fd| (fd, SockType::Seqpacket))
         };
         match taken {
             Ok((fd, sock)) => {
@@ -242,10 +242,10 @@ impl Engine {
         // the way in its TCP channel, which reports its end by itself
         // (and the run fails after a grace if it does not; see
         // `KPath::watch_lost`).
-        let remote = &self.remote;
+        let link = &self.link;
         if let Some(&op) = run.iter().find(|&&op| {
             let p = s.ops[op as usize].peer as usize;
-            self.st.lost[p].is_some() && !remote[p]
+            self.st.lost[p].is_some() && !link.is_remote(p)
         }) {
             let (rr, peer) = (OpRef { op, ..r }, s.ops[op as usize].peer as usize);
             let cause = self.st.lost[peer].clone().unwrap_or_default();

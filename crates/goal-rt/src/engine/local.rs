@@ -55,7 +55,7 @@ impl Engine {
             if bytes >= LONG_COPY_BYTES {
                 // Wake the peers written to so far before a long copy
                 // or reduction, not after it.
-                self.shm.flush();
+                self.link.flush();
             }
             let base = e.bufs.scratch.as_ptr() as *mut u8;
             let at = |i: u8, a: u64| operand(base, a, l.mem & (1 << i) != 0);
@@ -83,7 +83,7 @@ impl Engine {
     /// time, moving messages in the pauses. Elements are independent, so
     /// the pieces in order compute what the whole would.
     pub(super) fn local_in_pieces(&mut self, r: OpRef, l: goal_sched::LocalRec) {
-        self.shm.flush();
+        self.link.flush();
         let esize = (l.width as usize / 8).max(1);
         let step = (l.count as usize * esize / 4).clamp(esize, LOCAL_PIECE_BYTES) / esize;
         let count = l.count as usize;
@@ -122,7 +122,7 @@ impl Engine {
     /// What a pause in a long local operation moves: arrived messages,
     /// stream bytes, sends waiting for ring space.
     pub(super) fn between_pieces(&mut self) {
-        if self.net.is_some() || self.shm.pending() {
+        if self.link.net.is_some() || self.link.shm.pending() {
             self.poll_messages();
         }
         if self.st.streams_active > 0 {
@@ -132,7 +132,7 @@ impl Engine {
             self.retry_outq();
         }
         self.drain_ready();
-        self.shm.flush();
+        self.link.flush();
     }
 
     pub(super) fn local_vec(&self, r: OpRef, sched: &SchedInner, o: &OpRec) -> Result<(), KernelError> {

@@ -47,6 +47,7 @@ mod exec;
 mod failure;
 mod fusion;
 mod kernel;
+mod link;
 pub(crate) mod kpath;
 mod local;
 mod matching;
@@ -62,8 +63,9 @@ mod stream;
 
 pub(crate) use exec::{ExecShared, SchedInner, DONE, FAILED, RUNNING};
 pub(crate) use arrive::net_handlers;
+pub(crate) use link::Links;
 
-use self::{arrive::*, cma::*, eager::*, exec::*, fusion::*, local::*, matching::*, ops::*, pieces::*, policy::*, push::*, rdv::*, recv::*, report::*, stream::*};
+use self::{cma::*, eager::*, exec::*, fusion::*, local::*, matching::*, ops::*, pieces::*, policy::*, push::*, rdv::*, recv::*, report::*, stream::*};
 use crate::adapt;
 use crate::error::{Error, ErrorKind};
 use self::kpath::{Chan, KPath, KRec, IN_KERNEL};
@@ -112,11 +114,8 @@ pub struct Thresholds {
 pub(crate) struct Engine {
     pub rank: u32,
     pub size: u32,
-    pub shm: ShmNode,
-    /// The network, when some peers are on other machines.
-    pub net: Option<NetNode>,
-    /// Per peer: reached through `net` rather than `shm`.
-    remote: Vec<bool>,
+    /// How each peer is reached: shared memory or the network (see [`link`]).
+    pub link: Links,
     pub th: Thresholds,
     st: State,
     /// The kernel mode's channels and ring, when it is on.
@@ -302,24 +301,23 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, shm, net: None, remote: vec![false; n], th, st, kp: None, adapt: adapt::Adapt::new(n, th.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false }
+        Engine { rank, size, link: Links::new(shm, n), th, st, kp: None, adapt: adapt::Adapt::new(n, th.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false }
     }
 
     /// Reaches the peers marked in `remote` through `net`.
     pub fn attach_net(&mut self, net: NetNode, remote: Vec<bool>) {
-        self.net = Some(net);
-        self.remote = remote;
+        self.link.attach_net(net, remote);
     }
 
     /// One pass over everything that can move; returns the operations finished.
     #[inline]
     pub fn progress(&mut self) -> usize {
-        if self.quiet() && !self.shm.pending() {
+        if self.quiet() && !self.link.shm.pending() {
             // Nothing to move and nothing arrived: the pass of a Wait that
             // polls for a message, cut from some 200 instructions to the
             // loads above (the message that arrives meanwhile is found
             // that much sooner), inline in the caller's loop.
-            self.shm.flush();
+            self.link.flush();
             self.count_pass();
             return 0;
         }
@@ -341,7 +339,7 @@ impl Engine {
             self.drain_ready();
         }
         self.publish_credits();
-        self.shm.flush();
+        self.link.flush();
         self.count_pass();
         self.st.execs.finished_ops - before
     }
@@ -352,7 +350,7 @@ impl Engine {
     #[inline]
     fn quiet(&self) -> bool {
         let st = &self.st;
-        self.net.is_none() && self.kp.is_none() && st.execs.ready.is_empty() && st.outq_peers.is_empty() && st.streams_active == 0 && !st.credit_due
+        self.link.net.is_none() && self.kp.is_none() && st.execs.ready.is_empty() && st.outq_peers.is_empty() && st.streams_active == 0 && !st.credit_due
     }
 
     /// Counts a pass; every 1024th looks at the peers' liveness if due.

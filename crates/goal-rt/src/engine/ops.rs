@@ -175,7 +175,7 @@ impl Engine {
                 let mine: Vec<(u32, u32)> = self.st.net_in.iter().filter(|(_, x)| x.slot == slot).map(|(&k, _)| k).collect();
                 for (src, token) in mine {
                     self.st.net_in.remove(&(src, token));
-                    if let Some(n) = self.net.as_mut() {
+                    if let Some(n) = self.link.net.as_mut() {
                         n.cancel_expect(src, token as u64);
                     }
                 }

@@ -102,14 +102,14 @@ impl Engine {
         };
         let r = r.unwrap_or_else(|| unreachable!());
         let end = w.len.min(w.done + READ_PIECE);
-        let pid = self.shm.peer_pid(peer as usize);
+        let link = &self.link;
         let t0 = Instant::now();
         let res = each_span(&src, w.done, end, |p, from, n| {
             // SAFETY: `each_span` gives a part of a send buffer piece, valid
             // for `n` bytes and unmodified until the execution ends (API
             // contract).
             let d = unsafe { std::slice::from_raw_parts(p as *const u8, n) };
-            goal_transport::sys::cma_write(pid, w.addr + from as u64, d)
+            link.cma_write(peer as usize, w.addr + from as u64, d)
         });
         w.ns += t0.elapsed().as_nanos() as u64;
         match res {

@@ -78,7 +78,7 @@ impl Engine {
                         cut.push((p, l.min(left)));
                         left -= l.min(left);
                     }
-                    let res = match self.net.as_mut() {
+                    let res = match self.link.net.as_mut() {
                         // SAFETY: the receive buffer stays valid until the execution
                         // ends; an execution that fails first cancels this (`complete`).
                         Some(n) => unsafe { n.expect_bulk(src, token as u64, cut) },

@@ -49,11 +49,9 @@ impl Engine {
                 lines.push(format!("{} message(s) to rank {p} wait for ring space", q.len()));
             }
         }
-        if let Some(net) = self.net.as_ref() {
-            for p in 0..self.size {
-                if self.remote[p as usize] {
-                    lines.push(net.describe_peer(p));
-                }
+        if let Some(net) = self.link.net.as_ref() {
+            for p in self.link.remote_peers() {
+                lines.push(net.describe_peer(p as u32));
             }
         }
         lines

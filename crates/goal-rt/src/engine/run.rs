@@ -67,13 +67,13 @@ impl Engine {
                 if seq == 1 {
                     // The schedule runs again: worth channels (made in one
                     // go, off the path of any message).
-                    let (me, eager, net_eager, remote) = (self.rank, self.th.eager, self.th.net_eager, &self.remote);
-                    let ip = self.net.as_ref().and_then(|n| n.listen_addrs().first()).map(|a| a.ip());
+                    let (me, eager, net_eager, link) = (self.rank, self.th.eager, self.th.net_eager, &self.link);
+                    let ip = self.link.net.as_ref().and_then(|n| n.listen_addrs().first()).map(|a| a.ip());
                     kp.make_channels(sched.id, s, |o| {
                         let (peer, len) = (o.peer as u32, o.len as usize);
                         match ip {
                             _ if peer == me => None,
-                            Some(ip) if remote[peer as usize] => (len <= net_eager).then_some(kpath::Route::Tcp(ip)),
+                            Some(ip) if link.is_remote(peer as usize) => (len <= net_eager).then_some(kpath::Route::Tcp(ip)),
                             _ => (len <= eager).then_some(kpath::Route::Local),
                         }
                     });
@@ -129,7 +129,7 @@ impl Engine {
                 self.fail(OpRef { slot, gen, op: u32::MAX }, err);
             }
         }
-        self.shm.flush();
+        self.link.flush();
         if !self.st.reads.is_empty() {
             // Receives that found their RTS waiting read now, after the
             // sends above have left (see READ_LATER), as Run did before:
@@ -140,7 +140,7 @@ impl Engine {
                 self.pump_reads();
             }
             self.drain_ready();
-            self.shm.flush();
+            self.link.flush();
         }
         Some(shared)
     }
@@ -216,7 +216,7 @@ impl Engine {
             match o.kind() {
                 OpKind::Send => {
                     let p = o.peer as usize;
-                    if o.in_scratch() || p >= 64 || peers & 1 << p != 0 || !self.ring_ready(o) || !(one || self.shm.fits(p, o.len as usize)) {
+                    if o.in_scratch() || p >= 64 || peers & 1 << p != 0 || !self.ring_ready(o) || !(one || self.link.shm.fits(p, o.len as usize)) {
                         return None;
                     }
                     peers |= 1 << p;
@@ -249,7 +249,7 @@ impl Engine {
         }
         self.st.execs.finished_ops += s.ops.len();
         sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
-        self.shm.flush();
+        self.link.flush();
         // `fits` said every message would go: only a broken ring gets here.
         Some(broken.map(|p| failed_done(rt, sched.id, p)))
     }
@@ -273,7 +273,7 @@ impl Engine {
         let (p, len) = (o.peer as usize, o.len as usize);
         o.kind() == OpKind::Send
             && p != self.rank as usize
-            && !self.remote[p]
+            && !self.link.is_remote(p)
             && len <= self.th.heap_eager.min(self.th.eager)
             && self.st.lost[p].is_none()
             && self.st.outq[p].is_empty()
@@ -288,7 +288,7 @@ impl Engine {
         let head = Head::eager(o, sched, seq);
         // SAFETY: the callers pass a send buffer's start, valid for its
         // length (API contract for user buffers, or the checked scratchpad).
-        if let Ok(true) = self.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(ptr, len) }) {
+        if let Ok(true) = self.link.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(ptr, len) }) {
             self.st.eager_sent[p] += len as u64;
             return true;
         }

@@ -72,11 +72,11 @@ impl Engine {
                 let pieces = r.and_then(|r| self.pieces(r));
                 let began = Instant::now();
                 let moved = match &pieces {
-                    Some(pc) => push_from(&self.shm, p, pc, pos, len),
+                    Some(pc) => push_from(&self.link.shm, p, pc, pos, len),
                     None => {
                         // Its execution failed: keep the stream in step with zeros.
                         let z = vec![0u8; (len - pos).min(1 << 20)];
-                        self.shm.stream_push(p, &z)
+                        self.link.shm.stream_push(p, &z)
                     }
                 };
                 self.copied(moved);
@@ -119,18 +119,18 @@ impl Engine {
                 let (r, pos, len, fused) = (si.r, si.pos, si.len, si.fused.is_some());
                 let moved = if fused {
                     if avail == usize::MAX {
-                        avail = self.shm.stream_available(p);
+                        avail = self.link.shm.stream_available(p);
                     }
                     let n = self.pop_fused(p, avail);
                     avail -= n;
                     n
                 } else {
                     let n = match self.pieces(r) {
-                        Some(pc) => pop_into(&self.shm, p, &pc, pos, len),
+                        Some(pc) => pop_into(&self.link.shm, p, &pc, pos, len),
                         None => {
                             let n = (len - pos).min(1 << 20);
                             self.st.discard.resize(n, 0);
-                            self.shm.stream_pop(p, &mut self.st.discard[..n])
+                            self.link.shm.stream_pop(p, &mut self.st.discard[..n])
                         }
                     };
                     self.copied(n);
