@@ -4,29 +4,37 @@
 //! without looking at it. The first byte names the message's handler (an
 //! active-message layer in the sense of the MPC multirail article):
 //!
-//! * `EAGER`: a whole message; its payload follows the envelope.
-//! * `RTS` (request to send): a large message waits at the sender; the
-//!   envelope says how the receiver may fetch it (`mode`): straight from the
-//!   sender's shared heap, by Cross Memory Attach, or through the pipelined
-//!   stream once the receiver answers `CTS`.
-//! * `CTS` (clear to send): the receiver has matched an `RTS` in stream mode
-//!   and expects its bytes next on the pair's stream.
-//! * `FIN`: the receiver is done with a rendezvous send's buffer.
-//! * `CTS` in mode `MODE_PUSH`: the receiver, busy with work of its own,
+//! * [`Kind::Eager`]: a whole message; its payload follows the envelope.
+//! * [`Kind::Rts`] (request to send): a large message waits at the sender;
+//!   the envelope says how the receiver may fetch it (`mode`): straight
+//!   from the sender's shared heap, by Cross Memory Attach, or through the
+//!   pipelined stream once the receiver answers `Cts`.
+//! * [`Kind::Cts`] (clear to send): the receiver has matched an `Rts` in
+//!   stream mode and expects its bytes next on the pair's stream.
+//! * [`Kind::Fin`]: the receiver is done with a rendezvous send's buffer.
+//! * `Cts` in mode `MODE_PUSH`: the receiver, busy with work of its own,
 //!   asks the sender to write a CMA message into the receive buffer at
-//!   `w3` itself; the sender answers `PUSHED` when it has (or could not).
-//! * `CTS` in mode `MODE_SPLIT`: the receiver, idle, reads the first `w2`
+//!   [`Head::buffer`] itself; the sender answers [`Kind::Pushed`] when it
+//!   has (or could not).
+//! * `Cts` in mode `MODE_SPLIT`: the receiver, idle, reads the first `len`
 //!   bytes of a CMA message itself and asks the sender, if its application
-//!   waits anyway, to write the rest at `w3` meanwhile; `FIN` in mode
-//!   `FIN_PART` says the receiver's part is read, `PUSHED` the sender's.
-//! * `ACCEPT`, `DECLINE` (kernel mode): the receiver's answer to a channel
-//!   offered in an `EAGER` envelope (`MODE_OFFER`; see `kpath`).
+//!   waits anyway, to write the rest meanwhile; `Fin` in mode `FIN_PART`
+//!   says the receiver's part is read, `Pushed` the sender's.
+//! * [`Kind::Credit`] (between machines): eager bytes released.
+//! * [`Kind::Accept`], [`Kind::Decline`] (kernel mode): the receiver's
+//!   answer to a channel offered in an `Eager` envelope (`MODE_OFFER`; see
+//!   `kpath`).
+//!
+//! The fourth word means something different per kind; it is read and
+//! written only through accessors named for each meaning
+//! ([`Head::buffer`], [`Head::nanos`], [`Head::credits`],
+//! [`Head::this_one_only`], [`Head::offer`]).
 //!
 //! ```text
 //! w0: kind u8 | mode u8 << 8 | tag i32 << 32
 //! w1: schedule id u32 | execution number u32 << 32
 //! w2: message length u32 | rendezvous token u32 << 32
-//! w3: RTS: heap offset or address of the sender's buffer
+//! w3: per kind: a buffer, a time, credits, a flag or an offer (see the accessors)
 //! ```
 //!
 //! The (schedule id, execution number, source, tag) quadruple is the
@@ -35,37 +43,69 @@
 
 use goal_transport::Envelope;
 
-/// A whole message, payload inline.
-pub const EAGER: u8 = 1;
-/// Request to send a large message.
-pub const RTS: u8 = 2;
-/// Clear to send on the stream.
-pub const CTS: u8 = 3;
-/// `addr` of a CTS that answers a CMA request: the receiver takes this one
-/// message by stream for a reason of its own (a large receive combined as
-/// it comes, see `fuse`), and may read the sender's memory (a CTS without
-/// it means it may not, and the sender offers CMA no more).
-pub const CTS_THIS_ONE: u64 = 1;
-/// Rendezvous finished; the sender's buffer is free.
-pub const FIN: u8 = 4;
-/// `FIN` mode after a `CTS` in `MODE_SPLIT`: the receiver has read its
-/// part; the buffer is free once the sender has written its own too (a
-/// sender that declined to write waits for the plain `FIN` that follows
-/// the receiver's reading the rest). `w3` carries the read's time (ns).
-pub const FIN_PART: u8 = 1;
-/// Between machines only: the receiver has released eager bytes of this
-/// sender (cumulative count in `addr`); over shared memory the count is a
-/// word the sender reads instead.
-pub const CREDIT: u8 = 5;
-/// Kernel mode: the receiver took the channel offered for the sender's
-/// operation `token` of schedule `sched` (see `kpath`).
-pub const ACCEPT: u8 = 6;
-/// Kernel mode: the receiver will not use that channel; the sender closes it.
-pub const DECLINE: u8 = 7;
+/// What a message is: the envelope's first byte, the handler it goes to.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A byte that no runtime sends: a corrupt or foreign envelope.
+    Invalid = 0,
+    /// A whole message, payload inline.
+    Eager = 1,
+    /// Request to send a large message.
+    Rts = 2,
+    /// Clear to send (on the stream, or by the mode's path).
+    Cts = 3,
+    /// Rendezvous finished; the sender's buffer is free.
+    Fin = 4,
+    /// Between machines only: the receiver has released eager bytes of
+    /// this sender ([`Head::credits`]); over shared memory the count is a
+    /// word the sender reads instead.
+    Credit = 5,
+    /// Kernel mode: the receiver took the channel offered for the sender's
+    /// operation `token` of schedule `sched` (see `kpath`).
+    Accept = 6,
+    /// Kernel mode: the receiver will not use that channel; the sender
+    /// closes it.
+    Decline = 7,
+    /// Between local ranks: the answer to a `Cts` in `MODE_PUSH` or
+    /// `MODE_SPLIT` for the sender's rendezvous `token`, its mode one of
+    /// the `PUSH_*` below.
+    Pushed = 8,
+}
 
-/// Between local ranks: the answer to a `CTS` in `MODE_PUSH` for the
-/// sender's rendezvous `token`, its mode one of the three below.
-pub const PUSHED: u8 = 8;
+impl Kind {
+    /// Every kind a runtime sends, in wire order.
+    pub const ALL: [Kind; 8] = [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Fin, Kind::Credit, Kind::Accept, Kind::Decline, Kind::Pushed];
+
+    /// The kind of wire byte `b` ([`Kind::Invalid`] for any other byte).
+    #[inline(always)]
+    pub fn from_wire(b: u8) -> Kind {
+        match b {
+            1 => Kind::Eager,
+            2 => Kind::Rts,
+            3 => Kind::Cts,
+            4 => Kind::Fin,
+            5 => Kind::Credit,
+            6 => Kind::Accept,
+            7 => Kind::Decline,
+            8 => Kind::Pushed,
+            _ => Kind::Invalid,
+        }
+    }
+}
+
+/// The word of a `Cts` that answers a CMA request ([`Head::this_one_only`]):
+/// the receiver takes this one message by stream for a reason of its own
+/// (a large receive combined as it comes, see `fuse`), and may read the
+/// sender's memory (a CTS without it means it may not, and the sender
+/// offers CMA no more).
+const CTS_THIS_ONE: u64 = 1;
+/// `Fin` mode after a `Cts` in `MODE_SPLIT`: the receiver has read its
+/// part; the buffer is free once the sender has written its own too (a
+/// sender that declined to write waits for the plain `Fin` that follows
+/// the receiver's reading the rest). Its [`Head::nanos`] is the read's time.
+pub const FIN_PART: u8 = 1;
+
 /// `PUSHED` mode: the message is in the receive buffer; `w3` is how long
 /// the sender's writes took, in nanoseconds (the receiver judges them, see
 /// `COLD_WRITES` in the engine).
@@ -112,9 +152,9 @@ pub const MODE_SWITCH: u8 = 9;
 /// A decoded envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
-    /// Handler: EAGER, RTS, CTS or FIN.
-    pub kind: u8,
-    /// RTS mode.
+    /// What the message is.
+    pub kind: Kind,
+    /// A refinement of the kind (`MODE_*`, `FIN_PART`, `PUSH_*`).
     pub mode: u8,
     /// Message tag.
     pub tag: i32,
@@ -126,8 +166,11 @@ pub struct Head {
     pub len: u32,
     /// Rendezvous token (the sender's).
     pub token: u32,
-    /// Heap offset or address (RTS).
-    pub addr: u64,
+    /// The fourth word, whose meaning depends on the kind: read it
+    /// through the accessor named for that meaning ([`buffer`](Self::buffer),
+    /// [`nanos`](Self::nanos), [`credits`](Self::credits),
+    /// [`this_one_only`](Self::this_one_only), [`offer`](Self::offer)).
+    w3: u64,
 }
 
 impl Head {
@@ -135,10 +178,10 @@ impl Head {
     #[inline]
     pub fn encode(&self) -> Envelope {
         [
-            self.kind as u64 | (self.mode as u64) << 8 | (self.tag as u32 as u64) << 32,
+            self.kind as u8 as u64 | (self.mode as u64) << 8 | (self.tag as u32 as u64) << 32,
             self.sched as u64 | (self.seq as u64) << 32,
             self.len as u64 | (self.token as u64) << 32,
-            self.addr,
+            self.w3,
         ]
     }
 
@@ -146,14 +189,14 @@ impl Head {
     #[inline]
     pub fn decode(e: &Envelope) -> Head {
         Head {
-            kind: e[0] as u8,
+            kind: Kind::from_wire(e[0] as u8),
             mode: (e[0] >> 8) as u8,
             tag: (e[0] >> 32) as u32 as i32,
             sched: e[1] as u32,
             seq: (e[1] >> 32) as u32,
             len: e[2] as u32,
             token: (e[2] >> 32) as u32,
-            addr: e[3],
+            w3: e[3],
         }
     }
 
@@ -180,12 +223,83 @@ impl Head {
     /// The envelope of an eager send `o` of execution `seq` of schedule
     /// `sched` (its payload follows it).
     pub fn eager(o: &goal_sched::OpRec, sched: u32, seq: u32) -> Head {
-        Head { kind: EAGER, mode: 0, tag: o.tag, sched, seq, len: o.len, token: 0, addr: 0 }
+        Head { kind: Kind::Eager, mode: 0, tag: o.tag, sched, seq, len: o.len, token: 0, w3: 0 }
     }
 
-    /// A control message (CTS, FIN) for `token`.
-    pub fn control(kind: u8, token: u32) -> Head {
-        Head { kind, mode: 0, tag: 0, sched: 0, seq: 0, len: 0, token, addr: 0 }
+    /// A control message (CTS, FIN, ...) for `token`.
+    pub fn control(kind: Kind, token: u32) -> Head {
+        Head { kind, mode: 0, tag: 0, sched: 0, seq: 0, len: 0, token, w3: 0 }
+    }
+
+    /// `self` in mode `mode`.
+    pub fn mode(self, mode: u8) -> Head {
+        Head { mode, ..self }
+    }
+
+    /// `Rts`: where the message waits at the sender (an offset into its
+    /// shared heap, or an address for CMA). `Cts` in `MODE_PUSH` or
+    /// `MODE_SPLIT`: where the receive buffer starts in the receiver.
+    #[inline]
+    pub fn buffer(&self) -> u64 {
+        self.w3
+    }
+
+    /// `self` with [`buffer`](Self::buffer) `at`.
+    #[inline]
+    pub fn with_buffer(self, at: u64) -> Head {
+        Head { w3: at, ..self }
+    }
+
+    /// `Pushed` (`PUSH_DONE`), `Fin` and `Fin` in `FIN_PART`: how long the
+    /// copy took, in nanoseconds (0: not timed).
+    #[inline]
+    pub fn nanos(&self) -> u64 {
+        self.w3
+    }
+
+    /// `self` with [`nanos`](Self::nanos) `ns`.
+    #[inline]
+    pub fn with_nanos(self, ns: u64) -> Head {
+        Head { w3: ns, ..self }
+    }
+
+    /// `Credit`: the eager bytes released so far, in all.
+    #[inline]
+    pub fn credits(&self) -> u64 {
+        self.w3
+    }
+
+    /// `self` with [`credits`](Self::credits) `n`.
+    #[inline]
+    pub fn with_credits(self, n: u64) -> Head {
+        Head { w3: n, ..self }
+    }
+
+    /// `Cts` answering a CMA request: the receiver takes this one message
+    /// by stream and may still read the sender's memory for later ones.
+    #[inline]
+    pub fn this_one_only(&self) -> bool {
+        self.w3 == CTS_THIS_ONE
+    }
+
+    /// `self` marked [`this_one_only`](Self::this_one_only).
+    #[inline]
+    pub fn for_this_one_only(self) -> Head {
+        Head { w3: CTS_THIS_ONE, ..self }
+    }
+
+    /// `Eager` in `MODE_OFFER` or `MODE_SWITCH` (kernel mode): the
+    /// sender's operation the channel is for, and the offer's nonce (over
+    /// TCP; 0 otherwise).
+    #[inline]
+    pub fn offer(&self) -> (u32, u32) {
+        (self.w3 as u32, (self.w3 >> 32) as u32)
+    }
+
+    /// `self` with [`offer`](Self::offer) (`op`, `nonce`).
+    #[inline]
+    pub fn with_offer(self, op: u32, nonce: u32) -> Head {
+        Head { w3: op as u64 | (nonce as u64) << 32, ..self }
     }
 }
 
@@ -195,9 +309,31 @@ mod tests {
 
     #[test]
     fn envelope_round_trips() {
-        let h = Head { kind: RTS, mode: MODE_CMA, tag: -1, sched: 7, seq: u32::MAX, len: 1 << 31, token: 99, addr: 0xdead_beef_0000 };
+        let h = Head { kind: Kind::Rts, mode: MODE_CMA, tag: -1, sched: 7, seq: u32::MAX, len: 1 << 31, token: 99, w3: 0xdead_beef_0000 };
         assert_eq!(Head::decode(&h.encode()), h);
         assert_eq!(Head::from_bytes(&h.to_bytes()), Some(h));
         assert_eq!(Head::from_bytes(&h.to_bytes()[..31]), None);
+    }
+
+    #[test]
+    fn every_kind_survives_the_wire_and_other_bytes_are_invalid() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::from_wire(k as u8), k);
+            assert_eq!(Head::decode(&Head::control(k, 3).encode()).kind, k);
+        }
+        assert_eq!(Kind::from_wire(0), Kind::Invalid);
+        assert_eq!(Kind::from_wire(9), Kind::Invalid);
+        assert_eq!(Kind::from_wire(0xF0), Kind::Invalid);
+    }
+
+    #[test]
+    fn the_fourth_word_reads_back_by_its_meaning() {
+        let c = Head::control(Kind::Cts, 1);
+        assert!(c.for_this_one_only().this_one_only());
+        assert!(!c.with_buffer(0x7000).this_one_only());
+        assert_eq!(Head::control(Kind::Fin, 1).with_nanos(1234).nanos(), 1234);
+        assert_eq!(Head::control(Kind::Credit, 0).with_credits(1 << 40).credits(), 1 << 40);
+        let o = Head::decode(&Head::control(Kind::Eager, 5).with_offer(17, 0xABCD_EF01).encode());
+        assert_eq!(o.offer(), (17, 0xABCD_EF01));
     }
 }

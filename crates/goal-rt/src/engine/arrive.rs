@@ -37,8 +37,8 @@ impl Engine {
                 // after it, that completion would finish the new receive and
                 // leave the old one waiting forever (seen: t_coll hung in an
                 // allgather, 8 ranks on 2 rails, about 1 run in 30 under load).
-                Event::BulkDone { src, token } => arrived.push((src, Head::control(NET_BULK_DONE, token as u32), None)),
-                Event::BulkSent { dst, token } => arrived.push((dst, Head::control(NET_BULK_SENT, token as u32), None)),
+                Event::BulkDone { src, token } => arrived.push(Arrival::BulkDone { src, token: token as u32 }),
+                Event::BulkSent { token, .. } => arrived.push(Arrival::BulkSent { token: token as u32 }),
                 Event::PeerLost { peer, why } => st.net_lost.push((peer, why)),
                 Event::RailLost { peer, rail, why } => {
                     if trace_on() {
@@ -51,8 +51,23 @@ impl Engine {
         // up the drain cost as much as a quarter of the poll.
         if !arrived.is_empty() {
             self.st.in_poll = true;
-            for (src, h, data) in arrived.drain(..) {
-                self.on_message(src, h, data);
+            for a in arrived.drain(..) {
+                match a {
+                    Arrival::Message { src, head, data } => self.on_message(src, head, data),
+                    Arrival::Delivered { src, r, len, fit } => self.delivered(src, r, len, fit),
+                    Arrival::BulkDone { src, token } => {
+                        if let Some(r) = self.st.net_in.remove(&(src, token)) {
+                            self.finish(r);
+                        }
+                        self.drain_ready();
+                    }
+                    Arrival::BulkSent { token } => {
+                        if let Some(s) = self.take_token(token) {
+                            self.finish(s.r);
+                        }
+                        self.drain_ready();
+                    }
+                }
             }
             self.st.in_poll = false;
         }
@@ -72,43 +87,38 @@ impl Engine {
         }
     }
 
+    /// An eager message of `len` bytes from `src` that the poll delivered
+    /// into receive `r` (or found not to fit it): finishes (fails) `r`.
+    fn delivered(&mut self, src: u32, r: OpRef, len: u32, fit: Fit) {
+        match fit {
+            Fit::Ok => self.finish(r),
+            Fit::Truncated => {
+                let msg = format!("{}: message of {len} bytes from rank {src} is larger than the receive (truncation)", self.describe(r));
+                self.fail(r, Error::new(ErrorKind::Truncated, msg));
+            }
+            Fit::Short => {
+                let cap = self.rec(r).map_or(0, |o| o.len);
+                self.fail(r, short_message(self.describe(r), len, src, cap));
+            }
+        }
+        self.drain_ready();
+    }
+
     pub(super) fn on_message(&mut self, src: u32, h: Head, data: Option<Vec<u8>>) {
         match h.kind {
-            proto::EAGER => {
+            Kind::Eager => {
                 if let Some(d) = data {
-                    let ctl = matches!(h.mode, proto::MODE_OFFER | proto::MODE_SWITCH)
-                        .then_some(Ctl { mode: h.mode, fd: h.token, op: h.addr as u32, sched: h.sched, nonce: (h.addr >> 32) as u32 });
+                    let (op, nonce) = h.offer();
+                    let ctl = matches!(h.mode, proto::MODE_OFFER | proto::MODE_SWITCH).then_some(Ctl { mode: h.mode, fd: h.token, op, sched: h.sched, nonce });
                     let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Eager(d, ctl) };
                     match self.match_posted(h.sched, h.seq, src, h.tag) {
                         Some(r) => self.deliver(r, u),
                         None => self.stash(h.sched, h.seq, u),
                     }
                 }
-                // (Always with data: one delivered inline comes as DELIVERED.)
+                // (Always with data: one delivered inline comes as `Arrival::Delivered`.)
             }
-            NET_BULK_DONE => {
-                if let Some(r) = self.st.net_in.remove(&(src, h.token)) {
-                    self.finish(r);
-                }
-            }
-            NET_BULK_SENT => {
-                if let Some(s) = self.take_token(h.token) {
-                    self.finish(s.r);
-                }
-            }
-            DELIVERED => {
-                let r = OpRef { slot: h.sched, gen: h.seq, op: h.token };
-                if h.mode == DELIVERED_TRUNCATED {
-                    let msg = format!("{}: message of {} bytes from rank {src} is larger than the receive (truncation)", self.describe(r), h.len);
-                    self.fail(r, Error::new(ErrorKind::Truncated, msg));
-                } else if h.mode == DELIVERED_SHORT {
-                    let cap = self.rec(r).map_or(0, |o| o.len);
-                    self.fail(r, short_message(self.describe(r), h.len, src, cap));
-                } else {
-                    self.finish(r);
-                }
-            }
-            proto::RTS => {
+            Kind::Rts => {
                 if h.mode == proto::MODE_CMA || h.mode == proto::MODE_STREAM {
                     let path = if h.mode == proto::MODE_CMA { adapt::Path::Cma } else { adapt::Path::Stream };
                     self.adapt.arrived(src as usize, h.len as usize, path);
@@ -117,20 +127,20 @@ impl Engine {
                         self.adapt.heard(src as usize, h.len as usize, path);
                     }
                 }
-                let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode: h.mode, token: h.token, addr: h.addr } };
+                let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode: h.mode, token: h.token, addr: h.buffer() } };
                 match self.match_posted(h.sched, h.seq, src, h.tag) {
                     Some(r) => self.deliver(r, u),
                     None => self.stash(h.sched, h.seq, u),
                 }
             }
-            proto::CTS if h.mode == proto::MODE_PUSH => {
+            Kind::Cts if h.mode == proto::MODE_PUSH => {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
-                    let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: 0, start: 0, ns: 0 };
+                    let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: 0, start: 0, ns: 0 };
                     self.st.writes.push_back(w);
                     self.st.streams_active += 1;
                 }
             }
-            proto::CTS if h.mode == proto::MODE_SPLIT => {
+            Kind::Cts if h.mode == proto::MODE_SPLIT => {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     // Only a sender with nothing else to do: its application
                     // waits, and no operation of its own is ready or running
@@ -144,17 +154,17 @@ impl Engine {
                     let idle = !self.has_own_work() && self.st.reads.is_empty();
                     if waits && idle && (h.len as usize) < s.len {
                         let half = h.len as usize;
-                        let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.addr, done: half, start: half, ns: 0 };
+                        let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: half, start: half, ns: 0 };
                         self.st.split_out.insert(h.token, (2, 0));
                         self.st.writes.push_back(w);
                         self.st.streams_active += 1;
                     } else {
-                        self.post_message(src as usize, Head { mode: proto::PUSH_DECLINED, ..Head::control(proto::PUSHED, h.token) });
+                        self.post_message(src as usize, Head::control(Kind::Pushed, h.token).mode(proto::PUSH_DECLINED));
                     }
                 }
             }
-            proto::PUSHED => self.pushed(src, h.token, h.mode, h.addr),
-            proto::CTS => {
+            Kind::Pushed => self.pushed(src, h.token, h.mode, h.nanos()),
+            Kind::Cts => {
                 if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     // From the record, not the operation: an execution that
                     // failed here still owes a local receiver its bytes
@@ -184,7 +194,7 @@ impl Engine {
                             self.finish(s.r);
                         }
                     } else {
-                        if s.mode == proto::MODE_CMA && h.addr != proto::CTS_THIS_ONE {
+                        if s.mode == proto::MODE_CMA && !h.this_one_only() {
                             // The receiver may not read our memory.
                             self.adapt.deny_cma();
                         }
@@ -193,10 +203,10 @@ impl Engine {
                     }
                 }
             }
-            proto::FIN if h.mode == proto::FIN_PART && self.st.split_out.contains_key(&h.token) => self.part_done(h.token, h.addr),
+            Kind::Fin if h.mode == proto::FIN_PART && self.st.split_out.contains_key(&h.token) => self.part_done(h.token, h.nanos()),
             // A sender that declined its part waits for the plain FIN.
-            proto::FIN if h.mode == proto::FIN_PART => {}
-            proto::FIN => {
+            Kind::Fin if h.mode == proto::FIN_PART => {}
+            Kind::Fin => {
                 if self.st.split_out.remove(&h.token).is_some() {
                     // A split message whose receiver's execution failed
                     // before its part was read: the send ends here, and
@@ -208,39 +218,44 @@ impl Engine {
                     let dropped = before - self.st.writes.len();
                     if dropped > 0 {
                         self.st.streams_active -= dropped as u32;
-                        self.post_message(src as usize, Head { mode: proto::PUSH_BY_STREAM, ..Head::control(proto::PUSHED, h.token) });
+                        self.post_message(src as usize, Head::control(Kind::Pushed, h.token).mode(proto::PUSH_BY_STREAM));
                     }
                 }
                 if let Some(s) = self.take_token(h.token) {
                     if s.mode == proto::MODE_CMA {
-                        // The receiver's read time rides in `addr`.
+                        // The receiver's read time rides in the FIN.
                         let len = self.rec(s.r).map_or(0, |o| o.len as usize);
-                        self.adapt.record(src as usize, len, adapt::Path::Cma, s.exchange, h.addr);
+                        self.adapt.record(src as usize, len, adapt::Path::Cma, s.exchange, h.nanos());
                     }
                     self.finish(s.r);
                 }
             }
-            proto::CREDIT => {
+            Kind::Credit => {
                 let r = &mut self.st.eager_returned[src as usize];
-                *r = (*r).max(h.addr);
+                *r = (*r).max(h.credits());
             }
-            proto::ACCEPT | proto::DECLINE => self.channel_answer(h.kind == proto::ACCEPT, src, h.sched, h.token),
-            _ => {}
+            Kind::Accept | Kind::Decline => self.channel_answer(h.kind == Kind::Accept, src, h.sched, h.token),
+            // Goal-net refuses unknown handlers; a ring holds what a runtime wrote.
+            Kind::Invalid => {}
         }
         self.drain_ready();
     }
 
 }
 
-/// Pseudo-kind used inside `poll_messages`: an eager message was already
-/// copied into its posted receive while still in the ring; finish it now.
-pub(super) const DELIVERED: u8 = 0xF0;
-
-/// Pseudo-kinds used inside `poll_messages`: goal-net finished receiving
-/// (sending) the bulk transfer `token` from (to) the rank.
-pub(super) const NET_BULK_DONE: u8 = 0xF1;
-
-pub(super) const NET_BULK_SENT: u8 = 0xF2;
+/// What a poll brought in, handled in this order once the poll is over.
+pub(super) enum Arrival {
+    /// A message from `src`, with its payload copied out of the ring (eager
+    /// messages that were not delivered inline).
+    Message { src: u32, head: Head, data: Option<Vec<u8>> },
+    /// An eager message of `len` bytes from `src` that the poll delivered
+    /// straight into posted receive `r`, or found not to fit it.
+    Delivered { src: u32, r: OpRef, len: u32, fit: Fit },
+    /// goal-net finished receiving bulk transfer `token` from `src`.
+    BulkDone { src: u32, token: u32 },
+    /// goal-net finished sending bulk transfer `token`.
+    BulkSent { token: u32 },
+}
 
 /// A message arriving during poll number `poll`, from the rings or from
 /// goal-net alike. An eager message whose receive is posted is copied
@@ -252,23 +267,22 @@ pub(super) const NET_BULK_SENT: u8 = 0xF2;
 /// (see `State::queued_in`). A receive filled inline is finished at once
 /// if `finish_now`, else (kernel mode, tracing, truncation) by a DELIVERED
 /// note at the poll's end.
-pub(super) fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec<u8>>)>, poll: u64, finish_now: bool, src: u32, h: Head, payload: &[u8]) {
-    if h.kind != proto::EAGER {
-        if h.kind == proto::RTS {
+pub(super) fn st_arrive(st: &mut State, arrived: &mut Vec<Arrival>, poll: u64, finish_now: bool, src: u32, h: Head, payload: &[u8]) {
+    if h.kind != Kind::Eager {
+        if h.kind == Kind::Rts {
             st.matcher.queued_in[src as usize] = poll;
         }
-        arrived.push((src, h, None));
+        arrived.push(Arrival::Message { src, head: h, data: None });
         return;
     }
     if let Some(r) = (h.mode == 0 && st.matcher.queued_in[src as usize] != poll).then(|| match_posted(&mut st.execs, h.sched, h.seq, src, h.tag)).flatten() {
-        let bad = st_deliver_inline(st, r, src, payload);
-        if finish_now && bad == 0 {
+        let fit = st_deliver_inline(st, r, src, payload);
+        if finish_now && fit == Fit::Ok {
             if let Some(slot) = st.execs.finish(r) {
                 st.completed(slot);
             }
         } else {
-            let note = Head { kind: DELIVERED, mode: bad, tag: 0, sched: r.slot, seq: r.gen, len: payload.len() as u32, token: r.op, addr: 0 };
-            arrived.push((src, note, None));
+            arrived.push(Arrival::Delivered { src, r, len: payload.len() as u32, fit });
         }
         return;
     }
@@ -276,24 +290,18 @@ pub(super) fn st_arrive(st: &mut State, arrived: &mut Vec<(u32, Head, Option<Vec
     let mut data = st.matcher.spare_bufs.pop().unwrap_or_default();
     data.clear();
     data.extend_from_slice(payload);
-    arrived.push((src, h, Some(data)));
+    arrived.push(Arrival::Message { src, head: h, data: Some(data) });
 }
 
-/// Copies an eager payload from the ring into posted receive `r`, unless
-/// it is larger than the receive (returns whether it was).
-pub(super) fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> u8 {
+/// Copies an eager payload from the ring into posted receive `r` if it
+/// fits (returns whether it did).
+pub(super) fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> Fit {
     let e = st.execs.slots[r.slot as usize].as_ref().unwrap_or_else(|| unreachable!());
     let s = &e.sched.s;
     let o = &s.ops[r.op as usize];
     let base = e.bufs.scratch.as_ptr() as *mut u8;
-    let bad = if payload.len() > o.len as usize {
-        DELIVERED_TRUNCATED
-    } else if o.exact() && payload.len() != o.len as usize {
-        DELIVERED_SHORT
-    } else {
-        0
-    };
-    if bad == 0 {
+    let fit = fit(payload.len() as u64, o.len as u64, o.exact());
+    if fit == Fit::Ok {
         let resolve = |addr: u64| operand(base, addr, o.in_scratch());
         match o.kind() {
             OpKind::Recv => {
@@ -319,25 +327,19 @@ pub(super) fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u
     if src != st.rank {
         st.release(src, payload.len() as u64);
     }
-    bad
+    fit
 }
-
-/// `DELIVERED`'s mode for a message larger than its receive.
-pub(super) const DELIVERED_TRUNCATED: u8 = 1;
-
-/// `DELIVERED`'s mode for a message shorter than its exact-length receive.
-pub(super) const DELIVERED_SHORT: u8 = 2;
 
 /// Network handlers are `NET_HANDLER_BASE + kind` (goal-net reserves 0..=15).
 pub(crate) const NET_HANDLER_BASE: u8 = 16;
 
 /// The handler ids the executor accepts from the network.
 pub(crate) fn net_handlers() -> Vec<u8> {
-    [proto::EAGER, proto::RTS, proto::CTS, proto::FIN, proto::CREDIT, proto::ACCEPT, proto::DECLINE].iter().map(|k| NET_HANDLER_BASE + k).collect()
+    [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Fin, Kind::Credit, Kind::Accept, Kind::Decline].iter().map(|&k| NET_HANDLER_BASE + k as u8).collect()
 }
 
 /// Decodes a protocol message from the network; `None` if it does not fit
 /// (goal-net already refused unknown handlers and oversized headers).
 pub(super) fn net_head(handler: u8, head: &[u8]) -> Option<Head> {
-    Head::from_bytes(head).filter(|h| handler == NET_HANDLER_BASE + h.kind)
+    Head::from_bytes(head).filter(|h| h.kind != Kind::Invalid && handler == NET_HANDLER_BASE + h.kind as u8)
 }

@@ -45,7 +45,7 @@ impl Engine {
         self.st.streams_active -= 1;
         let Some(dst) = self.pieces(rd.r) else {
             // Its execution failed here: the sender still waits for FIN.
-            self.post_message(rd.src as usize, Head { addr: 0, ..Head::control(proto::FIN, rd.token) });
+            self.post_message(rd.src as usize, Head::control(Kind::Fin, rd.token));
             return;
         };
         if let Some(rd) = self.read_step(rd, &dst, READ_PIECE) {
@@ -76,7 +76,7 @@ impl Engine {
         let ns = t0.elapsed().as_nanos() as u64;
         let denied = res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
         if mode == proto::MODE_CMA && rd.done == 0 && denied && self.st.lost[src as usize].is_none() {
-            self.send_control(src, proto::CTS, rd.token);
+            self.send_control(src, Kind::Cts, rd.token);
             self.stream_receive(rd.r, src, len);
             return None;
         }
@@ -96,7 +96,7 @@ impl Engine {
                 sp.read = true;
                 sp.read_ns = rd.ns;
                 let (written, write_ns, judge) = (sp.written, sp.write_ns, sp.judge);
-                self.post_message(src as usize, Head { mode: proto::FIN_PART, addr: rd.ns, ..Head::control(proto::FIN, rd.token) });
+                self.post_message(src as usize, Head::control(Kind::Fin, rd.token).mode(proto::FIN_PART).with_nanos(rd.ns));
                 if written {
                     self.st.split_in.remove(&(src, rd.token));
                     self.judge_write(src, judge, write_ns, rd.ns);
@@ -120,7 +120,7 @@ impl Engine {
         }
         // FIN carries the read's time, for the sender's choice of path.
         let ns = if mode == proto::MODE_CMA && res.is_ok() { rd.ns } else { 0 };
-        self.post_message(src as usize, Head { addr: ns, ..Head::control(proto::FIN, rd.token) });
+        self.post_message(src as usize, Head::control(Kind::Fin, rd.token).with_nanos(ns));
         match res {
             Ok(()) => self.finish(rd.r),
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {

@@ -68,12 +68,12 @@ impl Engine {
         }
         // Rendezvous: pick how the receiver will fetch the bytes.
         let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false });
-        head.kind = proto::RTS;
+        head.kind = Kind::Rts;
         head.token = token;
         head.mode = proto::MODE_STREAM;
         if let Some(off) = heap_off {
             head.mode = proto::MODE_HEAP;
-            head.addr = off;
+            head = head.with_buffer(off);
         } else if !ptr.is_null() {
             let calibrated = len >= self.th.cma.0 && len <= self.th.cma.1;
             // Another large send to this peer still in flight: a burst
@@ -105,7 +105,7 @@ impl Engine {
             };
             if cma {
                 head.mode = proto::MODE_CMA;
-                head.addr = ptr as u64;
+                head = head.with_buffer(ptr as u64);
             }
         }
         if let Some(s) = self.st.rdv[token as usize].as_mut() {
@@ -135,7 +135,7 @@ impl Engine {
             };
             self.net_am(peer, &head, &slices).map(|_| true)
         } else {
-            head.kind = proto::RTS;
+            head.kind = Kind::Rts;
             head.mode = proto::MODE_NET;
             head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false });
             self.net_am(peer, &head, &[]).map(|_| false)
@@ -181,7 +181,7 @@ impl Engine {
         self.enqueue(p, Out { head, send: None });
     }
 
-    pub(super) fn send_control(&mut self, p: u32, kind: u8, token: u32) {
+    pub(super) fn send_control(&mut self, p: u32, kind: Kind, token: u32) {
         self.post_message(p as usize, Head::control(kind, token));
     }
 

@@ -83,18 +83,18 @@ impl Engine {
             Chan::Ready { mine, theirs } => {
                 head.mode = proto::MODE_OFFER;
                 head.token = theirs.as_raw_fd() as u32;
-                head.addr = r.op as u64;
+                *head = head.with_offer(r.op, 0);
                 *ch = Chan::Offered { mine, theirs };
             }
             Chan::Listening { listener, port, nonce } => {
                 head.mode = proto::MODE_OFFER;
                 head.token = port as u32;
-                head.addr = r.op as u64 | (nonce as u64) << 32;
+                *head = head.with_offer(r.op, nonce);
                 *ch = Chan::ListenOffered { listener, nonce };
             }
             Chan::Accepted { mine, theirs } => {
                 head.mode = proto::MODE_SWITCH;
-                head.addr = r.op as u64;
+                *head = head.with_offer(r.op, 0);
                 let tcp = u64::from(theirs.is_none());
                 *ch = Chan::Sending { mine, _theirs: theirs };
                 kp.stats.channels_out += 1;
@@ -146,8 +146,10 @@ impl Engine {
 
     /// Receiver: answers an offer.
     pub(super) fn answer_offer(&mut self, src: u32, ctl: Ctl, accept: bool) {
-        let kind = if accept { proto::ACCEPT } else { proto::DECLINE };
-        self.post_message(src as usize, Head { kind, mode: 0, tag: 0, sched: ctl.sched, seq: 0, len: 0, token: ctl.op, addr: 0 });
+        let kind = if accept { Kind::Accept } else { Kind::Decline };
+        let mut answer = Head::control(kind, ctl.op);
+        answer.sched = ctl.sched;
+        self.post_message(src as usize, answer);
     }
 
     /// Receiver: receive `r` took a message whose envelope offers a channel

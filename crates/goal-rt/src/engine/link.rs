@@ -27,7 +27,7 @@
 //! (goal-transport batches the doorbells); the network sends as it goes.
 
 use super::arrive::NET_HANDLER_BASE;
-use crate::proto::{self, Head};
+use crate::proto::{Head, Kind};
 use goal_net::NetNode;
 use goal_transport::shm::ShmNode;
 use std::io;
@@ -92,7 +92,7 @@ impl Links {
     pub(super) fn send_envelope(&mut self, p: usize, head: &Head, payload: &[&[u8]]) -> io::Result<bool> {
         match self.to(p) {
             Link::Local(shm, p) => shm.try_send(p, &head.encode(), payload),
-            Link::Remote(net, p) => net.send_am(p, NET_HANDLER_BASE + head.kind, &head.to_bytes(), payload).map(|_| true),
+            Link::Remote(net, p) => net.send_am(p, NET_HANDLER_BASE + head.kind as u8, &head.to_bytes(), payload).map(|_| true),
         }
     }
 
@@ -108,7 +108,7 @@ impl Links {
     /// reached that way.
     pub(super) fn send_am(&mut self, p: u32, head: &Head, payload: &[&[u8]]) -> io::Result<()> {
         match self.net.as_mut() {
-            Some(n) if self.remote[p as usize] => n.send_am(p, NET_HANDLER_BASE + head.kind, &head.to_bytes(), payload),
+            Some(n) if self.remote[p as usize] => n.send_am(p, NET_HANDLER_BASE + head.kind as u8, &head.to_bytes(), payload),
             _ => Err(io::Error::other(format!("rank {p} is not reached over the network"))),
         }
     }
@@ -126,10 +126,9 @@ impl Links {
         match self.to(p) {
             Link::Local(shm, p) => shm.return_credits(p, released),
             Link::Remote(net, p) => {
-                let mut h = Head::control(proto::CREDIT, 0);
-                h.addr = released;
+                let h = Head::control(Kind::Credit, 0).with_credits(released);
                 // A lost peer is reported by the network itself.
-                let _ = net.send_am(p, NET_HANDLER_BASE + h.kind, &h.to_bytes(), &[]);
+                let _ = net.send_am(p, NET_HANDLER_BASE + h.kind as u8, &h.to_bytes(), &[]);
             }
         }
     }

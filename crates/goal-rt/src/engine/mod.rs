@@ -65,12 +65,12 @@ pub(crate) use exec::{ExecShared, SchedInner, DONE, FAILED, RUNNING};
 pub(crate) use arrive::net_handlers;
 pub(crate) use link::Links;
 
-use self::{cma::*, eager::*, exec::*, fusion::*, local::*, matching::*, ops::*, pieces::*, policy::*, push::*, rdv::*, recv::*, report::*, stream::*};
+use self::{arrive::Arrival, cma::*, eager::*, exec::*, fusion::*, local::*, matching::*, ops::*, pieces::*, policy::*, push::*, rdv::*, recv::*, report::*, stream::*};
 use crate::adapt;
 use crate::error::{Error, ErrorKind};
 use self::kpath::{Chan, KPath, KRec, IN_KERNEL};
 use crate::localop::{self, KernelError};
-use crate::proto::{self, Head};
+use crate::proto::{self, Head, Kind};
 use goal_sched::{OpKind, OpRec, ReduceOp};
 use goal_net::{Event, NetNode};
 use goal_transport::kchain::{KOp, KOpKind, KRing, Link, SockType};
@@ -227,7 +227,7 @@ struct State {
     last_check: Instant,
     discard: Vec<u8>,
     /// Reused between polls: what arrived, handled after the poll.
-    arrived: Vec<(u32, Head, Option<Vec<u8>>)>,
+    arrived: Vec<Arrival>,
     /// A poll is handling what arrived: a local operation started from it
     /// runs whole, since polling again in its pauses would handle later
     /// messages before the earlier ones still in `arrived` (seen: wrong

@@ -98,7 +98,7 @@ impl Engine {
             // Its execution failed here: nothing to write from. As a stream
             // whose sender failed, the receiver gets zeros by the stream
             // (the record stays for its CTS).
-            return self.post_message(peer as usize, Head { mode: proto::PUSH_BY_STREAM, ..Head::control(proto::PUSHED, token) });
+            return self.post_message(peer as usize, Head::control(Kind::Pushed, token).mode(proto::PUSH_BY_STREAM));
         };
         let r = r.unwrap_or_else(|| unreachable!());
         let end = w.len.min(w.done + READ_PIECE);
@@ -122,7 +122,7 @@ impl Engine {
                     return;
                 }
                 // With the write's time, for the receiver (see COLD_WRITES).
-                self.post_message(peer as usize, Head { mode: proto::PUSH_DONE, addr: w.ns, ..Head::control(proto::PUSHED, token) });
+                self.post_message(peer as usize, Head::control(Kind::Pushed, token).mode(proto::PUSH_DONE).with_nanos(w.ns));
                 if w.start == 0 {
                     // A whole message written is CMA's time for `adapt`, as a
                     // read's would be: a receiver that always asks its sender
@@ -139,7 +139,7 @@ impl Engine {
             // (or reads the rest of a split message), this send stays.
             Err(e) if w.done == w.start && e.kind() == std::io::ErrorKind::PermissionDenied => {
                 self.st.split_out.remove(&token);
-                self.post_message(peer as usize, Head { mode: proto::PUSH_REFUSED, ..Head::control(proto::PUSHED, token) });
+                self.post_message(peer as usize, Head::control(Kind::Pushed, token).mode(proto::PUSH_REFUSED));
             }
             Err(e) => {
                 self.st.split_out.remove(&token);
@@ -147,7 +147,7 @@ impl Engine {
                 let (kind, msg) = if e.raw_os_error() == Some(libc::ESRCH) {
                     (ErrorKind::PeerLost, format!("{}: rank {peer} exited before its {} bytes were written (at byte {})", self.describe(r), w.len, w.done))
                 } else {
-                    self.post_message(peer as usize, Head { mode: proto::PUSH_FAILED, ..Head::control(proto::PUSHED, token) });
+                    self.post_message(peer as usize, Head::control(Kind::Pushed, token).mode(proto::PUSH_FAILED));
                     (ErrorKind::System, format!("{}: writing {} bytes into rank {peer} by Cross Memory Attach failed at byte {}: {e}", self.describe(r), w.len, w.done))
                 };
                 self.fail(r, Error::new(kind, msg));
@@ -156,7 +156,7 @@ impl Engine {
     }
 
     /// Receiver: the sender of the message of its rendezvous `token` says
-    /// how writing it here went (`proto::PUSHED`).
+    /// how writing it here went (`Kind::Pushed`).
     pub(super) fn pushed(&mut self, src: u32, token: u32, how: u8, write_ns: u64) {
         let Some((r, len, judge)) = self.st.pushes_in.remove(&(src, token)) else { return };
         let split = self.st.split_in.remove(&(src, token));
@@ -224,7 +224,7 @@ impl Engine {
                 if how == proto::PUSH_REFUSED {
                     self.st.push_refused[src as usize] = true;
                 }
-                self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
+                self.post_message(src as usize, Head::control(Kind::Cts, token).for_this_one_only());
                 self.stream_receive(r, src, len);
             }
             _ => {

@@ -58,16 +58,13 @@ impl Engine {
         Some(s)
     }
 
+    /// Fetches the message whose RTS matched receive `r` into `dst`, by
+    /// the path [`choose_fetch`](Self::choose_fetch) decides.
     #[allow(clippy::too_many_arguments)] // the fields of an RTS, as the protocol names them
     pub(super) fn fetch(&mut self, r: OpRef, src: u32, len: u32, mode: u8, token: u32, addr: u64, dst: &Pieces) {
-        // Whether the sender may write this message here (see COLD_WRITES),
-        // and whether it wrote the last one, into the same buffer.
-        let long = matches!(mode, proto::MODE_CMA | proto::MODE_HEAP) && len as usize >= PUSH_MIN.min(SPLIT_MIN);
         let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
-        let again = long && self.st.written_to[src as usize].take(at) && (len as usize) < COLD_MAX;
-        let warm = long && ((len as usize) >= COLD_MAX || self.writes_warm(src));
-        match mode {
-            proto::MODE_NET => {
+        match self.choose_fetch(r, src, len as usize, mode, dst) {
+            Fetch::Bulk => {
                 if len > 0 {
                     let mut left = len as usize;
                     let mut cut = Vec::new();
@@ -90,55 +87,46 @@ impl Engine {
                     }
                     self.st.net_in.insert((src, token), r);
                 }
-                self.send_control(src, proto::CTS, token);
+                self.send_control(src, Kind::Cts, token);
                 if len == 0 {
                     self.finish(r);
                 }
             }
-            proto::MODE_CMA
-                if self.st.lost[src as usize].is_none()
-                    && len as usize >= FUSE_CMA_MAX
-                    && self.fusable(r, len as usize) =>
-            {
+            Fetch::FusedStream => {
                 // Combined as it comes through the stream instead (see
                 // FUSE_CMA_MAX); CMA stays allowed for later messages.
-                self.post_message(src as usize, Head { addr: proto::CTS_THIS_ONE, ..Head::control(proto::CTS, token) });
+                self.post_message(src as usize, Head::control(Kind::Cts, token).for_this_one_only());
                 self.stream_receive(r, src, len as usize);
             }
-            proto::MODE_CMA if warm && self.push_pays(src, len as usize, dst) => {
-                self.st.pushes_in.insert((src, token), (r, len as usize, again));
-                self.post_message(src as usize, Head { mode: proto::MODE_PUSH, addr: at, ..Head::control(proto::CTS, token) });
+            Fetch::Push { judge } => {
+                self.st.pushes_in.insert((src, token), (r, len as usize, judge));
+                self.post_message(src as usize, Head::control(Kind::Cts, token).mode(proto::MODE_PUSH).with_buffer(at));
             }
-            proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len as usize, dst) => {
-                // Page-aligned, so that neither side's copy shares a page.
-                // From the heap the receiver's `memcpy` outruns the
-                // sender's CMA write: it takes three fifths (2 ranks, bcast
-                // from the heap, six alternations: 1 MiB 23.4 -> 19.3 us,
-                // 4 MiB 202 -> 194 against halves; 70 % lost at 4 MiB).
-                let part = if mode == proto::MODE_HEAP { len as usize / 5 * 3 } else { len as usize / 2 };
-                let half = part & !4095;
-                self.st.pushes_in.insert((src, token), (r, len as usize, again));
-                self.st.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false, judge: again, read_ns: 0, write_ns: 0 });
+            Fetch::Split { half, judge } => {
+                self.st.pushes_in.insert((src, token), (r, len as usize, judge));
+                self.st.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0 });
                 self.st.split[0] += 1;
-                self.post_message(src as usize, Head { mode: proto::MODE_SPLIT, addr: at, len: half as u32, ..Head::control(proto::CTS, token) });
+                let mut cts = Head::control(Kind::Cts, token).mode(proto::MODE_SPLIT).with_buffer(at);
+                cts.len = half as u32;
+                self.post_message(src as usize, cts);
                 self.st.reads.push_back(Read { r, src, len: half, mode, token, addr, done: 0, ns: 0, whole: false });
                 self.st.streams_active += 1;
             }
-            proto::MODE_HEAP | proto::MODE_CMA => {
-                let rd = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true };
-                if rd.len >= READ_LATER {
-                    self.st.reads.push_back(rd);
+            Fetch::Read => {
+                let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true };
+                if read.len >= READ_LATER {
+                    self.st.reads.push_back(read);
                     self.st.streams_active += 1;
                 } else {
-                    self.read_step(rd, dst, usize::MAX);
+                    self.read_step(read, dst, usize::MAX);
                 }
             }
-            _ => {
+            Fetch::Stream => {
                 if let Some(cause) = &self.st.lost[src as usize] {
                     let msg = format!("{}: rank {src} {cause} before sending its {len} bytes", self.describe(r));
                     return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
                 }
-                self.send_control(src, proto::CTS, token);
+                self.send_control(src, Kind::Cts, token);
                 if len == 0 {
                     return self.finish(r);
                 }

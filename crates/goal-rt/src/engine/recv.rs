@@ -29,7 +29,7 @@ impl Engine {
                     self.answer_offer(u.src, ctl, false);
                 }
             }
-            UnexpKind::Rts { token, .. } => self.send_control(u.src, proto::FIN, token),
+            UnexpKind::Rts { token, .. } => self.send_control(u.src, Kind::Fin, token),
             UnexpKind::SelfSend(s) => self.finish(s),
         }
     }
