@@ -1,0 +1,290 @@
+//! Whether the application computes between its calls: the marks a Run
+//! and a Wait leave ([`AppMark`]), from which the helper learns when to
+//! stand down (the application drives progress itself) and when a gap
+//! between calls is computation worth the helper's taking messages in.
+
+use super::*;
+
+/// How long the application's polling mark outlives its last Run or Wait.
+pub(super) const MARK_LINGER: Duration = Duration::from_micros(200);
+
+/// The application's polling mark, which lingers after Wait returns.
+///
+/// Marking the doorbell as polled spares peers the futex wake-up of our
+/// sleeping helper while an application thread polls anyway. Marking and
+/// unmarking on every call, though, moves the doorbell's cache line between
+/// us and every peer that sends to us (measured: a third of an 8-byte
+/// exchange on a VM whose cores pass a line in 160 ns). So an application
+/// thread sets the mark when it enters Wait and leaves it set while nothing
+/// else is in flight: messages that arrive then belong to executions not yet
+/// started, and wait for their Run in any case. The mark is lifted
+/// * by Run, before the execution starts, unless the last Run was under
+///   30 us ago (see [`AppMark::at_run`]): the application computes between
+///   Run and Wait, and arriving data must wake the helper (a mark left set
+///   stopped all background progress for 200 us after every call, most of
+///   a short computation: 0-20 % overlap measured);
+/// * when Wait returns while other executions are still running;
+/// * by an application thread that goes to sleep;
+/// * by the helper, after [`MARK_LINGER`] without a Run or Wait (a safety
+///   net for executions started by another thread, and for a loop of Runs
+///   that turns into a computation; the helper looks less often, up to
+///   [`MAX_LINGER`], while the calls keep coming).
+///
+/// A Run+Wait loop thus moves the line twice per iteration (lift, set),
+/// where polling marks on every poll moved it far more often.
+pub(crate) struct AppMark {
+    /// Whether the mark is set (counted once in the doorbell's `polling`).
+    pub(super) set: std::sync::atomic::AtomicBool,
+    /// Bumped by every Run and Wait: the helper lifts the mark only when
+    /// this did not move during a whole linger period.
+    pub(super) epoch: std::sync::atomic::AtomicU64,
+    /// A Run found that the application computes between its calls (see
+    /// `after_gap`): the helper moves to the CPU the ranks' helpers share
+    /// (see `Placement`), as when it lifts the mark itself.
+    pub(super) computing: std::sync::atomic::AtomicBool,
+    /// The time of the last Run, in `ticks`.
+    pub(super) last_run: std::sync::atomic::AtomicU64,
+    /// The last clock reading of the last Wait that did not finish its
+    /// execution within a first batch of polls (at most a batch, or a
+    /// wake-up, before it returned; later if that batch made a long copy,
+    /// whose end the engine notes), in `ticks`: a Run soon after it follows
+    /// a Wait, not a computation. (A shorter Wait reads no clock: see
+    /// `short_wait`.)
+    pub(super) last_wait: std::sync::atomic::AtomicU64,
+    /// The helper sleeps on the doorbell alone, deaf to the network and the
+    /// kernel ring (it does while an application thread waits, since that
+    /// thread polls them itself): the next Run must ring it.
+    pub(super) helper_deaf: std::sync::atomic::AtomicBool,
+    /// Bit `id % 64`: the application computed between the last Run of
+    /// schedule `id` and its Wait (see [`AppMark::at_run`]).
+    pub(super) computes: std::sync::atomic::AtomicU64,
+    /// One more than the id of the schedule whose execution of the latest
+    /// Run was waited for within Wait's first batch of polls, which reads
+    /// no clock; zero if none since that Run. The next Run, which reads the
+    /// clock anyway, clears the schedule's bit in `computes` if it comes
+    /// less than [`TIGHT_LOOP`] after that Run.
+    pub(super) short_wait: std::sync::atomic::AtomicU32,
+    /// [`TIGHT_LOOP`] and [`DEAF_RING_GAP`] in `ticks`, converted once:
+    /// the floating-point conversion cost every Run and Wait 33
+    /// instructions each (callgrind).
+    pub(super) tight_loop: u64,
+    pub(super) deaf_ring_gap: u64,
+    /// Runs that found the application computing since its last call
+    /// (see [`AppMark::after_gap`]), for `GOAL_DEBUG`'s summary.
+    pub(super) computed_runs: std::sync::atomic::AtomicU64,
+}
+
+/// Runs closer together than this are a loop of Run and Wait with nothing
+/// between them; farther apart, the application computes between its Run
+/// and its Wait.
+pub(super) const TIGHT_LOOP: Duration = Duration::from_micros(30);
+
+/// [`TIGHT_LOOP`] with more ranks than cores. There a rank whose Wait has
+/// just returned is often preempted before its next Run (the rank sharing
+/// its CPU gets it), and the time away looked like a computation: more
+/// than half the Runs of a 4-rank barrier loop on 2 cores lifted the mark
+/// and woke the helper, whose wake-ups then took the CPU from the ranks
+/// (4 ranks on 2 cores, medians of five runs, us: barrier 14.8 -> 9.6,
+/// bcast 8 B 19.0 -> 2.2, gather 8 B 18.7 -> 2.1, alltoall 8 B 35.7 -> 9.4,
+/// allreduce 8 B 10.4 -> 9.6, where Open MPI took 9.5, 3.5, 2.8, 8.0 and
+/// 10.4; 3 ms instead of 0.3 gave the same). A shorter computation then
+/// gets no help from the helper, which on a shared CPU could only have
+/// run in the computation's place; overlap across 4 emulated hosts on 2
+/// cores, where computations last 0.37 ms and more, did not change.
+pub(super) const TIGHT_LOOP_SHARED: Duration = Duration::from_micros(300);
+
+/// A helper asleep deaf to the network is rung by a Run only if the last
+/// Run was this long ago: a latency loop across hosts runs every 16-40 us,
+/// and ringing the helper there on every Run took the 8-byte latency from
+/// 8 to 14-21 us (`bench/net.py`), while a computation this long is worth
+/// the network's events.
+pub(super) const DEAF_RING_GAP: Duration = Duration::from_micros(100);
+
+impl AppMark {
+    /// The mark of a rank; `oversubscribed`: more ranks than cores on this
+    /// machine (see [`TIGHT_LOOP_SHARED`]).
+    pub(crate) fn new(oversubscribed: bool) -> AppMark {
+        AppMark {
+            set: Default::default(),
+            epoch: Default::default(),
+            last_run: Default::default(),
+            last_wait: Default::default(),
+            helper_deaf: Default::default(),
+            computes: Default::default(),
+            computing: Default::default(),
+            short_wait: Default::default(),
+            tight_loop: crate::ticks::of(if oversubscribed { TIGHT_LOOP_SHARED } else { TIGHT_LOOP }),
+            deaf_ring_gap: crate::ticks::of(DEAF_RING_GAP),
+            computed_runs: Default::default(),
+        }
+    }
+
+    /// How many Runs found the application computing since its last call
+    /// (each lifted the mark and woke or moved the helper, see
+    /// [`after_gap`](Self::after_gap)).
+    pub(crate) fn computed_runs(&self) -> u64 {
+        self.computed_runs.load(Ordering::Relaxed)
+    }
+
+    /// Notes application activity and sets the mark if it is not set. With
+    /// `ring`, wakes the helper on setting it: it may have chosen a long
+    /// sleep before the mark existed, and must lift the mark after
+    /// [`MARK_LINGER`] if nobody else does.
+    #[inline]
+    pub(crate) fn touch(&self, bell: &goal_transport::shm::Doorbell, ring: bool) {
+        // Only "it moved" matters to the helper: a plain store does that
+        // without a locked instruction (two racing application threads
+        // may lose an increment, never the move).
+        self.epoch.store(self.epoch.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        if !self.set.load(Ordering::Relaxed) && !self.set.swap(true, Ordering::AcqRel) {
+            bell.mark_polling();
+            if ring {
+                bell.ring();
+            }
+        }
+    }
+
+    /// Called by Run before the execution starts. In a loop of Runs and
+    /// Waits with nothing between them the mark stays (the Wait follows at
+    /// once); when the application computed since its last Run, it will
+    /// likely compute again now, and arriving data must wake the helper.
+    /// One clock read per Run (50 ns in this VM) buys that: without it,
+    /// either every hop of a latency loop paid a futex wake-up (8-byte
+    /// barrier 0.4 us -> 25 us) or background progress stalled for
+    /// [`MARK_LINGER`] after every call (0-20 % overlap).
+    ///
+    /// The time since the previous Run misleads in one common pattern: a
+    /// short synchronising collective (Run, Wait at once) right before the
+    /// Run of a collective the application computes behind. So Wait also
+    /// records, per schedule, whether the application computed between that
+    /// schedule's Run and its Wait, and a Run of a schedule that did acts
+    /// as after a long gap. (Measured across 4 emulated hosts, 4 ranks on 2
+    /// cores, a barrier run right after another barrier and then 300 us of
+    /// computation: on the rank whose first barrier ended quickest, the
+    /// helper stayed deaf to the network and the Wait after the
+    /// computation took 490 us.) A Wait that ends within its first batch
+    /// of polls reads no clock: this Run judges it (see `short_wait`).
+    /// When the application will compute,
+    /// `unpark` wakes a helper that sleeps in [`park`]. Returns the clock
+    /// it read, for Wait.
+    #[inline(always)]
+    pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: u32, unpark: impl FnOnce()) -> u64 {
+        let now = crate::ticks::now();
+        // Since the last Run, or since the end of the last Wait: a loop of
+        // long Waits (a 1 MiB scatter, a 4 MiB gather) is no computation,
+        // and taking it for one woke the helper twice per iteration (the
+        // next Run lifted the mark and woke it, the one after set the mark
+        // again and rang it): 2 ranks, scatter 1 MiB took 64-143 us in
+        // thread mode against 63-67 us in manual mode.
+        let last_run = self.last_run.load(Ordering::Relaxed);
+        self.last_run.store(now, Ordering::Relaxed);
+        let mut word = self.computes.load(Ordering::Relaxed);
+        let short = self.short_wait.load(Ordering::Relaxed);
+        let gap = if short != 0 {
+            self.short_wait.store(0, Ordering::Relaxed);
+            // The latest Run's Wait ended within its first batch, at a time
+            // between that Run and now that it did not read: taken as just
+            // now, like the Wait of a loop with nothing between Wait and
+            // Run. Close behind that Run, the application did not compute
+            // between that Run and its Wait either.
+            let bit = 1u64 << ((short - 1) % 64);
+            if word & bit != 0 && now.saturating_sub(last_run) < self.tight_loop {
+                word ^= bit;
+                self.computes.store(word, Ordering::Relaxed);
+            }
+            0
+        } else {
+            now.saturating_sub(last_run.max(self.last_wait.load(Ordering::Relaxed)))
+        };
+        let gap = if word & (1 << (sched_id % 64)) != 0 { u64::MAX } else { gap };
+        if gap < self.tight_loop {
+            self.touch(bell, true);
+            return now;
+        }
+        self.after_gap(bell, gap, unpark);
+        now
+    }
+
+    /// [`at_run`](Self::at_run) after a gap (or for a schedule the
+    /// application computes behind): out of the line of a latency loop.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn after_gap(&self, bell: &goal_transport::shm::Doorbell, gap: u64, unpark: impl FnOnce()) {
+        // A plain increment: only `GOAL_DEBUG`'s summary reads it.
+        self.computed_runs.store(self.computed_runs.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // Not a tight loop: the application computes between its calls, so
+        // lift the mark (peers on this machine ring again from now on).
+        let lifted = self.lift(bell);
+        self.computing.store(true, Ordering::Relaxed);
+        unpark();
+        if (lifted || self.helper_deaf.load(Ordering::SeqCst)) && gap >= self.deaf_ring_gap {
+            // The helper may sleep on the doorbell alone (it does while an
+            // application thread waits): wake it so that it sleeps again
+            // on the network too. Without this, 1 MiB across hosts moved
+            // only inside Wait (overlap 71 % -> 8 %). The mark alone does
+            // not tell: a Wait that slept has lifted it already.
+            // Not for a gap under DEAF_RING_GAP: a latency loop across
+            // hosts whose iteration took a little over TIGHT_LOOP would pay
+            // the wake-up, and the woken helper would take the CPU from its
+            // polling rank (8-byte latency 7.5 -> 8.9 us). Peers on this
+            // machine still ring the doorbell, since the mark is lifted.
+            bell.ring();
+        }
+    }
+
+    /// Called by a Run whose own long copy ended at `end` (see
+    /// `Engine::long_end`): the Run counts as ending then, both for the
+    /// next Run's gap and for its own Wait. Returns `end`, the new `run_at`.
+    pub(crate) fn ran_until(&self, end: u64) -> u64 {
+        self.last_run.store(end, Ordering::Relaxed);
+        end
+    }
+
+    /// Called by Wait when it finds its execution still running, `now`
+    /// after Run read `run_at`: notes whether the application computed in
+    /// between. Stores only on a change, so that a steady loop leaves the
+    /// word's cache line alone.
+    pub(super) fn note_wait(&self, sched_id: u32, run_at: u64, now: u64) {
+        if self.short_wait.load(Ordering::Relaxed) != 0 {
+            self.short_wait.store(0, Ordering::Relaxed);
+        }
+        let bit = 1u64 << (sched_id % 64);
+        let computed = now.saturating_sub(run_at) >= self.tight_loop;
+        let word = self.computes.load(Ordering::Relaxed);
+        if (word & bit != 0) != computed {
+            // A plain store: two racing threads may lose each other's
+            // note, which only costs one Run the old guess.
+            self.computes.store(word ^ bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Called by a Wait that ended within its first batch of polls, without
+    /// a clock: if its execution is of the latest Run, the next Run can
+    /// tell from its own clock whether the application computed between
+    /// this Run and this Wait (see `short_wait`).
+    #[inline]
+    pub(super) fn note_short_wait(&self, sched_id: u32, run_at: u64) {
+        let v = if run_at == self.last_run.load(Ordering::Relaxed) { sched_id % 64 + 1 } else { 0 };
+        if self.short_wait.load(Ordering::Relaxed) != v {
+            self.short_wait.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// Lifts the mark if it is set, saying whether it was. The caller
+    /// re-checks for work, or wakes a thread that will.
+    pub(crate) fn lift(&self, bell: &goal_transport::shm::Doorbell) -> bool {
+        let lifted = self.set.load(Ordering::Relaxed) && self.set.swap(false, Ordering::AcqRel);
+        if lifted {
+            bell.unmark_polling();
+        }
+        lifted
+    }
+
+    pub(super) fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    pub(super) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+}

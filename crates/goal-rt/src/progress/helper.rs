@@ -1,0 +1,324 @@
+//! The helper thread of the `thread` and `spin` modes: where it runs
+//! (`Placement`), its loop of polling briefly and sleeping on the doorbell,
+//! and how it parks while an application thread waits (and is unparked).
+
+use super::*;
+
+/// Starts the helper thread of the `thread` and `spin` modes.
+pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
+    if rt.cfg.progress == ProgressMode::Manual {
+        return Ok(());
+    }
+    let r = rt.clone();
+    let h = std::thread::Builder::new()
+        .name("goal-progress".into())
+        .spawn(move || {
+            place_helper(&r.cfg, r.rank);
+            helper_loop(&r)
+        })
+        .map_err(|e| Error::new(ErrorKind::System, format!("GOAL_Init: starting the progress thread: {e}")))?;
+    *rt.helper.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+    Ok(())
+}
+
+/// Applies `GOAL_PROGRESS_CPU` and `GOAL_PROGRESS_RT` to the calling
+/// (helper) thread. Neither is essential: a refusal is said once, on the
+/// rank it happened to, and the helper runs on as an ordinary thread.
+pub(super) fn place_helper(cfg: &Config, rank: u32) {
+    if let Some(cpu) = cfg.helper_cpu.filter(|_| !cfg.helper_shared) {
+        if let Err(e) = affinity::pin(cpu) {
+            say!("goal (rank {rank}): GOAL_PROGRESS_CPU={cpu}: cannot pin the progress thread there ({e}); it runs unpinned");
+        }
+    }
+    if !cfg.slice.is_zero() && !cfg.helper_rt {
+        if let Err(e) = crate::slice::set_for_thread(cfg.slice) {
+            if cfg.debug {
+                say!("goal (rank {rank}): GOAL_SLICE_US={}: the scheduler refused the slice ({e}); the helper keeps the default", cfg.slice.as_micros());
+            }
+        }
+    }
+    if cfg.helper_rt {
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: pthread_self() is this thread; `param` is a valid sched_param.
+        let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        if rc != 0 {
+            say!(
+                "goal (rank {rank}): GOAL_PROGRESS_RT=1: the progress thread cannot run as real-time (SCHED_FIFO: {}); it runs as an ordinary thread",
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+    }
+}
+
+/// Where the helper runs when the helpers of the ranks here share a CPU
+/// (`Config::helper_shared`): on that CPU while its application computes,
+/// so that a chain of messages between local ranks is carried by helpers
+/// waking each other there (a context switch each, not an interrupt from
+/// another CPU as well); on the CPUs it had before while the application
+/// calls Run and Wait in a loop, where the helper's brief turns on another
+/// rank's CPU would delay that rank (2 ranks, collectives of 64 KiB to
+/// 4 MiB in a loop: 10-35 % slower with the helpers always on one CPU).
+pub(super) struct Placement {
+    /// The shared CPU, if any.
+    pub(super) shared: Option<usize>,
+    /// The CPUs the helper had before it moved there.
+    pub(super) before: Option<affinity::CpuSet>,
+}
+
+impl Placement {
+    fn new(cfg: &Config) -> Placement {
+        Placement { shared: cfg.helper_cpu.filter(|_| cfg.helper_shared), before: None }
+    }
+
+    /// Whether there is a shared CPU to move to (without one, the helper's
+    /// loop spends no locked instruction on the `computing` hint).
+    fn shares(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Moves the helper to the shared CPU (once).
+    fn share(&mut self, rt: &Runtime) {
+        let Some(cpu) = self.shared else { return };
+        if self.before.is_some() {
+            return;
+        }
+        let Some(now) = affinity::current() else {
+            self.shared = None;
+            return;
+        };
+        match affinity::pin(cpu) {
+            Ok(()) => self.before = Some(now),
+            Err(e) => {
+                if rt.cfg.debug {
+                    say!("goal (rank {}): cannot run the progress thread on CPU {cpu}, which the ranks' helpers share ({e}); it stays where it is", rt.rank);
+                }
+                self.shared = None;
+            }
+        }
+    }
+
+    /// Moves the helper back to the CPUs it had before [`Placement::share`].
+    fn own(&mut self) {
+        if let Some(set) = self.before.take() {
+            let _ = affinity::set(&set);
+        }
+    }
+}
+
+/// Whether pollers hand the CPU over between batches of polls without
+/// news. A waiting thread polls for `GOAL_SPIN_US` before it sleeps; with
+/// more ranks than cores, the rank we wait for may need the very CPU our
+/// polling holds, so a poller then calls `sched_yield` after every batch.
+/// Measured here (4 ranks on 2
+/// cores, kernel 6.18, ranks pinned or not): a barrier took 14-16 us when
+/// polling 2 us without yielding and then sleeping (each hop a futex
+/// wake-up), 6.2 us pinned / 13 us unpinned when yielding for 50 us; with
+/// a helper thread per rank, 55-96 us against 6.3-13 us.
+pub(super) fn yields(rt: &Runtime) -> bool {
+    rt.oversubscribed
+}
+
+/// Gives the CPU to another runnable thread, if any.
+pub(super) fn yield_now() {
+    // SAFETY: sched_yield has no preconditions.
+    unsafe { libc::sched_yield() };
+}
+
+pub(super) fn helper_loop(rt: &Runtime) {
+    let spin = rt.cfg.helper_spin.unwrap_or_default();
+    let yield_polls = yields(rt);
+    let mut seen_epoch = rt.app_mark.epoch();
+    // How long the mark may linger before we look again (see MAX_LINGER).
+    let mut linger = MARK_LINGER;
+    // Engine-lock misses in a row (see LOCK_MISSES).
+    let mut lock_misses = 0u32;
+    let mut place = Placement::new(&rt.cfg);
+    loop {
+        // Lift the application's mark once it has lingered a whole period
+        // without a Run or Wait (the poll below is the re-check). While the
+        // application keeps calling, look less and less often.
+        // (A mark that Run lifted does not reset the period: Run lifts it
+        // in every loop whose iterations are long, and the helper would
+        // again wake every MARK_LINGER during each Wait, 21579 context
+        // switches in 3000 iterations of 100 ping-pongs between two hosts,
+        // against 473 without a helper.)
+        // (Nor while the engine is held: with no thread of ours waiting,
+        // that is the application inside a Run or a Test, say a Run that
+        // copies a large block, which is no computation. Taken for one, it
+        // lifted the mark and moved the helper to the shared CPU in a
+        // fifth of the iterations of a 2-rank allgather of 4 MiB, and the
+        // helper then looked for the engine there, next to the peer.)
+        let now = rt.app_mark.epoch();
+        if rt.app_mark.is_set() {
+            if rt.app_waiting.load(Ordering::Acquire) == 0 && now == seen_epoch && !rt.engine.is_held() {
+                rt.app_mark.lift(&rt.bell);
+                linger = MARK_LINGER;
+                // The application computes: carry its messages from the CPU
+                // the ranks' helpers share.
+                place.share(rt);
+            } else if now != seen_epoch {
+                linger = (linger * 2).min(MAX_LINGER);
+            }
+        }
+        if now != seen_epoch {
+            // The application calls goal again: back beside it.
+            place.own();
+        } else if place.shares() && rt.app_waiting.load(Ordering::Acquire) == 0 && rt.app_mark.computing.swap(false, Ordering::Relaxed) {
+            // A Run found it computing between its calls.
+            place.share(rt);
+        }
+        seen_epoch = now;
+        if rt.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        // Poll while there is news, and for `spin` after the last of it,
+        // unless an application thread is waiting (it drives progress then).
+        let mut polled = false;
+        if rt.app_waiting.load(Ordering::Acquire) == 0 {
+            polled = true;
+            let _polling = rt.bell.polling();
+            let mut last_event = Instant::now();
+            while !rt.shutdown.load(Ordering::Acquire) && rt.app_waiting.load(Ordering::Acquire) == 0 {
+                match rt.try_progress() {
+                    Some(n) if n > 0 => last_event = Instant::now(),
+                    _ => {
+                        if last_event.elapsed() >= spin {
+                            break;
+                        }
+                        if yield_polls && !rt.cfg.helper_rt {
+                            yield_now();
+                        } else {
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+            }
+        }
+        // While we polled, peers skipped ringing; an application thread that
+        // waits (and now drives progress) may sleep through that: wake it.
+        if polled && rt.app_waiting.load(Ordering::Acquire) > 0 {
+            rt.bell.ring();
+        }
+        if rt.app_waiting.load(Ordering::Acquire) > 0 {
+            park(rt);
+            continue;
+        }
+        // Sleep: register, re-check, then wait for a ring.
+        let guard = rt.bell.prepare();
+        if rt.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        // While an application thread waits it drives progress and holds
+        // the engine lock most of the time: do not queue up on that lock
+        // (the hand-over would cost it two context switches on its CPU).
+        // Never block on the engine lock either: its holder would have to
+        // wake us with a system call on its way out, and an application
+        // thread pays that in its Run or Wait (seen: seven context switches
+        // per execution of a ping-pong schedule). A holder other than a
+        // waiting application thread (a Run, a Test) is brief: look again.
+        let (made, busy, must_poll) = if rt.app_waiting.load(Ordering::Acquire) > 0 {
+            (0, false, false)
+        } else {
+            match rt.try_engine() {
+                Some(mut e) => {
+                    lock_misses = 0;
+                    (e.poll(), e.busy(), e.must_poll())
+                }
+                // The holder is an application thread inside a call of a
+                // loop of Runs and Waits (the mark is set), say a Run that
+                // copies a large block: it does the work. Sleep until the
+                // mark has lingered; looking again after a yield, up to
+                // LOCK_MISSES times, only took the holder's CPU in slices
+                // (2 ranks, allgather of 4 MiB: 60-175 such looks per 30
+                // iterations).
+                None if rt.app_mark.is_set() => (0, false, false),
+                None if lock_misses < LOCK_MISSES => {
+                    lock_misses += 1;
+                    drop(guard);
+                    if rt.cfg.helper_rt {
+                        // A real-time thread's yield never lets an ordinary
+                        // one run, and the lock's holder may be one waiting
+                        // for this very CPU.
+                        std::thread::sleep(Duration::from_micros(20));
+                    } else {
+                        yield_now();
+                    }
+                    continue;
+                }
+                // A holder that keeps the lock (a thread calling Progress in
+                // a loop): sleep briefly rather than yield without end.
+                None => (0, true, true),
+            }
+        };
+        if made > 0 {
+            continue;
+        }
+        let timeout = if must_poll {
+            Duration::from_millis(1)
+        } else if rt.app_mark.is_set() {
+            linger
+        } else if busy {
+            LIVENESS_TICK
+        } else {
+            IDLE_SLEEP
+        };
+        // Deaf only if the application still waits once the flag is up
+        // (pairs with Wait's exit and Run's check, both SeqCst).
+        let deaf = rt.wake_fd.is_some() && {
+            rt.app_mark.helper_deaf.store(true, Ordering::SeqCst);
+            rt.app_waiting.load(Ordering::SeqCst) > 0
+        };
+        if deaf {
+            // The waiting application polls the network itself: a helper
+            // woken by every packet would only take the CPU from it
+            // (measured: 8-byte latency between two hosts 89 us, not 11).
+            guard.sleep(timeout);
+        } else {
+            sleep(rt, guard, timeout);
+        }
+        rt.app_mark.helper_deaf.store(false, Ordering::Relaxed);
+        if busy {
+            if let Some(mut e) = rt.try_engine() {
+                e.check_peers_if_due();
+            }
+        }
+    }
+}
+
+/// Sleeps while an application thread waits, until the last one leaves
+/// Wait (or for [`MAX_LINGER`]).
+///
+/// The waiting thread drives progress itself, and sleeps on the doorbell
+/// when nothing comes. Were the helper asleep on the doorbell too, every
+/// ring meant for that thread would wake both, and the helper, with
+/// nothing to do, would take the CPU from the one that has: on this
+/// machine's two cores, 2 ranks, a 4 MiB gather took 820 us in `thread`
+/// mode with 12 000 context switches a second, against 500-590 us and
+/// 1 600-4 700 in `manual` mode. So the helper sleeps on the count of
+/// waiting threads instead, which only Wait's exit changes to zero.
+///
+/// A Wait that leaves nothing in flight does not wake the helper: the
+/// wake-up would take the CPU from the application right after its Wait,
+/// for nothing to do. The next Run after which the application computes
+/// does (see [`AppMark::at_run`]), and the helper looks again after
+/// [`MAX_LINGER`] in any case, for the lingering mark.
+pub(super) fn park(rt: &Runtime) {
+    // Dekker with Wait's exit (see `unpark`): either we see the count at
+    // zero, or the thread that brought it there sees us parked.
+    rt.helper_parked.store(true, Ordering::SeqCst);
+    let n = rt.app_waiting.load(Ordering::SeqCst);
+    if n > 0 && !rt.shutdown.load(Ordering::Acquire) {
+        // Returns at once if the count moved since the load.
+        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(MAX_LINGER));
+    }
+    rt.helper_parked.store(false, Ordering::Relaxed);
+}
+
+/// Wakes a helper asleep in [`park`]: called when the last waiting
+/// thread leaves Wait with executions in flight, by a Run after which the
+/// application computes, and at shutdown.
+pub(crate) fn unpark(rt: &Runtime) {
+    if rt.helper_parked.load(Ordering::SeqCst) {
+        let _ = goal_transport::sys::futex_wake(&rt.app_waiting, 1);
+    }
+}

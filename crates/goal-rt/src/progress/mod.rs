@@ -1,0 +1,327 @@
+//! Who drives the engine, and how a thread waits without burning a core.
+//!
+//! Every waiting thread follows the same rule: poll for a short, tunable
+//! while (`GOAL_SPIN_US`, or adapted to recent waits: see [`Spin`]; a spin
+//! hand-over costs tens of nanoseconds, a cross-core wake-up tens of
+//! microseconds in a VM), then register on the
+//! doorbell, poll once more, and sleep in the kernel until a peer rings. The
+//! register-then-recheck order means a peer's write is either seen by the
+//! recheck or followed by a ring: no lost wake-ups (see goal-transport's
+//! `Doorbell`). Sleeps are bounded (100 ms) so that a dead peer is noticed
+//! even when nothing arrives.
+//!
+//! Modes:
+//! * `manual`: no helper; executions move only inside Test, Wait, Progress.
+//! * `thread`: a helper thread sleeps on the doorbell and is woken by
+//!   arriving data. While an application thread is inside Wait, the helper
+//!   stands down and the waiting thread drives progress itself (so the two
+//!   never fight over the engine lock or a core); the helper then sleeps
+//!   where the doorbell does not reach it (see [`park`]).
+//!   The helper polls only briefly after an event (`GOAL_HELPER_SPIN_US`):
+//!   20 us when it has a core of its own, not at all when it shares one with
+//!   a computing rank, whose CPU every polled microsecond would take. With
+//!   nothing in flight it sleeps until rung (bounded at 10 s), so an idle
+//!   runtime costs the application nothing measurable.
+//!   The helper asks the scheduler for a short time slice (`GOAL_SLICE_US`,
+//!   100 us; see `slice`): woken by a message, it preempts the computing
+//!   application at once instead of waiting out the application's slice,
+//!   as Hoefler and Lumsdaine's real-time threads do, without privileges.
+//!   An application thread asks for the same while it sleeps in Wait.
+//!   Without a spare core but with a core per rank, the helpers of up to 8
+//!   ranks that reach each other through shared memory run on one CPU,
+//!   the highest the machine's ranks may use, while their applications
+//!   compute, so that a chain of messages between them is carried by
+//!   helpers waking each other there, without an inter-processor
+//!   interrupt per message; while an application calls Run and Wait in a
+//!   loop its helper stays beside it (see `Placement` and
+//!   `Config::resolve_progress`). `GOAL_PROGRESS_CPU` pins the helper
+//!   elsewhere (`any`: unpinned), `GOAL_PROGRESS_RT=1` makes it a
+//!   real-time thread (`SCHED_FIFO`) where permitted; such a helper never
+//!   calls `sched_yield` (which would not let an ordinary thread run), it
+//!   sleeps briefly instead.
+//! * `spin`: like `thread` with a long polling spell, for a spare core.
+//! * `auto` (the default) picks `spin` when every rank here has a spare core
+//!   for its helper, else `thread` (see `Config::resolve_progress`).
+//!
+//! The engine lock admits one progressing thread at a time; a thread that
+//! finds it taken simply checks its own handle again, since the holder is
+//! already doing the work. Completion is published through the handle's
+//! atomic state, then the doorbell is rung so that sleepers re-check.
+
+use crate::affinity;
+use crate::config::{Config, ProgressMode};
+use crate::engine::{ExecShared, Thresholds, RUNNING};
+use crate::error::{Error, ErrorKind, Result};
+use crate::Runtime;
+use goal_transport::shm::ShmNode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod appmark;
+mod helper;
+mod spin;
+
+pub(crate) use appmark::AppMark;
+pub(crate) use helper::{start_helper, unpark};
+pub(crate) use spin::Spin;
+use self::{appmark::*, helper::*};
+
+/// Polls made per taking of the engine lock while an application thread waits.
+const POLL_BATCH: u32 = 64;
+
+/// The longest the helper sleeps before it looks at a mark that lingers
+/// while the application keeps calling Run and Wait. Looking every
+/// [`MARK_LINGER`] woke the helper 5000 times a second during a latency
+/// loop, each wake-up taking its core from a polling rank for a few
+/// microseconds. The cost of the longer look: when such a loop turns into a
+/// computation right after a Run, the mark can hold off background
+/// progress for up to this long, once.
+const MAX_LINGER: Duration = Duration::from_millis(3);
+
+/// Times in a row the helper yields and looks again when another thread
+/// holds the engine lock, before it sleeps (at most 1 ms) instead.
+const LOCK_MISSES: u32 = 64;
+
+/// With `GOAL_DEBUG=1`, a Wait that has slept this long prints what the
+/// rank's executions wait for, and again every [`STALL_REPORT_EVERY`].
+const STALL_REPORT_AFTER: Duration = Duration::from_secs(10);
+
+const STALL_REPORT_EVERY: Duration = Duration::from_secs(30);
+
+/// How long the helper sleeps when nothing is in flight (a Run rings it).
+const IDLE_SLEEP: Duration = Duration::from_secs(10);
+
+/// How long a sleeper sleeps at most before it checks peer liveness.
+const LIVENESS_TICK: Duration = Duration::from_millis(100);
+
+/// The protocol thresholds: the environment's, else the defaults measured here.
+pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize) -> Thresholds {
+    let measured = crate::calibrate::thresholds(cfg.debug, &cfg.cpus);
+    let eager = cfg.eager_limit.unwrap_or(measured.eager).min(shm.max_eager());
+    let heap_eager = measured.heap_eager.min(eager);
+    let cma = cfg.cma_range.unwrap_or(measured.cma);
+    let credit = (cfg.unexpected_bytes / (size.max(2) as u64 - 1)).max(eager as u64);
+    // Stream or CMA per message from 64 KiB (above the eager limit), unless
+    // the environment fixes the CMA range or turns this off.
+    let adapt_from = if cfg.cma_range.is_none() && cfg.adapt { (eager + 1).max(64 << 10) } else { usize::MAX };
+    Thresholds { eager, heap_eager, cma, credit, net_eager: cfg.net_eager, net_eager_one_rail: cfg.net_eager_one_rail, adapt_from }
+}
+
+/// Blocks the calling application thread until `shared` is no longer running.
+pub(crate) fn wait(shared: &ExecShared) {
+    let rt: &Runtime = &shared.rt;
+    if shared.state.load(Ordering::Acquire) != RUNNING {
+        return;
+    }
+    let helper = rt.cfg.progress != ProgressMode::Manual;
+    // A first batch of passes, without counting this thread among the
+    // waiting ones: in a loop of small collectives most Waits end here, and
+    // the count's two locked instructions and the spin's bookkeeping were
+    // some 75 of the 2 000 instructions of a 2-rank barrier's Run and Wait.
+    // Nor does it read the clock (10 ns in this VM, and with the marks'
+    // bookkeeping a 2-rank barrier took 0.278 us with a helper against
+    // 0.255 us without): the next Run learns from its own clock what this
+    // Wait would have noted (see `AppMark::note_short_wait`).
+    // Whether that batch made a long copy (a CMA read of an exchange's
+    // block, say): then this Wait cannot tell when it was called.
+    let mut copied_first = false;
+    if let Some(mut e) = rt.engine.try_lock() {
+        let long_before = e.long_end();
+        let batch = poll_batch(&mut e, shared);
+        copied_first = e.long_end() != long_before;
+        if let (_, Some((busy, long_end))) = batch {
+            drop(e);
+            if helper {
+                let run_at = shared.run_at.load(Ordering::Relaxed);
+                rt.app_mark.note_short_wait(shared.sched_id, run_at);
+                // A long copy made in this batch ended after the Run: the
+                // time up to its end was not the application's.
+                if long_end > run_at {
+                    rt.app_mark.last_wait.store(long_end, Ordering::Relaxed);
+                }
+                if busy {
+                    hand_back(rt, rt.app_waiting.load(Ordering::SeqCst) == 0);
+                }
+            }
+            rt.spin.record(0, false);
+            return;
+        }
+    }
+    let entry = crate::ticks::now();
+    if helper {
+        // After a long copy in the first batch, the clock read above is no
+        // measure of the time between Run and this call: taken for one, a
+        // 1 MiB allgather's Wait, which reads its peer's block there, told
+        // every later Run of it that the application computed (2 ranks:
+        // 120-420 of 1 000 Runs woke or moved the helper; 256 KiB to 4 MiB
+        // 4-6 % slower than with the note kept as it was).
+        if !copied_first {
+            rt.app_mark.note_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), entry);
+        }
+        // Once per call: after a sleep the mark stays lifted (touching it
+        // again would ring the helper on every wake-up).
+        rt.app_mark.touch(&rt.bell, false);
+    }
+    let others = rt.app_waiting.fetch_add(1, Ordering::AcqRel);
+    let yield_polls = yields(rt);
+    // The polling mark tells peers to skip waking a sleeper of ours while we
+    // poll. With a helper, the lingering mark does (see `AppMark`). Without
+    // one and with no other thread of ours waiting there is no such
+    // sleeper, and the mark would only move its cache line back and forth
+    // between us and every peer that sends (measured: 10 % of an 8-byte
+    // exchange).
+    let mark = !helper && others > 0;
+    // Whether other executions were in flight when ours finished, if this
+    // thread saw it finish with the engine lock held (saves taking the lock
+    // again below).
+    let mut others_busy = None;
+    let spin_ticks = rt.spin.limit();
+    let mut slept = false;
+    // When the current spell of polling began (the clock read above is
+    // the first one's).
+    let mut spell = entry;
+    // The latest clock reading, left for Run in `AppMark::last_wait`: at
+    // most a batch of polls before the end, or the end of a long copy
+    // made in the last batch (`long_end`), whichever is later. (The last
+    // news alone missed a Wait that polled long for one message: the next
+    // Run took that wait for a computation and woke the helper.)
+    let mut latest = entry;
+    let mut long_end = 0;
+    let mut next_report = STALL_REPORT_AFTER;
+    loop {
+        // Poll (peers need not ring while we do), for `spin` after the last
+        // news. The engine lock is held across a batch of polls: taking it
+        // per poll would add two locked instructions to every hop.
+        {
+            let _polling = mark.then(|| rt.bell.polling());
+            // The last news of this spell (its start, without any).
+            let mut since = spell;
+            'spin: while shared.state.load(Ordering::Acquire) == RUNNING {
+                let mut news = false;
+                match rt.engine.try_lock() {
+                    Some(mut e) => {
+                        let done;
+                        (news, done) = poll_batch(&mut e, shared);
+                        if let Some((busy, end)) = done {
+                            others_busy = Some(busy);
+                            long_end = end;
+                            break 'spin;
+                        }
+                    }
+                    None => std::hint::spin_loop(),
+                }
+                latest = crate::ticks::now();
+                if news {
+                    since = latest;
+                } else if latest.saturating_sub(since) >= spin_ticks {
+                    break;
+                } else if yield_polls {
+                    yield_now();
+                }
+            }
+        }
+        if shared.state.load(Ordering::Acquire) != RUNNING {
+            break;
+        }
+        // Sleep: lift our mark (or peers would not ring), register,
+        // re-check, then wait for a ring.
+        if helper {
+            rt.app_mark.lift(&rt.bell);
+        }
+        let guard = rt.bell.prepare();
+        let must_poll = match rt.engine.try_lock() {
+            Some(mut e) => {
+                if e.poll() > 0 {
+                    continue;
+                }
+                e.must_poll()
+            }
+            None => false,
+        };
+        if shared.state.load(Ordering::Acquire) != RUNNING {
+            break;
+        }
+        {
+            // Woken by a message, run at once rather than after the slice
+            // of whatever computes on this CPU (see `slice`).
+            let _slice = crate::slice::WaitSlice::enter(rt.cfg.slice);
+            sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
+        }
+        slept = true;
+        spell = crate::ticks::now();
+        latest = spell;
+        let waited = crate::ticks::duration(spell.saturating_sub(entry));
+        let mut e = rt.lock_engine();
+        e.check_peers_if_due();
+        if rt.cfg.debug && waited >= next_report {
+            next_report += STALL_REPORT_EVERY;
+            let lines = e.stall_report();
+            drop(e);
+            say!("goal: rank {}: Wait has waited {:.0} s; in flight:", rt.rank, waited.as_secs_f64());
+            for l in lines {
+                say!("goal: rank {}:   {l}", rt.rank);
+            }
+        }
+    }
+    rt.spin.record(latest.saturating_sub(entry), slept);
+    let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
+    let busy = helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy());
+    leave(rt, helper, latest.max(long_end), busy, last);
+}
+
+/// Up to [`POLL_BATCH`] progress passes with the engine held, fewer if
+/// `shared` finishes: whether any pass moved something, and, if `shared`
+/// finished, whether other executions are in flight and when the last long
+/// copy ended (`Engine::long_end`).
+#[inline]
+fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared) -> (bool, Option<(bool, u64)>) {
+    let mut news = false;
+    e.in_wait = true;
+    for _ in 0..POLL_BATCH {
+        if e.poll() > 0 {
+            news = true;
+            if shared.state.load(Ordering::Acquire) != RUNNING {
+                e.in_wait = false;
+                return (true, Some((e.busy(), e.long_end())));
+            }
+        }
+    }
+    e.in_wait = false;
+    (news, None)
+}
+
+/// The end of a Wait whose execution finished at `end` (`ticks`): leaves
+/// `end` for the next Run (see `AppMark::last_wait`) and, if executions are
+/// still `busy`, hands progress back to the helper (woken if this was the
+/// `last` thread waiting).
+#[inline]
+fn leave(rt: &Runtime, helper: bool, end: u64, busy: bool, last: bool) {
+    if !helper {
+        return;
+    }
+    rt.app_mark.last_wait.store(end, Ordering::Relaxed);
+    if busy {
+        hand_back(rt, last);
+    }
+}
+
+/// Data for executions still running must wake the helper from now on:
+/// lifts the mark and rings; wakes a parked helper if this was the `last`
+/// thread waiting.
+fn hand_back(rt: &Runtime, last: bool) {
+    rt.app_mark.lift(&rt.bell);
+    rt.bell.ring();
+    if last {
+        unpark(rt);
+    }
+}
+
+/// Sleeps until rung, until the network has news (with peers on other
+/// machines), or until `timeout`.
+fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Duration) {
+    match rt.wake_fd {
+        Some(fd) => guard.sleep_or_readable(fd, timeout),
+        None => guard.sleep(timeout),
+    }
+}

@@ -1,0 +1,135 @@
+//! How long a waiting thread polls before it sleeps: fixed
+//! (`GOAL_SPIN_US`) or adapted to how soon recent waits ended after a sleep
+//! ([`Spin`]).
+
+use super::*;
+
+/// The longest an adaptive [`Spin`] polls before sleeping.
+pub(super) const SPIN_MAX: Duration = Duration::from_millis(1);
+
+/// How long a Wait polls before it sleeps: `GOAL_SPIN_US`, or adapted to
+/// the waits this process has seen.
+///
+/// A Wait that sleeps pays a wake-up when its execution finishes: on this
+/// VM 10-100 us, against nothing for one that still polls. Waits that
+/// reliably end a little after the fixed 50 us (a rank that waits in a
+/// barrier for a root still busy with a 4 MiB gather, 300-400 us) paid it
+/// every time: 2 ranks, gather 4 MiB took 500-530 us with a 50 us spin and
+/// 267-333 us with 1 ms. So the spin follows the waits: an average of
+/// recent wait times (weight 1/8 for the newest), where a wait longer than
+/// [`SPIN_MAX`] counts as zero (sleeping was right for it, and the average
+/// falls back to `GOAL_SPIN_US`); the spin is twice that average, between
+/// `GOAL_SPIN_US` and [`SPIN_MAX`]. A loop of short Waits keeps the
+/// average near zero without updating it (no store on that path). Only a
+/// process whose ranks each have a core polls longer: a poller on a shared
+/// core holds it from the rank it waits for.
+pub(crate) struct Spin {
+    /// `GOAL_SPIN_US`, the least spin, in `ticks`.
+    pub(super) min: u64,
+    /// [`SPIN_MAX`] in `ticks`; `min` when not adaptive.
+    pub(super) max: u64,
+    /// The average wait, in `ticks`.
+    pub(super) avg: std::sync::atomic::AtomicU64,
+}
+
+impl Spin {
+    pub(crate) fn new(min: Duration, adaptive: bool) -> Spin {
+        let min = crate::ticks::of(min);
+        let max = if adaptive { crate::ticks::of(SPIN_MAX).max(min) } else { min };
+        Spin { min, max, avg: Default::default() }
+    }
+
+    /// How long to poll before sleeping, in `ticks`.
+    #[inline]
+    pub(super) fn limit(&self) -> u64 {
+        if self.max == self.min {
+            return self.min;
+        }
+        self.avg.load(Ordering::Relaxed).saturating_mul(2).clamp(self.min, self.max)
+    }
+
+    /// Notes a Wait that polled or slept for `waited` ticks (from its entry
+    /// to its last clock reading).
+    #[inline]
+    pub(super) fn record(&self, waited: u64, slept: bool) {
+        if self.max == self.min {
+            return;
+        }
+        let avg = self.avg.load(Ordering::Relaxed);
+        // Short waits of a loop that never slept: nothing to learn.
+        if avg == 0 && !slept && waited < self.min / 4 {
+            return;
+        }
+        let sample = if waited > self.max { 0 } else { waited };
+        // avg += (sample - avg) / 8, in unsigned steps.
+        let next = if sample >= avg { avg + (sample - avg) / 8 } else { avg - (avg - sample).div_ceil(8) };
+        // Far below the least spin the average has no effect: let it be
+        // zero, which the check above keeps from further stores.
+        let next = if next < self.min / 16 { 0 } else { next };
+        if next != avg {
+            self.avg.store(next, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ticks;
+
+    pub(super) fn us(n: u64) -> u64 {
+        ticks::of(Duration::from_micros(n))
+    }
+
+    #[test]
+    pub(super) fn the_spin_grows_to_catch_waits_that_end_soon_after_a_sleep() {
+        let spin = Spin::new(Duration::from_micros(50), true);
+        assert_eq!(spin.limit(), us(50));
+        // Waits of 400 us, each of which slept: within a few dozen the
+        // spin covers them, and stays at most SPIN_MAX.
+        let waits = (1..=40).find(|_| {
+            spin.record(us(400), true);
+            spin.limit() >= us(400)
+        });
+        assert!(waits.is_some(), "the spin stayed at {:?} after 40 waits of 400 us", ticks::duration(spin.limit()));
+        for _ in 0..100 {
+            spin.record(us(900), false);
+        }
+        assert!(spin.limit() <= us(1000) + 1, "the spin passed SPIN_MAX: {:?}", ticks::duration(spin.limit()));
+        // Waits far longer than SPIN_MAX: sleeping is right, the spin falls
+        // back to GOAL_SPIN_US, and the average to zero.
+        for _ in 0..200 {
+            spin.record(us(20_000), true);
+        }
+        assert_eq!(spin.limit(), us(50));
+        assert_eq!(spin.avg.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    pub(super) fn short_waits_leave_the_spin_alone() {
+        let spin = Spin::new(Duration::from_micros(50), true);
+        for _ in 0..1000 {
+            spin.record(us(1), false);
+        }
+        assert_eq!(spin.avg.load(Ordering::Relaxed), 0);
+        assert_eq!(spin.limit(), us(50));
+        // After longer waits, short ones bring it back down.
+        for _ in 0..50 {
+            spin.record(us(300), true);
+        }
+        assert!(spin.limit() > us(300));
+        for _ in 0..200 {
+            spin.record(us(1), false);
+        }
+        assert_eq!(spin.limit(), us(50));
+    }
+
+    #[test]
+    pub(super) fn a_fixed_spin_does_not_adapt() {
+        let spin = Spin::new(Duration::from_micros(50), false);
+        for _ in 0..100 {
+            spin.record(us(400), true);
+        }
+        assert_eq!(spin.limit(), us(50));
+    }
+}
