@@ -1,0 +1,396 @@
+//! Reading: bytes from a socket into the receive buffer (or straight into a
+//! registered bulk destination), frames out of the buffer, and each frame
+//! to its handler: active messages to the caller in order, fragments to
+//! their transfer, acknowledgements to what they acknowledge.
+
+use super::*;
+
+impl NetNode {
+    /// Reads what the socket has (a bounded number of times) and handles it.
+    pub(super) fn read_conn(&mut self, c: usize, on: &mut dyn FnMut(Event<'_>)) -> usize {
+        let mut n = 0;
+        for _ in 0..READS_PER_POLL {
+            n += self.consume(c, on);
+            if !self.live(c) {
+                return n;
+            }
+            if !self.connected && self.conn(c).is_up() {
+                // Handshake done during `connect`: the rest waits.
+                return n;
+            }
+            let (got, asked) = match self.read_some(c) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    self.fail_conn(c, format!("read: {e}"));
+                    return n;
+                }
+            };
+            if got == 0 {
+                let why = if self.conn(c).is_up() { "the peer closed the connection" } else { "closed during the handshake" };
+                self.fail_conn(c, why.into());
+                return n;
+            }
+            self.conn(c).counters.bytes_in += got as u64;
+            if got < asked {
+                n += self.consume(c, on);
+                break;
+            }
+        }
+        if self.live(c) {
+            self.send_frag_acks(c);
+        }
+        n
+    }
+
+    /// One read: into the fragment destination (plus a tail into the buffer)
+    /// when a body is being read and nothing is buffered, else into the
+    /// buffer. Returns (bytes read, bytes asked for).
+    fn read_some(&mut self, c: usize) -> io::Result<(usize, usize)> {
+        let NetNode { conns, peers, scratch, iov, .. } = self;
+        let conn = conns[c].as_mut().expect("live");
+        iov.clear();
+        if let (Some(body), 0) = (conn.body, conn.rx_pending()) {
+            let rest = body.remaining() as u64;
+            let p = conn.peer.expect("bodies only on established connections") as usize;
+            // Body bytes this read can take: the destination may be cut into
+            // more pieces than one readv takes, so possibly fewer than `rest`.
+            let covered = match body_dst(&peers[p], &body) {
+                Some(dst) => dst.iovecs(body.off + body.done as u64, rest, iov, MAX_IOV) as usize,
+                None => {
+                    conn.body.as_mut().expect("checked above").discard = true;
+                    let n = scratch.len().min(rest as usize);
+                    iov.push(sys::iov(scratch.as_mut_ptr(), n));
+                    n
+                }
+            };
+            conn.rx_lo = 0;
+            conn.rx_hi = 0;
+            let tail = TAIL.min(conn.rx.len());
+            iov.push(sys::iov(conn.rx.as_mut_ptr(), tail));
+            let asked: usize = iov.iter().map(|v| v.iov_len).sum();
+            // SAFETY: (1) the destination iovecs cover a range of the
+            // registration, checked against its size when the fragment header
+            // was accepted; the caller of `expect_bulk` promised that memory
+            // is valid and not otherwise used until BulkDone or PeerLost.
+            // (2) the scratch and tail iovecs point into buffers we own,
+            // which nothing else borrows during the call.
+            let got = unsafe { sys::read_vectored(conn.fd(), iov) }?;
+            let body_part = got.min(covered);
+            conn.body.as_mut().expect("checked above").done += body_part as u32;
+            conn.rx_hi = got - body_part;
+            return Ok((got, asked));
+        }
+        if conn.rx_hi == conn.rx.len() {
+            conn.rx_make_room(conn.rx.len() - conn.rx_lo + 1);
+        }
+        let free = &mut conn.rx[conn.rx_hi..];
+        let asked = free.len();
+        iov.push(sys::iov(free.as_mut_ptr(), asked));
+        // SAFETY: the iovec covers the unused end of our own buffer.
+        let got = unsafe { sys::read_vectored(conn.fd(), iov) }?;
+        conn.rx_hi += got;
+        Ok((got, asked))
+    }
+
+    /// Handles everything buffered: whole frames, and fragment bytes that
+    /// arrived in the buffer. Returns events delivered.
+    pub(super) fn consume(&mut self, c: usize, on: &mut dyn FnMut(Event<'_>)) -> usize {
+        let mut n = 0;
+        loop {
+            if !self.live(c) {
+                return n;
+            }
+            if let Some(body) = self.conn(c).body {
+                if body.done == body.len {
+                    self.body_finished(c, body);
+                    continue;
+                }
+                if self.conn(c).rx_pending() == 0 {
+                    return n;
+                }
+                self.body_from_buffer(c, body);
+                continue;
+            }
+            if !self.connected && self.conn(c).is_up() {
+                return n;
+            }
+            match self.next_frame(c, on, &mut n) {
+                Ok(None) => return n,
+                Ok(Some(None)) => {}
+                Ok(Some(Some(f))) => self.handle_owned(c, f),
+                Err(why) => {
+                    let conn = self.conn(c);
+                    if conn.is_up() {
+                        self.fail_conn(c, why);
+                    } else {
+                        self.refuse_or_fail(c, &why);
+                    }
+                    return n;
+                }
+            }
+        }
+    }
+
+    /// A handshake-phase error: an accepted connection is refused (and
+    /// logged), one we made fails.
+    fn refuse_or_fail(&mut self, c: usize, why: &str) {
+        if self.conn(c).accepted {
+            self.refuse(c, why);
+        } else {
+            self.fail_conn(c, why.to_owned());
+        }
+    }
+
+    /// Copies fragment bytes that arrived in the buffer to their place.
+    fn body_from_buffer(&mut self, c: usize, body: Body) {
+        let NetNode { conns, peers, iov, .. } = self;
+        let conn = conns[c].as_mut().expect("live");
+        let k = conn.rx_pending().min(body.remaining() as usize);
+        let p = conn.peer.expect("established") as usize;
+        if let Some(dst) = body_dst(&peers[p], &body) {
+            iov.clear();
+            dst.iovecs(body.off + body.done as u64, k as u64, iov, usize::MAX);
+            let mut from = conn.rx_lo;
+            for v in iov.iter() {
+                // SAFETY: (1) the target lies in the registration, checked
+                // when the fragment header was accepted; the caller of
+                // `expect_bulk` vouched for that memory. (2) the source is
+                // our own buffer, which cannot overlap user memory.
+                unsafe { std::ptr::copy_nonoverlapping(conn.rx.as_ptr().add(from), v.iov_base as *mut u8, v.iov_len) };
+                from += v.iov_len;
+            }
+        }
+        conn.rx_lo += k;
+        let b = conn.body.as_mut().expect("body");
+        b.done += k as u32;
+        b.discard |= body_dst(&peers[p], &body).is_none();
+    }
+
+    /// Parses the next frame. `Ok(None)`: need more bytes; `Ok(Some(None))`:
+    /// handled in place; `Ok(Some(Some(f)))`: for [`handle_owned`](Self::handle_owned).
+    fn next_frame(&mut self, c: usize, on: &mut dyn FnMut(Event<'_>), n: &mut usize) -> Result<Option<Option<Owned>>, String> {
+        let NetNode { conns, peers, pending, lim, owed, .. } = self;
+        let conn = conns[c].as_mut().expect("live");
+        let up = conn.is_up();
+        let parsed = wire::parse(&conn.rx[conn.rx_lo..conn.rx_hi], lim).map_err(|e| format!("protocol error: {e}"))?;
+        let (frame, used) = match parsed {
+            Parsed::Incomplete { need } => {
+                conn.rx_make_room(need);
+                return Ok(None);
+            }
+            Parsed::Frame(f, used) => (f, used),
+        };
+        let out = match frame {
+            Frame::Am { handler, seq, head, payload } if up => {
+                let p = conn.peer.expect("established");
+                let r = deliver_am(&mut peers[p as usize], owed, pending, p, handler, seq, head, payload, on, n);
+                conn.rx_lo += used;
+                r?;
+                return Ok(Some(None));
+            }
+            Frame::Frag(h) if up => {
+                conn.rx_lo += used;
+                let p = conn.peer.expect("established");
+                let body = accept_frag(&mut peers[p as usize], &h)?;
+                conn.body = Some(body);
+                return Ok(Some(None));
+            }
+            Frame::Ack { delivered, frags } if up => {
+                let p = conn.peer.expect("established");
+                let r = on_ack(&mut peers[p as usize], pending, p, delivered, frags.iter());
+                conn.rx_lo += used;
+                r?;
+                return Ok(Some(None));
+            }
+            Frame::Challenge(x) => Owned::Challenge(x),
+            Frame::Hello(x) => Owned::Hello(x),
+            Frame::Welcome { mac } => Owned::Welcome(mac),
+            Frame::Reject { reason } => Owned::Reject(String::from_utf8_lossy(reason).into_owned()),
+            Frame::Ping if up => Owned::Ping,
+            Frame::Bye if up => Owned::Bye,
+            Frame::Probe { op, id, size, body } if up => Owned::Probe { op, id, size, body: body.to_vec() },
+            _ => return Err("protocol error: a data frame before the handshake finished".into()),
+        };
+        conn.rx_lo += used;
+        Ok(Some(Some(out)))
+    }
+
+    /// Handles a frame that needs the whole node.
+    fn handle_owned(&mut self, c: usize, f: Owned) {
+        let phase = self.conn(c).phase.clone();
+        match (f, phase) {
+            (Owned::Challenge(ch), Phase::AwaitChallenge) => self.on_challenge(c, ch),
+            (Owned::Hello(h), Phase::AwaitHello { challenge }) => self.on_hello(c, challenge, h),
+            (Owned::Welcome(mac), Phase::AwaitWelcome { challenge, hello }) => self.on_welcome(c, challenge, hello, mac),
+            (Owned::Reject(why), Phase::AwaitWelcome { .. } | Phase::AwaitChallenge) => {
+                let me = self.cfg.rank;
+                let conn = self.conn(c);
+                let msg = format!("goal-net: rank {me}: rank {} at {} refused the connection: {why}", conn.peer.unwrap_or(u32::MAX), conn.remote);
+                self.fatal = Some(msg.clone());
+                self.fail_conn(c, msg);
+            }
+            (Owned::Ping, Phase::Up) => {}
+            (Owned::Bye, Phase::Up) => self.close_conn(c, None),
+            (Owned::Probe { op, id, size, body }, Phase::Up) => {
+                let p = self.conn(c).peer.expect("established");
+                if let Err(why) = self.on_probe(p, op, id, size, &body) {
+                    self.fail_conn(c, why);
+                }
+            }
+            (_, Phase::Up) => self.fail_conn(c, "protocol error: a handshake frame out of place".into()),
+            _ => self.refuse_or_fail(c, "protocol error: a frame out of place in the handshake"),
+        }
+    }
+
+    /// The fragment body is complete: acknowledge it, record it, report the
+    /// transfer if it is whole.
+    fn body_finished(&mut self, c: usize, body: Body) {
+        let conn = self.conn(c);
+        conn.body = None;
+        conn.counters.frags_in += 1;
+        conn.frag_acks.push((body.xid, body.off));
+        let p = conn.peer.expect("established");
+        let peer = &mut self.peers[p as usize];
+        if peer.xid_done.contains(body.xid) {
+            return;
+        }
+        let Some(b) = peer.bulk_in.get_mut(&body.token).filter(|b| b.xid == Some(body.xid)) else { return };
+        b.got_bytes += b.got.insert(body.off, body.off + body.len as u64);
+        if Some(b.got_bytes) == b.total {
+            let b = peer.bulk_in.remove(&body.token).expect("present");
+            peer.xid_done.insert(body.xid);
+            if b.internal {
+                self.probe_bulk_done(p, body.token);
+            } else if !b.discard {
+                self.pending.push_back(Queued::Ev(Event::BulkDone { src: p, token: body.token }));
+            }
+        }
+    }
+}
+
+
+/// A frame copied out of the receive buffer, for handling with the whole node.
+enum Owned {
+    Challenge(Challenge),
+    Hello(Hello),
+    Welcome([u8; 32]),
+    Reject(String),
+    Ping,
+    Bye,
+    Probe { op: u32, id: u64, size: u64, body: Vec<u8> },
+}
+
+/// Delivers (or holds, or drops) an active message from `p`.
+#[allow(clippy::too_many_arguments)]
+fn deliver_am(
+    peer: &mut Peer,
+    owed: &mut Vec<u32>,
+    pending: &mut VecDeque<Queued>,
+    p: u32,
+    handler: u8,
+    seq: u64,
+    head: &[u8],
+    payload: &[u8],
+    on: &mut dyn FnMut(Event<'_>),
+    n: &mut usize,
+) -> Result<(), String> {
+    if seq < peer.am_delivered || peer.reorder.contains_key(&seq) {
+        return Ok(()); // a copy sent again after a rail failed
+    }
+    if seq > peer.am_delivered {
+        if seq - peer.am_delivered > REORDER_WINDOW {
+            return Err(format!("protocol error: message {seq} far ahead of {}", peer.am_delivered));
+        }
+        peer.reorder_bytes += head.len() + payload.len();
+        if peer.reorder_bytes > REORDER_BYTES {
+            return Err("protocol error: too many bytes of early messages".into());
+        }
+        peer.reorder.insert(seq, Stashed { handler, head: head.to_vec(), payload: payload.to_vec() });
+        return Ok(());
+    }
+    *n += drain(pending, on);
+    on(Event::Am { src: p, handler, head, payload });
+    *n += 1;
+    peer.am_delivered += 1;
+    while let Some(s) = peer.reorder.remove(&peer.am_delivered) {
+        peer.reorder_bytes -= s.head.len() + s.payload.len();
+        on(Event::Am { src: p, handler: s.handler, head: &s.head, payload: &s.payload });
+        *n += 1;
+        peer.am_delivered += 1;
+    }
+    if peer.ack_due.is_none() {
+        peer.ack_due = Some(Instant::now() + ACK_DELAY);
+        owed.push(p);
+    }
+    Ok(())
+}
+
+/// Where a fragment body goes: its registration's memory, if the
+/// registration is still the one this body's transfer is bound to and not
+/// cancelled. A copy on another rail may have completed the transfer (and
+/// the token may even be registered again for a new one) while this copy
+/// was being read: then the rest of it is dropped.
+fn body_dst<'a>(peer: &'a Peer, body: &Body) -> Option<&'a Pieces> {
+    if body.discard {
+        return None;
+    }
+    peer.bulk_in.get(&body.token).filter(|b| b.xid == Some(body.xid) && !b.discard).map(|b| &b.dst)
+}
+
+/// Checks a fragment header against the registrations; returns how to read its body.
+fn accept_frag(peer: &mut Peer, h: &FragHead) -> Result<Body, String> {
+    let mut body = Body { xid: h.xid, token: h.token, off: h.offset, len: h.len, done: 0, discard: false };
+    if peer.xid_done.contains(h.xid) {
+        body.discard = true; // a late copy of a finished transfer
+        return Ok(body);
+    }
+    let Some(b) = peer.bulk_in.get_mut(&h.token) else {
+        return Err(format!("protocol error: a fragment for token {} that no transfer expects", h.token));
+    };
+    match b.xid {
+        Some(x) if x != h.xid => {
+            return Err(format!("protocol error: token {} belongs to transfer {x}, not {}", h.token, h.xid));
+        }
+        _ => b.xid = Some(h.xid),
+    }
+    match b.total {
+        Some(t) if t != h.total => return Err(format!("protocol error: transfer {} changed its size from {t} to {}", h.xid, h.total)),
+        Some(_) => {}
+        None if !b.discard && h.total > b.dst.total => {
+            return Err(format!("protocol error: a {}-byte message for a {}-byte destination (token {})", h.total, b.dst.total, h.token));
+        }
+        None => b.total = Some(h.total),
+    }
+    body.discard = b.discard;
+    Ok(body)
+}
+
+/// Handles an ACK from `p`.
+fn on_ack(peer: &mut Peer, pending: &mut VecDeque<Queued>, p: u32, delivered: u64, frags: impl Iterator<Item = (u64, u64)>) -> Result<(), String> {
+    if delivered > peer.am_next {
+        return Err(format!("protocol error: {delivered} messages acknowledged, {} sent", peer.am_next));
+    }
+    while peer.am_out.front().is_some_and(|a| a.seq < delivered) {
+        peer.am_out.pop_front();
+    }
+    for (xid, off) in frags {
+        let Some(i) = peer.bulk_out.iter().position(|b| b.xid == xid) else {
+            if xid >= peer.xid_next {
+                return Err(format!("protocol error: acknowledgement for transfer {xid}, never started"));
+            }
+            continue; // finished already: a duplicate's acknowledgement
+        };
+        let b = &mut peer.bulk_out[i];
+        if b.ack(off) == AckOutcome::Bogus {
+            return Err(format!("protocol error: acknowledgement for offset {off} of transfer {xid}, never sent"));
+        }
+        if b.finished() {
+            let b = peer.bulk_out.remove(i).expect("index valid");
+            if !b.internal {
+                pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token: b.token }));
+            }
+        }
+    }
+    Ok(())
+}
