@@ -141,6 +141,7 @@
 mod bulk;
 mod config;
 mod conn;
+mod event;
 mod node;
 mod probe;
 pub mod rails;
@@ -149,7 +150,8 @@ pub mod wire;
 
 pub use config::{AmRails, NetConfig};
 pub use conn::ConnCounters;
-pub use node::{Event, NetNode, RailStats};
+pub use event::Event;
+pub use node::{NetNode, RailStats};
 pub use probe::{Crossover, CrossoverPoint};
 pub use rails::{discover_rails, RailSpec};
 pub use sys::{ev, Epoll};

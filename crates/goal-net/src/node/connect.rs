@@ -3,7 +3,15 @@
 //! waiting in [`NetNode::connect`] until every connection is authenticated.
 //! Split from the node because it runs once, before any traffic.
 
-use super::*;
+use super::{err, NetNode, Pair, RETRY_CONNECT};
+use crate::sys;
+use crate::conn::{Conn, Phase};
+use crate::rails::{pair_rails, Blob};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
+
 
 impl NetNode {
     /// Establishes one connection per (remote peer, rail pair) and

@@ -2,12 +2,18 @@
 //! messages and fragments move to the peer's other connections; with none
 //! left the peer is lost and everything about it is dropped.
 
-use super::*;
+use super::{NetNode, RETRY_CONNECT};
+use crate::sys;
+use crate::conn::TxItem;
+use crate::event::{Event, Queued};
+use crate::sys::ev;
+use std::time::Instant;
+
 
 impl NetNode {
     /// Connection `c` failed: report it, move its unacknowledged traffic to
     /// the peer's other connections, and lose the peer if none is left.
-    pub(crate) fn fail_conn(&mut self, c: usize, why: String) {
+    pub(super) fn fail_conn(&mut self, c: usize, why: String) {
         self.close_conn(c, Some(why));
     }
 

@@ -3,7 +3,14 @@
 //! refusing strangers. Kept apart because it is the security boundary:
 //! nothing past it runs for a connection that has not passed it.
 
-use super::*;
+use super::{warn, MAX_HANDSHAKES, NetNode};
+use crate::sys;
+use crate::wire;
+use crate::conn::{Conn, Phase, TxItem};
+use crate::wire::{Challenge, Frame, Hello};
+use std::os::fd::AsFd;
+use std::time::Instant;
+
 
 impl NetNode {
     pub(super) fn accept_all(&mut self, r: usize) {

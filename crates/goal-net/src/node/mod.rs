@@ -40,6 +40,7 @@
 //! always something to be acknowledged; `TCP_USER_TIMEOUT` and keepalive
 //! cover the time when nobody polls. A peer with no connection left is lost.
 
+mod calibrate;
 mod connect;
 mod failover;
 mod handshake;
@@ -48,66 +49,19 @@ mod read;
 mod send;
 mod write;
 
-use crate::bulk::{AckOutcome, BulkIn, BulkOut, Pieces, XidSet};
-use crate::config::{AmRails, NetConfig};
-use crate::conn::{Body, Conn, ConnCounters, Phase, TxItem, TAIL};
-use crate::rails::{pair_rails, Blob, RemoteRail};
-use crate::sys::{self, ev, Epoll, RawIov, Timer};
-use crate::wire::{self, Challenge, FragHead, Frame, Hello, Limits, Parsed};
+use crate::bulk::{BulkIn, BulkOut, XidSet};
+use crate::config::NetConfig;
+use crate::conn::{Conn, ConnCounters, Phase};
+use crate::event::Queued;
+use crate::rails::{Blob, RemoteRail};
+use crate::sys::{self, ev, Epoll, Timer};
+use crate::wire::{self, Frame, Limits};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// What [`NetNode::poll`] reports.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Event<'a> {
-    /// An active message, in the sender's order. The slices are valid for
-    /// the duration of the callback.
-    Am {
-        /// Sending rank.
-        src: u32,
-        /// Handler id (16..=255).
-        handler: u8,
-        /// The small fixed header.
-        head: &'a [u8],
-        /// The payload.
-        payload: &'a [u8],
-    },
-    /// Every byte of a transfer registered with `expect_bulk` has arrived.
-    BulkDone {
-        /// Sending rank.
-        src: u32,
-        /// The token.
-        token: u64,
-    },
-    /// Every fragment of a `send_bulk` is acknowledged: the buffer is free.
-    BulkSent {
-        /// Receiving rank.
-        dst: u32,
-        /// The token.
-        token: u64,
-    },
-    /// No connection to this peer is left. Its transfers are dropped (their
-    /// buffers are free) and sending to it fails from now on.
-    PeerLost {
-        /// The rank.
-        peer: u32,
-        /// Why, for the error message.
-        why: String,
-    },
-    /// One connection to a peer failed; traffic continues on the others.
-    RailLost {
-        /// The rank it led to.
-        peer: u32,
-        /// Our rail's name.
-        rail: String,
-        /// Why, with the addresses.
-        why: String,
-    },
-}
 
 /// Traffic of one connection, for benchmarks and tests.
 #[derive(Debug, Clone)]
@@ -144,102 +98,67 @@ const READS_PER_POLL: usize = 16;
 const MAX_IOV: usize = 64;
 /// Delay before retrying a refused connect.
 const RETRY_CONNECT: Duration = Duration::from_millis(100);
-/// Tokens at or above this are goal-net's own (calibration).
-pub(crate) const INTERNAL_TOKEN: u64 = 1 << 63;
 
 /// A planned connection between one of our rails and one of the peer's.
-pub(crate) struct Pair {
-    pub my_rail: usize,
-    pub their_rail: usize,
+struct Pair {
+    my_rail: usize,
+    their_rail: usize,
     /// We connect (lower rank); else we accept.
-    pub i_connect: bool,
+    i_connect: bool,
     /// The peer rail's listening address.
-    pub addr: SocketAddr,
+    addr: SocketAddr,
     /// The peer rail's name.
-    pub their_name: String,
+    their_name: String,
     /// The established connection.
-    pub conn: Option<usize>,
+    conn: Option<usize>,
     /// A connection in its handshake.
-    pub trying: Option<usize>,
+    trying: Option<usize>,
     /// When to try connecting again.
-    pub retry_at: Option<Instant>,
+    retry_at: Option<Instant>,
     /// Why the last attempt failed.
-    pub error: Option<String>,
+    error: Option<String>,
     /// It was up and failed: never again.
-    pub dead: bool,
+    dead: bool,
 }
 
 /// An active message kept until the receiver acknowledges it.
-pub(crate) struct AmOut {
-    pub seq: u64,
-    pub frame: Arc<Vec<u8>>,
-    pub conn: usize,
+struct AmOut {
+    seq: u64,
+    frame: Arc<Vec<u8>>,
+    conn: usize,
 }
 
 /// An active message that arrived before its predecessors.
-pub(crate) struct Stashed {
-    pub handler: u8,
-    pub head: Vec<u8>,
-    pub payload: Vec<u8>,
+struct Stashed {
+    handler: u8,
+    head: Vec<u8>,
+    payload: Vec<u8>,
 }
 
 /// Everything about one peer.
 #[derive(Default)]
-pub(crate) struct Peer {
-    pub remote: bool,
-    pub pairs: Vec<Pair>,
+struct Peer {
+    remote: bool,
+    pairs: Vec<Pair>,
     /// Established connections, in pair order.
-    pub up: Vec<usize>,
+    up: Vec<usize>,
     /// Why it is lost, once it is.
-    pub lost: Option<String>,
+    lost: Option<String>,
     /// Index into `up` of the connection used last for a message.
-    pub rr: usize,
-    pub am_next: u64,
-    pub am_out: VecDeque<AmOut>,
-    pub am_delivered: u64,
-    pub am_acked_sent: u64,
-    pub ack_due: Option<Instant>,
-    pub reorder: BTreeMap<u64, Stashed>,
-    pub reorder_bytes: usize,
-    pub xid_next: u64,
-    pub bulk_out: VecDeque<BulkOut>,
-    pub bulk_in: HashMap<u64, BulkIn>,
-    pub xid_done: XidSet,
+    rr: usize,
+    am_next: u64,
+    am_out: VecDeque<AmOut>,
+    am_delivered: u64,
+    am_acked_sent: u64,
+    ack_due: Option<Instant>,
+    reorder: BTreeMap<u64, Stashed>,
+    reorder_bytes: usize,
+    xid_next: u64,
+    bulk_out: VecDeque<BulkOut>,
+    bulk_in: HashMap<u64, BulkIn>,
+    xid_done: XidSet,
     /// Calibration state.
-    pub probe: crate::probe::ProbePeer,
-}
-
-/// An event waiting for delivery by the next `poll`.
-pub(crate) enum Queued {
-    /// One with no borrowed parts.
-    Ev(Event<'static>),
-    /// An active message, copied (held during calibration).
-    Am { src: u32, handler: u8, head: Vec<u8>, payload: Vec<u8> },
-}
-
-impl Queued {
-    /// Keeps an event for later, copying its borrowed parts.
-    pub(crate) fn keep(e: Event<'_>) -> Queued {
-        match e {
-            Event::Am { src, handler, head, payload } => Queued::Am { src, handler, head: head.to_vec(), payload: payload.to_vec() },
-            Event::BulkDone { src, token } => Queued::Ev(Event::BulkDone { src, token }),
-            Event::BulkSent { dst, token } => Queued::Ev(Event::BulkSent { dst, token }),
-            Event::PeerLost { peer, why } => Queued::Ev(Event::PeerLost { peer, why }),
-            Event::RailLost { peer, rail, why } => Queued::Ev(Event::RailLost { peer, rail, why }),
-        }
-    }
-}
-
-/// Delivers the queued events in order; returns how many.
-fn drain(pending: &mut VecDeque<Queued>, on: &mut dyn FnMut(Event<'_>)) -> usize {
-    let n = pending.len();
-    while let Some(q) = pending.pop_front() {
-        match q {
-            Queued::Ev(e) => on(e),
-            Queued::Am { src, handler, head, payload } => on(Event::Am { src, handler, head: &head, payload: &payload }),
-        }
-    }
-    n
+    probe: crate::probe::ProbePeer,
 }
 
 /// goal-net's endpoint for one rank: listening sockets, connections to every
@@ -248,17 +167,17 @@ fn drain(pending: &mut VecDeque<Queued>, on: &mut dyn FnMut(Event<'_>)) -> usize
 /// Used by one thread at a time (it is `Send`, not `Sync`); the executor
 /// keeps it behind its engine lock, beside the shared-memory node.
 pub struct NetNode {
-    pub(crate) cfg: NetConfig,
+    cfg: NetConfig,
     lim: Limits,
     listeners: Vec<OwnedFd>,
     listen_addrs: Vec<SocketAddr>,
     epoll: Epoll,
     timer: Timer,
     timer_armed: Option<Instant>,
-    pub(crate) conns: Vec<Option<Conn>>,
+    conns: Vec<Option<Conn>>,
     free: Vec<usize>,
-    pub(crate) peers: Vec<Peer>,
-    pub(crate) pending: VecDeque<Queued>,
+    peers: Vec<Peer>,
+    pending: VecDeque<Queued>,
     planned: bool,
     connected: bool,
     /// A fatal handshake failure during `connect`.
@@ -449,7 +368,7 @@ impl NetNode {
         }
     }
 
-    pub(crate) fn conn(&mut self, c: usize) -> &mut Conn {
+    pub(super) fn conn(&mut self, c: usize) -> &mut Conn {
         self.conns[c].as_mut().expect("a live connection")
     }
 

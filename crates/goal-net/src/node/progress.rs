@@ -2,7 +2,16 @@
 //! few connections, the timer and the periodic duties (pings, link health,
 //! handshake deadlines). The loop that drives everything else in `node`.
 
-use super::*;
+use super::{DIRECT_EPOLL_EVERY, DIRECT_MAX, LISTEN_TAG, NetNode, TIMER_TAG};
+use crate::sys;
+use crate::wire;
+use crate::conn::{Phase, TxItem};
+use crate::event::{drain, Event};
+use crate::sys::ev;
+use crate::wire::Frame;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
 
 impl NetNode {
     /// Does everything that can be done now without waiting: accepts and

@@ -3,7 +3,17 @@
 //! to its handler: active messages to the caller in order, fragments to
 //! their transfer, acknowledgements to what they acknowledge.
 
-use super::*;
+use super::{ACK_DELAY, MAX_IOV, NetNode, Peer, READS_PER_POLL, REORDER_BYTES, REORDER_WINDOW, Stashed};
+use crate::sys;
+use crate::wire;
+use crate::bulk::{AckOutcome, Pieces};
+use crate::conn::{Body, Phase, TAIL};
+use crate::event::{drain, Event, Queued};
+use crate::wire::{Challenge, FragHead, Frame, Hello, Parsed};
+use std::io;
+use std::collections::VecDeque;
+use std::time::Instant;
+
 
 impl NetNode {
     /// Reads what the socket has (a bounded number of times) and handles it.

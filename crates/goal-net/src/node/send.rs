@@ -2,7 +2,14 @@
 //! [`NetNode::expect_bulk`], [`NetNode::send_bulk`], [`NetNode::cancel_expect`])
 //! and the choice of the connection a message goes on.
 
-use super::*;
+use super::{err, NetNode};
+use crate::wire;
+use crate::bulk::{BulkIn, BulkOut, INTERNAL_TOKEN, Pieces};
+use crate::config::AmRails;
+use crate::conn::TxItem;
+use std::io;
+use std::sync::Arc;
+
 
 impl NetNode {
     /// Checks that `p` can be sent to.
@@ -91,7 +98,7 @@ impl NetNode {
         self.expect_inner(peer, token, dst, false)
     }
 
-    pub(crate) fn expect_inner(&mut self, peer: u32, token: u64, dst: Vec<(*mut u8, usize)>, internal: bool) -> io::Result<()> {
+    pub(super) fn expect_inner(&mut self, peer: u32, token: u64, dst: Vec<(*mut u8, usize)>, internal: bool) -> io::Result<()> {
         self.usable(peer)?;
         if !internal && token >= INTERNAL_TOKEN {
             return Err(err(io::ErrorKind::InvalidInput, format!("goal-net: token {token:#x} is reserved")));
@@ -135,7 +142,7 @@ impl NetNode {
         self.send_bulk_inner(peer, token, src, false)
     }
 
-    pub(crate) fn send_bulk_inner(&mut self, peer: u32, token: u64, src: Vec<(*const u8, usize)>, internal: bool) -> io::Result<()> {
+    pub(super) fn send_bulk_inner(&mut self, peer: u32, token: u64, src: Vec<(*const u8, usize)>, internal: bool) -> io::Result<()> {
         self.usable(peer)?;
         let pieces = Pieces::new(src.into_iter().map(|(p, l)| (p as *mut u8, l)));
         if pieces.total > (1u64 << 62) {

@@ -3,12 +3,21 @@
 //! acknowledgements this node owes (of fragments, per connection; of active
 //! messages, cumulative and delayed).
 
-use super::*;
+use super::{ACK_EVERY, MAX_IOV, NetNode, Peer};
+use crate::sys;
+use crate::wire;
+use crate::conn::{Conn, TxItem};
+use crate::event::{Event, Queued};
+use crate::sys::RawIov;
+use crate::wire::FragHead;
+use std::io;
+use std::time::Instant;
+
 
 impl NetNode {
     /// Writes what connection `c` has queued until the socket is full or the
     /// queue is empty, pulling bulk fragments as it goes.
-    pub(crate) fn flush(&mut self, c: usize) {
+    pub(super) fn flush(&mut self, c: usize) {
         loop {
             if !self.live(c) {
                 return;
