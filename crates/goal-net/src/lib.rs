@@ -145,6 +145,7 @@ mod event;
 mod node;
 mod probe;
 pub mod rails;
+mod reliable;
 mod sys;
 pub mod wire;
 

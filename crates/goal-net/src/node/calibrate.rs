@@ -124,10 +124,10 @@ impl NetNode {
                 self.await_reply(peer, DONE, id, deadline, held)?;
                 rndv.push(t.elapsed().as_secs_f64() * 1e6);
                 // The source may be freed once no connection writes from it.
-                while self.peers[peer as usize].bulk_out.iter().any(|b| b.token == token) && Instant::now() < deadline {
+                while self.peers[peer as usize].rel.bulk_out.iter().any(|b| b.token == token) && Instant::now() < deadline {
                     self.poll(&mut |e| held.push(Queued::keep(e)));
                 }
-                if self.peers[peer as usize].bulk_out.iter().all(|b| b.token != token) {
+                if self.peers[peer as usize].rel.bulk_out.iter().all(|b| b.token != token) {
                     self.peers[peer as usize].probe.sources.remove(&token);
                 }
             }

@@ -4,9 +4,9 @@
 //! Split from the node because it runs once, before any traffic.
 
 use super::{err, NetNode, Pair, RETRY_CONNECT};
-use crate::sys;
 use crate::conn::{Conn, Phase};
 use crate::rails::{pair_rails, Blob};
+use crate::sys;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};

@@ -3,10 +3,9 @@
 //! left the peer is lost and everything about it is dropped.
 
 use super::{NetNode, RETRY_CONNECT};
-use crate::sys;
 use crate::conn::TxItem;
 use crate::event::{Event, Queued};
-use crate::sys::ev;
+use crate::sys::{self, ev};
 use std::time::Instant;
 
 
@@ -66,7 +65,7 @@ impl NetNode {
             }
         }
         let peer = &mut self.peers[p as usize];
-        for b in peer.bulk_out.iter_mut() {
+        for b in peer.rel.bulk_out.iter_mut() {
             b.conn_lost(c);
         }
         self.finish_bulks(p);
@@ -80,16 +79,16 @@ impl NetNode {
         }
         // Messages this connection carried and the peer did not acknowledge
         // go again, in order, on the others; the receiver drops duplicates.
-        let moved: Vec<usize> = (0..peer.am_out.len()).filter(|&i| peer.am_out[i].conn == c).collect();
+        let moved: Vec<usize> = (0..peer.rel.am_out.len()).filter(|&i| peer.rel.am_out[i].conn == c).collect();
         for i in moved {
             let Some(to) = self.pick_conn(p as usize) else { break };
             let peer = &mut self.peers[p as usize];
-            peer.am_out[i].conn = to;
-            let frame = peer.am_out[i].frame.clone();
+            peer.rel.am_out[i].conn = to;
+            let frame = peer.rel.am_out[i].frame.clone();
             self.conn(to).push(TxItem::Am(frame));
         }
         // Our acknowledgements that went on it may be lost: repeat them.
-        if self.peers[p as usize].am_delivered > 0 {
+        if self.peers[p as usize].rel.am_delivered > 0 {
             self.send_am_ack(p as usize);
         }
         for u in self.peers[p as usize].up.clone() {
@@ -98,25 +97,15 @@ impl NetNode {
     }
 
     fn writer_done_quiet(&mut self, p: u32, xid: u64) {
-        if let Some(b) = self.peers[p as usize].bulk_out.iter_mut().find(|b| b.xid == xid) {
+        if let Some(b) = self.peers[p as usize].rel.bulk_out.iter_mut().find(|b| b.xid == xid) {
             b.writers -= 1;
         }
     }
 
     /// Reports the transfers to `p` that are finished.
     fn finish_bulks(&mut self, p: u32) {
-        let peer = &mut self.peers[p as usize];
-        let mut i = 0;
-        while i < peer.bulk_out.len() {
-            if peer.bulk_out[i].finished() {
-                let b = peer.bulk_out.remove(i).expect("index valid");
-                if !b.internal {
-                    self.pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token: b.token }));
-                }
-            } else {
-                i += 1;
-            }
-        }
+        let NetNode { peers, pending, .. } = self;
+        peers[p as usize].rel.finish_bulks(|token| pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token })));
     }
 
     /// No connection to `p` is left: drop everything about it and say so.
@@ -126,11 +115,7 @@ impl NetNode {
             return;
         }
         peer.lost = Some(why.clone());
-        peer.am_out.clear();
-        peer.reorder.clear();
-        peer.reorder_bytes = 0;
-        peer.bulk_out.clear();
-        peer.bulk_in.clear();
+        peer.rel.clear();
         peer.ack_due = None;
         peer.probe = Default::default();
         let trying: Vec<usize> = peer.pairs.iter().filter_map(|x| x.trying).collect();

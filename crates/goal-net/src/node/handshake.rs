@@ -3,11 +3,10 @@
 //! refusing strangers. Kept apart because it is the security boundary:
 //! nothing past it runs for a connection that has not passed it.
 
-use super::{warn, MAX_HANDSHAKES, NetNode};
-use crate::sys;
-use crate::wire;
+use super::{warn, NetNode, MAX_HANDSHAKES};
 use crate::conn::{Conn, Phase, TxItem};
-use crate::wire::{Challenge, Frame, Hello};
+use crate::sys;
+use crate::wire::{self, Challenge, Frame, Hello};
 use std::os::fd::AsFd;
 use std::time::Instant;
 

@@ -49,18 +49,18 @@ mod read;
 mod send;
 mod write;
 
-use crate::bulk::{BulkIn, BulkOut, XidSet};
 use crate::config::NetConfig;
 use crate::conn::{Conn, ConnCounters, Phase};
 use crate::event::Queued;
+use crate::probe::ProbePeer;
 use crate::rails::{Blob, RemoteRail};
+use crate::reliable::Reliability;
 use crate::sys::{self, ev, Epoll, Timer};
 use crate::wire::{self, Frame, Limits};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Traffic of one connection, for benchmarks and tests.
@@ -86,10 +86,6 @@ const LISTEN_TAG: u64 = 1 << 62;
 const ACK_EVERY: u64 = 32;
 /// ... or this long after the first unacknowledged one.
 const ACK_DELAY: Duration = Duration::from_millis(2);
-/// A sender may not run further ahead of delivery than this many messages.
-const REORDER_WINDOW: u64 = 1 << 20;
-/// Bytes of early messages a receiver holds per peer before calling it a lie.
-const REORDER_BYTES: usize = 1 << 30;
 /// At most this many connections may be in their handshake at once.
 const MAX_HANDSHAKES: usize = 64;
 /// Reads per connection per poll (bounds one poll's time).
@@ -121,20 +117,6 @@ struct Pair {
     dead: bool,
 }
 
-/// An active message kept until the receiver acknowledges it.
-struct AmOut {
-    seq: u64,
-    frame: Arc<Vec<u8>>,
-    conn: usize,
-}
-
-/// An active message that arrived before its predecessors.
-struct Stashed {
-    handler: u8,
-    head: Vec<u8>,
-    payload: Vec<u8>,
-}
-
 /// Everything about one peer.
 #[derive(Default)]
 struct Peer {
@@ -146,19 +128,12 @@ struct Peer {
     lost: Option<String>,
     /// Index into `up` of the connection used last for a message.
     rr: usize,
-    am_next: u64,
-    am_out: VecDeque<AmOut>,
-    am_delivered: u64,
-    am_acked_sent: u64,
+    /// Sequence numbers, held messages, unacknowledged traffic.
+    rel: Reliability,
+    /// When the acknowledgement of delivered messages is due.
     ack_due: Option<Instant>,
-    reorder: BTreeMap<u64, Stashed>,
-    reorder_bytes: usize,
-    xid_next: u64,
-    bulk_out: VecDeque<BulkOut>,
-    bulk_in: HashMap<u64, BulkIn>,
-    xid_done: XidSet,
     /// Calibration state.
-    probe: crate::probe::ProbePeer,
+    probe: ProbePeer,
 }
 
 /// goal-net's endpoint for one rank: listening sockets, connections to every
@@ -293,19 +268,20 @@ impl NetNode {
     pub fn describe_peer(&self, peer: u32) -> String {
         use std::fmt::Write;
         let Some(p) = self.peers.get(peer as usize) else { return format!("rank {peer}: not a peer") };
+        let (held, first_held) = p.rel.held();
         let mut out = format!(
             "rank {peer}: {} rail(s) up; messages: next seq {}, {} unacknowledged, {} delivered, {} held for order{}",
             p.up.len(),
-            p.am_next,
-            p.am_out.len(),
-            p.am_delivered,
-            p.reorder.len(),
-            p.reorder.keys().next().map_or(String::new(), |k| format!(" (first seq {k})"))
+            p.rel.am_next,
+            p.rel.am_out.len(),
+            p.rel.am_delivered,
+            held,
+            first_held.map_or(String::new(), |k| format!(" (first seq {k})"))
         );
         if let Some(why) = &p.lost {
             let _ = write!(out, "; lost: {why}");
         }
-        for b in &p.bulk_out {
+        for b in &p.rel.bulk_out {
             let _ = write!(
                 out,
                 "; bulk out xid {} token {}: {} of {} B cut{}, {} acked, {} fragment(s) in flight, {} to resend, {} writer(s)",
@@ -320,7 +296,7 @@ impl NetNode {
                 b.writers
             );
         }
-        for (token, b) in &p.bulk_in {
+        for (token, b) in &p.rel.bulk_in {
             let _ = write!(out, "; bulk in token {token}: xid {:?}, {} of {:?} B{}", b.xid, b.got_bytes, b.total, if b.discard { " (discarding)" } else { "" });
         }
         for &c in &p.up {
@@ -368,10 +344,12 @@ impl NetNode {
         }
     }
 
+    #[inline]
     pub(super) fn conn(&mut self, c: usize) -> &mut Conn {
         self.conns[c].as_mut().expect("a live connection")
     }
 
+    #[inline]
     fn live(&self, c: usize) -> bool {
         self.conns.get(c).is_some_and(|x| x.is_some())
     }

@@ -2,13 +2,11 @@
 //! few connections, the timer and the periodic duties (pings, link health,
 //! handshake deadlines). The loop that drives everything else in `node`.
 
-use super::{DIRECT_EPOLL_EVERY, DIRECT_MAX, LISTEN_TAG, NetNode, TIMER_TAG};
-use crate::sys;
-use crate::wire;
+use super::{NetNode, DIRECT_EPOLL_EVERY, DIRECT_MAX, LISTEN_TAG, TIMER_TAG};
 use crate::conn::{Phase, TxItem};
 use crate::event::{drain, Event};
-use crate::sys::ev;
-use crate::wire::Frame;
+use crate::sys::{self, ev};
+use crate::wire::{self, Frame};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -125,7 +123,7 @@ impl NetNode {
     /// finishes polls until this holds before it leaves, since its sends
     /// finish as soon as their bytes are queued.
     pub fn is_quiet(&self) -> bool {
-        self.peers.iter().all(|p| p.lost.is_some() || (p.am_out.is_empty() && p.bulk_out.is_empty())) && !self.wants_poll()
+        self.peers.iter().all(|p| p.lost.is_some() || (p.rel.am_out.is_empty() && p.rel.bulk_out.is_empty())) && !self.wants_poll()
     }
 
     /// An epoll descriptor that is readable whenever `poll` has something to

@@ -3,15 +3,15 @@
 //! to its handler: active messages to the caller in order, fragments to
 //! their transfer, acknowledgements to what they acknowledge.
 
-use super::{ACK_DELAY, MAX_IOV, NetNode, Peer, READS_PER_POLL, REORDER_BYTES, REORDER_WINDOW, Stashed};
-use crate::sys;
-use crate::wire;
-use crate::bulk::{AckOutcome, Pieces};
+use super::{NetNode, Peer, ACK_DELAY, MAX_IOV, READS_PER_POLL};
+use crate::bulk::Pieces;
 use crate::conn::{Body, Phase, TAIL};
 use crate::event::{drain, Event, Queued};
-use crate::wire::{Challenge, FragHead, Frame, Hello, Parsed};
-use std::io;
+use crate::reliable::{Arrival, FragFate};
+use crate::sys;
+use crate::wire::{self, Challenge, Frame, Hello, Parsed};
 use std::collections::VecDeque;
+use std::io;
 use std::time::Instant;
 
 
@@ -202,13 +202,13 @@ impl NetNode {
             Frame::Frag(h) if up => {
                 conn.rx_lo += used;
                 let p = conn.peer.expect("established");
-                let body = accept_frag(&mut peers[p as usize], &h)?;
-                conn.body = Some(body);
+                let fate = peers[p as usize].rel.accept_frag(&h)?;
+                conn.body = Some(Body { xid: h.xid, token: h.token, off: h.offset, len: h.len, done: 0, discard: fate == FragFate::Discard });
                 return Ok(Some(None));
             }
             Frame::Ack { delivered, frags } if up => {
                 let p = conn.peer.expect("established");
-                let r = on_ack(&mut peers[p as usize], pending, p, delivered, frags.iter());
+                let r = peers[p as usize].rel.on_ack(delivered, frags.iter(), |token| pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token })));
                 conn.rx_lo += used;
                 r?;
                 return Ok(Some(None));
@@ -261,24 +261,14 @@ impl NetNode {
         conn.counters.frags_in += 1;
         conn.frag_acks.push((body.xid, body.off));
         let p = conn.peer.expect("established");
-        let peer = &mut self.peers[p as usize];
-        if peer.xid_done.contains(body.xid) {
-            return;
-        }
-        let Some(b) = peer.bulk_in.get_mut(&body.token).filter(|b| b.xid == Some(body.xid)) else { return };
-        b.got_bytes += b.got.insert(body.off, body.off + body.len as u64);
-        if Some(b.got_bytes) == b.total {
-            let b = peer.bulk_in.remove(&body.token).expect("present");
-            peer.xid_done.insert(body.xid);
-            if b.internal {
-                self.probe_bulk_done(p, body.token);
-            } else if !b.discard {
-                self.pending.push_back(Queued::Ev(Event::BulkDone { src: p, token: body.token }));
-            }
+        let Some(b) = self.peers[p as usize].rel.frag_received(body.xid, body.token, body.off, body.len) else { return };
+        if b.internal {
+            self.probe_bulk_done(p, body.token);
+        } else if !b.discard {
+            self.pending.push_back(Queued::Ev(Event::BulkDone { src: p, token: body.token }));
         }
     }
 }
-
 
 /// A frame copied out of the receive buffer, for handling with the whole node.
 enum Owned {
@@ -305,29 +295,16 @@ fn deliver_am(
     on: &mut dyn FnMut(Event<'_>),
     n: &mut usize,
 ) -> Result<(), String> {
-    if seq < peer.am_delivered || peer.reorder.contains_key(&seq) {
-        return Ok(()); // a copy sent again after a rail failed
-    }
-    if seq > peer.am_delivered {
-        if seq - peer.am_delivered > REORDER_WINDOW {
-            return Err(format!("protocol error: message {seq} far ahead of {}", peer.am_delivered));
-        }
-        peer.reorder_bytes += head.len() + payload.len();
-        if peer.reorder_bytes > REORDER_BYTES {
-            return Err("protocol error: too many bytes of early messages".into());
-        }
-        peer.reorder.insert(seq, Stashed { handler, head: head.to_vec(), payload: payload.to_vec() });
-        return Ok(());
+    if peer.rel.arrive(seq, handler, head, payload)? != Arrival::Next {
+        return Ok(()); // held for its predecessors, or a copy sent again after a rail failed
     }
     *n += drain(pending, on);
     on(Event::Am { src: p, handler, head, payload });
     *n += 1;
-    peer.am_delivered += 1;
-    while let Some(s) = peer.reorder.remove(&peer.am_delivered) {
-        peer.reorder_bytes -= s.head.len() + s.payload.len();
+    peer.rel.delivered();
+    while let Some(s) = peer.rel.release() {
         on(Event::Am { src: p, handler: s.handler, head: &s.head, payload: &s.payload });
         *n += 1;
-        peer.am_delivered += 1;
     }
     if peer.ack_due.is_none() {
         peer.ack_due = Some(Instant::now() + ACK_DELAY);
@@ -336,71 +313,11 @@ fn deliver_am(
     Ok(())
 }
 
-/// Where a fragment body goes: its registration's memory, if the
-/// registration is still the one this body's transfer is bound to and not
-/// cancelled. A copy on another rail may have completed the transfer (and
-/// the token may even be registered again for a new one) while this copy
-/// was being read: then the rest of it is dropped.
+/// Where a fragment body goes (see [`Reliability::body_dst`](crate::reliable::Reliability::body_dst)); `None` once
+/// the body is to be dropped.
 fn body_dst<'a>(peer: &'a Peer, body: &Body) -> Option<&'a Pieces> {
     if body.discard {
         return None;
     }
-    peer.bulk_in.get(&body.token).filter(|b| b.xid == Some(body.xid) && !b.discard).map(|b| &b.dst)
-}
-
-/// Checks a fragment header against the registrations; returns how to read its body.
-fn accept_frag(peer: &mut Peer, h: &FragHead) -> Result<Body, String> {
-    let mut body = Body { xid: h.xid, token: h.token, off: h.offset, len: h.len, done: 0, discard: false };
-    if peer.xid_done.contains(h.xid) {
-        body.discard = true; // a late copy of a finished transfer
-        return Ok(body);
-    }
-    let Some(b) = peer.bulk_in.get_mut(&h.token) else {
-        return Err(format!("protocol error: a fragment for token {} that no transfer expects", h.token));
-    };
-    match b.xid {
-        Some(x) if x != h.xid => {
-            return Err(format!("protocol error: token {} belongs to transfer {x}, not {}", h.token, h.xid));
-        }
-        _ => b.xid = Some(h.xid),
-    }
-    match b.total {
-        Some(t) if t != h.total => return Err(format!("protocol error: transfer {} changed its size from {t} to {}", h.xid, h.total)),
-        Some(_) => {}
-        None if !b.discard && h.total > b.dst.total => {
-            return Err(format!("protocol error: a {}-byte message for a {}-byte destination (token {})", h.total, b.dst.total, h.token));
-        }
-        None => b.total = Some(h.total),
-    }
-    body.discard = b.discard;
-    Ok(body)
-}
-
-/// Handles an ACK from `p`.
-fn on_ack(peer: &mut Peer, pending: &mut VecDeque<Queued>, p: u32, delivered: u64, frags: impl Iterator<Item = (u64, u64)>) -> Result<(), String> {
-    if delivered > peer.am_next {
-        return Err(format!("protocol error: {delivered} messages acknowledged, {} sent", peer.am_next));
-    }
-    while peer.am_out.front().is_some_and(|a| a.seq < delivered) {
-        peer.am_out.pop_front();
-    }
-    for (xid, off) in frags {
-        let Some(i) = peer.bulk_out.iter().position(|b| b.xid == xid) else {
-            if xid >= peer.xid_next {
-                return Err(format!("protocol error: acknowledgement for transfer {xid}, never started"));
-            }
-            continue; // finished already: a duplicate's acknowledgement
-        };
-        let b = &mut peer.bulk_out[i];
-        if b.ack(off) == AckOutcome::Bogus {
-            return Err(format!("protocol error: acknowledgement for offset {off} of transfer {xid}, never sent"));
-        }
-        if b.finished() {
-            let b = peer.bulk_out.remove(i).expect("index valid");
-            if !b.internal {
-                pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token: b.token }));
-            }
-        }
-    }
-    Ok(())
+    peer.rel.body_dst(body.token, body.xid)
 }

@@ -3,10 +3,10 @@
 //! and the choice of the connection a message goes on.
 
 use super::{err, NetNode};
-use crate::wire;
-use crate::bulk::{BulkIn, BulkOut, INTERNAL_TOKEN, Pieces};
+use crate::bulk::{Pieces, INTERNAL_TOKEN};
 use crate::config::AmRails;
 use crate::conn::TxItem;
+use crate::wire;
 use std::io;
 use std::sync::Arc;
 
@@ -70,13 +70,12 @@ impl NetNode {
             return Err(err(io::ErrorKind::InvalidInput, format!("goal-net: a {len}-byte active message (limit {})", self.cfg.max_am_payload)));
         }
         let p = peer as usize;
-        let seq = self.peers[p].am_next;
-        self.peers[p].am_next += 1;
+        let seq = self.peers[p].rel.next_seq();
         let mut frame = Vec::new();
         wire::am(&mut frame, handler, seq, head, payload);
         let frame = Arc::new(frame);
         let c = self.pick_conn(p).expect("usable peers have a connection");
-        self.peers[p].am_out.push_back(crate::node::AmOut { seq, frame: frame.clone(), conn: c });
+        self.peers[p].rel.keep(seq, frame.clone(), c);
         let conn = self.conn(c);
         conn.push(TxItem::Am(frame));
         if conn.tx.len() == 1 {
@@ -103,11 +102,9 @@ impl NetNode {
         if !internal && token >= INTERNAL_TOKEN {
             return Err(err(io::ErrorKind::InvalidInput, format!("goal-net: token {token:#x} is reserved")));
         }
-        let p = &mut self.peers[peer as usize];
-        if p.bulk_in.contains_key(&token) {
+        if !self.peers[peer as usize].rel.expect(token, Pieces::new(dst), internal) {
             return Err(err(io::ErrorKind::AlreadyExists, format!("goal-net: token {token} from rank {peer} is already expected")));
         }
-        p.bulk_in.insert(token, BulkIn::new(Pieces::new(dst), internal));
         Ok(())
     }
 
@@ -116,7 +113,7 @@ impl NetNode {
     /// `BulkDone` is reported. Returns false if `token` was not expected.
     pub fn cancel_expect(&mut self, peer: u32, token: u64) -> bool {
         let Some(p) = self.peers.get_mut(peer as usize) else { return false };
-        let Some(b) = p.bulk_in.get_mut(&token) else { return false };
+        let Some(b) = p.rel.bulk_in.get_mut(&token) else { return false };
         b.discard = true;
         b.dst = Pieces::new([]);
         // A body being read into it now goes to the scratch buffer.
@@ -148,10 +145,7 @@ impl NetNode {
         if pieces.total > (1u64 << 62) {
             return Err(err(io::ErrorKind::InvalidInput, "goal-net: transfer too large".into()));
         }
-        let p = &mut self.peers[peer as usize];
-        let xid = p.xid_next;
-        p.xid_next += 1;
-        p.bulk_out.push_back(BulkOut::new(xid, token, pieces, internal));
+        self.peers[peer as usize].rel.start_bulk(token, pieces, internal);
         for c in self.peers[peer as usize].up.clone() {
             if !self.conn(c).frag_queued {
                 self.flush(c);

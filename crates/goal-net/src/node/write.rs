@@ -3,13 +3,11 @@
 //! acknowledgements this node owes (of fragments, per connection; of active
 //! messages, cumulative and delayed).
 
-use super::{ACK_EVERY, MAX_IOV, NetNode, Peer};
-use crate::sys;
-use crate::wire;
+use super::{NetNode, Peer, ACK_EVERY, MAX_IOV};
 use crate::conn::{Conn, TxItem};
 use crate::event::{Event, Queued};
-use crate::sys::RawIov;
-use crate::wire::FragHead;
+use crate::sys::{self, RawIov};
+use crate::wire::{self, FragHead};
 use std::io;
 use std::time::Instant;
 
@@ -120,14 +118,8 @@ impl NetNode {
 
     /// A queued copy of a fragment of `xid` is no longer being written.
     fn writer_done(&mut self, p: u32, xid: u64) {
-        let peer = &mut self.peers[p as usize];
-        let Some(i) = peer.bulk_out.iter().position(|b| b.xid == xid) else { return };
-        peer.bulk_out[i].writers -= 1;
-        if peer.bulk_out[i].finished() {
-            let b = peer.bulk_out.remove(i).expect("index valid");
-            if !b.internal {
-                self.pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token: b.token }));
-            }
+        if let Some(token) = self.peers[p as usize].rel.writer_done(xid) {
+            self.pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token }));
         }
     }
 
@@ -139,7 +131,7 @@ impl NetNode {
             return;
         }
         let p = conn.peer.expect("established") as usize;
-        if !self.peers[p].bulk_out.iter().any(|b| b.has_work()) {
+        if !self.peers[p].rel.bulk_out.iter().any(|b| b.has_work()) {
             return;
         }
         // This rail's share, by measured throughput (equal shares until
@@ -148,7 +140,7 @@ impl NetNode {
         let mine = conn.rate;
         let share = if rates.iter().all(|&r| r > 0.0) { mine / rates.iter().sum::<f64>() } else { 1.0 / rates.len().max(1) as f64 };
         let (frag, min_frag) = (self.cfg.frag_size as u64, self.cfg.min_frag as u64);
-        let total = self.peers[p].bulk_out.iter().find(|b| b.has_work()).map_or(0, |b| b.src.total);
+        let total = self.peers[p].rel.bulk_out.iter().find(|b| b.has_work()).map_or(0, |b| b.src.total);
         // A medium message (a fragment or less per rail) is cut once into
         // shares of the whole, and a rail that still has a fragment of it in
         // flight leaves the next to an idle rail: the kernel takes such a
@@ -158,7 +150,7 @@ impl NetNode {
         // is cut as the rails drain, each taking its share of what is left,
         // so that they finish together.
         let medium = total <= frag * self.peers[p].up.len() as u64;
-        let busy = |u: usize| self.peers[p].bulk_out.iter().any(|b| b.inflight.values().any(|&(_, k)| k == u));
+        let busy = |u: usize| self.peers[p].rel.bulk_out.iter().any(|b| b.inflight.values().any(|&(_, k)| k == u));
         if medium && busy(c) && self.peers[p].up.iter().any(|&u| u != c && !busy(u)) {
             return;
         }
@@ -172,7 +164,7 @@ impl NetNode {
             }
         };
         let peer = &mut self.peers[p];
-        let Some(b) = peer.bulk_out.iter_mut().find(|b| b.has_work()) else { return };
+        let Some(b) = peer.rel.bulk_out.iter_mut().find(|b| b.has_work()) else { return };
         let Some((off, len)) = b.pull(c, len_for) else { return };
         let head = wire::frag_header(&FragHead { xid: b.xid, token: b.token, offset: off, total: b.src.total, len });
         let xid = b.xid;
@@ -188,13 +180,12 @@ impl NetNode {
         }
         let p = conn.peer.expect("established") as usize;
         let acks = std::mem::take(&mut conn.frag_acks);
-        let delivered = self.peers[p].am_delivered;
+        let delivered = self.peers[p].rel.ack_sent();
         for chunk in acks.chunks(wire::MAX_ACK_ENTRIES) {
             let mut b = Vec::new();
             wire::ack(&mut b, delivered, chunk);
             self.conn(c).push(TxItem::Own(b));
         }
-        self.peers[p].am_acked_sent = delivered;
         self.peers[p].ack_due = None;
         self.flush(c);
     }
@@ -205,7 +196,7 @@ impl NetNode {
         while i < self.owed.len() {
             let p = self.owed[i] as usize;
             let peer = &self.peers[p];
-            let owed = peer.am_delivered - peer.am_acked_sent;
+            let owed = peer.rel.acks_owed();
             if owed == 0 || peer.up.is_empty() {
                 self.peers[p].ack_due = None;
                 self.owed.swap_remove(i);
@@ -222,11 +213,10 @@ impl NetNode {
 
     pub(super) fn send_am_ack(&mut self, p: usize) {
         let Some(c) = self.least_queued(p) else { return };
-        let delivered = self.peers[p].am_delivered;
+        let delivered = self.peers[p].rel.ack_sent();
         let mut b = Vec::new();
         wire::ack(&mut b, delivered, &[]);
         self.conn(c).push(TxItem::Own(b));
-        self.peers[p].am_acked_sent = delivered;
         self.peers[p].ack_due = None;
         if self.conn(c).tx.len() == 1 {
             self.flush(c);
@@ -253,7 +243,7 @@ fn gather(conn: &mut Conn, c: usize, peers: &[Peer], iov: &mut Vec<RawIov>) -> V
             TxItem::Am(b) => iov.push(sys::iov(b[skip..].as_ptr(), b.len() - skip)),
             TxItem::Frag { head, xid, off, len, .. } => {
                 let p = conn.peer.expect("fragments only on established connections") as usize;
-                let b = peers[p].bulk_out.iter().find(|b| b.xid == *xid);
+                let b = peers[p].rel.bulk_out.iter().find(|b| b.xid == *xid);
                 if skip == 0 && !b.is_some_and(|b| b.wanted_on(*off, c)) {
                     // Dropped unless half written (the stream must stay whole).
                     let xid = *xid;
