@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-/// What [`NetNode::poll`] reports.
+/// What [`NetNode::poll`](crate::NetNode::poll) reports.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<'a> {
     /// An active message, in the sender's order. The slices are valid for

@@ -3,8 +3,9 @@
 //! The executor decides per message between eager (the payload travels in
 //! the active message and is copied out at the receiver) and rendezvous
 //! (RTS, CTS, then a bulk transfer read straight into place). Which is faster
-//! depends on the link and the machine, so [`NetNode::measure_crossover`]
-//! times both on the connection itself:
+//! depends on the link and the machine, so
+//! [`NetNode::measure_crossover`](crate::NetNode::measure_crossover) times
+//! both on the connection itself:
 //!
 //! * eager(s): a PROBE echo request carrying `s` bytes, answered by an empty
 //!   reply, round trip.
@@ -18,6 +19,11 @@
 //! which rendezvous is at least as fast; eager also costs the executor a copy
 //! out of its unexpected buffer, which is not in eager(s), so the true
 //! crossover is, if anything, lower.
+//!
+//! This module holds what needs no node: the per-peer calibration state,
+//! the PROBE frame, and the fitting of the curves. The exchanges themselves
+//! run in the node (`node/calibrate.rs`), which depends on this module and
+//! not the other way round.
 
 use std::collections::HashMap;
 
@@ -53,7 +59,7 @@ pub struct CrossoverPoint {
     pub rndv_us: f64,
 }
 
-/// What [`NetNode::measure_crossover`] found.
+/// What [`NetNode::measure_crossover`](crate::NetNode::measure_crossover) found.
 #[derive(Debug, Clone)]
 pub struct Crossover {
     /// Every size measured.

@@ -1,6 +1,25 @@
 //! The node: every connection of one rank, the handshake, the progress loop,
 //! and what happens when a rail fails.
 //!
+//! This file holds [`NetNode`] itself (its fields, construction with
+//! [`NetNode::bind`], the small public queries, and the orderly close in
+//! `Drop`) and the per-peer connection plan. The work is split by stage,
+//! each an `impl NetNode` block of its own, so that one stage can be read
+//! without the others:
+//!
+//! * `connect`: planning the connections and waiting for them;
+//! * `handshake`: authenticating each one;
+//! * `progress`: `poll`, the timer and the periodic checks;
+//! * `read` and `write`: moving frames and fragments through the sockets;
+//! * `send`: the caller's side, messages and bulk transfers;
+//! * `failover`: a connection or a peer that dies;
+//! * `calibrate`: the eager/rendezvous measurement on a live connection.
+//!
+//! What a message or an acknowledgement *means* (sequence numbers, the
+//! reorder buffer, which transfer a fragment belongs to) is decided in
+//! [`crate::reliable`], which touches no socket; this module moves bytes
+//! and keeps time.
+//!
 //! # Progress
 //!
 //! One epoll instance watches the listening sockets (one per rail), every

@@ -87,7 +87,7 @@ impl NetNode {
     /// Registers where the bytes of the transfer `token` from `peer` land.
     /// Call it before telling the sender to go (the executor's CTS). The
     /// message may be shorter than the destination; a longer one closes the
-    /// connection. [`Event::BulkDone`] reports completion.
+    /// connection. [`Event::BulkDone`](crate::Event::BulkDone) reports completion.
     ///
     /// # Safety
     /// Every `(ptr, len)` must stay valid for writes, and not be read or
@@ -129,7 +129,7 @@ impl NetNode {
 
     /// Sends the bytes of `src` (in order) as transfer `token` to `peer`,
     /// cut into fragments that every rail to the peer pulls as it has room,
-    /// written straight from `src` (no copy). [`Event::BulkSent`] reports
+    /// written straight from `src` (no copy). [`Event::BulkSent`](crate::Event::BulkSent) reports
     /// when every fragment is acknowledged.
     ///
     /// # Safety
