@@ -1,6 +1,7 @@
 //! Failover: what happens when a connection dies. Its unacknowledged
 //! messages and fragments move to the peer's other connections; with none
-//! left the peer is lost and everything about it is dropped.
+//! left the peer is lost and everything about it is dropped. In one file
+//! because the order of those steps is what keeps delivery exactly-once.
 
 use super::{NetNode, RETRY_CONNECT};
 use crate::conn::TxItem;

@@ -1,6 +1,8 @@
 //! Progress: [`NetNode::poll`] and its helpers, the direct-read mode for
 //! few connections, the timer and the periodic duties (pings, link health,
-//! handshake deadlines). The loop that drives everything else in `node`.
+//! handshake deadlines). Apart from reading and writing because it decides
+//! *when* they run (which connection, how often, what the timer wakes
+//! for), not how.
 
 use super::{NetNode, DIRECT_EPOLL_EVERY, DIRECT_MAX, LISTEN_TAG, TIMER_TAG};
 use crate::conn::{Phase, TxItem};

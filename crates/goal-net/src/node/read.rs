@@ -1,7 +1,10 @@
 //! Reading: bytes from a socket into the receive buffer (or straight into a
 //! registered bulk destination), frames out of the buffer, and each frame
 //! to its handler: active messages to the caller in order, fragments to
-//! their transfer, acknowledgements to what they acknowledge.
+//! their transfer, acknowledgements to what they acknowledge. Everything
+//! here comes from the network: lengths and offsets are checked (by `wire`
+//! and `reliable`) before they index memory, which is what the `SAFETY`
+//! comments of its direct reads and copies lean on.
 
 use super::{NetNode, Peer, ACK_DELAY, MAX_IOV, READS_PER_POLL};
 use crate::bulk::Pieces;
@@ -313,8 +316,9 @@ fn deliver_am(
     Ok(())
 }
 
-/// Where a fragment body goes (see [`Reliability::body_dst`](crate::reliable::Reliability::body_dst)); `None` once
-/// the body is to be dropped.
+/// Where a fragment body goes (see
+/// [`Reliability::body_dst`](crate::reliable::Reliability::body_dst));
+/// `None` once the body is to be dropped.
 fn body_dst<'a>(peer: &'a Peer, body: &Body) -> Option<&'a Pieces> {
     if body.discard {
         return None;

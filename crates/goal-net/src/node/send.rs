@@ -1,6 +1,7 @@
 //! Sending: the caller's side of the API ([`NetNode::send_am`],
 //! [`NetNode::expect_bulk`], [`NetNode::send_bulk`], [`NetNode::cancel_expect`])
-//! and the choice of the connection a message goes on.
+//! and the choice of the connection a message goes on. These are the calls
+//! the engine makes; each checks its arguments, queues, and never blocks.
 
 use super::{err, NetNode};
 use crate::bulk::{Pieces, INTERNAL_TOKEN};

@@ -1,7 +1,10 @@
 //! Writing: the send queue of each connection gathered into one
 //! `sendmsg`, bulk fragments pulled onto a rail as it has room, and the
 //! acknowledgements this node owes (of fragments, per connection; of active
-//! messages, cumulative and delayed).
+//! messages, cumulative and delayed). The one place that writes from the
+//! caller's buffers, so the lifetime rule of `send_bulk` is kept here (a
+//! transfer is not finished while a copy of one of its fragments is
+//! queued).
 
 use super::{NetNode, Peer, ACK_EVERY, MAX_IOV};
 use crate::conn::{Conn, TxItem};
