@@ -36,6 +36,9 @@
 use crate::sys::{iov, RawIov};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// Tokens at or above this are goal-net's own (calibration).
+pub(crate) const INTERNAL_TOKEN: u64 = 1 << 63;
+
 /// A scatter/gather list with running offsets, for mapping a byte range of
 /// the message onto memory.
 pub(crate) struct Pieces {

@@ -3,6 +3,30 @@
 //! path (bulk transfers read from and written to the caller's buffers
 //! directly), striped over several NICs ("rails").
 //!
+//! # The link goal-net serves
+//!
+//! goal-rt's engine talks to each peer through one *link*, whatever lies
+//! underneath. A link provides:
+//!
+//! * **send an envelope**: eager data with its header, one message, in
+//!   order with the others to that peer. goal-net: an active message,
+//!   [`NetNode::send_am`] with the executor's EAGER handler, the header as
+//!   the message head and the data as its payload.
+//! * **send a control message**: RTS, CTS, FIN and the like, a header and
+//!   no data. goal-net: an active message with an empty payload, on the
+//!   same ordered stream as the envelopes.
+//! * **the fetch paths** for large messages: moving the data of a
+//!   rendezvous. goal-net: a bulk transfer, [`NetNode::expect_bulk`] at the
+//!   receiver and [`NetNode::send_bulk`] at the sender, read from the
+//!   network straight into the receive buffer; completion is reported by
+//!   [`Event::BulkDone`] and [`Event::BulkSent`], so the engine needs no
+//!   FIN over the network. (The shared-memory link provides its own fetch
+//!   paths: a stream, CMA read or write, a heap copy; none is goal-net's.)
+//!
+//! Everything else in this crate (rails, handshake, acknowledgements,
+//! failover, calibration) is how goal-net keeps those three promises across
+//! machines; the engine sees only the calls above and [`NetNode::poll`].
+//!
 //! # Shape
 //!
 //! Following the MPC multirail design (the seed article), the layer speaks
@@ -35,11 +59,20 @@
 //! * [`wire`]: the frame format and its pure, fuzzed parser.
 //! * SHA-256 / HMAC for the handshake come from `goal-auth`, shared with goal-boot.
 //! * [`rails`]: interfaces, address blobs, pairing rails by subnet.
+//! * `reliable`: per-peer sequence numbers, reorder buffer and
+//!   acknowledgements; pure, like `wire`.
 //! * `bulk`: fragment bookkeeping on both sides.
+//! * `event`: what `poll` reports, and the queue of events held for it.
 //! * `conn`: one connection's buffers and queues.
-//! * `node`: the handshake, progress, failover.
-//! * `probe`: the eager/rendezvous crossover measurement.
+//! * `node`: [`NetNode`]; under it, one file per stage: connect,
+//!   handshake, progress, read, write, send, failover, calibrate.
+//! * `probe`: the eager/rendezvous crossover arithmetic and state.
 //! * `sys`: the system calls, each behind one safe wrapper.
+//!
+//! The modules depend on each other in one direction only: `node` (with
+//! its files) on the others; `reliable` on `bulk` and `wire`; `config` on
+//! `rails`; `conn` and `probe` on `wire`; `bulk` and `rails` on `sys`;
+//! `wire`, `event` and `sys` on nothing. No two import each other.
 //!
 //! # Wire format
 //!
@@ -141,15 +174,18 @@
 mod bulk;
 mod config;
 mod conn;
+mod event;
 mod node;
 mod probe;
 pub mod rails;
+mod reliable;
 mod sys;
 pub mod wire;
 
 pub use config::{AmRails, NetConfig};
 pub use conn::ConnCounters;
-pub use node::{Event, NetNode, RailStats};
+pub use event::Event;
+pub use node::{NetNode, RailStats};
 pub use probe::{Crossover, CrossoverPoint};
 pub use rails::{discover_rails, RailSpec};
 pub use sys::{ev, Epoll};
