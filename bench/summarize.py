@@ -90,9 +90,12 @@ def header(raw: dict, path: Path) -> dict:
     m = raw.get("machine") or {}
     libs = {}
     for name, info in (raw.get("libraries") or {}).items():
-        v = info.get("version") if isinstance(info, dict) else None
-        note = info.get("note") if isinstance(info, dict) else None
-        libs[name] = {k: v for k, v in (("version", C.short_version(v) if v else None), ("note", note)) if v}
+        info = info if isinstance(info, dict) else {}
+        libs[name] = {}
+        if info.get("version"):
+            libs[name]["version"] = C.short_version(info["version"])
+        if info.get("note"):
+            libs[name]["note"] = info["note"]
     out = {
         "benchmark": raw.get("benchmark"),
         "summary_of": {"file": path.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()},
