@@ -1,15 +1,16 @@
 # goal: build, install, test, demonstrate.
 #
 #   make demo                  build goal, install the MPI peers, run the main job
-#   make test                  every test (cargo tests + C acceptance suite); installs
-#                              the Debian packages the tests use first (MPIs, iproute2)
+#   make test                  every test (cargo tests + C acceptance suite, no tracked file
+#                              over 1 MB); installs the Debian packages the tests use
+#                              first (MPIs, iproute2)
 #   make install PREFIX=DIR    DIR/include/goal.h, DIR/lib/libgoal.{so,a},
 #                              DIR/lib/pkgconfig/goal.pc, DIR/bin/goalrun
 PREFIX ?= $(CURDIR)/build/prefix
 CARGO ?= cargo
 RELEASE := target/release
 
-.PHONY: all build install test bench-check cargo-test ctest demo bench-p2p bench-overlap deps clean
+.PHONY: all build install test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
@@ -37,8 +38,12 @@ ctest: install
 bench-check:
 	@for f in bench/*.py; do python3 $$f --help > /dev/null || { echo "bench-check: $$f --help failed"; exit 1; }; done; echo "bench-check: every bench/*.py answers --help"
 
+# No tracked file over 1 MB: raw benchmark output goes to results/ (docs/measurements/README.md).
+repo-check:
+	@scripts/check-repo.sh
+
 test: deps
-	$(MAKE) bench-check cargo-test ctest
+	$(MAKE) bench-check repo-check cargo-test ctest
 
 demo: deps install
 	python3 bench/p2p.py --prefix $(PREFIX) --out results/p2p
