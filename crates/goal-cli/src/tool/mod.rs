@@ -1,11 +1,11 @@
 //! `goal`, the one entry for goal's tools: `goal [OPTIONS] SUBCOMMAND [ARGS...]`.
 //!
-//! Parsing is two stages, as goalrun's: [`lowargs`] sorts goal's own options
+//! Parsing is two stages, as goalrun's: `lowargs` sorts goal's own options
 //! (`--help`, `--version`) from the subcommand and its arguments without
 //! looking at those; the subcommand then parses its arguments itself
-//! ([`drivers`] for `bench` and `tune`, which run today's Python drivers).
+//! (`drivers` for `bench` and `tune`, which run today's Python drivers).
 //!
-//! Each subcommand is one row of [`SUBCOMMANDS`]: its name, its usage, one
+//! Each subcommand is one row of `SUBCOMMANDS`: its name, its usage, one
 //! line of summary and the function that runs it. `goal --help` lists the
 //! rows and the dispatcher looks the name up among them, so the list cannot
 //! disagree with what runs, and a new tool (`check`, `sim`, `run`, `draw`,
