@@ -5,10 +5,13 @@
 #                              over 1 MB); installs the Debian packages the tests use
 #                              first (MPIs, iproute2)
 #   make install PREFIX=DIR    DIR/include/goal.h, DIR/lib/libgoal.{so,a},
-#                              DIR/lib/pkgconfig/goal.pc, DIR/bin/goalrun
+#                              DIR/lib/pkgconfig/goal.pc, DIR/bin/goalrun, DIR/bin/goal,
+#                              DIR/share/goal/bench/ (the drivers `goal bench` and
+#                              `goal tune` run, and the C sources they compile)
 PREFIX ?= $(CURDIR)/build/prefix
 CARGO ?= cargo
-RELEASE := target/release
+# Where cargo puts what it builds: CARGO_TARGET_DIR if set (cargo reads it too).
+RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 
 .PHONY: all build install test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
 
@@ -18,11 +21,13 @@ build:
 	$(CARGO) build --release --workspace
 
 install: build
-	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/bin
+	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/bin $(PREFIX)/share/goal/bench
 	install -m 644 include/goal.h $(PREFIX)/include/goal.h
 	install -m 755 $(RELEASE)/libgoal.so $(PREFIX)/lib/libgoal.so
 	install -m 644 $(RELEASE)/libgoal.a $(PREFIX)/lib/libgoal.a
 	install -m 755 $(RELEASE)/goalrun $(PREFIX)/bin/goalrun
+	install -m 755 $(RELEASE)/goal $(PREFIX)/bin/goal
+	install -m 644 bench/*.py bench/*.c bench/*.h bench/README.md $(PREFIX)/share/goal/bench/
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' goal.pc.in > $(PREFIX)/lib/pkgconfig/goal.pc
 
 deps:
@@ -46,13 +51,13 @@ test: deps
 	$(MAKE) bench-check repo-check cargo-test ctest
 
 demo: deps install
-	python3 bench/p2p.py --prefix $(PREFIX) --out results/p2p
+	$(PREFIX)/bin/goal bench p2p --prefix $(PREFIX) --out results/p2p
 
 bench-p2p: install
-	python3 bench/p2p.py --prefix $(PREFIX) --out results/p2p
+	$(PREFIX)/bin/goal bench p2p --prefix $(PREFIX) --out results/p2p
 
 bench-overlap: install
-	python3 bench/overlap.py --prefix $(PREFIX) --out results/overlap
+	$(PREFIX)/bin/goal bench overlap --prefix $(PREFIX) --out results/overlap
 
 clean:
 	$(CARGO) clean
