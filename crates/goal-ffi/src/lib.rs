@@ -184,6 +184,15 @@ fn fail(e: Error) -> c_int {
     code_of(e.kind)
 }
 
+/// Names the C function `what` in an error from the runtime, whose
+/// messages name no C function (goal-rt serves Rust callers too).
+fn named(what: &str) -> impl FnOnce(Error) -> Error + '_ {
+    move |mut e| {
+        e.message = format!("{what}: {}", e.message);
+        e
+    }
+}
+
 fn invalid(msg: String) -> Error {
     Error::new(ErrorKind::InvalidArgument, msg)
 }
@@ -227,7 +236,7 @@ fn vertex_result(what: &str, f: impl FnOnce() -> Result<GOAL_Vertex, Error>) -> 
 /// Initializes goal (once per process). Returns GOAL_SUCCESS or an error code.
 #[no_mangle]
 pub extern "C" fn GOAL_Init() -> c_int {
-    code_result("GOAL_Init", || goal_rt::init().map(|_| GOAL_SUCCESS))
+    code_result("GOAL_Init", || goal_rt::init().map(|_| GOAL_SUCCESS).map_err(named("GOAL_Init")))
 }
 
 /// Returns 1 after GOAL_Init succeeded (and before GOAL_Finalize), else 0.
@@ -252,7 +261,7 @@ pub extern "C" fn GOAL_MyRank() -> c_int {
 #[no_mangle]
 pub extern "C" fn GOAL_Finalize() -> c_int {
     code_result("GOAL_Finalize", || {
-        goal_rt::finalize()?;
+        goal_rt::finalize().map_err(named("GOAL_Finalize"))?;
         Ok(GOAL_SUCCESS)
     })
 }
@@ -506,7 +515,7 @@ pub unsafe extern "C" fn GOAL_Compile(g: GOAL_Graph) -> GOAL_Schedule {
             // SAFETY: forwarded caller guarantee.
             let gr = unsafe { graph(g, "GOAL_Compile") }?;
             let rt = goal_rt::runtime("GOAL_Compile")?;
-            let s = rt.compile(&gr.g)?;
+            let s = rt.compile(&gr.g).map_err(named("GOAL_Compile"))?;
             Ok(Box::into_raw(Box::new(goal_schedule { s, rt })))
         })();
         r.unwrap_or_else(|e: Error| {

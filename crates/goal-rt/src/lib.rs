@@ -175,8 +175,8 @@ static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 pub fn init() -> Result<Arc<Runtime>> {
     let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
     match STATE.load(Ordering::Acquire) {
-        LIVE => return Err(Error::new(ErrorKind::AlreadyInitialized, "GOAL_Init: goal is already initialized in this process")),
-        FINALIZED => return Err(Error::new(ErrorKind::AlreadyInitialized, "GOAL_Init: goal was finalized and cannot be initialized again")),
+        LIVE => return Err(Error::new(ErrorKind::AlreadyInitialized, "goal is already initialized in this process")),
+        FINALIZED => return Err(Error::new(ErrorKind::AlreadyInitialized, "goal was finalized and cannot be initialized again")),
         _ => {}
     }
     let rt = Runtime::start()?;
@@ -191,7 +191,7 @@ pub fn runtime(what: &str) -> Result<Arc<Runtime>> {
     if let Some(rt) = RUNTIME.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
         return Ok(rt.clone());
     }
-    let why = if STATE.load(Ordering::Acquire) == FINALIZED { "after GOAL_Finalize" } else { "before GOAL_Init" };
+    let why = if STATE.load(Ordering::Acquire) == FINALIZED { "after goal was finalized" } else { "before goal was initialized" };
     Err(Error::new(ErrorKind::NotInitialized, format!("{what}: called {why}")))
 }
 
@@ -211,8 +211,8 @@ pub fn finalize() -> Result<()> {
     let rt = {
         let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
         let Some(rt) = slot.take() else {
-            let why = if STATE.load(Ordering::Acquire) == FINALIZED { "after GOAL_Finalize" } else { "before GOAL_Init" };
-            return Err(Error::new(ErrorKind::NotInitialized, format!("GOAL_Finalize: called {why}")));
+            let why = if STATE.load(Ordering::Acquire) == FINALIZED { "after goal was finalized" } else { "before goal was initialized" };
+            return Err(Error::new(ErrorKind::NotInitialized, format!("called {why}")));
         };
         STATE.store(FINALIZED, Ordering::Release);
         rt
@@ -263,7 +263,7 @@ pub fn finalize() -> Result<()> {
 impl Runtime {
     fn start() -> Result<Arc<Runtime>> {
         let mut cfg = Config::from_env()?;
-        let sys = |what: &str, e: std::io::Error| Error::new(ErrorKind::System, format!("GOAL_Init: {what}: {e}"));
+        let sys = |what: &str, e: std::io::Error| Error::new(ErrorKind::System, format!("{what}: {e}"));
         let mut boot = goal_boot::from_env().map_err(|e| sys("bootstrap", e))?;
         let (rank, size) = (boot.rank(), boot.size());
         let mut shm = ShmNode::create(rank, size, &cfg.shm).map_err(|e| sys("creating the shared-memory inbox", e))?;
@@ -435,11 +435,7 @@ impl Runtime {
     /// Checks and compiles `g`. Collective in the matching sense: every rank
     /// compiles its schedules in the same order.
     pub fn compile(&self, g: &goal_sched::Graph) -> Result<Schedule> {
-        let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: self.size }).map_err(|e| {
-            let mut e = Error::from(e);
-            e.message = format!("GOAL_Compile: {}", e.message);
-            e
-        })?;
+        let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: self.size }).map_err(Error::from)?;
         let id = self.next_sched.fetch_add(1, Ordering::Relaxed);
         Ok(Schedule { inner: Arc::new(SchedInner::new(id, s)) })
     }

@@ -13,21 +13,21 @@ use super::*;
 impl Engine {
     pub(super) fn poll_messages(&mut self) {
         let shm = &self.link.shm;
-        let mut arrived = std::mem::take(&mut self.st.arrived);
-        let st = &mut self.st;
-        st.matcher.poll_no += 1;
-        let poll = st.matcher.poll_no;
+        let mut arrived = std::mem::take(&mut self.state.arrived);
+        let state = &mut self.state;
+        state.matcher.poll_no += 1;
+        let poll = state.matcher.poll_no;
         // Without kernel channels a finished execution completes without the
         // transports (see `State::completed`): at once, inside the poll
         // (unless one is to end with an earlier execution's mismatch).
-        let now = self.kp.is_none() && !trace_on() && st.matcher.poisoned.is_empty();
-        shm.poll(&mut |src, env, payload| st_arrive(st, &mut arrived, poll, now, src as u32, Head::decode(env), payload));
+        let now = self.kernel.is_none() && !trace_on() && state.matcher.poisoned.is_empty();
+        shm.poll(&mut |src, env, payload| st_arrive(state, &mut arrived, poll, now, src as u32, Head::decode(env), payload));
         if let Some(net) = self.link.net.as_mut() {
-            let st = &mut self.st;
+            let state = &mut self.state;
             net.poll(&mut |ev| match ev {
                 Event::Am { src, handler, head, payload } => {
                     if let Some(h) = net_head(handler, head) {
-                        st_arrive(st, &mut arrived, poll, now, src, h, payload);
+                        st_arrive(state, &mut arrived, poll, now, src, h, payload);
                     }
                 }
                 // In line with the messages, in the order goal-net reports
@@ -39,7 +39,7 @@ impl Engine {
                 // allgather, 8 ranks on 2 rails, about 1 run in 30 under load).
                 Event::BulkDone { src, token } => arrived.push(Arrival::BulkDone { src, token: token as u32 }),
                 Event::BulkSent { token, .. } => arrived.push(Arrival::BulkSent { token: token as u32 }),
-                Event::PeerLost { peer, why } => st.net_lost.push((peer, why)),
+                Event::PeerLost { peer, why } => state.net_lost.push((peer, why)),
                 Event::RailLost { peer, rail, why } => {
                     if trace_on() {
                         say!("goal: rail {rail} to rank {peer} lost: {why}");
@@ -50,13 +50,13 @@ impl Engine {
         // Mostly empty: an inline delivery leaves nothing here, and setting
         // up the drain cost as much as a quarter of the poll.
         if !arrived.is_empty() {
-            self.st.in_poll = true;
+            self.state.in_poll = true;
             for a in arrived.drain(..) {
                 match a {
                     Arrival::Message { src, head, data } => self.on_message(src, head, data),
                     Arrival::Delivered { src, r, len, fit } => self.delivered(src, r, len, fit),
                     Arrival::BulkDone { src, token } => {
-                        if let Some(r) = self.st.net_in.remove(&(src, token)) {
+                        if let Some(r) = self.state.net_in.remove(&(src, token)) {
                             self.finish(r);
                         }
                         self.drain_ready();
@@ -69,18 +69,18 @@ impl Engine {
                     }
                 }
             }
-            self.st.in_poll = false;
+            self.state.in_poll = false;
         }
-        self.st.arrived = arrived;
-        if !self.st.matcher.stray_keys.is_empty() {
+        self.state.arrived = arrived;
+        if !self.state.matcher.stray_keys.is_empty() {
             // (Executions finished inside the poll.)
             self.strays();
         }
-        if !self.st.net_lost.is_empty() {
+        if !self.state.net_lost.is_empty() {
             // Losses last: goal-net may report a peer's departure in the same
             // poll before a transfer of its that had completed (the peer
             // left because we acknowledged it); that transfer did arrive.
-            for (peer, why) in std::mem::take(&mut self.st.net_lost) {
+            for (peer, why) in std::mem::take(&mut self.state.net_lost) {
                 self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}"), finalized: None });
             }
             self.drain_ready();
@@ -134,14 +134,14 @@ impl Engine {
                 }
             }
             Kind::Cts if h.mode == proto::MODE_PUSH => {
-                if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
+                if let Some(s) = self.state.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: 0, start: 0, ns: 0 };
-                    self.st.writes.push_back(w);
-                    self.st.streams_active += 1;
+                    self.state.writes.push_back(w);
+                    self.state.streams_active += 1;
                 }
             }
             Kind::Cts if h.mode == proto::MODE_SPLIT => {
-                if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
+                if let Some(s) = self.state.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     // Only a sender with nothing else to do: its application
                     // waits, and no operation of its own is ready or running
                     // (a scatter's root copying its own block would make
@@ -151,13 +151,13 @@ impl Engine {
                     // reads its halves (2 ranks, windows of 1 MiB messages
                     // by CMA: 5.8 GB/s declining those, 12.9 queueing them).
                     let waits = self.in_wait || self.app_waiting.as_ref().is_some_and(|w| w.load(Ordering::Relaxed) > 0);
-                    let idle = !self.has_own_work() && self.st.reads.is_empty();
+                    let idle = !self.has_own_work() && self.state.reads.is_empty();
                     if waits && idle && (h.len as usize) < s.len {
                         let half = h.len as usize;
                         let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: half, start: half, ns: 0 };
-                        self.st.split_out.insert(h.token, (2, 0));
-                        self.st.writes.push_back(w);
-                        self.st.streams_active += 1;
+                        self.state.split_out.insert(h.token, (2, 0));
+                        self.state.writes.push_back(w);
+                        self.state.streams_active += 1;
                     } else {
                         self.post_message(src as usize, Head::control(Kind::Pushed, h.token).mode(proto::PUSH_DECLINED));
                     }
@@ -165,7 +165,7 @@ impl Engine {
             }
             Kind::Pushed => self.pushed(src, h.token, h.mode, h.nanos()),
             Kind::Cts => {
-                if let Some(s) = self.st.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
+                if let Some(s) = self.state.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     // From the record, not the operation: an execution that
                     // failed here still owes a local receiver its bytes
                     // (zeros, see `pump_streams`), or the receiver waits for
@@ -198,26 +198,26 @@ impl Engine {
                             // The receiver may not read our memory.
                             self.adapt.deny_cma();
                         }
-                        self.st.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0 });
-                        self.st.streams_active += 1;
+                        self.state.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0 });
+                        self.state.streams_active += 1;
                     }
                 }
             }
-            Kind::Fin if h.mode == proto::FIN_PART && self.st.split_out.contains_key(&h.token) => self.part_done(h.token, h.nanos()),
+            Kind::Fin if h.mode == proto::FIN_PART && self.state.split_out.contains_key(&h.token) => self.part_done(h.token, h.nanos()),
             // A sender that declined its part waits for the plain FIN.
             Kind::Fin if h.mode == proto::FIN_PART => {}
             Kind::Fin => {
-                if self.st.split_out.remove(&h.token).is_some() {
+                if self.state.split_out.remove(&h.token).is_some() {
                     // A split message whose receiver's execution failed
                     // before its part was read: the send ends here, and
                     // its token may serve another send at once, so its
                     // write must not go on (into the old buffer, with the
                     // new send's bytes). The receiver waits for PUSHED.
-                    let before = self.st.writes.len();
-                    self.st.writes.retain(|w| w.token != h.token);
-                    let dropped = before - self.st.writes.len();
+                    let before = self.state.writes.len();
+                    self.state.writes.retain(|w| w.token != h.token);
+                    let dropped = before - self.state.writes.len();
                     if dropped > 0 {
-                        self.st.streams_active -= dropped as u32;
+                        self.state.streams_active -= dropped as u32;
                         self.post_message(src as usize, Head::control(Kind::Pushed, h.token).mode(proto::PUSH_BY_STREAM));
                     }
                 }
@@ -231,7 +231,7 @@ impl Engine {
                 }
             }
             Kind::Credit => {
-                let r = &mut self.st.eager_returned[src as usize];
+                let r = &mut self.state.eager_returned[src as usize];
                 *r = (*r).max(h.credits());
             }
             Kind::Accept | Kind::Decline => self.channel_answer(h.kind == Kind::Accept, src, h.sched, h.token),
@@ -267,27 +267,27 @@ pub(super) enum Arrival {
 /// (see `State::queued_in`). A receive filled inline is finished at once
 /// if `finish_now`, else (kernel mode, tracing, truncation) by a DELIVERED
 /// note at the poll's end.
-pub(super) fn st_arrive(st: &mut State, arrived: &mut Vec<Arrival>, poll: u64, finish_now: bool, src: u32, h: Head, payload: &[u8]) {
+pub(super) fn st_arrive(state: &mut State, arrived: &mut Vec<Arrival>, poll: u64, finish_now: bool, src: u32, h: Head, payload: &[u8]) {
     if h.kind != Kind::Eager {
         if h.kind == Kind::Rts {
-            st.matcher.queued_in[src as usize] = poll;
+            state.matcher.queued_in[src as usize] = poll;
         }
         arrived.push(Arrival::Message { src, head: h, data: None });
         return;
     }
-    if let Some(r) = (h.mode == 0 && st.matcher.queued_in[src as usize] != poll).then(|| match_posted(&mut st.execs, h.sched, h.seq, src, h.tag)).flatten() {
-        let fit = st_deliver_inline(st, r, src, payload);
+    if let Some(r) = (h.mode == 0 && state.matcher.queued_in[src as usize] != poll).then(|| match_posted(&mut state.execs, h.sched, h.seq, src, h.tag)).flatten() {
+        let fit = st_deliver_inline(state, r, src, payload);
         if finish_now && fit == Fit::Ok {
-            if let Some(slot) = st.execs.finish(r) {
-                st.completed(slot);
+            if let Some(slot) = state.execs.finish(r) {
+                state.completed(slot);
             }
         } else {
             arrived.push(Arrival::Delivered { src, r, len: payload.len() as u32, fit });
         }
         return;
     }
-    st.matcher.queued_in[src as usize] = poll;
-    let mut data = st.matcher.spare_bufs.pop().unwrap_or_default();
+    state.matcher.queued_in[src as usize] = poll;
+    let mut data = state.matcher.spare_bufs.pop().unwrap_or_default();
     data.clear();
     data.extend_from_slice(payload);
     arrived.push(Arrival::Message { src, head: h, data: Some(data) });
@@ -295,8 +295,8 @@ pub(super) fn st_arrive(st: &mut State, arrived: &mut Vec<Arrival>, poll: u64, f
 
 /// Copies an eager payload from the ring into posted receive `r` if it
 /// fits (returns whether it did).
-pub(super) fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u8]) -> Fit {
-    let e = st.execs.slots[r.slot as usize].as_ref().unwrap_or_else(|| unreachable!());
+pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: &[u8]) -> Fit {
+    let e = state.execs.slots[r.slot as usize].as_ref().unwrap_or_else(|| unreachable!());
     let s = &e.sched.s;
     let o = &s.ops[r.op as usize];
     let base = e.bufs.scratch.as_ptr() as *mut u8;
@@ -324,8 +324,8 @@ pub(super) fn st_deliver_inline(st: &mut State, r: OpRef, src: u32, payload: &[u
             }
         }
     }
-    if src != st.rank {
-        st.release(src, payload.len() as u64);
+    if src != state.rank {
+        state.release(src, payload.len() as u64);
     }
     fit
 }

@@ -41,66 +41,66 @@ impl Engine {
     /// Reads the next piece of the first message read from its sender's
     /// memory (see [`READ_LATER`]).
     pub(super) fn pump_reads(&mut self) {
-        let Some(rd) = self.st.reads.pop_front() else { return };
-        self.st.streams_active -= 1;
-        let Some(dst) = self.pieces(rd.r) else {
+        let Some(read) = self.state.reads.pop_front() else { return };
+        self.state.streams_active -= 1;
+        let Some(dst) = self.pieces(read.r) else {
             // Its execution failed here: the sender still waits for FIN.
-            self.post_message(rd.src as usize, Head::control(Kind::Fin, rd.token));
+            self.post_message(read.src as usize, Head::control(Kind::Fin, read.token));
             return;
         };
-        if let Some(rd) = self.read_step(rd, &dst, READ_PIECE) {
-            self.st.reads.push_front(rd);
-            self.st.streams_active += 1;
+        if let Some(read) = self.read_step(read, &dst, READ_PIECE) {
+            self.state.reads.push_front(read);
+            self.state.streams_active += 1;
         }
     }
 
-    /// Reads up to `piece` more bytes of message `rd` from its sender's
+    /// Reads up to `piece` more bytes of message `read` from its sender's
     /// memory into `dst`, the receive's buffer; returns it if bytes are
     /// left. At its end (or on an error) frees the sender with FIN and
     /// finishes (fails) the receive; a receiver not allowed to read the
     /// sender's memory (ptrace rules) asks for the stream instead.
-    pub(super) fn read_step(&mut self, mut rd: Read, dst: &Pieces, piece: usize) -> Option<Read> {
-        let (src, len, mode) = (rd.src, rd.len, rd.mode);
-        let end = len.min(rd.done.saturating_add(piece));
+    pub(super) fn read_step(&mut self, mut read: Read, dst: &Pieces, piece: usize) -> Option<Read> {
+        let (src, len, mode) = (read.src, read.len, read.mode);
+        let end = len.min(read.done.saturating_add(piece));
         let t0 = Instant::now();
-        let res = each_span(dst, rd.done, end, |p, from, n| {
+        let res = each_span(dst, read.done, end, |p, from, n| {
             // SAFETY: `each_span` gives a part of a receive buffer piece,
             // valid for writes for `n` bytes (API contract).
             let d = unsafe { std::slice::from_raw_parts_mut(p, n) };
             if mode == proto::MODE_HEAP {
-                self.link.heap_read(src as usize, rd.addr + from as u64, d)
+                self.link.heap_read(src as usize, read.addr + from as u64, d)
             } else {
-                self.link.cma_read(src as usize, rd.addr + from as u64, d)
+                self.link.cma_read(src as usize, read.addr + from as u64, d)
             }
         });
         let ns = t0.elapsed().as_nanos() as u64;
         let denied = res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
-        if mode == proto::MODE_CMA && rd.done == 0 && denied && self.st.lost[src as usize].is_none() {
-            self.send_control(src, Kind::Cts, rd.token);
-            self.stream_receive(rd.r, src, len);
+        if mode == proto::MODE_CMA && read.done == 0 && denied && self.state.lost[src as usize].is_none() {
+            self.send_control(src, Kind::Cts, read.token);
+            self.stream_receive(read.r, src, len);
             return None;
         }
         if res.is_ok() {
-            self.copied(end - rd.done);
-            rd.done = end;
-            rd.ns += ns;
+            self.copied(end - read.done);
+            read.done = end;
+            read.ns += ns;
             if end < len {
-                return Some(rd);
+                return Some(read);
             }
             if mode == proto::MODE_CMA {
-                self.st.cma_reads_work = true;
+                self.state.cma_reads_work = true;
             }
-            if let Some(sp) = self.st.split_in.get_mut(&(src, rd.token)) {
+            if let Some(split) = self.state.split_in.get_mut(&(src, read.token)) {
                 // The receiver's part of a split message: the sender's
                 // buffer is free once its own part is written too.
-                sp.read = true;
-                sp.read_ns = rd.ns;
-                let (written, write_ns, judge) = (sp.written, sp.write_ns, sp.judge);
-                self.post_message(src as usize, Head::control(Kind::Fin, rd.token).mode(proto::FIN_PART).with_nanos(rd.ns));
+                split.read = true;
+                split.read_ns = read.ns;
+                let (written, write_ns, judge) = (split.written, split.write_ns, split.judge);
+                self.post_message(src as usize, Head::control(Kind::Fin, read.token).mode(proto::FIN_PART).with_nanos(read.ns));
                 if written {
-                    self.st.split_in.remove(&(src, rd.token));
-                    self.judge_write(src, judge, write_ns, rd.ns);
-                    self.finish(rd.r);
+                    self.state.split_in.remove(&(src, read.token));
+                    self.judge_write(src, judge, write_ns, read.ns);
+                    self.finish(read.r);
                 }
                 return None;
             }
@@ -108,29 +108,29 @@ impl Engine {
             // own copy leaves the lines, as a push into it finds them
             // when the application reads nothing.
             let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
-            let again = self.st.read_to[src as usize].take(at);
-            self.st.read_to[src as usize].put(at);
-            if mode == proto::MODE_CMA && len >= PUSH_MIN && rd.whole && again {
-                let ps = rd.ns * 1000 / len as u64;
-                let best = &mut self.st.read_ps[src as usize];
+            let again = self.state.read_to[src as usize].take(at);
+            self.state.read_to[src as usize].put(at);
+            if mode == proto::MODE_CMA && len >= PUSH_MIN && read.whole && again {
+                let ps = read.ns * 1000 / len as u64;
+                let best = &mut self.state.read_ps[src as usize];
                 if *best == 0 || ps < *best {
                     *best = ps.max(1);
                 }
             }
         }
         // FIN carries the read's time, for the sender's choice of path.
-        let ns = if mode == proto::MODE_CMA && res.is_ok() { rd.ns } else { 0 };
-        self.post_message(src as usize, Head::control(Kind::Fin, rd.token).with_nanos(ns));
+        let ns = if mode == proto::MODE_CMA && res.is_ok() { read.ns } else { 0 };
+        self.post_message(src as usize, Head::control(Kind::Fin, read.token).with_nanos(ns));
         match res {
-            Ok(()) => self.finish(rd.r),
+            Ok(()) => self.finish(read.r),
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
-                let msg = format!("{}: rank {src} exited before its {len} bytes were read (at byte {})", self.describe(rd.r), rd.done);
-                self.fail(rd.r, Error::new(ErrorKind::PeerLost, msg));
+                let msg = format!("{}: rank {src} exited before its {len} bytes were read (at byte {})", self.describe(read.r), read.done);
+                self.fail(read.r, Error::new(ErrorKind::PeerLost, msg));
             }
             Err(e) => {
                 let how = if mode == proto::MODE_HEAP { "shared heap" } else { "Cross Memory Attach" };
-                let msg = format!("{}: reading {len} bytes from rank {src} by {how} failed at byte {}: {e}", self.describe(rd.r), rd.done);
-                self.fail(rd.r, Error::new(ErrorKind::System, msg));
+                let msg = format!("{}: reading {len} bytes from rank {src} by {how} failed at byte {}: {e}", self.describe(read.r), read.done);
+                self.fail(read.r, Error::new(ErrorKind::System, msg));
             }
         }
         None

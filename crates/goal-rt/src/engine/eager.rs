@@ -25,7 +25,7 @@ impl Engine {
         if peer == self.rank {
             return self.self_send(r, head);
         }
-        if let Some(cause) = &self.st.lost[peer as usize] {
+        if let Some(cause) = &self.state.lost[peer as usize] {
             let msg = format!("{}: rank {peer} {cause}", self.describe(r));
             return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
         }
@@ -44,13 +44,13 @@ impl Engine {
             Some(Pieces::One([(ptr, _)])) => ptr,
             _ => std::ptr::null_mut(),
         };
-        let heap_off = if len > self.th.heap_eager && !ptr.is_null() { self.link.shm.heap().offset_of(ptr, len) } else { None };
-        if heap_off.is_none() && len <= self.th.eager && self.eager_credit(p, len as u64) {
-            self.st.eager_sent[p] += len as u64;
-            if self.kp.is_some() {
+        let heap_off = if len > self.thresholds.heap_eager && !ptr.is_null() { self.link.shm.heap().offset_of(ptr, len) } else { None };
+        if heap_off.is_none() && len <= self.thresholds.eager && self.eager_credit(p, len as u64) {
+            self.state.eager_sent[p] += len as u64;
+            if self.kernel.is_some() {
                 self.offer_or_switch(r, &mut head);
             }
-            if self.st.outq[p].is_empty() {
+            if self.state.outq[p].is_empty() {
                 if let Some(pieces) = &pieces {
                     let res = match pieces {
                         // SAFETY: send buffers are valid for their lengths by the API contract.
@@ -75,13 +75,13 @@ impl Engine {
             head.mode = proto::MODE_HEAP;
             head = head.with_buffer(off);
         } else if !ptr.is_null() {
-            let calibrated = len >= self.th.cma.0 && len <= self.th.cma.1;
+            let calibrated = len >= self.thresholds.cma.0 && len <= self.thresholds.cma.1;
             // Another large send to this peer still in flight: a burst
             // (looked for only where adapt chooses).
-            let burst = len >= self.th.adapt_from
-                && self.st.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
-            let exchange = len >= self.th.adapt_from && !burst && self.exchanging(r, p);
-            if let Some(s) = self.st.rdv[token as usize].as_mut() {
+            let burst = len >= self.thresholds.adapt_from
+                && self.state.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
+            let exchange = len >= self.thresholds.adapt_from && !burst && self.exchanging(r, p);
+            if let Some(s) = self.state.rdv[token as usize].as_mut() {
                 s.exchange = exchange;
             }
             let situation = if burst {
@@ -98,7 +98,7 @@ impl Engine {
             // only for a stream measured `MARGIN` (adapt.rs) times faster (2
             // ranks, alltoall of 4 MiB after 1 MiB: 1.21-1.26 ms by the
             // stream, CMA measured 1.2 times faster per byte and not taken).
-            let default = calibrated || (exchange && len >= self.th.cma.0);
+            let default = calibrated || (exchange && len >= self.thresholds.cma.0);
             let cma = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
                 Some(path) => path == adapt::Path::Cma,
                 None => calibrated,
@@ -108,7 +108,7 @@ impl Engine {
                 head = head.with_buffer(ptr as u64);
             }
         }
-        if let Some(s) = self.st.rdv[token as usize].as_mut() {
+        if let Some(s) = self.state.rdv[token as usize].as_mut() {
             s.mode = head.mode;
         }
         self.post_message(p, head);
@@ -122,10 +122,10 @@ impl Engine {
     pub(super) fn net_send(&mut self, r: OpRef, peer: u32, mut head: Head, pieces: Option<Pieces>) {
         let len = head.len as usize;
         let one_rail = self.link.net.as_ref().is_some_and(|n| n.rails_up(peer) == 1);
-        let limit = if one_rail { self.th.net_eager_one_rail } else { self.th.net_eager };
+        let limit = if one_rail { self.thresholds.net_eager_one_rail } else { self.thresholds.net_eager };
         let res = if len <= limit && self.eager_credit(peer as usize, len as u64) {
-            self.st.eager_sent[peer as usize] += len as u64;
-            if self.kp.is_some() {
+            self.state.eager_sent[peer as usize] += len as u64;
+            if self.kernel.is_some() {
                 self.offer_or_switch(r, &mut head);
             }
             let slices: Vec<&[u8]> = match &pieces {
@@ -157,20 +157,20 @@ impl Engine {
 
     #[inline(always)]
     pub(super) fn eager_credit(&mut self, p: usize, len: u64) -> bool {
-        let st = &mut self.st;
-        if st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit {
+        let state = &mut self.state;
+        if state.eager_sent[p] + len - state.eager_returned[p] <= self.thresholds.credit {
             return true;
         }
         // (Over the network, refreshed by CREDIT messages as they arrive.)
         let Some(returned) = self.link.credits_returned(p) else { return false };
-        st.eager_returned[p] = returned;
-        st.eager_sent[p] + len - st.eager_returned[p] <= self.th.credit
+        state.eager_returned[p] = returned;
+        state.eager_sent[p] + len - state.eager_returned[p] <= self.thresholds.credit
     }
 
     /// Sends a message without payload (RTS, CTS, FIN), in order behind any queued ones.
     pub(super) fn post_message(&mut self, p: usize, head: Head) {
         // (Only ring messages queue: the network is never full.)
-        if self.st.outq[p].is_empty() {
+        if self.state.outq[p].is_empty() {
             match self.link.send_control(p, &head) {
                 Ok(true) => return,
                 Ok(false) => {}
@@ -186,18 +186,18 @@ impl Engine {
     }
 
     pub(super) fn enqueue(&mut self, p: usize, out: Out) {
-        if self.st.outq[p].is_empty() {
-            self.st.outq_peers.push(p as u32);
+        if self.state.outq[p].is_empty() {
+            self.state.outq_peers.push(p as u32);
         }
-        self.st.outq[p].push_back(out);
+        self.state.outq[p].push_back(out);
     }
 
     pub(super) fn retry_outq(&mut self) {
-        let peers = std::mem::take(&mut self.st.outq_peers);
+        let peers = std::mem::take(&mut self.state.outq_peers);
         let mut still = Vec::new();
         for p in peers {
             let p = p as usize;
-            while let Some(out) = self.st.outq[p].front() {
+            while let Some(out) = self.state.outq[p].front() {
                 let head = out.head;
                 let send = out.send;
                 let ok = match send {
@@ -210,16 +210,16 @@ impl Engine {
                 if !ok {
                     break;
                 }
-                self.st.outq[p].pop_front();
+                self.state.outq[p].pop_front();
                 if let Some(r) = send {
                     self.finish(r);
                 }
             }
-            if !self.st.outq[p].is_empty() {
+            if !self.state.outq[p].is_empty() {
                 still.push(p as u32);
             }
         }
-        self.st.outq_peers.extend(still);
+        self.state.outq_peers.extend(still);
         self.drain_ready();
     }
 
@@ -231,8 +231,8 @@ impl Engine {
         // Copied aside (so the send finishes at once, even if its receive
         // depends on it) while under the unexpected-data bound; past it, the
         // send waits for its receive like any rendezvous.
-        if self.st.self_buffered + head.len as u64 <= self.th.credit {
-            self.st.self_buffered += head.len as u64;
+        if self.state.self_buffered + head.len as u64 <= self.thresholds.credit {
+            self.state.self_buffered += head.len as u64;
             let mut data = vec![0u8; head.len as usize];
             if let Some(p) = self.pieces(r) {
                 gather(&p, &mut data);
@@ -246,9 +246,9 @@ impl Engine {
 
     pub(super) fn release_credit(&mut self, src: u32, n: u64) {
         if src != self.rank {
-            self.st.release(src, n);
+            self.state.release(src, n);
         } else {
-            self.st.self_buffered -= n;
+            self.state.self_buffered -= n;
         }
     }
 
@@ -257,14 +257,14 @@ impl Engine {
     /// wait), so publishing every quarter of the credit keeps the store and
     /// the wake-up check off the per-message path.
     pub(super) fn publish_credits(&mut self) {
-        if !self.st.credit_due {
+        if !self.state.credit_due {
             return;
         }
-        self.st.credit_due = false;
+        self.state.credit_due = false;
         for p in 0..self.size as usize {
-            if self.st.released[p] - self.st.published[p] >= self.st.credit_step {
-                self.st.published[p] = self.st.released[p];
-                self.link.return_credits(p, self.st.released[p]);
+            if self.state.released[p] - self.state.published[p] >= self.state.credit_step {
+                self.state.published[p] = self.state.released[p];
+                self.link.return_credits(p, self.state.released[p]);
             }
         }
     }

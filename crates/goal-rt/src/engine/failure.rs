@@ -9,15 +9,15 @@ impl Engine {
     /// Checks peer liveness now if 100 ms have passed since the last check.
     #[cold]
     pub fn check_peers_if_due(&mut self) {
-        if self.st.last_check.elapsed().as_millis() < 100 {
+        if self.state.last_check.elapsed().as_millis() < 100 {
             return;
         }
-        self.st.last_check = Instant::now();
+        self.state.last_check = Instant::now();
         while let Err(lost) = self.link.shm.check_peers() {
             self.peer_lost(lost);
         }
-        for (peer, msg) in self.kp.as_mut().map(|k| k.overdue()).unwrap_or_default() {
-            let slots = self.kp.as_ref().map(|k| k.slots_with_peer(peer)).unwrap_or_default();
+        for (peer, msg) in self.kernel.as_mut().map(|k| k.overdue()).unwrap_or_default() {
+            let slots = self.kernel.as_ref().map(|k| k.slots_with_peer(peer)).unwrap_or_default();
             for slot in slots {
                 self.fail_slot(slot, Error::new(ErrorKind::PeerLost, msg.clone()));
             }
@@ -26,7 +26,7 @@ impl Engine {
 
     pub(super) fn peer_lost(&mut self, lost: PeerLost) {
         let r = lost.rank;
-        if self.st.lost[r].is_some() {
+        if self.state.lost[r].is_some() {
             return;
         }
         // Take in whatever the peer left in my inbox before it went away: its
@@ -35,88 +35,88 @@ impl Engine {
         // sender may rightly finish and exit while I still copy). A few
         // passes, since each may start receives that take more of it.
         for _ in 0..64 {
-            let before = self.st.execs.finished_ops;
+            let before = self.state.execs.finished_ops;
             self.poll_messages();
             self.drain_ready();
-            if self.st.streams_active > 0 {
+            if self.state.streams_active > 0 {
                 self.pump_transfers();
                 self.drain_ready();
             }
-            if self.st.execs.finished_ops == before {
+            if self.state.execs.finished_ops == before {
                 break;
             }
         }
-        self.st.lost[r] = Some(lost.cause.clone());
+        self.state.lost[r] = Some(lost.cause.clone());
         let msg = format!("rank {r} {} while this execution still needed it", lost.cause);
         // A wildcard receive fails only once no other peer is left to send it.
-        let others_left = (0..self.size as usize).any(|p| p != self.rank as usize && self.st.lost[p].is_none());
+        let others_left = (0..self.size as usize).any(|p| p != self.rank as usize && self.state.lost[p].is_none());
         // Fail every execution that still waits on that peer.
         let mut victims = Vec::new();
-        for (slot, e) in self.st.execs.slots.iter().enumerate() {
+        for (slot, e) in self.state.execs.slots.iter().enumerate() {
             let Some(e) = e else { continue };
             let waits_recv = e.bufs.posted.iter().any(|p| p.peer == r as i32 || (p.peer == -1 && !others_left));
             if waits_recv {
                 victims.push(slot as u32);
             }
         }
-        for q in self.st.outq[r].iter() {
+        for q in self.state.outq[r].iter() {
             if let Some(s) = q.send {
                 victims.push(s.slot);
             }
         }
-        for x in self.st.rdv.iter().flatten() {
+        for x in self.state.rdv.iter().flatten() {
             if x.peer as usize == r {
                 victims.push(x.r.slot);
             }
         }
-        for s in self.st.stream_in[r].iter() {
+        for s in self.state.stream_in[r].iter() {
             victims.push(s.r.slot);
         }
-        for x in self.st.reads.iter().filter(|x| x.src as usize == r) {
+        for x in self.state.reads.iter().filter(|x| x.src as usize == r) {
             victims.push(x.r.slot);
         }
         // Receives the peer was to write, and sends writing into it.
-        self.st.pushes_in.retain(|&(src, _), &mut (x, _, _)| {
+        self.state.pushes_in.retain(|&(src, _), &mut (x, _, _)| {
             if src as usize == r {
                 victims.push(x.slot);
             }
             src as usize != r
         });
-        let writes = self.st.writes.len();
-        for w in self.st.writes.iter().filter(|w| w.peer as usize == r) {
-            if let Some(s) = self.st.rdv.get(w.token as usize).and_then(|s| s.as_ref()) {
+        let writes = self.state.writes.len();
+        for w in self.state.writes.iter().filter(|w| w.peer as usize == r) {
+            if let Some(s) = self.state.rdv.get(w.token as usize).and_then(|s| s.as_ref()) {
                 victims.push(s.r.slot);
             }
         }
-        self.st.writes.retain(|w| w.peer as usize != r);
-        self.st.streams_active -= (writes - self.st.writes.len()) as u32;
-        if let Some(kp) = self.kp.as_mut() {
+        self.state.writes.retain(|w| w.peer as usize != r);
+        self.state.streams_active -= (writes - self.state.writes.len()) as u32;
+        if let Some(kernel) = self.kernel.as_mut() {
             if self.link.is_remote(r) {
-                if !kp.slots_with_peer(r as u32).is_empty() {
-                    kp.watch_lost(r as u32, msg.clone());
+                if !kernel.slots_with_peer(r as u32).is_empty() {
+                    kernel.watch_lost(r as u32, msg.clone());
                 }
             } else {
-                victims.extend(kp.slots_with_peer(r as u32));
+                victims.extend(kernel.slots_with_peer(r as u32));
             }
         }
-        for (&(src, _), x) in self.st.net_in.iter() {
+        for (&(src, _), x) in self.state.net_in.iter() {
             if src as usize == r {
                 victims.push(x.slot);
             }
         }
-        self.st.net_in.retain(|&(src, _), _| src as usize != r);
-        self.st.outq[r].clear();
-        let reads = self.st.reads.len();
-        self.st.reads.retain(|x| x.src as usize != r);
-        let cleared = self.st.stream_in[r].len() + self.st.stream_out[r].len() + reads - self.st.reads.len();
-        self.st.streams_active -= cleared as u32;
-        self.st.stream_in[r].clear();
-        self.st.stream_out[r].clear();
-        self.st.exchange_timing[r] = None;
+        self.state.net_in.retain(|&(src, _), _| src as usize != r);
+        self.state.outq[r].clear();
+        let reads = self.state.reads.len();
+        self.state.reads.retain(|x| x.src as usize != r);
+        let cleared = self.state.stream_in[r].len() + self.state.stream_out[r].len() + reads - self.state.reads.len();
+        self.state.streams_active -= cleared as u32;
+        self.state.stream_in[r].clear();
+        self.state.stream_out[r].clear();
+        self.state.exchange_timing[r] = None;
         victims.sort_unstable();
         victims.dedup();
         for slot in victims {
-            let hint = match (lost.finalized, self.st.execs.slots.get(slot as usize).and_then(|e| e.as_ref())) {
+            let hint = match (lost.finalized, self.state.execs.slots.get(slot as usize).and_then(|e| e.as_ref())) {
                 // The peer's program ended normally: the ranks' programs
                 // disagree on what to run.
                 (Some(n), Some(e)) if e.sched.id as u64 >= n => format!(

@@ -68,10 +68,10 @@ impl Engine {
     /// Pops up to `max` bytes of the front receive from `p`, a fused one,
     /// and combines them (whole elements; a split one waits in `carry`).
     pub(super) fn pop_fused(&mut self, p: usize, max: usize) -> usize {
-        let Some(si) = self.st.stream_in[p].front_mut() else { return 0 };
+        let Some(si) = self.state.stream_in[p].front_mut() else { return 0 };
         let (r, want) = (si.r, max.min(si.len - si.pos));
         let Some(mut f) = si.fused.take() else { return 0 };
-        let mut bounce = std::mem::take(&mut self.st.bounce);
+        let mut bounce = std::mem::take(&mut self.state.bounce);
         bounce.resize(FUSE_CHUNK + 8, 0);
         let esize = f.l.width as usize / 8;
         let mut moved = 0;
@@ -89,8 +89,8 @@ impl Engine {
             f.carry[..end - done].copy_from_slice(&bounce[done..end]);
             f.carry_len = end - done;
         }
-        self.st.bounce = bounce;
-        if let Some(si) = self.st.stream_in[p].front_mut() {
+        self.state.bounce = bounce;
+        if let Some(si) = self.state.stream_in[p].front_mut() {
             si.fused = Some(f);
         }
         moved
@@ -126,7 +126,7 @@ impl Engine {
         if self.exec(r).is_none() {
             return;
         }
-        self.st.fused += 1;
+        self.state.fused += 1;
         let op = OpRef { op: f.op, ..r };
         match f.err {
             Some(i) => self.local_done(op, Err(KernelError::DivByZero(i))),

@@ -14,13 +14,13 @@ pub(super) const CHANNEL_TIMEOUT: std::time::Duration = std::time::Duration::fro
 impl Engine {
     /// Turns the kernel mode on: channels to peers, chains in `ring`.
     pub fn enable_kernel(&mut self, ring: KRing) {
-        self.kp = Some(KPath::new(ring));
+        self.kernel = Some(KPath::new(ring));
     }
 
     /// The kernel ring's descriptor (readable while completions wait).
     pub fn kernel_fd(&self) -> Option<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
-        self.kp.as_ref().map(|k| k.ring.fd().as_raw_fd())
+        self.kernel.as_ref().map(|k| k.ring.fd().as_raw_fd())
     }
 
     /// At finalize: what the ranks' schedules disagreed on that no
@@ -32,15 +32,15 @@ impl Engine {
     pub fn unreported(&mut self) -> Vec<String> {
         self.poll_messages();
         let mut out: Vec<(u32, String)> =
-            self.st.matcher.stale.drain().map(|(id, e)| (id, format!("{}; no later execution of schedule {id} ran here to report it", e.message))).collect();
-        let mut keys: Vec<u64> = self.st.matcher.unexp.keys().copied().collect();
+            self.state.matcher.stale.drain().map(|(id, e)| (id, format!("{}; no later execution of schedule {id} ran here to report it", e.message))).collect();
+        let mut keys: Vec<u64> = self.state.matcher.unexp.keys().copied().collect();
         keys.sort_unstable();
         for k in keys {
             let (sched, seq) = ((k >> 32) as u32, k as u32);
-            if self.st.execs.active.get(sched as usize).is_some_and(|a| a.iter().any(|&(q, _)| q == seq)) {
+            if self.state.execs.active.get(sched as usize).is_some_and(|a| a.iter().any(|&(q, _)| q == seq)) {
                 continue; // (its Wait will say)
             }
-            let q = &self.st.matcher.unexp[&k];
+            let q = &self.state.matcher.unexp[&k];
             let u = &q[0];
             out.push((
                 sched,
@@ -60,7 +60,7 @@ impl Engine {
 
     /// What the kernel mode did, for the debug line at the end.
     pub fn kernel_summary(&self) -> Option<String> {
-        let s = self.kp.as_ref()?.stats;
+        let s = self.kernel.as_ref()?.stats;
         Some(format!(
             "kernel mode: {} channel(s) out, {} in ({} and {} of them over TCP), {} offer(s) declined; {} operation(s) in {} chain(s) ran in the kernel, {} completion(s) reached user space",
             s.channels_out, s.channels_in, s.tcp_out, s.tcp_in, s.declined, s.kernel_ops, s.runs, s.completions
@@ -69,15 +69,15 @@ impl Engine {
 
     /// Whether op `op` of schedule `id` travels on its channel now.
     pub(super) fn on_channel(&self, id: u32, op: u32) -> bool {
-        self.kp.as_ref().is_some_and(|k| matches!(k.chan(id, op), Some(Chan::Sending { .. } | Chan::Receiving { .. })))
+        self.kernel.as_ref().is_some_and(|k| matches!(k.chan(id, op), Some(Chan::Sending { .. } | Chan::Receiving { .. })))
     }
 
     /// Sender, eager message of op `r`: offers its channel (made by
     /// `KPath::make_channels`) or announces the switch to it, in `head`.
     pub(super) fn offer_or_switch(&mut self, r: OpRef, head: &mut Head) {
-        let Some(kp) = self.kp.as_mut() else { return };
-        let Some(e) = self.st.execs.slots.get(r.slot as usize).and_then(|e| e.as_ref()) else { return };
-        let Some(ch) = kp.chan_mut(e.sched.id, r.op) else { return };
+        let Some(kernel) = self.kernel.as_mut() else { return };
+        let Some(e) = self.state.execs.slots.get(r.slot as usize).and_then(|e| e.as_ref()) else { return };
+        let Some(ch) = kernel.chan_mut(e.sched.id, r.op) else { return };
         use std::os::fd::AsRawFd;
         match std::mem::replace(ch, Chan::Never) {
             Chan::Ready { mine, theirs } => {
@@ -97,8 +97,8 @@ impl Engine {
                 *head = head.with_offer(r.op, 0);
                 let tcp = u64::from(theirs.is_none());
                 *ch = Chan::Sending { mine, _theirs: theirs };
-                kp.stats.channels_out += 1;
-                kp.stats.tcp_out += tcp;
+                kernel.stats.channels_out += 1;
+                kernel.stats.tcp_out += tcp;
             }
             other => *ch = other,
         }
@@ -108,18 +108,18 @@ impl Engine {
     pub(super) fn channel_answer(&mut self, accept: bool, src: u32, sched: u32, op: u32) {
         let secret = self.link.net.as_ref().map(|n| n.config().secret);
         let me = self.rank;
-        let Some(kp) = self.kp.as_mut() else { return };
-        let Some(ch) = kp.chan_mut(sched, op) else { return };
-        let declined = |kp: &mut KPath, fds: usize| {
-            kp.stats.declined += 1;
-            kp.fds -= fds;
+        let Some(kernel) = self.kernel.as_mut() else { return };
+        let Some(ch) = kernel.chan_mut(sched, op) else { return };
+        let declined = |kernel: &mut KPath, fds: usize| {
+            kernel.stats.declined += 1;
+            kernel.fds -= fds;
             if trace_on() {
                 say!("goal: rank {src} declined the channel of schedule {sched} op {op}");
             }
         };
         match std::mem::replace(ch, Chan::Never) {
             Chan::Offered { mine, theirs } if accept => *ch = Chan::Accepted { mine, theirs: Some(theirs) },
-            Chan::Offered { .. } => declined(kp, 2),
+            Chan::Offered { .. } => declined(kernel, 2),
             Chan::ListenOffered { listener, nonce } if accept => {
                 // The receiver connected before it answered: the connection
                 // waits in the listener's queue (a moment more at most).
@@ -131,7 +131,7 @@ impl Engine {
                         // Left on the path through goal-net: the receiver,
                         // bound in vain, keeps receiving there too, since no
                         // switch ever comes.
-                        kp.fds -= 1;
+                        kernel.fds -= 1;
                         if trace_on() {
                             let why = got.err().map_or_else(|| "a hello without the job's MAC".to_string(), |e| e.to_string());
                             say!("goal: rank {me}: no channel to rank {src} for schedule {sched} op {op}: {why}");
@@ -139,7 +139,7 @@ impl Engine {
                     }
                 }
             }
-            Chan::ListenOffered { .. } => declined(kp, 1),
+            Chan::ListenOffered { .. } => declined(kernel, 1),
             other => *ch = other,
         }
     }
@@ -159,7 +159,7 @@ impl Engine {
         let sched = e.sched;
         let (id, op) = (sched.id, r.op);
         if ctl.mode == proto::MODE_SWITCH {
-            let Some(ch) = self.kp.as_mut().and_then(|k| k.chan_mut(id, op)) else {
+            let Some(ch) = self.kernel.as_mut().and_then(|k| k.chan_mut(id, op)) else {
                 return Err(Error::new(ErrorKind::System, format!("{}: rank {src} switched to a channel this rank never accepted", self.describe(r))));
             };
             return match std::mem::replace(ch, Chan::Never) {
@@ -173,7 +173,7 @@ impl Engine {
         // An offer.
         let o = sched.s.ops[op as usize];
         let eligible = o.kind() == OpKind::Recv
-            && self.kp.as_ref().is_some_and(|k| {
+            && self.kernel.as_ref().is_some_and(|k| {
                 k.room_for(1) && matches!(k.chan(id, op), Some(Chan::Untried)) && k.info.get(id as usize).and_then(|i| i.as_ref()).is_some_and(|i| i.deterministic(&sched.s, op as usize))
             });
         if !eligible {
@@ -196,13 +196,13 @@ impl Engine {
         };
         match taken {
             Ok((fd, sock)) => {
-                if let Some(kp) = self.kp.as_mut() {
-                    if let Some(ch) = kp.chan_mut(id, op) {
+                if let Some(kernel) = self.kernel.as_mut() {
+                    if let Some(ch) = kernel.chan_mut(id, op) {
                         *ch = Chan::Bound { fd, len, sock };
                     }
-                    kp.stats.channels_in += 1;
-                    kp.stats.tcp_in += u64::from(sock == SockType::Stream);
-                    kp.fds += 1;
+                    kernel.stats.channels_in += 1;
+                    kernel.stats.tcp_in += u64::from(sock == SockType::Stream);
+                    kernel.fds += 1;
                 }
                 self.answer_offer(src, ctl, true);
             }
@@ -210,7 +210,7 @@ impl Engine {
                 if trace_on() {
                     say!("goal: rank {}: not taking the channel of rank {src}: {e}", self.rank);
                 }
-                if let Some(ch) = self.kp.as_mut().and_then(|k| k.chan_mut(id, op)) {
+                if let Some(ch) = self.kernel.as_mut().and_then(|k| k.chan_mut(id, op)) {
                     *ch = Chan::Never;
                 }
                 self.answer_offer(src, ctl, false);
@@ -226,9 +226,9 @@ impl Engine {
         let sched = e.sched;
         let id = sched.id;
         let s = &sched.s;
-        let Some(kp) = self.kp.as_ref() else { return };
-        let Some(info) = kp.info.get(id as usize).and_then(|i| i.clone()) else { return };
-        let max = kp.ring.max_chain();
+        let Some(kernel) = self.kernel.as_ref() else { return };
+        let Some(info) = kernel.info.get(id as usize).and_then(|i| i.clone()) else { return };
+        let max = kernel.ring.max_chain();
         let mut run = vec![r.op];
         if let Some((c, pos)) = info.plan.place[r.op as usize] {
             for &next in &info.plan.chains[c as usize][pos as usize + 1..] {
@@ -247,10 +247,10 @@ impl Engine {
         let link = &self.link;
         if let Some(&op) = run.iter().find(|&&op| {
             let p = s.ops[op as usize].peer as usize;
-            self.st.lost[p].is_some() && !link.is_remote(p)
+            self.state.lost[p].is_some() && !link.is_remote(p)
         }) {
             let (rr, peer) = (OpRef { op, ..r }, s.ops[op as usize].peer as usize);
-            let cause = self.st.lost[peer].clone().unwrap_or_default();
+            let cause = self.state.lost[peer].clone().unwrap_or_default();
             let msg = format!("{}: rank {peer} {cause}", self.describe(rr));
             return self.fail(rr, Error::new(ErrorKind::PeerLost, msg));
         }
@@ -265,11 +265,11 @@ impl Engine {
             use std::os::fd::AsRawFd;
             // A stream has no empty messages: an empty one (a barrier's)
             // travels as one byte, from and into bytes nobody reads.
-            let Some(kp) = self.kp.as_ref() else { return };
-            let (kind, len) = match kp.chan(id, op) {
+            let Some(kernel) = self.kernel.as_ref() else { return };
+            let (kind, len) = match kernel.chan(id, op) {
                 Some(Chan::Sending { mine, _theirs: None }) if o.len == 0 => (KOpKind::Send { fd: mine.as_raw_fd(), buf: kpath::ONE_BYTE.as_ptr(), len: 1 }, 1),
                 Some(Chan::Sending { mine, .. }) => (KOpKind::Send { fd: mine.as_raw_fd(), buf: ptr, len: o.len }, o.len),
-                Some(Chan::Receiving { fd, len: 0, sock: SockType::Stream }) => (KOpKind::Recv { fd: fd.as_raw_fd(), buf: kp.sink(), len: 1, sock: SockType::Stream }, 1),
+                Some(Chan::Receiving { fd, len: 0, sock: SockType::Stream }) => (KOpKind::Recv { fd: fd.as_raw_fd(), buf: kernel.sink(), len: 1, sock: SockType::Stream }, 1),
                 Some(Chan::Receiving { fd, len, sock }) => (KOpKind::Recv { fd: fd.as_raw_fd(), buf: ptr, len: *len, sock: *sock }, *len),
                 _ => unreachable!("only channel operations join a run"),
             };
@@ -282,8 +282,8 @@ impl Engine {
                 e.bufs.counters[op as usize] += IN_KERNEL;
             }
         }
-        let Some(kp) = self.kp.as_mut() else { return };
-        let (run_id, uds) = kp.add_run(&recs);
+        let Some(kernel) = self.kernel.as_mut() else { return };
+        let (run_id, uds) = kernel.add_run(&recs);
         let kops: Vec<KOp> = kinds
             .iter()
             .enumerate()
@@ -303,20 +303,20 @@ impl Engine {
         // the execution's own), and an execution ends only once each of its
         // kernel operations has completed, or, if it fails first, its
         // scratchpad is leaked rather than reused (`complete`). A channel's
-        // descriptors live in `kp.chans` until its schedule is freed, which
+        // descriptors live in `kernel.chans` until its schedule is freed, which
         // cannot happen while an execution of it runs.
-        match unsafe { kp.ring.submit_chain(&kops) } {
+        match unsafe { kernel.ring.submit_chain(&kops) } {
             Ok(()) => {
-                kp.stats.kernel_ops += kops.len() as u64;
-                kp.stats.runs += 1;
+                kernel.stats.kernel_ops += kops.len() as u64;
+                kernel.stats.runs += 1;
                 for rec in &recs {
-                    if let Some(why) = &self.st.lost[rec.peer as usize] {
-                        kp.watch_lost(rec.peer, format!("rank {} {why} while this execution still needed it", rec.peer));
+                    if let Some(why) = &self.state.lost[rec.peer as usize] {
+                        kernel.watch_lost(rec.peer, format!("rank {} {why} while this execution still needed it", rec.peer));
                     }
                 }
             }
             Err(err) => {
-                kp.drop_run(run_id);
+                kernel.drop_run(run_id);
                 let msg = format!("{}: handing {} operation(s) to io_uring: {err}", self.describe(r), kops.len());
                 self.fail(r, Error::new(ErrorKind::System, msg));
             }
@@ -325,22 +325,22 @@ impl Engine {
 
     /// Takes in the kernel's completions.
     pub(super) fn reap_kernel(&mut self) {
-        let Some(kp) = self.kp.as_mut() else { return };
-        if kp.ring.in_flight() == 0 {
+        let Some(kernel) = self.kernel.as_mut() else { return };
+        if kernel.ring.in_flight() == 0 {
             return;
         }
-        let mut got = std::mem::take(&mut kp.reaped);
-        if kp.ring.reap(&mut got) == 0 {
-            kp.reaped = got;
+        let mut got = std::mem::take(&mut kernel.reaped);
+        if kernel.ring.reap(&mut got) == 0 {
+            kernel.reaped = got;
             return;
         }
-        kp.stats.completions += got.len() as u64;
+        kernel.stats.completions += got.len() as u64;
         for &(ud, res) in &got {
             self.kernel_done(ud, res);
         }
         got.clear();
-        if let Some(kp) = self.kp.as_mut() {
-            kp.reaped = got;
+        if let Some(kernel) = self.kernel.as_mut() {
+            kernel.reaped = got;
         }
         self.drain_ready();
     }
@@ -348,18 +348,18 @@ impl Engine {
     /// Operation `ud` completed with `res`; a success also vouches for the
     /// quiet operations before it in its run.
     pub(super) fn kernel_done(&mut self, ud: u64, res: i32) {
-        let Some(kp) = self.kp.as_mut() else { return };
-        let Some(rec) = kp.ops.get(ud as usize).copied().flatten() else { return };
-        let Some(run) = kp.runs[rec.run as usize].as_mut() else { return };
+        let Some(kernel) = self.kernel.as_mut() else { return };
+        let Some(rec) = kernel.ops.get(ud as usize).copied().flatten() else { return };
+        let Some(run) = kernel.runs[rec.run as usize].as_mut() else { return };
         let upto: Vec<u64> = run.ops[run.next.min(rec.pos as usize + 1)..=rec.pos as usize].to_vec();
         run.next = run.next.max(rec.pos as usize + 1);
         let ok = res >= 0 && res as u32 == rec.len;
         let mut done = Vec::with_capacity(upto.len());
         for u in upto {
-            if let Some(x) = kp.ops[u as usize] {
+            if let Some(x) = kernel.ops[u as usize] {
                 done.push(OpRef { slot: x.slot, gen: x.gen, op: x.op });
             }
-            kp.retire(u);
+            kernel.retire(u);
         }
         if ok {
             for r in done {

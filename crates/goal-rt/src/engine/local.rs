@@ -49,7 +49,7 @@ impl Engine {
             // `LOCAL_PIECES_FROM`); otherwise the pauses are only a cost (a
             // lone 64 KiB addition: 2.9-3.4 us whole, 3.8-3.9 in four pieces).
             let long = bytes >= 2 * LOCAL_PIECE_BYTES || (l.op() == ReduceOp::Copy && !e.bufs.posted.is_empty());
-            if bytes >= LOCAL_PIECES_FROM && long && !self.st.in_pieces && !self.st.in_poll && l.op() != ReduceOp::Wtime {
+            if bytes >= LOCAL_PIECES_FROM && long && !self.state.in_pieces && !self.state.in_poll && l.op() != ReduceOp::Wtime {
                 return self.local_in_pieces(r, l);
             }
             if bytes >= LONG_COPY_BYTES {
@@ -88,7 +88,7 @@ impl Engine {
         let step = (l.count as usize * esize / 4).clamp(esize, LOCAL_PIECE_BYTES) / esize;
         let count = l.count as usize;
         let mut done = 0usize;
-        self.st.in_pieces = true;
+        self.state.in_pieces = true;
         let res = loop {
             // The execution may have failed in a pause (its buffers went back
             // to the pool): then there is nothing more to compute.
@@ -111,7 +111,7 @@ impl Engine {
             }
             self.between_pieces();
         };
-        self.st.in_pieces = false;
+        self.state.in_pieces = false;
         self.copied(count * esize);
         if self.exec(r).is_none() {
             return;
@@ -125,10 +125,10 @@ impl Engine {
         if self.link.net.is_some() || self.link.shm.pending() {
             self.poll_messages();
         }
-        if self.st.streams_active > 0 {
+        if self.state.streams_active > 0 {
             self.pump_transfers();
         }
-        if !self.st.outq_peers.is_empty() {
+        if !self.state.outq_peers.is_empty() {
             self.retry_outq();
         }
         self.drain_ready();

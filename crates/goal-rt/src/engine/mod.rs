@@ -116,10 +116,10 @@ pub(crate) struct Engine {
     pub size: u32,
     /// How each peer is reached: shared memory or the network (see [`link`]).
     pub link: Links,
-    pub th: Thresholds,
-    st: State,
+    pub thresholds: Thresholds,
+    state: State,
     /// The kernel mode's channels and ring, when it is on.
-    kp: Option<KPath>,
+    kernel: Option<KPath>,
     /// Stream or CMA, per large message (see `adapt`).
     adapt: adapt::Adapt,
     /// Whether a busy receiver may ask its senders to write (see [`Write`]).
@@ -248,10 +248,10 @@ struct State {
 
 
 impl Engine {
-    pub fn new(rank: u32, size: u32, shm: ShmNode, th: Thresholds) -> Engine {
+    pub fn new(rank: u32, size: u32, shm: ShmNode, thresholds: Thresholds) -> Engine {
         TRACE.store(std::env::var_os("GOAL_TRACE").is_some_and(|v| v != "0"), Ordering::Relaxed);
         let n = size as usize;
-        let st = State {
+        let state = State {
             rank,
             execs: Execs::default(),
             matcher: Matcher::new(n),
@@ -288,7 +288,7 @@ impl Engine {
             lost: vec![None; n],
             long_end: 0,
             credit_due: false,
-            credit_step: (th.credit / 4).max(1),
+            credit_step: (thresholds.credit / 4).max(1),
             self_buffered: 0,
             passes: 0,
             last_check: Instant::now(),
@@ -301,7 +301,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), th, st, kp: None, adapt: adapt::Adapt::new(n, th.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false }
     }
 
     /// Reaches the peers marked in `remote` through `net`.
@@ -327,21 +327,21 @@ impl Engine {
     /// [`progress`](Self::progress) with something to do.
     #[inline(never)]
     fn pass(&mut self) -> usize {
-        let before = self.st.execs.finished_ops;
+        let before = self.state.execs.finished_ops;
         self.poll_messages();
         self.reap_kernel();
         self.drain_ready();
-        if !self.st.outq_peers.is_empty() {
+        if !self.state.outq_peers.is_empty() {
             self.retry_outq();
         }
-        if self.st.streams_active > 0 {
+        if self.state.streams_active > 0 {
             self.pump_transfers();
             self.drain_ready();
         }
         self.publish_credits();
         self.link.flush();
         self.count_pass();
-        self.st.execs.finished_ops - before
+        self.state.execs.finished_ops - before
     }
 
     /// Whether a pass has nothing to do but look for arrivals in the rings:
@@ -349,15 +349,15 @@ impl Engine {
     /// no stream moving and no credit to publish.
     #[inline]
     fn quiet(&self) -> bool {
-        let st = &self.st;
-        self.link.net.is_none() && self.kp.is_none() && st.execs.ready.is_empty() && st.outq_peers.is_empty() && st.streams_active == 0 && !st.credit_due
+        let state = &self.state;
+        self.link.net.is_none() && self.kernel.is_none() && state.execs.ready.is_empty() && state.outq_peers.is_empty() && state.streams_active == 0 && !state.credit_due
     }
 
     /// Counts a pass; every 1024th looks at the peers' liveness if due.
     #[inline]
     fn count_pass(&mut self) {
-        self.st.passes = self.st.passes.wrapping_add(1);
-        if self.st.passes.is_multiple_of(1024) {
+        self.state.passes = self.state.passes.wrapping_add(1);
+        if self.state.passes.is_multiple_of(1024) {
             self.check_peers_if_due();
         }
     }
@@ -368,13 +368,13 @@ impl Engine {
     /// piece, so a poller counts it as news and does not go to sleep.
     #[inline]
     pub fn poll(&mut self) -> usize {
-        self.progress().max((!self.st.reads.is_empty() || !self.st.writes.is_empty()) as usize)
+        self.progress().max((!self.state.reads.is_empty() || !self.state.writes.is_empty()) as usize)
     }
 
     /// Whether messages wait for ring space: the peer will not ring for
     /// that, so a sleeper must come back soon.
     pub fn must_poll(&self) -> bool {
-        !self.st.outq_peers.is_empty()
+        !self.state.outq_peers.is_empty()
     }
 
     /// When the last long copy (a large message read by CMA, a stream
@@ -382,20 +382,20 @@ impl Engine {
     /// did one itself took long for that, not because the application
     /// computed (see `progress::AppMark`). One clock read per long copy.
     pub fn long_end(&self) -> u64 {
-        self.st.long_end
+        self.state.long_end
     }
 
     /// Notes a copy of `bytes` that just ended (see [`long_end`](Self::long_end)).
     #[inline]
     fn copied(&mut self, bytes: usize) {
         if bytes >= LONG_COPY_BYTES {
-            self.st.long_end = crate::ticks::now();
+            self.state.long_end = crate::ticks::now();
         }
     }
 
     /// Whether any execution is in flight.
     pub fn busy(&self) -> bool {
-        self.st.execs.busy()
+        self.state.execs.busy()
     }
 
 }

@@ -6,17 +6,17 @@ use super::*;
 
 impl Engine {
     pub(super) fn drain_ready(&mut self) {
-        while let Some(r) = self.st.execs.ready.pop_front() {
+        while let Some(r) = self.state.execs.ready.pop_front() {
             self.start_op(r);
         }
     }
 
     pub(super) fn exec(&self, r: OpRef) -> Option<&Exec> {
-        self.st.execs.get(r)
+        self.state.execs.get(r)
     }
 
     pub(super) fn exec_mut(&mut self, r: OpRef) -> Option<&mut Exec> {
-        self.st.execs.get_mut(r)
+        self.state.execs.get_mut(r)
     }
 
     pub(super) fn rec(&self, r: OpRef) -> Option<OpRec> {
@@ -53,7 +53,7 @@ impl Engine {
                 self.dec(OpRef { op: d, ..r });
             }
         }
-        if self.kp.is_some() && self.on_channel(id, r.op) {
+        if self.kernel.is_some() && self.on_channel(id, r.op) {
             return self.ksubmit(r);
         }
         match o.kind() {
@@ -71,7 +71,7 @@ impl Engine {
     }
 
     pub(super) fn dec(&mut self, r: OpRef) {
-        self.st.execs.dec(r)
+        self.state.execs.dec(r)
     }
 
     /// Operation `r` has finished: release its dependents.
@@ -80,14 +80,14 @@ impl Engine {
         if trace_on() {
             self.trace_finish(r);
         }
-        if let Some(slot) = self.st.execs.finish(r) {
+        if let Some(slot) = self.state.execs.finish(r) {
             self.complete(slot, Ok(()));
         }
     }
 
     /// The execution in `slot`, if any, failed with `err`.
     pub(super) fn fail_slot(&mut self, slot: u32, err: Error) {
-        if let Some(gen) = self.st.execs.slots.get(slot as usize).and_then(|e| e.as_ref()).map(|e| e.gen) {
+        if let Some(gen) = self.state.execs.slots.get(slot as usize).and_then(|e| e.as_ref()).map(|e| e.gen) {
             self.fail(OpRef { slot, gen, op: u32::MAX }, err);
         }
     }
@@ -101,9 +101,9 @@ impl Engine {
     }
 
     pub(super) fn complete(&mut self, slot: u32, res: Result<(), Error>) {
-        if res.is_ok() && self.kp.is_none() && self.st.draining.is_empty() && self.st.matcher.poisoned.is_empty() {
-            self.st.completed(slot);
-            if !self.st.matcher.stray_keys.is_empty() {
+        if res.is_ok() && self.kernel.is_none() && self.state.draining.is_empty() && self.state.matcher.poisoned.is_empty() {
+            self.state.completed(slot);
+            if !self.state.matcher.stray_keys.is_empty() {
                 self.strays();
             }
             return;
@@ -115,7 +115,7 @@ impl Engine {
     /// going while executions of it still run (they hold `SchedRef`s to it).
     pub fn orphan(&mut self, sched: Arc<SchedInner>) {
         if sched.running.load(Ordering::Relaxed) > 0 {
-            self.st.execs.orphans.push(sched);
+            self.state.execs.orphans.push(sched);
         }
     }
 
@@ -126,55 +126,55 @@ impl Engine {
         // its buffers be reused, while a peer's core still copied into
         // them. Meanwhile none of its operations starts, and messages for
         // it wait unmatched (dropped when it ends).
-        let res = match self.st.draining.remove(&slot) {
+        let res = match self.state.draining.remove(&slot) {
             Some(err) => Err(err),
             None => res,
         };
         // (An execution that ends with an earlier one's mismatch took all
         // its messages: a later one for it is stray, as for the earlier
         // one, so its key is not marked dead below.)
-        let (res, poisoned) = match self.st.matcher.poisoned.remove(&slot) {
+        let (res, poisoned) = match self.state.matcher.poisoned.remove(&slot) {
             Some(err) if res.is_ok() => (Err(err), true),
             _ => (res, false),
         };
         if let Err(err) = &res {
-            if self.st.pushes_in.values().any(|(x, _, _)| x.slot == slot) {
-                if let Some(e) = self.st.execs.slots.get_mut(slot as usize).and_then(|e| e.as_mut()) {
+            if self.state.pushes_in.values().any(|(x, _, _)| x.slot == slot) {
+                if let Some(e) = self.state.execs.slots.get_mut(slot as usize).and_then(|e| e.as_mut()) {
                     for c in e.bufs.counters.iter_mut() {
                         *c = c.saturating_add(IN_KERNEL);
                     }
                     e.bufs.posted.clear();
                 }
-                self.st.draining.insert(slot, err.clone());
+                self.state.draining.insert(slot, err.clone());
                 return;
             }
         }
-        let Some(e) = self.st.execs.vacate(slot) else { return };
+        let Some(e) = self.state.execs.vacate(slot) else { return };
         let id = e.sched.id as usize;
         let k = key(e.sched.id, e.seq);
         let mut in_kernel = false;
-        if let Some(kp) = self.kp.as_mut() {
+        if let Some(kernel) = self.kernel.as_mut() {
             // The next held execution of this schedule may start.
-            if let Some(next) = kp.held.get_mut(id).and_then(|h| h.pop_front()) {
-                if let Some(n) = self.st.execs.slots[next as usize].as_ref() {
+            if let Some(next) = kernel.held.get_mut(id).and_then(|h| h.pop_front()) {
+                if let Some(n) = self.state.execs.slots[next as usize].as_ref() {
                     for op in 0..n.sched.s.independent {
-                        self.st.execs.ready.push_back(OpRef { slot: next, gen: n.gen, op });
+                        self.state.execs.ready.push_back(OpRef { slot: next, gen: n.gen, op });
                     }
                 }
             }
             if res.is_err() {
-                let mine = kp.of_slot(slot);
+                let mine = kernel.of_slot(slot);
                 in_kernel = !mine.is_empty();
                 for ud in mine {
-                    let _ = kp.ring.cancel(ud);
+                    let _ = kernel.ring.cancel(ud);
                 }
             }
         }
         if let Err(err) = &res {
-            if !self.st.net_in.is_empty() {
-                let mine: Vec<(u32, u32)> = self.st.net_in.iter().filter(|(_, x)| x.slot == slot).map(|(&k, _)| k).collect();
+            if !self.state.net_in.is_empty() {
+                let mine: Vec<(u32, u32)> = self.state.net_in.iter().filter(|(_, x)| x.slot == slot).map(|(&k, _)| k).collect();
                 for (src, token) in mine {
-                    self.st.net_in.remove(&(src, token));
+                    self.state.net_in.remove(&(src, token));
                     if let Some(n) = self.link.net.as_mut() {
                         n.cancel_expect(src, token as u64);
                     }
@@ -182,15 +182,15 @@ impl Engine {
             }
             if !poisoned {
                 // Messages that already arrived for it will never be received.
-                for u in self.st.matcher.bury(k) {
+                for u in self.state.matcher.bury(k) {
                     self.drop_unexpected(u);
                 }
             }
             *e.bufs.shared.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(err.clone());
         }
-        if (res.is_ok() || poisoned) && !self.st.matcher.unexp.is_empty() {
+        if (res.is_ok() || poisoned) && !self.state.matcher.unexp.is_empty() {
             // It took all its messages: any left for it are strays.
-            self.st.matcher.note_strays(k);
+            self.state.matcher.note_strays(k);
         }
         e.bufs.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
         let Exec { sched, bufs, .. } = e;
@@ -199,11 +199,11 @@ impl Engine {
             // cancellations land: never reuse or free it.
             std::mem::forget(bufs);
         } else {
-            self.st.recycle(&sched, bufs);
+            self.state.recycle(&sched, bufs);
         }
         sched_done(sched);
-        self.st.execs.release_orphans();
-        if !self.st.matcher.stray_keys.is_empty() {
+        self.state.execs.release_orphans();
+        if !self.state.matcher.stray_keys.is_empty() {
             self.strays();
         }
     }

@@ -124,11 +124,11 @@ impl Engine {
         // and whether it wrote the last one, into the same buffer.
         let long = matches!(mode, proto::MODE_CMA | proto::MODE_HEAP) && len >= PUSH_MIN.min(SPLIT_MIN);
         let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
-        let again = long && self.st.written_to[src as usize].take(at) && len < COLD_MAX;
+        let again = long && self.state.written_to[src as usize].take(at) && len < COLD_MAX;
         let warm = long && (len >= COLD_MAX || self.writes_warm(src));
         match mode {
             proto::MODE_NET => Fetch::Bulk,
-            proto::MODE_CMA if self.st.lost[src as usize].is_none() && len >= FUSE_CMA_MAX && self.fusable(r, len) => Fetch::FusedStream,
+            proto::MODE_CMA if self.state.lost[src as usize].is_none() && len >= FUSE_CMA_MAX && self.fusable(r, len) => Fetch::FusedStream,
             proto::MODE_CMA if warm && self.push_pays(src, len, dst) => Fetch::Push { judge: again },
             proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len, dst) => {
                 // Page-aligned, so that neither side's copy shares a page.
@@ -152,7 +152,7 @@ impl Engine {
     pub(super) fn push_pays(&self, src: u32, len: usize, dst: &Pieces) -> bool {
         // Not before this rank has read one such message from `src` itself:
         // its time is what the pushes are judged by (see COLD_WRITES).
-        self.pushes && len >= PUSH_MIN && (len >= COLD_MAX || self.st.read_ps[src as usize] != 0) && self.has_own_work() && self.may_write_here(src, dst)
+        self.pushes && len >= PUSH_MIN && (len >= COLD_MAX || self.state.read_ps[src as usize] != 0) && self.has_own_work() && self.may_write_here(src, dst)
     }
 
     /// Receiver: `src` wrote a message here, or its part of a split one, in
@@ -166,24 +166,24 @@ impl Engine {
         }
         let p = src as usize;
         if write_ns * 100 < read_ns * COLD_WRITES {
-            self.st.cold_votes[p] = 0;
-            self.st.cold_skip[p] = 0;
+            self.state.cold_votes[p] = 0;
+            self.state.cold_skip[p] = 0;
             return;
         }
-        self.st.cold_writes += 1;
+        self.state.cold_writes += 1;
         self.cold_vote(p);
     }
 
     /// Receiver: one more reason not to have `p` write here (a cold write,
     /// or a split it declined); [`COLD_VOTES`] in a row start a pause.
     pub(super) fn cold_vote(&mut self, p: usize) {
-        self.st.cold_votes[p] += 1;
-        if self.st.cold_votes[p] >= COLD_VOTES {
-            let skip = if self.st.cold_skip[p] == 0 { COLD_SKIP } else { (self.st.cold_skip[p] * 2).min(COLD_SKIP_MAX) };
-            self.st.cold_skip[p] = skip;
-            self.st.cold[p] = skip;
-            self.st.cold_votes[p] = 0;
-            self.st.written_to[p] = Recent::default();
+        self.state.cold_votes[p] += 1;
+        if self.state.cold_votes[p] >= COLD_VOTES {
+            let skip = if self.state.cold_skip[p] == 0 { COLD_SKIP } else { (self.state.cold_skip[p] * 2).min(COLD_SKIP_MAX) };
+            self.state.cold_skip[p] = skip;
+            self.state.cold[p] = skip;
+            self.state.cold_votes[p] = 0;
+            self.state.written_to[p] = Recent::default();
         }
     }
 
@@ -191,7 +191,7 @@ impl Engine {
     /// message here, counting down the messages taken without its writes
     /// since its last cold one (see [`COLD_WRITES`]).
     pub(super) fn writes_warm(&mut self, src: u32) -> bool {
-        let c = &mut self.st.cold[src as usize];
+        let c = &mut self.state.cold[src as usize];
         if *c == 0 {
             return true;
         }
@@ -202,7 +202,7 @@ impl Engine {
     /// Whether this rank has operations of its own starting (a Run), ready
     /// to run, or running in pieces.
     pub(super) fn has_own_work(&self) -> bool {
-        self.st.run_left > 0 || !self.st.execs.ready.is_empty() || self.st.in_pieces
+        self.state.run_left > 0 || !self.state.execs.ready.is_empty() || self.state.in_pieces
     }
 
     /// Receiver: whether `src` may be asked to write (all or part of) a
@@ -212,9 +212,9 @@ impl Engine {
     /// less).
     pub(super) fn may_write_here(&self, src: u32, dst: &Pieces) -> bool {
         matches!(dst, Pieces::One(_))
-            && !self.st.push_refused[src as usize]
-            && self.st.lost[src as usize].is_none()
-            && !self.st.rdv.iter().flatten().any(|s| s.peer == src)
+            && !self.state.push_refused[src as usize]
+            && self.state.lost[src as usize].is_none()
+            && !self.state.rdv.iter().flatten().any(|s| s.peer == src)
     }
 
     /// Receiver: whether to split a CMA or shared-heap message (`mode`) of
@@ -228,7 +228,7 @@ impl Engine {
     /// core's cache when this core copied it (2 ranks, reduce of 64 KiB:
     /// 5.5-7.2 us read here, 8.2-9.9 split).
     pub(super) fn split_pays(&self, r: OpRef, src: u32, mode: u8, len: usize, dst: &Pieces) -> bool {
-        let long = if mode == proto::MODE_HEAP { len >= HEAP_SPLIT_MIN } else { len >= SPLIT_MIN && self.st.cma_reads_work };
+        let long = if mode == proto::MODE_HEAP { len >= HEAP_SPLIT_MIN } else { len >= SPLIT_MIN && self.state.cma_reads_work };
         self.splits
             && long
             && !self.fusable(r, len)

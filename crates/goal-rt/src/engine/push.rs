@@ -70,15 +70,15 @@ impl Engine {
     /// 86-91 us, where the stream, measured at 0.08 ns per byte against
     /// split CMA's 0.12 once both were, takes 50.
     pub(super) fn part_done(&mut self, token: u32, ns: u64) {
-        if let Some((left, longest)) = self.st.split_out.get_mut(&token) {
+        if let Some((left, longest)) = self.state.split_out.get_mut(&token) {
             *left -= 1;
             *longest = (*longest).max(ns);
             if *left > 0 {
                 return;
             }
             let longest = *longest;
-            self.st.split_out.remove(&token);
-            if let Some(s) = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).filter(|s| s.mode == proto::MODE_CMA) {
+            self.state.split_out.remove(&token);
+            if let Some(s) = self.state.rdv.get(token as usize).and_then(|s| s.as_ref()).filter(|s| s.mode == proto::MODE_CMA) {
                 let (peer, len, exchange) = (s.peer as usize, s.len, s.exchange);
                 self.adapt.record(peer, len, adapt::Path::Cma, exchange, longest);
             }
@@ -90,10 +90,10 @@ impl Engine {
 
     /// Sender: writes the next piece of the first pushed message.
     pub(super) fn pump_writes(&mut self) {
-        let Some(mut w) = self.st.writes.pop_front() else { return };
-        self.st.streams_active -= 1;
+        let Some(mut w) = self.state.writes.pop_front() else { return };
+        self.state.streams_active -= 1;
         let (peer, token) = (w.peer, w.token);
-        let r = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
+        let r = self.state.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
         let Some(src) = r.and_then(|r| self.pieces(r)) else {
             // Its execution failed here: nothing to write from. As a stream
             // whose sender failed, the receiver gets zeros by the stream
@@ -117,8 +117,8 @@ impl Engine {
                 self.copied(end - w.done);
                 w.done = end;
                 if end < w.len {
-                    self.st.writes.push_front(w);
-                    self.st.streams_active += 1;
+                    self.state.writes.push_front(w);
+                    self.state.streams_active += 1;
                     return;
                 }
                 // With the write's time, for the receiver (see COLD_WRITES).
@@ -138,11 +138,11 @@ impl Engine {
             // Not allowed (ptrace rules): the receiver asks for the stream
             // (or reads the rest of a split message), this send stays.
             Err(e) if w.done == w.start && e.kind() == std::io::ErrorKind::PermissionDenied => {
-                self.st.split_out.remove(&token);
+                self.state.split_out.remove(&token);
                 self.post_message(peer as usize, Head::control(Kind::Pushed, token).mode(proto::PUSH_REFUSED));
             }
             Err(e) => {
-                self.st.split_out.remove(&token);
+                self.state.split_out.remove(&token);
                 self.take_token(token);
                 let (kind, msg) = if e.raw_os_error() == Some(libc::ESRCH) {
                     (ErrorKind::PeerLost, format!("{}: rank {peer} exited before its {} bytes were written (at byte {})", self.describe(r), w.len, w.done))
@@ -158,11 +158,11 @@ impl Engine {
     /// Receiver: the sender of the message of its rendezvous `token` says
     /// how writing it here went (`Kind::Pushed`).
     pub(super) fn pushed(&mut self, src: u32, token: u32, how: u8, write_ns: u64) {
-        let Some((r, len, judge)) = self.st.pushes_in.remove(&(src, token)) else { return };
-        let split = self.st.split_in.remove(&(src, token));
-        if self.st.draining.contains_key(&r.slot) {
+        let Some((r, len, judge)) = self.state.pushes_in.remove(&(src, token)) else { return };
+        let split = self.state.split_in.remove(&(src, token));
+        if self.state.draining.contains_key(&r.slot) {
             // Its execution failed meanwhile: it ends once nothing more is written.
-            if !self.st.pushes_in.values().any(|(x, _, _)| x.slot == r.slot) {
+            if !self.state.pushes_in.values().any(|(x, _, _)| x.slot == r.slot) {
                 self.complete_slow(r.slot, Ok(()));
             }
             return;
@@ -170,34 +170,34 @@ impl Engine {
         if how == proto::PUSH_DONE {
             // Its bytes are in this buffer's lines now (see `written_to`).
             let at = self.pieces(r).and_then(|d| d.as_slice().first().map(|&(p, _)| p as u64)).unwrap_or(0);
-            self.st.written_to[src as usize].put(at);
-            self.st.read_to[src as usize].take(at);
+            self.state.written_to[src as usize].put(at);
+            self.state.read_to[src as usize].take(at);
         }
         match (how, split) {
-            (proto::PUSH_DONE, Some(mut sp)) if !sp.read => {
-                self.st.pushed += 1;
-                sp.written = true;
-                sp.write_ns = write_ns;
-                self.st.split_in.insert((src, token), sp);
+            (proto::PUSH_DONE, Some(mut split)) if !split.read => {
+                self.state.pushed += 1;
+                split.written = true;
+                split.write_ns = write_ns;
+                self.state.split_in.insert((src, token), split);
             }
-            (proto::PUSH_DONE, Some(sp)) => {
-                self.st.pushed += 1;
-                self.judge_write(src, sp.judge, write_ns, sp.read_ns);
+            (proto::PUSH_DONE, Some(split)) => {
+                self.state.pushed += 1;
+                self.judge_write(src, split.judge, write_ns, split.read_ns);
                 self.finish(r);
             }
             (proto::PUSH_DONE, None) => {
-                self.st.pushed += 1;
-                self.judge_write(src, judge, write_ns, self.st.read_ps[src as usize] * len as u64 / 1000);
+                self.state.pushed += 1;
+                self.judge_write(src, judge, write_ns, self.state.read_ps[src as usize] * len as u64 / 1000);
                 self.finish(r);
             }
-            (proto::PUSH_REFUSED | proto::PUSH_DECLINED | proto::PUSH_BY_STREAM, Some(sp)) => {
+            (proto::PUSH_REFUSED | proto::PUSH_DECLINED | proto::PUSH_BY_STREAM, Some(split)) => {
                 // The sender writes nothing: this rank reads the rest too
                 // (its read goes on to the end, or takes up where it
                 // stopped), then frees the sender with a plain FIN.
                 if how == proto::PUSH_REFUSED {
-                    self.st.push_refused[src as usize] = true;
+                    self.state.push_refused[src as usize] = true;
                 }
-                self.st.split[1] += 1;
+                self.state.split[1] += 1;
                 if how == proto::PUSH_DECLINED {
                     // A sender busy with its own work (a scatter's root
                     // copies its block) or computing declines every time,
@@ -212,17 +212,17 @@ impl Engine {
                 // looked twice as fast as it was: 2 ranks, scatter of 1 MiB,
                 // 75 us a read against the 145 us iterations it made, where
                 // the stream took 96 and was not chosen).
-                match self.st.reads.iter_mut().find(|rd| rd.src == src && rd.token == token) {
-                    Some(rd) => rd.len = len,
+                match self.state.reads.iter_mut().find(|read| read.src == src && read.token == token) {
+                    Some(read) => read.len = len,
                     None => {
-                        self.st.reads.push_back(Read { r, src, len, mode: sp.mode, token, addr: sp.addr, done: sp.half, ns: sp.read_ns, whole: false });
-                        self.st.streams_active += 1;
+                        self.state.reads.push_back(Read { r, src, len, mode: split.mode, token, addr: split.addr, done: split.half, ns: split.read_ns, whole: false });
+                        self.state.streams_active += 1;
                     }
                 }
             }
             (proto::PUSH_REFUSED | proto::PUSH_BY_STREAM, None) => {
                 if how == proto::PUSH_REFUSED {
-                    self.st.push_refused[src as usize] = true;
+                    self.state.push_refused[src as usize] = true;
                 }
                 self.post_message(src as usize, Head::control(Kind::Cts, token).for_this_one_only());
                 self.stream_receive(r, src, len);

@@ -24,7 +24,7 @@ impl Engine {
     /// from it is being received, a receive of this execution from it is
     /// posted, or one starts with the execution as this send does).
     pub(super) fn exchanging(&self, r: OpRef, p: usize) -> bool {
-        if !self.st.stream_in[p].is_empty() {
+        if !self.state.stream_in[p].is_empty() {
             return true;
         }
         let Some(e) = self.exec(r) else { return false };
@@ -34,14 +34,14 @@ impl Engine {
     }
 
     pub(super) fn new_token(&mut self, s: RdvSend) -> u32 {
-        match self.st.rdv_free.pop() {
+        match self.state.rdv_free.pop() {
             Some(t) => {
-                self.st.rdv[t as usize] = Some(s);
+                self.state.rdv[t as usize] = Some(s);
                 t
             }
             None => {
-                self.st.rdv.push(Some(s));
-                (self.st.rdv.len() - 1) as u32
+                self.state.rdv.push(Some(s));
+                (self.state.rdv.len() - 1) as u32
             }
         }
     }
@@ -49,12 +49,12 @@ impl Engine {
     /// Whether the rendezvous send of `token` is half of an exchange (see
     /// `adapt`); false once its record is gone.
     pub(super) fn in_exchange(&self, token: u32) -> bool {
-        self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).is_some_and(|s| s.exchange)
+        self.state.rdv.get(token as usize).and_then(|s| s.as_ref()).is_some_and(|s| s.exchange)
     }
 
     pub(super) fn take_token(&mut self, t: u32) -> Option<RdvSend> {
-        let s = self.st.rdv.get_mut(t as usize)?.take()?;
-        self.st.rdv_free.push(t);
+        let s = self.state.rdv.get_mut(t as usize)?.take()?;
+        self.state.rdv_free.push(t);
         Some(s)
     }
 
@@ -85,7 +85,7 @@ impl Engine {
                         let msg = format!("{}: receiving {len} bytes from rank {src}: {e}", self.describe(r));
                         return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
                     }
-                    self.st.net_in.insert((src, token), r);
+                    self.state.net_in.insert((src, token), r);
                 }
                 self.send_control(src, Kind::Cts, token);
                 if len == 0 {
@@ -99,30 +99,30 @@ impl Engine {
                 self.stream_receive(r, src, len as usize);
             }
             Fetch::Push { judge } => {
-                self.st.pushes_in.insert((src, token), (r, len as usize, judge));
+                self.state.pushes_in.insert((src, token), (r, len as usize, judge));
                 self.post_message(src as usize, Head::control(Kind::Cts, token).mode(proto::MODE_PUSH).with_buffer(at));
             }
             Fetch::Split { half, judge } => {
-                self.st.pushes_in.insert((src, token), (r, len as usize, judge));
-                self.st.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0 });
-                self.st.split[0] += 1;
+                self.state.pushes_in.insert((src, token), (r, len as usize, judge));
+                self.state.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0 });
+                self.state.split[0] += 1;
                 let mut cts = Head::control(Kind::Cts, token).mode(proto::MODE_SPLIT).with_buffer(at);
                 cts.len = half as u32;
                 self.post_message(src as usize, cts);
-                self.st.reads.push_back(Read { r, src, len: half, mode, token, addr, done: 0, ns: 0, whole: false });
-                self.st.streams_active += 1;
+                self.state.reads.push_back(Read { r, src, len: half, mode, token, addr, done: 0, ns: 0, whole: false });
+                self.state.streams_active += 1;
             }
             Fetch::Read => {
                 let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true };
                 if read.len >= READ_LATER {
-                    self.st.reads.push_back(read);
-                    self.st.streams_active += 1;
+                    self.state.reads.push_back(read);
+                    self.state.streams_active += 1;
                 } else {
                     self.read_step(read, dst, usize::MAX);
                 }
             }
             Fetch::Stream => {
-                if let Some(cause) = &self.st.lost[src as usize] {
+                if let Some(cause) = &self.state.lost[src as usize] {
                     let msg = format!("{}: rank {src} {cause} before sending its {len} bytes", self.describe(r));
                     return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
                 }

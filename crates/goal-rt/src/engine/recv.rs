@@ -10,8 +10,8 @@ impl Engine {
     /// receives taken (`State::stray_keys`): strays (see [`stale`](Self::stale)).
     #[cold]
     pub(super) fn strays(&mut self) {
-        while let Some(k) = self.st.matcher.stray_keys.pop() {
-            if let Some(q) = self.st.matcher.unexp.remove(&k) {
+        while let Some(k) = self.state.matcher.stray_keys.pop() {
+            if let Some(q) = self.state.matcher.unexp.remove(&k) {
                 for u in q {
                     self.stale((k >> 32) as u32, k as u32, u);
                 }
@@ -24,7 +24,7 @@ impl Engine {
         match u.kind {
             UnexpKind::Eager(d, ctl) => {
                 self.release_credit(u.src, d.len() as u64);
-                self.st.matcher.spare_buf(d);
+                self.state.matcher.spare_buf(d);
                 if let Some(ctl) = ctl.filter(|c| c.mode == proto::MODE_OFFER) {
                     self.answer_offer(u.src, ctl, false);
                 }
@@ -35,11 +35,11 @@ impl Engine {
     }
 
     pub(super) fn start_recv(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {
-        if let Some(u) = self.st.matcher.take_unexpected(key(sched, seq), o.peer, o.tag) {
+        if let Some(u) = self.state.matcher.take_unexpected(key(sched, seq), o.peer, o.tag) {
             return self.deliver(r, u);
         }
         if o.peer >= 0 && o.peer as u32 != self.rank {
-            if let Some(cause) = &self.st.lost[o.peer as usize] {
+            if let Some(cause) = &self.state.lost[o.peer as usize] {
                 let msg = format!("{}: rank {} {cause}", self.describe(r), o.peer);
                 return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
             }
@@ -49,7 +49,7 @@ impl Engine {
 
     /// Finds and removes the first posted receive of execution (sched, seq) matching src/tag.
     pub(super) fn match_posted(&mut self, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
-        match_posted(&mut self.st.execs, sched, seq, src, tag)
+        match_posted(&mut self.state.execs, sched, seq, src, tag)
     }
 
     /// Keeps message `u`, which no posted receive took, until a receive of
@@ -59,21 +59,21 @@ impl Engine {
     /// [`mismatch`](Self::mismatch)), or if it finished here already (see
     /// [`stale`](Self::stale)).
     pub(super) fn stash(&mut self, sched: u32, seq: u32, u: Unexp) {
-        if self.st.matcher.is_dead(key(sched, seq)) {
+        if self.state.matcher.is_dead(key(sched, seq)) {
             return self.drop_unexpected(u);
         }
-        if let Some(slot) = self.st.execs.active_slot(sched, seq) {
-            let e = self.st.execs.slots[slot as usize].as_ref().unwrap_or_else(|| unreachable!("active executions have slots"));
+        if let Some(slot) = self.state.execs.active_slot(sched, seq) {
+            let e = self.state.execs.slots[slot as usize].as_ref().unwrap_or_else(|| unreachable!("active executions have slots"));
             if !e.sched.may_receive(u.src, u.tag) {
                 let r = OpRef { slot, gen: e.gen, op: u32::MAX };
                 return self.mismatch(r, u);
             }
-        } else if self.st.execs.finished_before(sched, seq) {
+        } else if self.state.execs.finished_before(sched, seq) {
             // Before the next execution here, and none active: one that
             // finished, all its receives taken.
             return self.stale(sched, seq, u);
         }
-        self.st.matcher.keep(key(sched, seq), u);
+        self.state.matcher.keep(key(sched, seq), u);
     }
 
     /// Fails execution `r` (an `OpRef` of the execution) for message `u`,
@@ -109,13 +109,13 @@ impl Engine {
             u.src, tag_words(u.tag), u.len
         );
         self.drop_unexpected(u);
-        self.st.matcher.stale.entry(sched).or_insert_with(|| Error::new(ErrorKind::Mismatch, msg));
+        self.state.matcher.stale.entry(sched).or_insert_with(|| Error::new(ErrorKind::Mismatch, msg));
     }
 
     /// The news [`stale`](Self::stale) kept for schedule `sched`, for its
     /// next execution to end with.
     pub(super) fn take_stale(&mut self, sched: u32) -> Option<Error> {
-        let mut err = self.st.matcher.stale.remove(&sched)?;
+        let mut err = self.state.matcher.stale.remove(&sched)?;
         err.message.push_str("; reported by the schedule's next execution, this one");
         Some(err)
     }
@@ -134,21 +134,21 @@ impl Engine {
     #[cold]
     pub(super) fn check_waiting(&mut self, sched: u32, seq: u32, slot: u32, gen: u32) -> bool {
         if let Some(err) = self.take_stale(sched) {
-            self.st.matcher.poisoned.insert(slot, err);
+            self.state.matcher.poisoned.insert(slot, err);
             return false;
         }
         let r = OpRef { slot, gen, op: u32::MAX };
         let Some(e) = self.exec(r) else { return false };
         let sr = e.sched;
         let k = key(sched, seq);
-        let Some(q) = self.st.matcher.unexp.get_mut(&k) else { return false };
+        let Some(q) = self.state.matcher.unexp.get_mut(&k) else { return false };
         let Some(i) = q.iter().position(|u| !sr.may_receive(u.src, u.tag)) else { return false };
         let u = q.remove(i).unwrap_or_else(|| unreachable!());
         if q.is_empty() {
-            self.st.matcher.unexp.remove(&k);
+            self.state.matcher.unexp.remove(&k);
         }
         if let Some(err) = self.mismatch_error(r, &u) {
-            self.st.matcher.poisoned.insert(slot, err);
+            self.state.matcher.poisoned.insert(slot, err);
         }
         self.drop_unexpected(u);
         true
@@ -176,7 +176,7 @@ impl Engine {
                 scatter(&mut d, dst.as_slice());
                 self.copied(d.len());
                 self.release_credit(u.src, d.len() as u64);
-                self.st.matcher.spare_buf(d);
+                self.state.matcher.spare_buf(d);
                 if let Some(ctl) = ctl {
                     if let Err(e) = self.channel_note(r, u.src, ctl, u.len) {
                         return self.fail(r, e);

@@ -11,7 +11,7 @@ impl Engine {
     /// flight, unexpected messages, and the network's state per peer.
     pub fn stall_report(&self) -> Vec<String> {
         let mut lines = Vec::new();
-        for (slot, e) in self.st.execs.slots.iter().enumerate() {
+        for (slot, e) in self.state.execs.slots.iter().enumerate() {
             let Some(e) = e else { continue };
             let r = OpRef { slot: slot as u32, gen: e.gen, op: u32::MAX };
             let posted: Vec<String> = e.bufs.posted.iter().map(|p| self.describe(OpRef { op: p.op, ..r })).collect();
@@ -23,20 +23,20 @@ impl Engine {
                 posted.join(", ")
             ));
         }
-        for s in self.st.rdv.iter().flatten() {
+        for s in self.state.rdv.iter().flatten() {
             lines.push(format!("{}: waiting for rank {}'s answer (rendezvous mode {})", self.describe(s.r), s.peer, s.mode));
         }
-        for (&(src, token), &r) in &self.st.net_in {
+        for (&(src, token), &r) in &self.state.net_in {
             lines.push(format!("{}: bytes from rank {src} arriving by network transfer (token {token})", self.describe(r)));
         }
-        for x in &self.st.reads {
+        for x in &self.state.reads {
             lines.push(format!("{}: reading {} B from rank {}'s memory, {} done", self.describe(x.r), x.len, x.src, x.done));
         }
-        for (&k, q) in &self.st.matcher.unexp {
+        for (&k, q) in &self.state.matcher.unexp {
             let what: Vec<String> = q.iter().map(|u| format!("from rank {} tag {} ({} B)", u.src, u.tag, u.len)).collect();
             lines.push(format!("unexpected for schedule {} execution {}: [{}]", k >> 32, k & 0xffff_ffff, what.join(", ")));
         }
-        for (p, (o, i)) in self.st.stream_out.iter().zip(&self.st.stream_in).enumerate() {
+        for (p, (o, i)) in self.state.stream_out.iter().zip(&self.state.stream_in).enumerate() {
             if let Some(s) = o.front() {
                 lines.push(format!("stream to rank {p}: {} send(s), the first at {} of {} B", o.len(), s.pos, s.len));
             }
@@ -44,7 +44,7 @@ impl Engine {
                 lines.push(format!("stream from rank {p}: {} receive(s), the first ({}) at {} of {} B", i.len(), self.describe(s.r), s.pos, s.len));
             }
         }
-        for (p, q) in self.st.outq.iter().enumerate() {
+        for (p, q) in self.state.outq.iter().enumerate() {
             if !q.is_empty() {
                 lines.push(format!("{} message(s) to rank {p} wait for ring space", q.len()));
             }
@@ -95,7 +95,7 @@ impl Engine {
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;
         let [x_stream, x_cma] = self.adapt.taken_in_exchange;
-        let (fused, pushed, [split, declined], cold) = (self.st.fused, self.st.pushed, self.st.split, self.st.cold_writes);
+        let (fused, pushed, [split, declined], cold) = (self.state.fused, self.state.pushed, self.state.split, self.state.cold_writes);
         (stream + cma + fused + pushed + split > 0).then(|| {
             format!(
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \

@@ -13,19 +13,19 @@ impl Engine {
         sched.runs.store(seq.wrapping_add(1), Ordering::Relaxed);
         sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let id = sched.id as usize;
-        self.st.execs.note_started(sched.id, seq);
+        self.state.execs.note_started(sched.id, seq);
         let s = &sched.s;
         let n = s.ops.len();
-        let plain = self.kp.is_none() && s.start_index.is_empty() && !trace_on();
+        let plain = self.kernel.is_none() && s.start_index.is_empty() && !trace_on();
         // (Messages waiting for it, or a mismatch to report: the general path.)
-        let quiet = self.st.matcher.stale.is_empty() && (self.st.matcher.unexp.is_empty() || !self.st.matcher.unexp.contains_key(&key(sched.id, seq)));
+        let quiet = self.state.matcher.stale.is_empty() && (self.state.matcher.unexp.is_empty() || !self.state.matcher.unexp.contains_key(&key(sched.id, seq)));
         if plain && quiet && s.independent as usize == n && n <= DONE_AT_ONCE {
             if let Some(done) = self.start_done(sched, rt, seq) {
                 return done;
             }
         }
         let early = plain && s.independent > 0 && self.send_early(&s.ops[0], sched.id, seq);
-        let mut bufs = self.st.pool(sched).pop().unwrap_or_else(|| Box::new(ExecBufs {
+        let mut bufs = self.state.pool(sched).pop().unwrap_or_else(|| Box::new(ExecBufs {
             counters: Vec::with_capacity(n),
             scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
             posted: Vec::new(),
@@ -52,24 +52,24 @@ impl Engine {
         let shared = bufs.shared.clone();
         if n == 0 {
             sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
-            self.st.recycle(sched, bufs);
+            self.state.recycle(sched, bufs);
             if let Some(err) = (!quiet).then(|| self.take_stale(sched.id)).flatten() {
                 return Some(failed_with(rt, sched.id, err));
             }
             shared.state.store(DONE, Ordering::Release);
             return Some(shared);
         }
-        let (slot, gen) = self.st.execs.insert(SchedRef::new(sched), seq, bufs, n as u32);
+        let (slot, gen) = self.state.execs.insert(SchedRef::new(sched), seq, bufs, n as u32);
         // Kernel mode: one execution of a schedule at a time (see `kpath`).
-        let hold = match self.kp.as_mut() {
-            Some(kp) => {
-                kp.prepare(sched);
+        let hold = match self.kernel.as_mut() {
+            Some(kernel) => {
+                kernel.prepare(sched);
                 if seq == 1 {
                     // The schedule runs again: worth channels (made in one
                     // go, off the path of any message).
-                    let (me, eager, net_eager, link) = (self.rank, self.th.eager, self.th.net_eager, &self.link);
+                    let (me, eager, net_eager, link) = (self.rank, self.thresholds.eager, self.thresholds.net_eager, &self.link);
                     let ip = self.link.net.as_ref().and_then(|n| n.listen_addrs().first()).map(|a| a.ip());
-                    kp.make_channels(sched.id, s, |o| {
+                    kernel.make_channels(sched.id, s, |o| {
                         let (peer, len) = (o.peer as u32, o.len as usize);
                         match ip {
                             _ if peer == me => None,
@@ -79,9 +79,9 @@ impl Engine {
                     });
                 }
                 // (Its own entry is there already.)
-                let hold = self.st.execs.active[id].len() > 1;
+                let hold = self.state.execs.active[id].len() > 1;
                 if hold {
-                    kp.held[id].push_back(slot);
+                    kernel.held[id].push_back(slot);
                 }
                 hold
             }
@@ -102,7 +102,7 @@ impl Engine {
             // cost a posted receive some 180 cycles (sampled: 60 % of
             // `start`; a Run of an 8-byte scatter's root 289 -> 204 ns).
             for op in 0..s.independent {
-                self.st.run_left = s.independent - op - 1;
+                self.state.run_left = s.independent - op - 1;
                 if early && op == 0 {
                     self.finish(OpRef { slot, gen, op });
                     continue;
@@ -118,25 +118,25 @@ impl Engine {
                 }
                 self.start_op(OpRef { slot, gen, op });
             }
-            self.st.run_left = 0;
+            self.state.run_left = 0;
         }
         self.drain_ready();
         // (A held execution, kernel mode's next in line, ends with its
         // poison when it has run: failing it here would start the
         // execution behind it in its place.)
         if fail_now && !hold {
-            if let Some(err) = self.st.matcher.poisoned.remove(&slot) {
+            if let Some(err) = self.state.matcher.poisoned.remove(&slot) {
                 self.fail(OpRef { slot, gen, op: u32::MAX }, err);
             }
         }
         self.link.flush();
-        if !self.st.reads.is_empty() {
+        if !self.state.reads.is_empty() {
             // Receives that found their RTS waiting read now, after the
             // sends above have left (see READ_LATER), as Run did before:
             // left for Wait, a helper would take them in between, on a CPU
             // that another rank may be using (2 ranks, bcast of 64 KiB:
             // 4.85 against 4.20 us).
-            while !self.st.reads.is_empty() {
+            while !self.state.reads.is_empty() {
                 self.pump_reads();
             }
             self.drain_ready();
@@ -150,10 +150,10 @@ impl Engine {
     /// Whether it did.
     #[inline(always)]
     pub(super) fn post_plain(&mut self, r: OpRef, o: &OpRec) -> bool {
-        if !matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) || !self.st.matcher.unexp.is_empty() {
+        if !matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) || !self.state.matcher.unexp.is_empty() {
             return false;
         }
-        if o.peer >= 0 && self.st.lost[o.peer as usize].is_some() {
+        if o.peer >= 0 && self.state.lost[o.peer as usize].is_some() {
             return false;
         }
         self.post(r, o);
@@ -247,7 +247,7 @@ impl Engine {
                 unsafe { copy_small(&s.locals[o.addr as usize], std::ptr::null_mut()) };
             }
         }
-        self.st.execs.finished_ops += s.ops.len();
+        self.state.execs.finished_ops += s.ops.len();
         sched.running.store(sched.running.load(Ordering::Relaxed) - 1, Ordering::Release);
         self.link.flush();
         // `fits` said every message would go: only a broken ring gets here.
@@ -274,9 +274,9 @@ impl Engine {
         o.kind() == OpKind::Send
             && p != self.rank as usize
             && !self.link.is_remote(p)
-            && len <= self.th.heap_eager.min(self.th.eager)
-            && self.st.lost[p].is_none()
-            && self.st.outq[p].is_empty()
+            && len <= self.thresholds.heap_eager.min(self.thresholds.eager)
+            && self.state.lost[p].is_none()
+            && self.state.outq[p].is_empty()
             && self.eager_credit(p, len as u64)
     }
 
@@ -289,7 +289,7 @@ impl Engine {
         // SAFETY: the callers pass a send buffer's start, valid for its
         // length (API contract for user buffers, or the checked scratchpad).
         if let Ok(true) = self.link.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(ptr, len) }) {
-            self.st.eager_sent[p] += len as u64;
+            self.state.eager_sent[p] += len as u64;
             return true;
         }
         false

@@ -48,17 +48,17 @@ impl Engine {
     /// Receive `r` takes its `len` bytes from `src`'s stream.
     pub(super) fn stream_receive(&mut self, r: OpRef, src: u32, len: usize) {
         let fused = self.fusion(r, len);
-        self.st.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len, fused });
-        self.st.streams_active += 1;
+        self.state.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len, fused });
+        self.state.streams_active += 1;
     }
 
     /// Moves every transfer in flight along: streams in and out, reads.
     pub(super) fn pump_transfers(&mut self) {
         self.pump_streams();
-        if !self.st.reads.is_empty() {
+        if !self.state.reads.is_empty() {
             self.pump_reads();
         }
-        if !self.st.writes.is_empty() {
+        if !self.state.writes.is_empty() {
             self.pump_writes();
         }
     }
@@ -66,9 +66,9 @@ impl Engine {
     pub(super) fn pump_streams(&mut self) {
         for p in 0..self.size as usize {
             // Outgoing: copy the front send's next bytes into the stream.
-            while let Some(so) = self.st.stream_out[p].front() {
+            while let Some(so) = self.state.stream_out[p].front() {
                 let (token, pos, len) = (so.token, so.pos, so.len);
-                let r = self.st.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
+                let r = self.state.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
                 let pieces = r.and_then(|r| self.pieces(r));
                 let began = Instant::now();
                 let moved = match &pieces {
@@ -80,7 +80,7 @@ impl Engine {
                     }
                 };
                 self.copied(moved);
-                let so = self.st.stream_out[p].front_mut().unwrap_or_else(|| unreachable!());
+                let so = self.state.stream_out[p].front_mut().unwrap_or_else(|| unreachable!());
                 if so.since.is_none() {
                     so.since = Some(began);
                 }
@@ -91,16 +91,16 @@ impl Engine {
                 if so.pos < so.len {
                     break;
                 }
-                let done = self.st.stream_out[p].pop_front().unwrap_or_else(|| unreachable!());
-                self.st.streams_active -= 1;
+                let done = self.state.stream_out[p].pop_front().unwrap_or_else(|| unreachable!());
+                self.state.streams_active -= 1;
                 if let Some(t) = done.since {
                     let exchange = self.in_exchange(token);
-                    let incoming = self.st.stream_in[p].len();
+                    let incoming = self.state.stream_in[p].len();
                     if exchange && incoming > 0 {
                         // Half of an exchange: timed until the messages
                         // coming the other way that are in the stream now
                         // are copied out too (see `ExchangeTiming`).
-                        self.st.exchange_timing[p] = Some(ExchangeTiming { since: t, len: done.len, incoming });
+                        self.state.exchange_timing[p] = Some(ExchangeTiming { since: t, len: done.len, incoming });
                     } else {
                         let ns = t.elapsed().as_nanos() as u64 + if exchange { 0 } else { done.tail_ns };
                         self.adapt.record(p, done.len, adapt::Path::Stream, exchange, ns);
@@ -115,7 +115,7 @@ impl Engine {
             // while the sender keeps pushing held this rank here for as
             // long as the message lasted, its own sends waiting.
             let mut avail = usize::MAX;
-            while let Some(si) = self.st.stream_in[p].front() {
+            while let Some(si) = self.state.stream_in[p].front() {
                 let (r, pos, len, fused) = (si.r, si.pos, si.len, si.fused.is_some());
                 let moved = if fused {
                     if avail == usize::MAX {
@@ -129,25 +129,25 @@ impl Engine {
                         Some(pc) => pop_into(&self.link.shm, p, &pc, pos, len),
                         None => {
                             let n = (len - pos).min(1 << 20);
-                            self.st.discard.resize(n, 0);
-                            self.link.shm.stream_pop(p, &mut self.st.discard[..n])
+                            self.state.discard.resize(n, 0);
+                            self.link.shm.stream_pop(p, &mut self.state.discard[..n])
                         }
                     };
                     self.copied(n);
                     n
                 };
-                let si = self.st.stream_in[p].front_mut().unwrap_or_else(|| unreachable!());
+                let si = self.state.stream_in[p].front_mut().unwrap_or_else(|| unreachable!());
                 si.pos += moved;
                 if si.pos < si.len {
                     break;
                 }
-                let si = self.st.stream_in[p].pop_front().unwrap_or_else(|| unreachable!());
-                self.st.streams_active -= 1;
-                if let Some(x) = self.st.exchange_timing[p].as_mut() {
+                let si = self.state.stream_in[p].pop_front().unwrap_or_else(|| unreachable!());
+                self.state.streams_active -= 1;
+                if let Some(x) = self.state.exchange_timing[p].as_mut() {
                     x.incoming -= 1;
                     if x.incoming == 0 {
                         let (since, len) = (x.since, x.len);
-                        self.st.exchange_timing[p] = None;
+                        self.state.exchange_timing[p] = None;
                         self.adapt.record(p, len, adapt::Path::Stream, true, since.elapsed().as_nanos() as u64);
                     }
                 }

@@ -16,7 +16,7 @@ pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
             place_helper(&r.cfg, r.rank);
             helper_loop(&r)
         })
-        .map_err(|e| Error::new(ErrorKind::System, format!("GOAL_Init: starting the progress thread: {e}")))?;
+        .map_err(|e| Error::new(ErrorKind::System, format!("starting the progress thread: {e}")))?;
     *rt.helper.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
     Ok(())
 }
