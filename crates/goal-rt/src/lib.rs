@@ -81,14 +81,14 @@ pub struct Runtime {
     /// The helper sleeps on `app_waiting`: the Wait that brings it to zero
     /// wakes it.
     pub(crate) helper_parked: AtomicBool,
-    /// The application's lingering polling mark (see `progress::AppMark`).
-    pub(crate) app_mark: progress::AppMark,
+    /// The application's lingering polling mark (see `progress::appmark::AppMark`).
+    pub(crate) app_mark: progress::appmark::AppMark,
     pub(crate) shutdown: AtomicBool,
     /// More ranks on this machine than cores this process may run on: a
     /// waiting thread polls only briefly before sleeping.
     pub(crate) oversubscribed: bool,
-    /// How long a Wait polls before it sleeps (see `progress::Spin`).
-    pub(crate) spin: progress::Spin,
+    /// How long a Wait polls before it sleeps (see `progress::spin::Spin`).
+    pub(crate) spin: progress::spin::Spin,
     helper: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -398,17 +398,17 @@ impl Runtime {
             next_sched: AtomicU32::new(0),
             app_waiting,
             helper_parked: AtomicBool::new(false),
-            app_mark: progress::AppMark::new(oversubscribed),
+            app_mark: progress::appmark::AppMark::new(oversubscribed),
             shutdown: AtomicBool::new(false),
             oversubscribed,
             // Adaptive unless fixed by GOAL_SPIN_US, by the spin mode, or
             // by more ranks than cores (a poller then holds a core another
             // rank needs).
-            spin: progress::Spin::new(cfg.spin, !cfg.spin_given && cfg.progress != config::ProgressMode::Spin && !oversubscribed),
+            spin: progress::spin::Spin::new(cfg.spin, !cfg.spin_given && cfg.progress != config::ProgressMode::Spin && !oversubscribed),
             helper: Mutex::new(None),
             cfg,
         });
-        progress::start_helper(&rt)?;
+        progress::helper::start_helper(&rt)?;
         Ok(rt)
     }
 
@@ -454,7 +454,7 @@ impl Runtime {
             return Ok(Handle { shared });
         }
         // Whether the application computes from here on, and arriving data
-        // must wake the helper (see `progress::AppMark`).
+        // must wake the helper (see `progress::appmark::AppMark`).
         let run_at = self.app_mark.at_run(&self.bell, s.inner.id, || progress::unpark(self));
         let mut e = self.lock_engine();
         let long = e.long_end();

@@ -39,6 +39,7 @@ mod dualwait;
 pub mod kchain;
 pub mod shm;
 pub use dualwait::io_uring_allowed;
+pub mod atomic;
 pub mod sync;
 pub mod sys;
 

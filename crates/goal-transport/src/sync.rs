@@ -1,8 +1,5 @@
-//! The one place the crate imports atomics from, and its barriers.
-//!
-//! Every lock-free structure reaches `std::sync::atomic` through this module,
-//! so that a model checker (loom) can be swapped in here later without
-//! touching the structures themselves.
+//! The crate's atomics (re-exported from [`atomic`](crate::atomic), the
+//! one place they are imported from) and its barriers.
 //!
 //! # Asymmetric barriers
 //!
@@ -27,7 +24,7 @@
 
 #[cfg(not(target_arch = "x86_64"))]
 use std::sync::atomic::fence;
-pub use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+pub use crate::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::atomic::{compiler_fence, AtomicU8};
 
 /// 0: not asked yet; 1: the kernel lacks the calls; 2: supported but this

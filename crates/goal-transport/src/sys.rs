@@ -9,7 +9,7 @@
 //! speaks `libc`, so the rest of the crate reads in terms of file
 //! descriptors, mappings and futex words.
 
-use crate::sync::AtomicU32;
+use crate::atomic::AtomicU32;
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};

@@ -9,6 +9,9 @@
 //! overtake (see `Matcher::queued_in`).
 
 use super::*;
+use super::link::{net_head};
+use super::pieces::{operand};
+use super::recv::{short_message};
 
 impl Engine {
     pub(super) fn poll_messages(&mut self) {
@@ -243,20 +246,6 @@ impl Engine {
 
 }
 
-/// What a poll brought in, handled in this order once the poll is over.
-pub(super) enum Arrival {
-    /// A message from `src`, with its payload copied out of the ring (eager
-    /// messages that were not delivered inline).
-    Message { src: u32, head: Head, data: Option<Vec<u8>> },
-    /// An eager message of `len` bytes from `src` that the poll delivered
-    /// straight into posted receive `r`, or found not to fit it.
-    Delivered { src: u32, r: OpRef, len: u32, fit: Fit },
-    /// goal-net finished receiving bulk transfer `token` from `src`.
-    BulkDone { src: u32, token: u32 },
-    /// goal-net finished sending bulk transfer `token`.
-    BulkSent { token: u32 },
-}
-
 /// A message arriving during poll number `poll`, from the rings or from
 /// goal-net alike. An eager message whose receive is posted is copied
 /// straight into it (without the copy that would wait for the poll's end;
@@ -328,18 +317,4 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
         state.release(src, payload.len() as u64);
     }
     fit
-}
-
-/// Network handlers are `NET_HANDLER_BASE + kind` (goal-net reserves 0..=15).
-pub(crate) const NET_HANDLER_BASE: u8 = 16;
-
-/// The handler ids the executor accepts from the network.
-pub(crate) fn net_handlers() -> Vec<u8> {
-    [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Fin, Kind::Credit, Kind::Accept, Kind::Decline].iter().map(|&k| NET_HANDLER_BASE + k as u8).collect()
-}
-
-/// Decodes a protocol message from the network; `None` if it does not fit
-/// (goal-net already refused unknown handlers and oversized headers).
-pub(super) fn net_head(handler: u8, head: &[u8]) -> Option<Head> {
-    Head::from_bytes(head).filter(|h| h.kind != Kind::Invalid && handler == NET_HANDLER_BASE + h.kind as u8)
 }

@@ -4,6 +4,8 @@
 //! that start with the same execution are not held back ([`READ_LATER`]).
 
 use super::*;
+use super::pieces::{Pieces, each_span};
+use super::policy::{PUSH_MIN};
 
 /// A message read from the sender's memory (CMA, the shared heap) from
 /// this size on is read after the pass that matched it, in pieces of
@@ -18,24 +20,6 @@ pub(super) const READ_LATER: usize = 64 << 10;
 
 /// See [`READ_LATER`].
 pub(super) const READ_PIECE: usize = 512 << 10;
-
-/// A receive reading its message from the sender's memory (see [`READ_LATER`]).
-pub(super) struct Read {
-    pub(super) r: OpRef,
-    pub(super) src: u32,
-    pub(super) len: usize,
-    /// `proto::MODE_CMA` or `proto::MODE_HEAP`.
-    pub(super) mode: u8,
-    pub(super) token: u32,
-    /// Where the message starts in the sender's memory (CMA) or heap.
-    pub(super) addr: u64,
-    /// Bytes read so far.
-    pub(super) done: usize,
-    /// Time spent reading them, for the FIN (see `adapt`).
-    pub(super) ns: u64,
-    /// The whole message, not a part of a split one.
-    pub(super) whole: bool,
-}
 
 impl Engine {
     /// Reads the next piece of the first message read from its sender's

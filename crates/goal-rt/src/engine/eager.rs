@@ -9,13 +9,7 @@
 //! ([`Engine::publish_credits`]).
 
 use super::*;
-
-/// A message waiting for room in a peer's ring.
-pub(super) struct Out {
-    pub(super) head: Head,
-    /// For EAGER: the send whose data goes with it (finished once written).
-    pub(super) send: Option<OpRef>,
-}
+use super::pieces::{Pieces, byte_slice, gather, operand, slices_of};
 
 impl Engine {
     pub(super) fn start_send(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {

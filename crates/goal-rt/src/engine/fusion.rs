@@ -4,6 +4,7 @@
 //! reduced (see `crate::fuse` for which receives qualify).
 
 use super::*;
+use super::pieces::{operand};
 
 /// A fused receive (see [`fuse`]) copies its message out of the stream this
 /// much at a time into a buffer that stays in the cache, and combines it
@@ -19,22 +20,6 @@ pub(super) const FUSE_CHUNK: usize = 16 << 10;
 /// cache between the read and the operation, and CMA's early FIN frees
 /// the sender sooner (256 KiB: 16 us for the sender, 20 for the root).
 pub(super) const FUSE_CMA_MAX: usize = 512 << 10;
-
-/// A receive being combined with its local operation as it comes.
-pub(super) struct Fused {
-    /// The local operation, and its parameters.
-    pub(super) op: u32,
-    pub(super) l: goal_sched::LocalRec,
-    /// The message is the operation's first operand (else its second).
-    pub(super) first: bool,
-    /// Elements combined so far.
-    pub(super) elems: usize,
-    /// The start of an element split between two pops.
-    pub(super) carry: [u8; 8],
-    pub(super) carry_len: usize,
-    /// The first element divided by zero.
-    pub(super) err: Option<usize>,
-}
 
 impl Engine {
     /// Whether receive `r`, a message of `len` bytes, is combined with its

@@ -5,6 +5,8 @@
 //! completions.
 
 use super::*;
+use super::pieces::{Pieces};
+use super::recv::{tag_words};
 
 /// How long making a kernel-mode channel to another machine may take
 /// (connecting, or taking the connection and its hello). On a failure

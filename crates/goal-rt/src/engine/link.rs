@@ -26,7 +26,6 @@
 //! Writes into rings are made visible to their readers by [`Links::flush`]
 //! (goal-transport batches the doorbells); the network sends as it goes.
 
-use super::arrive::NET_HANDLER_BASE;
 use crate::proto::{Head, Kind};
 use goal_net::NetNode;
 use goal_transport::shm::ShmNode;
@@ -158,4 +157,18 @@ impl Links {
     pub(super) fn flush(&self) {
         self.shm.flush();
     }
+}
+
+/// Network handlers are `NET_HANDLER_BASE + kind` (goal-net reserves 0..=15).
+pub(crate) const NET_HANDLER_BASE: u8 = 16;
+
+/// The handler ids the executor accepts from the network.
+pub(crate) fn net_handlers() -> Vec<u8> {
+    [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Fin, Kind::Credit, Kind::Accept, Kind::Decline].iter().map(|&k| NET_HANDLER_BASE + k as u8).collect()
+}
+
+/// Decodes a protocol message from the network; `None` if it does not fit
+/// (goal-net already refused unknown handlers and oversized headers).
+pub(super) fn net_head(handler: u8, head: &[u8]) -> Option<Head> {
+    Head::from_bytes(head).filter(|h| h.kind != Kind::Invalid && handler == NET_HANDLER_BASE + h.kind as u8)
 }

@@ -3,6 +3,7 @@
 //! the pauses, vector operations over lists of pieces.
 
 use super::*;
+use super::pieces::{operand, scatter};
 
 /// A local operation of at least twice this many bytes runs in pieces of
 /// this size (some shorter copies in four, see [`LOCAL_PIECES_FROM`]), and

@@ -46,6 +46,7 @@ mod eager;
 mod exec;
 mod failure;
 mod fusion;
+mod inflight;
 mod kernel;
 mod link;
 pub(crate) mod kpath;
@@ -62,10 +63,10 @@ mod run;
 mod stream;
 
 pub(crate) use exec::{ExecShared, SchedInner, DONE, FAILED, RUNNING};
-pub(crate) use arrive::net_handlers;
+pub(crate) use link::net_handlers;
 pub(crate) use link::Links;
 
-use self::{arrive::Arrival, cma::*, eager::*, exec::*, fusion::*, local::*, matching::*, ops::*, pieces::*, policy::*, push::*, rdv::*, recv::*, report::*, stream::*};
+use self::{exec::*, inflight::*, matching::*};
 use crate::adapt;
 use crate::error::{Error, ErrorKind};
 use self::kpath::{Chan, KPath, KRec, IN_KERNEL};
@@ -399,3 +400,13 @@ impl Engine {
     }
 
 }
+
+/// Whether `GOAL_TRACE` asks for a line per operation started and finished.
+#[inline(always)]
+fn trace_on() -> bool {
+    TRACE.load(Ordering::Relaxed)
+}
+
+/// `GOAL_TRACE`, read once by the engine's constructor: a plain load on the
+/// path of every operation (a `OnceLock` cost a check of its state too).
+static TRACE: AtomicBool = AtomicBool::new(false);

@@ -3,6 +3,7 @@
 //! execution (the slow path: failures, draining, kernel mode, strays).
 
 use super::*;
+use super::pieces::{Pieces, operand};
 
 impl Engine {
     pub(super) fn drain_ready(&mut self) {

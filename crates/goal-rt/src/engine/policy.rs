@@ -4,44 +4,8 @@
 //! stream-or-CMA choice per message size is `crate::adapt`'s.
 
 use super::*;
-
-/// A few receive buffers (their start addresses) that a peer's latest long
-/// messages went to, the oldest replaced first: an application may cycle
-/// through several buffers (double buffering, a collective's blocks).
-#[derive(Clone, Default)]
-pub(super) struct Recent {
-    /// Start addresses (0: a free place), and when each was put.
-    pub(super) at: [u64; 4],
-    pub(super) when: [u32; 4],
-    pub(super) clock: u32,
-}
-
-impl Recent {
-    /// Whether `at` is among them; removes it.
-    pub(super) fn take(&mut self, at: u64) -> bool {
-        match self.at.iter_mut().find(|a| **a == at && at != 0) {
-            Some(a) => {
-                *a = 0;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Adds `at` (0: nothing), in a free place or the oldest's.
-    pub(super) fn put(&mut self, at: u64) {
-        if at == 0 || self.at.contains(&at) {
-            return;
-        }
-        let i = match self.at.iter().position(|&a| a == 0) {
-            Some(i) => i,
-            None => (0..self.at.len()).min_by_key(|&i| self.when[i]).unwrap_or(0),
-        };
-        self.clock = self.clock.wrapping_add(1);
-        self.at[i] = at;
-        self.when[i] = self.clock;
-    }
-}
+use super::fusion::{FUSE_CMA_MAX};
+use super::pieces::{Pieces};
 
 /// Messages at least this long may be pushed (below, the extra message
 /// costs more than the copy it moves to the sender).
@@ -90,6 +54,20 @@ pub(super) const COLD_VOTES: u8 = 3;
 pub(super) const COLD_SKIP: u32 = 32;
 
 pub(super) const COLD_SKIP_MAX: u32 = 1024;
+
+/// CMA messages from this size on, whose receiver is idle and whose sender
+/// waits in Wait, are copied by both: the receiver reads the first half
+/// while the sender writes the second (`CTS` in `MODE_SPLIT`). One core
+/// reading the whole message leaves the other idle; two processes on the
+/// two CPUs here, medians of 300: 64 KiB 8.1 -> 6.3 us, 256 KiB 25.5 ->
+/// 21.2, 1 MiB 99.7 -> 63.2, 4 MiB 488 -> 287.
+pub(super) const SPLIT_MIN: usize = 64 << 10;
+
+/// [`SPLIT_MIN`] for a message from the sender's shared heap, which the
+/// receiver reads with a plain `memcpy`: only there does the extra control
+/// message and the sender's `process_vm_writev` pay (see the measurements
+/// in `docs/design.md`).
+pub(super) const HEAP_SPLIT_MIN: usize = 512 << 10;
 
 /// How a receive fetches a large message whose RTS it matched: the
 /// decision of [`Engine::choose_fetch`], which [`Engine::fetch`] carries out.
@@ -253,30 +231,4 @@ impl Engine {
         self.app_waiting = Some(app_waiting);
     }
 
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Recent;
-
-    #[test]
-    pub(super) fn recent_buffers_are_taken_once_and_the_oldest_goes_first() {
-        let mut r = Recent::default();
-        assert!(!r.take(0x1000), "empty");
-        for at in [0x1000, 0x2000, 0x3000, 0x4000] {
-            r.put(at);
-        }
-        r.put(0x2000); // already there: nothing moves
-        assert!(r.take(0x3000));
-        assert!(!r.take(0x3000), "taken once");
-        r.put(0x5000); // into the place 0x3000 left
-        assert!(r.take(0x1000) && r.take(0x5000));
-        r.put(0x6000);
-        r.put(0x7000);
-        r.put(0x8000); // full: the oldest (0x2000) goes
-        assert!(!r.take(0x2000));
-        assert!(r.take(0x4000) && r.take(0x8000));
-        r.put(0);
-        assert!(!r.take(0), "0 is no buffer");
-    }
 }

@@ -4,60 +4,8 @@
 //! other half at the same time).
 
 use super::*;
-
-/// A rendezvous send that writes its message into the receiver's memory
-/// (Cross Memory Attach, `process_vm_writev`) because the receiver asked
-/// it to (`CTS` in `MODE_PUSH`): the receiver had work of its own queued
-/// (a gather's root copies its own block), so the sender's core makes the
-/// copy that the receiver's would otherwise make after that work. A 2-rank
-/// gather's root then spends the time of one copy, not two.
-pub(super) struct Write {
-    pub(super) token: u32,
-    pub(super) peer: u32,
-    pub(super) len: usize,
-    /// Where the receive buffer starts in the receiver's memory.
-    pub(super) addr: u64,
-    /// Bytes written so far (from `start`).
-    pub(super) done: usize,
-    /// Where the write began: 0, or the receiver's part of a split message.
-    pub(super) start: usize,
-    /// Time spent writing so far, for `PUSHED` (see [`COLD_WRITES`]).
-    pub(super) ns: u64,
-}
-
-/// CMA messages from this size on, whose receiver is idle and whose sender
-/// waits in Wait, are copied by both: the receiver reads the first half
-/// while the sender writes the second (`CTS` in `MODE_SPLIT`). One core
-/// reading the whole message leaves the other idle; two processes on the
-/// two CPUs here, medians of 300: 64 KiB 8.1 -> 6.3 us, 256 KiB 25.5 ->
-/// 21.2, 1 MiB 99.7 -> 63.2, 4 MiB 488 -> 287.
-pub(super) const SPLIT_MIN: usize = 64 << 10;
-
-/// [`SPLIT_MIN`] for a message from the sender's shared heap, which the
-/// receiver reads with a plain `memcpy`: only there does the extra control
-/// message and the sender's `process_vm_writev` pay (see the measurements
-/// in `docs/design.md`).
-pub(super) const HEAP_SPLIT_MIN: usize = 512 << 10;
-
-/// The receiver's side of a split message (see [`SPLIT_MIN`]).
-pub(super) struct SplitIn {
-    /// The receiver's part: bytes `0..half`.
-    pub(super) half: usize,
-    /// The message's start in the sender's memory.
-    pub(super) addr: u64,
-    /// How the receiver reads its part: `proto::MODE_CMA` or `proto::MODE_HEAP`.
-    pub(super) mode: u8,
-    /// The receiver's part is read.
-    pub(super) read: bool,
-    /// The sender's part is written.
-    pub(super) written: bool,
-    /// Whether the sender's write is to be judged (see `written_to`).
-    pub(super) judge: bool,
-    /// How long the receiver's read of its part took, and the sender's
-    /// write of its own (see [`COLD_WRITES`]).
-    pub(super) read_ns: u64,
-    pub(super) write_ns: u64,
-}
+use super::cma::{READ_PIECE};
+use super::pieces::{each_span};
 
 impl Engine {
     /// Sender: one part of rendezvous `token` is over (its write, or a

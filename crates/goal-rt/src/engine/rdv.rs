@@ -4,19 +4,9 @@
 //! split, or the stream).
 
 use super::*;
-
-/// A rendezvous send waiting for its CTS or FIN.
-pub(super) struct RdvSend {
-    pub(super) r: OpRef,
-    pub(super) peer: u32,
-    /// The message's length: what the receiver waits for, even once the
-    /// send's execution has failed here.
-    pub(super) len: usize,
-    /// How the receiver was told to fetch it (RTS mode).
-    pub(super) mode: u8,
-    /// A large message came from the peer at the same time (see `adapt`).
-    pub(super) exchange: bool,
-}
+use super::cma::{READ_LATER};
+use super::pieces::{Pieces};
+use super::policy::{Fetch};
 
 impl Engine {
     /// Whether a large send of `r` to the local peer `p` is half of an

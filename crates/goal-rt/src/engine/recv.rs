@@ -4,6 +4,7 @@
 //! delivering a matched message.
 
 use super::*;
+use super::pieces::{copy_pieces, scatter};
 
 impl Engine {
     /// Reports what waits for executions that finished with all their

@@ -109,12 +109,3 @@ impl Engine {
     }
 
 }
-
-/// Whether `GOAL_TRACE` asks for a line per operation started and finished.
-pub(super) fn trace_on() -> bool {
-    TRACE.load(Ordering::Relaxed)
-}
-
-/// `GOAL_TRACE`, read once by the engine's constructor: a plain load on the
-/// path of every operation (a `OnceLock` cost a check of its state too).
-pub(super) static TRACE: AtomicBool = AtomicBool::new(false);

@@ -3,6 +3,9 @@
 //! up, receives posted and small copies made without the general dispatch).
 
 use super::*;
+use super::local::{copy_small, is_small_copy};
+use super::ops::{failed_done, failed_with};
+use super::pieces::{byte_slice, operand};
 
 impl Engine {
     /// Starts an execution of `sched`; returns its shared state, or

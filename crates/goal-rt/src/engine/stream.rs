@@ -3,46 +3,7 @@
 //! outside the CMA range, or where the chooser finds it faster).
 
 use super::*;
-
-/// A send being copied into a pair's stream.
-pub(super) struct StreamOut {
-    pub(super) token: u32,
-    pub(super) pos: usize,
-    pub(super) len: usize,
-    /// When its first push began (the transfer's time goes to `adapt`; time
-    /// queued behind earlier sends is not the path's).
-    pub(super) since: Option<Instant>,
-    /// What the receiver still has to copy out after the latest push that
-    /// moved bytes (see [`adapt::stream_trail_ns`]); `adapt` adds it to the
-    /// pushes' time.
-    pub(super) tail_ns: u64,
-}
-
-/// A streamed send that was half of an exchange, waiting to be timed.
-///
-/// By the stream, each rank of an exchange copies its message in and its
-/// peer's out, one after the other on its core; the sender's pushes alone
-/// (the lone message's measure) left out the copy out, and an exchange by
-/// the stream looked as fast as by CMA where it took 1.7-2x as long (2
-/// ranks, allgather of 256 KiB: 37-40 us against 20-24 by CMA, in a third
-/// of the runs). So the send is timed from its first push until the
-/// messages then in the stream from the peer are copied out as well; by
-/// CMA the receiver's read is this core's whole share already.
-pub(super) struct ExchangeTiming {
-    pub(super) since: Instant,
-    pub(super) len: usize,
-    /// Receives from the peer's stream still to finish.
-    pub(super) incoming: usize,
-}
-
-/// A receive being filled from a pair's stream.
-pub(super) struct StreamIn {
-    pub(super) r: OpRef,
-    pub(super) pos: usize,
-    pub(super) len: usize,
-    /// Combined with its local operation as it comes (see [`fuse`]).
-    pub(super) fused: Option<Box<Fused>>,
-}
+use super::pieces::{pop_into, push_from};
 
 impl Engine {
     /// Receive `r` takes its `len` bytes from `src`'s stream.

@@ -5,9 +5,6 @@
 
 use super::*;
 
-/// How long the application's polling mark outlives its last Run or Wait.
-pub(super) const MARK_LINGER: Duration = Duration::from_micros(200);
-
 /// The application's polling mark, which lingers after Wait returns.
 ///
 /// Marking the doorbell as polled spares peers the futex wake-up of our

@@ -4,6 +4,25 @@
 
 use super::*;
 
+/// The longest the helper sleeps before it looks at a mark that lingers
+/// while the application keeps calling Run and Wait. Looking every
+/// [`MARK_LINGER`] woke the helper 5000 times a second during a latency
+/// loop, each wake-up taking its core from a polling rank for a few
+/// microseconds. The cost of the longer look: when such a loop turns into a
+/// computation right after a Run, the mark can hold off background
+/// progress for up to this long, once.
+const MAX_LINGER: Duration = Duration::from_millis(3);
+
+/// Times in a row the helper yields and looks again when another thread
+/// holds the engine lock, before it sleeps (at most 1 ms) instead.
+const LOCK_MISSES: u32 = 64;
+
+/// How long the helper sleeps when nothing is in flight (a Run rings it).
+const IDLE_SLEEP: Duration = Duration::from_secs(10);
+
+/// How long the application's polling mark outlives its last Run or Wait.
+const MARK_LINGER: Duration = Duration::from_micros(200);
+
 /// Starts the helper thread of the `thread` and `spin` modes.
 pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
     if rt.cfg.progress == ProgressMode::Manual {
@@ -103,25 +122,6 @@ impl Placement {
             let _ = affinity::set(&set);
         }
     }
-}
-
-/// Whether pollers hand the CPU over between batches of polls without
-/// news. A waiting thread polls for `GOAL_SPIN_US` before it sleeps; with
-/// more ranks than cores, the rank we wait for may need the very CPU our
-/// polling holds, so a poller then calls `sched_yield` after every batch.
-/// Measured here (4 ranks on 2
-/// cores, kernel 6.18, ranks pinned or not): a barrier took 14-16 us when
-/// polling 2 us without yielding and then sleeping (each hop a futex
-/// wake-up), 6.2 us pinned / 13 us unpinned when yielding for 50 us; with
-/// a helper thread per rank, 55-96 us against 6.3-13 us.
-pub(super) fn yields(rt: &Runtime) -> bool {
-    rt.oversubscribed
-}
-
-/// Gives the CPU to another runnable thread, if any.
-pub(super) fn yield_now() {
-    // SAFETY: sched_yield has no preconditions.
-    unsafe { libc::sched_yield() };
 }
 
 pub(super) fn helper_loop(rt: &Runtime) {
@@ -312,13 +312,4 @@ pub(super) fn park(rt: &Runtime) {
         let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(MAX_LINGER));
     }
     rt.helper_parked.store(false, Ordering::Relaxed);
-}
-
-/// Wakes a helper asleep in [`park`]: called when the last waiting
-/// thread leaves Wait with executions in flight, by a Run after which the
-/// application computes, and at shutdown.
-pub(crate) fn unpark(rt: &Runtime) {
-    if rt.helper_parked.load(Ordering::SeqCst) {
-        let _ = goal_transport::sys::futex_wake(&rt.app_waiting, 1);
-    }
 }

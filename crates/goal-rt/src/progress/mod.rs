@@ -58,39 +58,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod appmark;
-mod helper;
-mod spin;
+pub(crate) mod appmark;
+pub(crate) mod helper;
+pub(crate) mod spin;
 
-pub(crate) use appmark::AppMark;
-pub(crate) use helper::{start_helper, unpark};
-pub(crate) use spin::Spin;
-use self::{appmark::*, helper::*};
 
 /// Polls made per taking of the engine lock while an application thread waits.
 const POLL_BATCH: u32 = 64;
-
-/// The longest the helper sleeps before it looks at a mark that lingers
-/// while the application keeps calling Run and Wait. Looking every
-/// [`MARK_LINGER`] woke the helper 5000 times a second during a latency
-/// loop, each wake-up taking its core from a polling rank for a few
-/// microseconds. The cost of the longer look: when such a loop turns into a
-/// computation right after a Run, the mark can hold off background
-/// progress for up to this long, once.
-const MAX_LINGER: Duration = Duration::from_millis(3);
-
-/// Times in a row the helper yields and looks again when another thread
-/// holds the engine lock, before it sleeps (at most 1 ms) instead.
-const LOCK_MISSES: u32 = 64;
 
 /// With `GOAL_DEBUG=1`, a Wait that has slept this long prints what the
 /// rank's executions wait for, and again every [`STALL_REPORT_EVERY`].
 const STALL_REPORT_AFTER: Duration = Duration::from_secs(10);
 
 const STALL_REPORT_EVERY: Duration = Duration::from_secs(30);
-
-/// How long the helper sleeps when nothing is in flight (a Run rings it).
-const IDLE_SLEEP: Duration = Duration::from_secs(10);
 
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
@@ -323,5 +303,33 @@ fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Dura
     match rt.wake_fd {
         Some(fd) => guard.sleep_or_readable(fd, timeout),
         None => guard.sleep(timeout),
+    }
+}
+
+/// Whether pollers hand the CPU over between batches of polls without
+/// news. A waiting thread polls for `GOAL_SPIN_US` before it sleeps; with
+/// more ranks than cores, the rank we wait for may need the very CPU our
+/// polling holds, so a poller then calls `sched_yield` after every batch.
+/// Measured here (4 ranks on 2
+/// cores, kernel 6.18, ranks pinned or not): a barrier took 14-16 us when
+/// polling 2 us without yielding and then sleeping (each hop a futex
+/// wake-up), 6.2 us pinned / 13 us unpinned when yielding for 50 us; with
+/// a helper thread per rank, 55-96 us against 6.3-13 us.
+fn yields(rt: &Runtime) -> bool {
+    rt.oversubscribed
+}
+
+/// Gives the CPU to another runnable thread, if any.
+fn yield_now() {
+    // SAFETY: sched_yield has no preconditions.
+    unsafe { libc::sched_yield() };
+}
+
+/// Wakes a helper asleep in [`park`]: called when the last waiting
+/// thread leaves Wait with executions in flight, by a Run after which the
+/// application computes, and at shutdown.
+pub(crate) fn unpark(rt: &Runtime) {
+    if rt.helper_parked.load(Ordering::SeqCst) {
+        let _ = goal_transport::sys::futex_wake(&rt.app_waiting, 1);
     }
 }
