@@ -94,7 +94,7 @@ fn init(what: &str, build: &Build<'_>) -> GOAL_Schedule {
                 e.message = format!("{what}: {}", e.message);
                 e
             })?;
-            Ok(Box::into_raw(Box::new(crate::goal_schedule { s, rt })))
+            Ok(crate::registry::add_schedule(crate::goal_schedule { s, rt }))
         })();
         r.unwrap_or_else(|e: Error| {
             fail(e);

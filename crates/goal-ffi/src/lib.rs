@@ -25,6 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 mod coll;
+mod registry;
 pub use coll::*;
 
 /// A graph under construction (opaque).
@@ -45,9 +46,11 @@ pub struct goal_handle {
     _opaque: [u8; 0],
 }
 
-/// A graph; NULL is invalid.
+/// A graph; NULL is invalid. An opaque handle (not an address): one that
+/// was freed is refused with an error.
 pub type GOAL_Graph = *mut goal_graph;
-/// A compiled schedule; NULL is invalid.
+/// A compiled schedule; NULL is invalid. An opaque handle (not an address):
+/// one that was freed is refused with an error.
 pub type GOAL_Schedule = *mut goal_schedule;
 /// A running execution; NULL is invalid.
 pub type GOAL_Handle = *mut goal_handle;
@@ -204,13 +207,18 @@ fn code_result(what: &str, f: impl FnOnce() -> Result<c_int, Error>) -> c_int {
     guard(what, GOAL_ERR_INTERNAL, || f().unwrap_or_else(fail))
 }
 
-/// Borrows the graph behind `g`.
+/// Borrows the graph behind `g`, refusing NULL, a freed graph and (after
+/// `GOAL_Finalize`) any graph.
 ///
 /// # Safety
-/// `g` must be NULL or a graph from `GOAL_CreateGraph` not yet freed.
+/// No other thread may use or free the graph while the reference lives.
 unsafe fn graph<'a>(g: GOAL_Graph, what: &str) -> Result<&'a mut goal_graph, Error> {
-    // SAFETY: the caller guarantees g is NULL or a live graph, used by one thread.
-    unsafe { g.as_mut() }.ok_or_else(|| invalid(format!("{what}: the graph is NULL")))
+    // SAFETY: forwarded caller guarantee.
+    let gr = unsafe { registry::graph(g, what) }?;
+    if !goal_rt::is_initialized() {
+        goal_rt::runtime(what)?;
+    }
+    Ok(gr)
 }
 
 fn vertex_result(what: &str, f: impl FnOnce() -> Result<GOAL_Vertex, Error>) -> GOAL_Vertex {
@@ -269,7 +277,7 @@ pub extern "C" fn GOAL_IsFinalized() -> c_int {
 #[no_mangle]
 pub extern "C" fn GOAL_CreateGraph() -> GOAL_Graph {
     guard("GOAL_CreateGraph", std::ptr::null_mut(), || match goal_rt::runtime("GOAL_CreateGraph") {
-        Ok(_) => Box::into_raw(Box::new(goal_graph { g: Graph::new(), next_coll_tag: coll::GOAL_COLL_TAG_BASE as i64 })),
+        Ok(_) => registry::add_graph(goal_graph { g: Graph::new(), next_coll_tag: coll::GOAL_COLL_TAG_BASE as i64 }),
         Err(e) => {
             fail(e);
             std::ptr::null_mut()
@@ -277,18 +285,14 @@ pub extern "C" fn GOAL_CreateGraph() -> GOAL_Graph {
     })
 }
 
-/// Frees a graph (its compiled schedules stay valid). Returns GOAL_SUCCESS or an error code.
+/// Frees a graph (its compiled schedules stay valid); also after GOAL_Finalize. Returns GOAL_SUCCESS or an error code (a graph freed already: GOAL_ERR_INVALID_ARGUMENT).
 ///
 /// # Safety
-/// `g` must be NULL or a graph from GOAL_CreateGraph, not used afterwards.
+/// No other thread may be using the graph.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_FreeGraph(g: GOAL_Graph) -> c_int {
     code_result("GOAL_FreeGraph", || {
-        if g.is_null() {
-            return Err(invalid("GOAL_FreeGraph: the graph is NULL".into()));
-        }
-        // SAFETY: g came from Box::into_raw in GOAL_CreateGraph (caller's guarantee).
-        drop(unsafe { Box::from_raw(g) });
+        drop(registry::remove_graph(g, "GOAL_FreeGraph")?);
         Ok(GOAL_SUCCESS)
     })
 }
@@ -507,7 +511,7 @@ pub unsafe extern "C" fn GOAL_Compile(g: GOAL_Graph) -> GOAL_Schedule {
             let gr = unsafe { graph(g, "GOAL_Compile") }?;
             let rt = goal_rt::runtime("GOAL_Compile")?;
             let s = rt.compile(&gr.g)?;
-            Ok(Box::into_raw(Box::new(goal_schedule { s, rt })))
+            Ok(registry::add_schedule(goal_schedule { s, rt }))
         })();
         r.unwrap_or_else(|e: Error| {
             fail(e);
@@ -516,13 +520,13 @@ pub unsafe extern "C" fn GOAL_Compile(g: GOAL_Graph) -> GOAL_Schedule {
     })
 }
 
-/// Returns 1 while the schedule can be run, else 0.
+/// Returns 1 while the schedule can be run (compiled, not freed, goal not finalized), else 0.
 ///
 /// # Safety
-/// `s` must be NULL or a live schedule.
+/// None: any value is answered.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_IsScheduleValid(s: GOAL_Schedule) -> c_int {
-    guard("GOAL_IsScheduleValid", 0, || (!s.is_null()) as c_int)
+    guard("GOAL_IsScheduleValid", 0, || (goal_rt::is_initialized() && registry::schedule(s, "GOAL_IsScheduleValid").is_ok()) as c_int)
 }
 
 /// Schedules are never consumed by running them; this is a no-op kept for portability.
@@ -534,20 +538,17 @@ pub unsafe extern "C" fn GOAL_MakeScheduleReusable(s: GOAL_Schedule) {
     let _ = s;
 }
 
-/// Frees a schedule; fails with GOAL_ERR_BUSY while one of its executions runs. Returns GOAL_SUCCESS or an error code.
+/// Frees a schedule; fails with GOAL_ERR_BUSY while one of its executions runs. Also after GOAL_Finalize. Returns GOAL_SUCCESS or an error code (a schedule freed already: GOAL_ERR_INVALID_ARGUMENT).
 ///
 /// # Safety
-/// `s` must be NULL or a live schedule, not used after success.
+/// None: any value is answered.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_FreeSchedule(s: GOAL_Schedule) -> c_int {
     code_result("GOAL_FreeSchedule", || {
-        // SAFETY: caller guarantee: NULL or live.
-        let sc = unsafe { s.as_ref() }.ok_or_else(|| invalid("GOAL_FreeSchedule: the schedule is NULL".into()))?;
-        if sc.s.is_running() {
-            return Err(Error::new(ErrorKind::Busy, "GOAL_FreeSchedule: the schedule still has executions running; wait for them first"));
-        }
-        // SAFETY: s came from Box::into_raw in GOAL_Compile.
-        drop(unsafe { Box::from_raw(s) });
+        let sc = registry::remove_schedule(s, "GOAL_FreeSchedule", |sc| {
+            sc.s.is_running().then(|| Error::new(ErrorKind::Busy, "GOAL_FreeSchedule: the schedule still has executions running; wait for them first"))
+        })?;
+        drop(sc);
         Ok(GOAL_SUCCESS)
     })
 }
@@ -570,15 +571,17 @@ unsafe fn take_handle(p: GOAL_Handle) -> goal_rt::Handle {
 /// Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// `s` must be NULL or a live schedule; the buffers its graph names must be
-/// valid until the execution has finished.
+/// The buffers the schedule's graph names must be valid until the execution
+/// has finished.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Run(s: GOAL_Schedule) -> GOAL_Handle {
     guard("GOAL_Run", std::ptr::null_mut(), || {
-        // SAFETY: caller guarantee: NULL or live.
-        let Some(sc) = (unsafe { s.as_ref() }) else {
-            fail(invalid("GOAL_Run: the schedule is NULL".into()));
-            return std::ptr::null_mut();
+        let sc = match registry::schedule(s, "GOAL_Run") {
+            Ok(sc) => sc,
+            Err(e) => {
+                fail(e);
+                return std::ptr::null_mut();
+            }
         };
         if !goal_rt::is_initialized() {
             fail(Error::new(ErrorKind::NotInitialized, "GOAL_Run: goal is not initialized (or already finalized)"));
