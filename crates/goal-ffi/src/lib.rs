@@ -221,6 +221,30 @@ unsafe fn graph<'a>(g: GOAL_Graph, what: &str) -> Result<&'a mut goal_graph, Err
     Ok(gr)
 }
 
+/// Refuses a NULL user-memory buffer that `count` bytes or elements would
+/// be read from or written to: it would crash the rank at `GOAL_Run`.
+fn user_buf(what: &str, name: &str, p: *const c_void, mem: GOAL_MemType, count: i64) -> Result<(), Error> {
+    user_buf_of(what, name, p, mem, count, "a count")
+}
+
+/// [`user_buf`], saying what `count` is (`"a count"`, `"a length"`).
+fn user_buf_of(what: &str, name: &str, p: *const c_void, mem: GOAL_MemType, count: i64, noun: &str) -> Result<(), Error> {
+    if p.is_null() && mem == GOAL_USERSPACE && count > 0 {
+        return Err(invalid(format!(
+            "{what}: {name} is NULL with {noun} of {count} (offset 0 of the scratchpad is GOAL_SCRATCHPAD memory)"
+        )));
+    }
+    Ok(())
+}
+
+/// [`user_buf`] for each piece of a gather list, `name[i]`.
+fn user_pieces(what: &str, name: &str, pieces: &[(u64, i64)], mem: GOAL_MemType) -> Result<(), Error> {
+    for (i, &(p, len)) in pieces.iter().enumerate() {
+        user_buf_of(what, &format!("{name}[{i}]"), p as *const c_void, mem, len, "a length")?;
+    }
+    Ok(())
+}
+
 fn vertex_result(what: &str, f: impl FnOnce() -> Result<GOAL_Vertex, Error>) -> GOAL_Vertex {
     guard(what, GOAL_INVALID_VERTEX, || {
         f().unwrap_or_else(|e| {
@@ -307,6 +331,7 @@ pub unsafe extern "C" fn GOAL_Send(g: GOAL_Graph, buf: *mut c_void, count: c_int
     vertex_result("GOAL_Send", || {
         // SAFETY: forwarded caller guarantee.
         let gr = unsafe { graph(g, "GOAL_Send") }?;
+        user_buf("GOAL_Send", "buf", buf, mem, count as i64)?;
         // Bad values are kept: GOAL_Compile refuses them, naming the vertex.
         Ok(gr.g.send(Buf { mem: mem as i64, addr: buf as u64 }, count as i64, dest as i64, tag as i64) as GOAL_Vertex)
     })
@@ -321,6 +346,7 @@ pub unsafe extern "C" fn GOAL_Recv(g: GOAL_Graph, buf: *mut c_void, count: c_int
     vertex_result("GOAL_Recv", || {
         // SAFETY: forwarded caller guarantee.
         let gr = unsafe { graph(g, "GOAL_Recv") }?;
+        user_buf("GOAL_Recv", "buf", buf, mem, count as i64)?;
         Ok(gr.g.recv(Buf { mem: mem as i64, addr: buf as u64 }, count as i64, source as i64, tag as i64) as GOAL_Vertex)
     })
 }
@@ -363,6 +389,7 @@ pub unsafe extern "C" fn GOAL_SendVec(
         let gr = unsafe { graph(g, "GOAL_SendVec") }?;
         // SAFETY: forwarded caller guarantees.
         let pieces = unsafe { list("GOAL_SendVec", offsets, lengths, num_elements) }?;
+        user_pieces("GOAL_SendVec", "offsets", &pieces, mem)?;
         Ok(gr.g.add(Vertex::SendVec { mem: mem as i64, pieces, peer: dest as i64, tag: tag as i64 }) as GOAL_Vertex)
     })
 }
@@ -386,6 +413,7 @@ pub unsafe extern "C" fn GOAL_RecvVec(
         let gr = unsafe { graph(g, "GOAL_RecvVec") }?;
         // SAFETY: forwarded caller guarantees.
         let pieces = unsafe { list("GOAL_RecvVec", offsets, lengths, num_elements) }?;
+        user_pieces("GOAL_RecvVec", "offsets", &pieces, mem)?;
         Ok(gr.g.add(Vertex::RecvVec { mem: mem as i64, pieces, peer: source as i64, tag: tag as i64 }) as GOAL_Vertex)
     })
 }
@@ -411,6 +439,15 @@ pub unsafe extern "C" fn GOAL_LocalOp(
     vertex_result("GOAL_LocalOp", || {
         // SAFETY: forwarded caller guarantee.
         let gr = unsafe { graph(g, "GOAL_LocalOp") }?;
+        let n = num_elements as i64;
+        // COPY does not read b2; WTIME writes one double to bres and reads nothing.
+        if op != GOAL_WTIME {
+            user_buf("GOAL_LocalOp", "b1", b1, b1_mem, n)?;
+        }
+        if op != GOAL_WTIME && op != GOAL_COPY {
+            user_buf("GOAL_LocalOp", "b2", b2, b2_mem, n)?;
+        }
+        user_buf("GOAL_LocalOp", "bres", bres, bres_mem, if op == GOAL_WTIME { 1 } else { n })?;
         let b = |p: *mut c_void, m: GOAL_MemType| Buf { mem: m as i64, addr: p as u64 };
         Ok(gr.g.local(op as i64, dt as i64, element_width as i64, num_elements as i64, b(b1, b1_mem), b(b2, b2_mem), b(bres, bres_mem)) as GOAL_Vertex)
     })
@@ -450,6 +487,13 @@ pub unsafe extern "C" fn GOAL_LocalOpVec(
                 list("GOAL_LocalOpVec (list 3)", buf3, lengths3, num_elements3)?,
             )
         };
+        if op != GOAL_WTIME {
+            user_pieces("GOAL_LocalOpVec", "buf1", &l1, b1_mem)?;
+        }
+        if op != GOAL_WTIME && op != GOAL_COPY {
+            user_pieces("GOAL_LocalOpVec", "buf2", &l2, b2_mem)?;
+        }
+        user_pieces("GOAL_LocalOpVec", "buf3", &l3, b3_mem)?;
         let v = Vertex::LocalVec {
             op: op as i64,
             dt: dt as i64,
