@@ -225,6 +225,43 @@ impl ServerHandle {
         }
     }
 
+    /// Aborts the job, with the reason `why(joined, missing)` makes, unless
+    /// every rank has joined within `limit` from now (`joined`: how many
+    /// have, `missing`: the ranks that have not). A thread watches; it ends
+    /// once every rank has joined, the job is aborted, or the time is up.
+    pub(crate) fn abort_unless_all_join(
+        &self,
+        limit: Duration,
+        why: impl FnOnce(usize, &[usize]) -> String + Send + 'static,
+    ) -> io::Result<()> {
+        let shared = Arc::clone(&self.shared);
+        let deadline = Instant::now() + limit;
+        thread::Builder::new()
+            .name("goal-boot-joins".into())
+            .spawn(move || {
+                let mut st = shared.lock();
+                loop {
+                    if st.aborted.is_some() || st.joined.iter().all(|&j| j) {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    st = shared
+                        .round_done
+                        .wait_timeout(st, deadline - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                let missing: Vec<usize> = (0..shared.size).filter(|&r| !st.joined[r]).collect();
+                let reason = why(shared.size - missing.len(), &missing);
+                log(&reason);
+                shared.abort_locked(&mut st, reason);
+            })?;
+        Ok(())
+    }
+
     /// Stops the server (aborting the job if ranks still use it), closes
     /// every connection and joins every thread.
     pub fn shutdown(mut self) {
@@ -513,6 +550,8 @@ fn serve(shared: &Shared, stream: Conn, peer: &str) {
         } else {
             st.joined[rank] = true;
             st.serving += 1;
+            // Wakes a `abort_unless_all_join` watch.
+            shared.round_done.notify_all();
             None
         };
         drop(st);
