@@ -390,14 +390,20 @@ fn rank_entry() {
     let mut boot = match goal_boot::from_env() {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("rank: bootstrap failed: {e}");
+            println!("rank: bootstrap failed: {e}");
             std::process::exit(20);
         }
     };
     let (rank, size) = (boot.rank(), boot.size());
     for round in 0..3u8 {
         let mine = format!("{}:{rank}:{round}", boot.job_id());
-        let all = boot.allgather(mine.as_bytes()).unwrap();
+        let all = match boot.allgather(mine.as_bytes()) {
+            Ok(all) => all,
+            Err(e) => {
+                println!("rank {rank} error: {e}");
+                std::process::exit(8);
+            }
+        };
         for (r, blob) in all.iter().enumerate() {
             assert_eq!(blob, format!("{}:{r}:{round}", boot.job_id()).as_bytes());
         }
@@ -476,4 +482,88 @@ fn a_dead_rank_makes_the_others_fail_on_their_own_before_the_grace_ends() {
     );
     assert!(!r.stderr.contains("sending SIGTERM"), "{}", r.stderr);
     assert!(r.took < Duration::from_secs(3), "took {:?}", r.took);
+}
+
+/// goalrun of `n` ranks where rank 1 only runs `exit STATUS` and the others,
+/// after `delay` (seconds, for sleep(1)), run the bootstrap as `rank_entry`.
+fn one_rank_leaves_before_joining(dir: &Dir, n: &str, status: u8, delay: &str) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "if [ \"$GOAL_RANK\" = 1 ]; then exit {status}; fi; sleep {delay}; exec \"$0\" \"$@\""
+    );
+    let mut cmd = dir.goalrun(&[
+        "-n",
+        n,
+        "--timeout",
+        "30",
+        "--",
+        "sh",
+        "-c",
+        &script,
+        exe.to_str().unwrap(),
+        "--exact",
+        "rank_entry",
+        "--nocapture",
+        "--test-threads=1",
+        "--quiet",
+    ]);
+    cmd.env("GOALRUN_TEST_RANK", "ok");
+    cmd
+}
+
+#[test]
+fn a_rank_that_exits_0_before_joining_fails_the_job_instead_of_hanging() {
+    // Delay 0: the others join while rank 1 leaves (either order); 0.5 s:
+    // rank 1 is gone before anyone joins.
+    for (n, delay) in [("2", "0"), ("4", "0"), ("2", "0.5"), ("4", "0.5")] {
+        let dir = Dir::new();
+        let r = run(one_rank_leaves_before_joining(&dir, n, 0, delay));
+        let all = format!("{}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.code != Some(0) && r.code != Some(124),
+            "n={n} delay={delay}: exit {:?}\n{all}",
+            r.code
+        );
+        assert!(
+            r.stderr.contains("goalrun: rank 1 (pid ")
+                && r.stderr.contains("exited with status 0 before it joined the job's bootstrap"),
+            "n={n} delay={delay}: goalrun does not name the rank that left\n{all}"
+        );
+        let others = n.parse::<usize>().unwrap() - 1;
+        let told = r
+            .stdout
+            .lines()
+            .filter(|l| l.contains("rank 1 (pid ") && l.contains("before it joined"))
+            .count();
+        assert_eq!(told, others, "n={n} delay={delay}: every other rank is told why\n{all}");
+        assert!(r.took < Duration::from_secs(5), "n={n} delay={delay}: took {:?}", r.took);
+        dir.assert_clean();
+    }
+    // Ranks that never use the bootstrap may end as they like.
+    let dir = Dir::new();
+    let r = run(dir.goalrun(&["-n", "3", "sh", "-c", "[ \"$GOAL_RANK\" = 1 ] && exit 0; sleep 0.2"]));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+#[test]
+fn a_rank_that_exits_1_before_joining_is_named_to_ranks_that_connect_later() {
+    // The others connect after goalrun has seen rank 1 fail (and aborted
+    // the bootstrap), within the grace period: they are told why, rather
+    // than finding the socket gone.
+    for n in ["2", "3"] {
+        let dir = Dir::new();
+        let r = run(one_rank_leaves_before_joining(&dir, n, 1, "0.5"));
+        let all = format!("{}\n{}", r.stdout, r.stderr);
+        assert_eq!(r.code, Some(1), "n={n}: {all}");
+        assert!(!all.contains("cannot connect"), "n={n}: {all}");
+        let others = n.parse::<usize>().unwrap() - 1;
+        let told = r
+            .stdout
+            .lines()
+            .filter(|l| l.contains("rank 1 (pid ") && l.contains("exited with status 1"))
+            .count();
+        assert_eq!(told, others, "n={n}: every other rank names rank 1\n{all}");
+        assert!(!r.stderr.contains("sending SIGTERM"), "{all}");
+        dir.assert_clean();
+    }
 }

@@ -26,6 +26,14 @@
 //! ranks once; a second one SIGKILLs them. Deaths that goalrun caused itself
 //! (its SIGTERM/SIGKILL) are not reported as failures.
 //!
+//! A rank that ends before it joined the bootstrap (whatever its status)
+//! fails the job as soon as another rank has joined, which would otherwise
+//! wait for it forever: goalrun tells the server
+//! ([`ServerHandle::rank_ended`]), the server aborts the waiting ranks with
+//! a reason naming that rank, and goalrun reports it as the job's failure.
+//! A job none of whose ranks use the bootstrap (`goalrun -n 2 hostname`)
+//! is not affected.
+//!
 //! Exit status: 124 on timeout; else the first failing rank's status (its
 //! exit code, or 128 + signal; "first" is judged with care, see
 //! [`Monitor::culprit`]); else, if goalrun killed ranks (a second signal),
@@ -235,6 +243,12 @@ struct Monitor<'a> {
     failures: Vec<(Instant, usize, ExitStatus)>,
     /// The signal goalrun received and forwarded, if any.
     forwarded: Option<i32>,
+    /// Ranks that exited with status 0 before they joined the bootstrap,
+    /// with their pid, as `rank_ended` was told; one of them becomes a
+    /// failure if the server blames it for aborting the job.
+    ended_unjoined: Vec<(usize, libc::pid_t)>,
+    /// That failure has been reported.
+    unjoined_reported: bool,
     poll_failed: bool,
 }
 
@@ -264,6 +278,8 @@ impl<'a> Monitor<'a> {
             first_failure: None,
             failures: Vec::new(),
             forwarded: None,
+            ended_unjoined: Vec::new(),
+            unjoined_reported: false,
             poll_failed: false,
         }
     }
@@ -327,11 +343,15 @@ impl<'a> Monitor<'a> {
                 }
             }
         }
+        // The ranks may all have ended "successfully" after the server
+        // aborted the job because one of them had left unjoined.
+        self.note_unjoined();
         if self.timed_out {
             return 124;
         }
         if let Some(status) = self.culprit() {
-            return status.code();
+            // A rank that left before joining exited 0, yet failed the job.
+            return if status.success() { 1 } else { status.code() };
         }
         // No rank failed on its own, but goalrun may have killed some (a
         // second signal to goalrun): that is not a success either.
@@ -460,7 +480,7 @@ impl<'a> Monitor<'a> {
             }
         };
         rank.status = Some(status);
-        if status.success() || rank.ended_by_us {
+        if rank.ended_by_us {
             return;
         }
         let (index, pid) = (rank.index, rank.pid);
@@ -470,6 +490,16 @@ impl<'a> Monitor<'a> {
                 format!("was killed by signal {sig} ({})", sys::signal_name(sig))
             }
         };
+        if status.success() {
+            // Fine, unless it never joined while others did or will.
+            let what = format!("rank {index} (pid {pid}) {how}");
+            if self.server.rank_ended(index, &what).is_some() {
+                self.ended_unjoined.push((index, pid));
+                self.note_unjoined();
+            }
+            return;
+        }
+        self.note_unjoined();
         // A death by the signal goalrun forwarded was announced already.
         let by_forwarded = matches!(status, ExitStatus::Signaled(s) if self.forwarded == Some(s));
         if !by_forwarded {
@@ -481,6 +511,35 @@ impl<'a> Monitor<'a> {
             if self.phase == Phase::Running {
                 self.server
                     .abort(&format!("rank {index} (pid {pid}) {how}"));
+                self.phase = Phase::Grace(Instant::now() + self.grace);
+            }
+        }
+    }
+}
+
+impl Monitor<'_> {
+    /// If the server aborted the job because a rank had ended before it
+    /// joined, reports that rank as the job's (first) failure, once.
+    fn note_unjoined(&mut self) {
+        if self.unjoined_reported {
+            return;
+        }
+        let Some(blamed) = self.server.blamed_rank() else { return };
+        let Some(&(index, pid)) = self.ended_unjoined.iter().find(|(r, _)| *r == blamed) else {
+            return;
+        };
+        self.unjoined_reported = true;
+        let Some(status) = self.ranks[index].status else { return };
+        say!(
+            "goalrun: rank {index} (pid {pid}) exited with status {} before it joined the \
+             job's bootstrap, while other ranks waited for it: a rank that leaves before \
+             joining fails the job",
+            status.code()
+        );
+        self.failures.insert(0, (Instant::now(), index, status));
+        if self.first_failure.is_none() {
+            self.first_failure = Some((index, status));
+            if self.phase == Phase::Running {
                 self.phase = Phase::Grace(Instant::now() + self.grace);
             }
         }

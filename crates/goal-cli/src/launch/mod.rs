@@ -53,6 +53,10 @@ GOAL_SIZE (N), GOAL_JOB (the same on every rank) and GOAL_BOOTSTRAP (the
 launcher's socket) set. Rank 0 gets goalrun's standard input, the others
 /dev/null. A rank never outlives goalrun.
 
+A rank that ends before it joined the job (before or in GOAL_Init), with any
+exit status, fails the job once another rank has joined: the others are told
+which rank left, and goalrun exits with 1 if that rank's own status was 0.
+
 When a rank fails, the others get GOAL_ABORT_GRACE seconds (default 3) to end
 by themselves, then SIGTERM, then SIGKILL one second later. SIGINT, SIGTERM
 and SIGHUP are forwarded to the ranks; a second one kills them.
