@@ -567,3 +567,51 @@ fn a_rank_that_exits_1_before_joining_is_named_to_ranks_that_connect_later() {
         dir.assert_clean();
     }
 }
+
+#[test]
+fn a_killed_goalruns_directory_is_removed_by_the_next_goalrun() {
+    let dir = Dir::new();
+    let leftovers = |d: &Dir| -> Vec<String> {
+        std::fs::read_dir(&d.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("goalrun-"))
+            .collect()
+    };
+    let mut killed = dir
+        .goalrun(&["-n", "2", "sh", "-c", RECORD_PID_AND_SLEEP])
+        .spawn()
+        .unwrap();
+    let files: Vec<PathBuf> = (0..2).map(|r| dir.0.join(format!("pid.{r}"))).collect();
+    wait_for_files(&files, Duration::from_secs(10));
+    let pids = rank_pids(&dir.0, 2);
+    killed.kill().unwrap(); // SIGKILL: it cannot clean up.
+    killed.wait().unwrap();
+    let start = Instant::now();
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(start.elapsed() < Duration::from_secs(5), "ranks {pids:?} outlived goalrun");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = leftovers(&dir);
+    assert_eq!(left.len(), 1, "the killed goalrun's directory: {left:?}");
+    for f in &files {
+        let _ = std::fs::remove_file(f);
+    }
+
+    // A live goalrun's directory is left alone by the next one...
+    let mut live = dir
+        .goalrun(&["-n", "1", "sh", "-c", RECORD_PID_AND_SLEEP])
+        .spawn()
+        .unwrap();
+    wait_for_files(&files[..1], Duration::from_secs(10));
+    let r = run(dir.goalrun(&["-n", "1", "true"]));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // ... while the dead one's is gone.
+    let now = leftovers(&dir);
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now, left, "the killed goalrun's directory is still there");
+    // SAFETY: kill takes plain integers; the pid is goalrun's, not yet reaped.
+    assert_eq!(unsafe { libc::kill(live.id() as i32, libc::SIGTERM) }, 0);
+    live.wait().unwrap();
+    dir.assert_clean();
+}

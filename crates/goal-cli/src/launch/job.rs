@@ -6,8 +6,10 @@
 //! 1. Block SIGINT/SIGTERM/SIGHUP and open a signalfd for them, before any
 //!    thread exists (threads inherit the mask; one without it would let the
 //!    default action kill goalrun without cleanup).
-//! 2. Make a private directory (mkdtemp, mode 0700) and bind the bootstrap
-//!    socket in it; start the server ([`goal_boot::server`]).
+//! 2. Make a private directory (mkdtemp, mode 0700), lock it as alive and
+//!    remove what killed goalruns of this user left beside it (see
+//!    [`TempDir`]); bind the bootstrap socket in it; start the server
+//!    ([`goal_boot::server`]).
 //! 3. Spawn the ranks from this, the main, thread (the parent-death signal
 //!    is tied to the forking thread; see [`sys::child_setup`]), each with its
 //!    GOAL_ variables, and open a pidfd for each.
@@ -547,8 +549,25 @@ impl Monitor<'_> {
 }
 
 /// A private directory for the job's socket, removed on drop.
+///
+/// A goalrun killed by SIGKILL cannot remove it; the next goalrun of the
+/// same user does. Each goalrun holds an `flock` on its directory's
+/// [`OWNER`] file for its whole life (the kernel lets go of it when the
+/// process dies, however it dies), and at start removes every `goalrun-`
+/// directory of its user beside its own whose lock it can take. The lock
+/// file is locked under another name and then renamed into place, so no
+/// goalrun ever finds the lock of a live one free (a pid, which the kernel
+/// reuses, would not say as much).
 #[derive(Debug)]
-struct TempDir(PathBuf);
+struct TempDir {
+    path: PathBuf,
+    /// The locked [`OWNER`] file: held, not read.
+    _owner: std::fs::File,
+}
+
+/// The file whose lock says the directory's goalrun is alive.
+const OWNER: &str = "owner.lock";
+const PREFIX: &str = "goalrun-";
 
 impl TempDir {
     /// Under `$TMPDIR`, or `/tmp` if that is unset or too long for a Unix
@@ -558,21 +577,70 @@ impl TempDir {
             .filter(|d| !d.is_empty() && d.len() <= 64)
             .map(PathBuf::from)
             .and_then(|d| std::path::absolute(d).ok());
-        let dir = match tmp {
-            Some(base) => sys::mkdtemp(&base, "goalrun-")
-                .or_else(|_| sys::mkdtemp(Path::new("/tmp"), "goalrun-"))?,
-            None => sys::mkdtemp(Path::new("/tmp"), "goalrun-")?,
+        let (base, path) = match tmp.and_then(|b| Some((sys::mkdtemp(&b, PREFIX).ok()?, b))) {
+            Some((path, base)) => (base, path),
+            None => (PathBuf::from("/tmp"), sys::mkdtemp(Path::new("/tmp"), PREFIX)?),
         };
-        Ok(TempDir(dir))
+        let owner = match Self::lock(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&path);
+                return Err(e);
+            }
+        };
+        sweep(&base, &path);
+        Ok(TempDir {
+            path,
+            _owner: owner,
+        })
+    }
+
+    /// Creates and locks `dir`/[`OWNER`] (locked first, then renamed in).
+    fn lock(dir: &Path) -> io::Result<std::fs::File> {
+        let tmp = dir.join(".owner");
+        let f = std::fs::File::create(&tmp)?;
+        if !sys::try_lock(&f)? {
+            return Err(io::Error::other("a fresh lock file is locked already"));
+        }
+        std::fs::rename(&tmp, dir.join(OWNER))?;
+        Ok(f)
     }
 
     fn path(&self) -> &Path {
-        &self.0
+        &self.path
+    }
+}
+
+/// Removes the directories in `base` that goalruns of this user left when
+/// they were killed (see [`TempDir`]), except `mine`. Best effort: what
+/// cannot be read or removed is left alone.
+fn sweep(base: &Path, mine: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    let me = sys::geteuid();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let ours = name.to_str().is_some_and(|n| n.starts_with(PREFIX) && n.len() == PREFIX.len() + 6);
+        if !ours || path == mine {
+            continue;
+        }
+        // A real directory of ours (not a symbolic link, not another user's).
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() && m.uid() == me => {}
+            _ => continue,
+        }
+        // No lock file: a goalrun still setting up, or not one of ours.
+        let Ok(owner) = std::fs::File::open(path.join(OWNER)) else { continue };
+        if sys::try_lock(&owner).unwrap_or(false) {
+            // Its goalrun is dead; remove the directory while holding its lock.
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_dir_all(&self.path);
     }
 }
