@@ -190,7 +190,10 @@ fn survivors_that_ignore_sigterm_get_sigkill() {
         .and_then(|m| m.modified())
         .expect("rank 0 wrote 'failed'");
     let took = failed.elapsed().unwrap_or_default();
-    assert!(took < Duration::from_secs(3), "took {took:?} after rank 0 failed");
+    assert!(
+        took < Duration::from_secs(3),
+        "took {took:?} after rank 0 failed"
+    );
 }
 
 #[test]
@@ -526,7 +529,8 @@ fn a_rank_that_exits_0_before_joining_fails_the_job_instead_of_hanging() {
         );
         assert!(
             r.stderr.contains("goalrun: rank 1 (pid ")
-                && r.stderr.contains("exited with status 0 before it joined the job's bootstrap"),
+                && r.stderr
+                    .contains("exited with status 0 before it joined the job's bootstrap"),
             "n={n} delay={delay}: goalrun does not name the rank that left\n{all}"
         );
         let others = n.parse::<usize>().unwrap() - 1;
@@ -535,13 +539,26 @@ fn a_rank_that_exits_0_before_joining_fails_the_job_instead_of_hanging() {
             .lines()
             .filter(|l| l.contains("rank 1 (pid ") && l.contains("before it joined"))
             .count();
-        assert_eq!(told, others, "n={n} delay={delay}: every other rank is told why\n{all}");
-        assert!(r.took < Duration::from_secs(5), "n={n} delay={delay}: took {:?}", r.took);
+        assert_eq!(
+            told, others,
+            "n={n} delay={delay}: every other rank is told why\n{all}"
+        );
+        assert!(
+            r.took < Duration::from_secs(5),
+            "n={n} delay={delay}: took {:?}",
+            r.took
+        );
         dir.assert_clean();
     }
     // Ranks that never use the bootstrap may end as they like.
     let dir = Dir::new();
-    let r = run(dir.goalrun(&["-n", "3", "sh", "-c", "[ \"$GOAL_RANK\" = 1 ] && exit 0; sleep 0.2"]));
+    let r = run(dir.goalrun(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "[ \"$GOAL_RANK\" = 1 ] && exit 0; sleep 0.2",
+    ]));
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }
 
@@ -589,7 +606,10 @@ fn a_killed_goalruns_directory_is_removed_by_the_next_goalrun() {
     killed.wait().unwrap();
     let start = Instant::now();
     while pids.iter().any(|&p| alive(p)) {
-        assert!(start.elapsed() < Duration::from_secs(5), "ranks {pids:?} outlived goalrun");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "ranks {pids:?} outlived goalrun"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let left = leftovers(&dir);

@@ -25,11 +25,24 @@ fn a_bad_goal_calibrate_value_is_refused_at_init() {
         init_and_report();
         return;
     }
-    let job = launch("a_bad_goal_calibrate_value_is_refused_at_init", 1, &[("GOAL_CALIBRATE", "maybe")]);
+    let job = launch(
+        "a_bad_goal_calibrate_value_is_refused_at_init",
+        1,
+        &[("GOAL_CALIBRATE", "maybe")],
+    );
     assert_eq!(job.status, 3, "{}\n{}", job.stdout, job.stderr);
-    assert!(job.stdout.contains("GOAL_CALIBRATE=maybe") && job.stdout.contains("expected 0, off or force"), "{}", job.stdout);
+    assert!(
+        job.stdout.contains("GOAL_CALIBRATE=maybe")
+            && job.stdout.contains("expected 0, off or force"),
+        "{}",
+        job.stdout
+    );
     // The values it knows are still accepted.
-    let job = launch("a_bad_goal_calibrate_value_is_refused_at_init", 1, &[("GOAL_CALIBRATE", "off")]);
+    let job = launch(
+        "a_bad_goal_calibrate_value_is_refused_at_init",
+        1,
+        &[("GOAL_CALIBRATE", "off")],
+    );
     assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
     assert!(job.stdout.contains("init ok"), "{}", job.stdout);
 }

@@ -66,7 +66,8 @@ fn stale(what: &str, kind: &str, v: usize, made_by: &str) -> Error {
 pub(crate) fn add_graph(g: goal_graph) -> GOAL_Graph {
     let id = new_id();
     let mut t = GRAPHS.write().unwrap_or_else(|p| p.into_inner());
-    t.get_or_insert_with(HashMap::new).insert(id, Box::new(Slot(UnsafeCell::new(g))));
+    t.get_or_insert_with(HashMap::new)
+        .insert(id, Box::new(Slot(UnsafeCell::new(g))));
     (id << TAG_BITS | GRAPH_TAG) as GOAL_Graph
 }
 
@@ -141,7 +142,12 @@ pub(crate) fn remove_schedule(
     let mut t = SCHEDULES.write().unwrap_or_else(|p| p.into_inner());
     let id = id_of(v, SCHEDULE_TAG).filter(|id| t.as_ref().is_some_and(|m| m.contains_key(id)));
     let Some(id) = id else {
-        return Err(stale(what, "schedule", v, "GOAL_Compile or a GOAL_Xxx_init"));
+        return Err(stale(
+            what,
+            "schedule",
+            v,
+            "GOAL_Compile or a GOAL_Xxx_init",
+        ));
     };
     let map = t.as_mut().expect("checked above");
     if let Some(e) = keep(&map[&id]) {

@@ -476,7 +476,8 @@ impl<'a> Monitor<'a> {
                 // the pidfd, readable forever, is not polled again.
                 say!(
                     "goalrun: cannot get the status of rank {} (pid {}): {e}",
-                    rank.index, rank.pid
+                    rank.index,
+                    rank.pid
                 );
                 ExitStatus::Exited(255)
             }
@@ -526,12 +527,16 @@ impl Monitor<'_> {
         if self.unjoined_reported {
             return;
         }
-        let Some(blamed) = self.server.blamed_rank() else { return };
+        let Some(blamed) = self.server.blamed_rank() else {
+            return;
+        };
         let Some(&(index, pid)) = self.ended_unjoined.iter().find(|(r, _)| *r == blamed) else {
             return;
         };
         self.unjoined_reported = true;
-        let Some(status) = self.ranks[index].status else { return };
+        let Some(status) = self.ranks[index].status else {
+            return;
+        };
         say!(
             "goalrun: rank {index} (pid {pid}) exited with status {} before it joined the \
              job's bootstrap, while other ranks waited for it: a rank that leaves before \
@@ -579,7 +584,10 @@ impl TempDir {
             .and_then(|d| std::path::absolute(d).ok());
         let (base, path) = match tmp.and_then(|b| Some((sys::mkdtemp(&b, PREFIX).ok()?, b))) {
             Some((path, base)) => (base, path),
-            None => (PathBuf::from("/tmp"), sys::mkdtemp(Path::new("/tmp"), PREFIX)?),
+            None => (
+                PathBuf::from("/tmp"),
+                sys::mkdtemp(Path::new("/tmp"), PREFIX)?,
+            ),
         };
         let owner = match Self::lock(&path) {
             Ok(f) => f,
@@ -616,12 +624,16 @@ impl TempDir {
 /// cannot be read or removed is left alone.
 fn sweep(base: &Path, mine: &Path) {
     use std::os::unix::fs::MetadataExt as _;
-    let Ok(entries) = std::fs::read_dir(base) else { return };
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
     let me = sys::geteuid();
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
-        let ours = name.to_str().is_some_and(|n| n.starts_with(PREFIX) && n.len() == PREFIX.len() + 6);
+        let ours = name
+            .to_str()
+            .is_some_and(|n| n.starts_with(PREFIX) && n.len() == PREFIX.len() + 6);
         if !ours || path == mine {
             continue;
         }
@@ -631,7 +643,9 @@ fn sweep(base: &Path, mine: &Path) {
             _ => continue,
         }
         // No lock file: a goalrun still setting up, or not one of ours.
-        let Ok(owner) = std::fs::File::open(path.join(OWNER)) else { continue };
+        let Ok(owner) = std::fs::File::open(path.join(OWNER)) else {
+            continue;
+        };
         if sys::try_lock(&owner).unwrap_or(false) {
             // Its goalrun is dead; remove the directory while holding its lock.
             let _ = std::fs::remove_dir_all(&path);
