@@ -34,13 +34,18 @@ impl Dir {
         cmd
     }
 
-    /// goalrun left no temporary directory behind.
-    fn assert_clean(&self) {
-        let left: Vec<_> = std::fs::read_dir(&self.0)
+    /// The temporary directories goalruns have left here.
+    fn leftovers(&self) -> Vec<String> {
+        std::fs::read_dir(&self.0)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n.starts_with("goalrun-"))
-            .collect();
+            .collect()
+    }
+
+    /// goalrun left no temporary directory behind.
+    fn assert_clean(&self) {
+        let left = self.leftovers();
         assert!(left.is_empty(), "goalrun left {left:?} behind");
     }
 }
@@ -328,9 +333,9 @@ fn rank_pids(dir: &Path, n: usize) -> Vec<i32> {
 const RECORD_PID_AND_SLEEP: &str =
     "echo $$ > pid.tmp.$GOAL_RANK; mv pid.tmp.$GOAL_RANK pid.$GOAL_RANK; exec sleep 100";
 
-#[test]
-fn ranks_never_outlive_a_killed_goalrun() {
-    let dir = Dir::new();
+/// Starts goalrun with 2 sleeping ranks in `dir`, SIGKILLs it once they
+/// run, and asserts that they die within `limit`; returns their pid files.
+fn kill_goalrun_under_its_ranks(dir: &Dir, limit: Duration) -> Vec<PathBuf> {
     let mut child = dir
         .goalrun(&["-n", "2", "sh", "-c", RECORD_PID_AND_SLEEP])
         .spawn()
@@ -342,12 +347,15 @@ fn ranks_never_outlive_a_killed_goalrun() {
     child.wait().unwrap();
     let start = Instant::now();
     while pids.iter().any(|&p| alive(p)) {
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "ranks {pids:?} outlived goalrun"
-        );
+        assert!(start.elapsed() < limit, "ranks {pids:?} outlived goalrun");
         std::thread::sleep(Duration::from_millis(20));
     }
+    files
+}
+
+#[test]
+fn ranks_never_outlive_a_killed_goalrun() {
+    kill_goalrun_under_its_ranks(&Dir::new(), Duration::from_secs(2));
 }
 
 #[test]
@@ -429,12 +437,13 @@ fn rank_entry() {
     println!("rank {rank} of {size} ok");
 }
 
-fn rank_command(dir: &Dir, n: &str, mode: &str) -> Command {
+/// `goalrun GOALRUN_ARGS -- WRAP... <this binary as rank_entry in MODE>`.
+fn rank_job(dir: &Dir, goalrun_args: &[&str], wrap: &[&str], mode: &str) -> Command {
     let exe = std::env::current_exe().unwrap();
-    let mut cmd = dir.goalrun(&[
-        "-n",
-        n,
-        "--",
+    let mut args = goalrun_args.to_vec();
+    args.push("--");
+    args.extend_from_slice(wrap);
+    args.extend([
         exe.to_str().unwrap(),
         "--exact",
         "rank_entry",
@@ -442,8 +451,20 @@ fn rank_command(dir: &Dir, n: &str, mode: &str) -> Command {
         "--test-threads=1",
         "--quiet",
     ]);
+    let mut cmd = dir.goalrun(&args);
     cmd.env("GOALRUN_TEST_RANK", mode);
     cmd
+}
+
+fn rank_command(dir: &Dir, n: &str, mode: &str) -> Command {
+    rank_job(dir, &["-n", n], &[], mode)
+}
+
+/// How many lines of `text` contain both `a` and `b`.
+fn lines_with(text: &str, a: &str, b: &str) -> usize {
+    text.lines()
+        .filter(|l| l.contains(a) && l.contains(b))
+        .count()
 }
 
 #[test]
@@ -490,28 +511,15 @@ fn a_dead_rank_makes_the_others_fail_on_their_own_before_the_grace_ends() {
 /// goalrun of `n` ranks where rank 1 only runs `exit STATUS` and the others,
 /// after `delay` (seconds, for sleep(1)), run the bootstrap as `rank_entry`.
 fn one_rank_leaves_before_joining(dir: &Dir, n: &str, status: u8, delay: &str) -> Command {
-    let exe = std::env::current_exe().unwrap();
     let script = format!(
         "if [ \"$GOAL_RANK\" = 1 ]; then exit {status}; fi; sleep {delay}; exec \"$0\" \"$@\""
     );
-    let mut cmd = dir.goalrun(&[
-        "-n",
-        n,
-        "--timeout",
-        "30",
-        "--",
-        "sh",
-        "-c",
-        &script,
-        exe.to_str().unwrap(),
-        "--exact",
-        "rank_entry",
-        "--nocapture",
-        "--test-threads=1",
-        "--quiet",
-    ]);
-    cmd.env("GOALRUN_TEST_RANK", "ok");
-    cmd
+    rank_job(
+        dir,
+        &["-n", n, "--timeout", "30"],
+        &["sh", "-c", &script],
+        "ok",
+    )
 }
 
 #[test]
@@ -534,11 +542,7 @@ fn a_rank_that_exits_0_before_joining_fails_the_job_instead_of_hanging() {
             "n={n} delay={delay}: goalrun does not name the rank that left\n{all}"
         );
         let others = n.parse::<usize>().unwrap() - 1;
-        let told = r
-            .stdout
-            .lines()
-            .filter(|l| l.contains("rank 1 (pid ") && l.contains("before it joined"))
-            .count();
+        let told = lines_with(&r.stdout, "rank 1 (pid ", "before it joined");
         assert_eq!(
             told, others,
             "n={n} delay={delay}: every other rank is told why\n{all}"
@@ -574,11 +578,7 @@ fn a_rank_that_exits_1_before_joining_is_named_to_ranks_that_connect_later() {
         assert_eq!(r.code, Some(1), "n={n}: {all}");
         assert!(!all.contains("cannot connect"), "n={n}: {all}");
         let others = n.parse::<usize>().unwrap() - 1;
-        let told = r
-            .stdout
-            .lines()
-            .filter(|l| l.contains("rank 1 (pid ") && l.contains("exited with status 1"))
-            .count();
+        let told = lines_with(&r.stdout, "rank 1 (pid ", "exited with status 1");
         assert_eq!(told, others, "n={n}: every other rank names rank 1\n{all}");
         assert!(!r.stderr.contains("sending SIGTERM"), "{all}");
         dir.assert_clean();
@@ -588,31 +588,8 @@ fn a_rank_that_exits_1_before_joining_is_named_to_ranks_that_connect_later() {
 #[test]
 fn a_killed_goalruns_directory_is_removed_by_the_next_goalrun() {
     let dir = Dir::new();
-    let leftovers = |d: &Dir| -> Vec<String> {
-        std::fs::read_dir(&d.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("goalrun-"))
-            .collect()
-    };
-    let mut killed = dir
-        .goalrun(&["-n", "2", "sh", "-c", RECORD_PID_AND_SLEEP])
-        .spawn()
-        .unwrap();
-    let files: Vec<PathBuf> = (0..2).map(|r| dir.0.join(format!("pid.{r}"))).collect();
-    wait_for_files(&files, Duration::from_secs(10));
-    let pids = rank_pids(&dir.0, 2);
-    killed.kill().unwrap(); // SIGKILL: it cannot clean up.
-    killed.wait().unwrap();
-    let start = Instant::now();
-    while pids.iter().any(|&p| alive(p)) {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "ranks {pids:?} outlived goalrun"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let left = leftovers(&dir);
+    let files = kill_goalrun_under_its_ranks(&dir, Duration::from_secs(5));
+    let left = dir.leftovers();
     assert_eq!(left.len(), 1, "the killed goalrun's directory: {left:?}");
     for f in &files {
         let _ = std::fs::remove_file(f);
@@ -627,7 +604,7 @@ fn a_killed_goalruns_directory_is_removed_by_the_next_goalrun() {
     let r = run(dir.goalrun(&["-n", "1", "true"]));
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     // ... while the dead one's is gone.
-    let now = leftovers(&dir);
+    let now = dir.leftovers();
     assert_eq!(now.len(), 1, "{now:?}");
     assert_ne!(now, left, "the killed goalrun's directory is still there");
     // SAFETY: kill takes plain integers; the pid is goalrun's, not yet reaped.
