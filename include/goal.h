@@ -150,7 +150,8 @@ typedef struct goal_handle goal_handle;
 typedef struct goal_schedule goal_schedule;
 
 /*
- A graph; NULL is invalid.
+ A graph; NULL is invalid. An opaque handle (not an address): one that
+ was freed is refused with an error.
  */
 typedef goal_graph *GOAL_Graph;
 
@@ -175,7 +176,8 @@ typedef int GOAL_Op;
 typedef int GOAL_DataType;
 
 /*
- A compiled schedule; NULL is invalid.
+ A compiled schedule; NULL is invalid. An opaque handle (not an address):
+ one that was freed is refused with an error.
  */
 typedef goal_schedule *GOAL_Schedule;
 
@@ -361,10 +363,10 @@ int GOAL_IsFinalized(void);
 GOAL_Graph GOAL_CreateGraph(void);
 
 /*
- Frees a graph (its compiled schedules stay valid). Returns GOAL_SUCCESS or an error code.
+ Frees a graph (its compiled schedules stay valid); also after GOAL_Finalize. Returns GOAL_SUCCESS or an error code (a graph freed already: GOAL_ERR_INVALID_ARGUMENT).
 
  # Safety
- `g` must be NULL or a graph from GOAL_CreateGraph, not used afterwards.
+ No other thread may be using the graph.
  */
 int GOAL_FreeGraph(GOAL_Graph g);
 
@@ -442,10 +444,10 @@ int GOAL_AllocateScratchpad(GOAL_Graph g, uintptr_t bytes);
 GOAL_Schedule GOAL_Compile(GOAL_Graph g);
 
 /*
- Returns 1 while the schedule can be run, else 0.
+ Returns 1 while the schedule can be run (compiled, not freed, goal not finalized), else 0.
 
  # Safety
- `s` must be NULL or a live schedule.
+ None: any value is answered.
  */
 int GOAL_IsScheduleValid(GOAL_Schedule s);
 
@@ -458,10 +460,10 @@ int GOAL_IsScheduleValid(GOAL_Schedule s);
 void GOAL_MakeScheduleReusable(GOAL_Schedule s);
 
 /*
- Frees a schedule; fails with GOAL_ERR_BUSY while one of its executions runs. Returns GOAL_SUCCESS or an error code.
+ Frees a schedule; fails with GOAL_ERR_BUSY while one of its executions runs. Also after GOAL_Finalize. Returns GOAL_SUCCESS or an error code (a schedule freed already: GOAL_ERR_INVALID_ARGUMENT).
 
  # Safety
- `s` must be NULL or a live schedule, not used after success.
+ None: any value is answered.
  */
 int GOAL_FreeSchedule(GOAL_Schedule s);
 
@@ -469,8 +471,8 @@ int GOAL_FreeSchedule(GOAL_Schedule s);
  Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why.
 
  # Safety
- `s` must be NULL or a live schedule; the buffers its graph names must be
- valid until the execution has finished.
+ The buffers the schedule's graph names must be valid until the execution
+ has finished.
  */
 GOAL_Handle GOAL_Run(GOAL_Schedule s);
 

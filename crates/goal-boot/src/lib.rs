@@ -65,7 +65,7 @@
 //! | `GOAL_JOB`             | job identifier, the same on every rank                            |
 //! | `GOAL_STORE`           | `host:port` of goal's TCP store: rank 0's host and a free port    |
 //! | `MASTER_ADDR`, `MASTER_PORT` | the same, torchrun's way (`GOAL_STORE` wins)                |
-//! | `GOAL_STORE_TIMEOUT`   | seconds a rank keeps trying to reach the store (default 30)       |
+//! | `GOAL_STORE_TIMEOUT`   | seconds a rank keeps trying to reach the store, and rank 0 waits for all to join (default 30) |
 //! | `GOAL_SECRET`          | the job secret, 64 hex digits; required with the store            |
 //! | `GOAL_BOOT`            | `auto` (default), or force `single`, `goalrun`, `pmix`, `pmi`, `store` |
 //! | `GOAL_PMIX_LIBRARY`    | the libpmix to load (default `libpmix.so.2`)                      |

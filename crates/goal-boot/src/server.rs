@@ -22,11 +22,16 @@
 //! its connection while a round is being collected, or a round that starts
 //! after some rank has left, aborts the job; so does a malformed request from
 //! a joined rank, and so does the launcher through [`ServerHandle::abort`]
-//! (it does so when a rank process dies). Aborting records the reason, wakes
+//! (it does so when a rank process dies), and so does a rank process that
+//! ends before it joined ([`ServerHandle::rank_ended`]) once any other rank
+//! has joined (that one would wait for it forever). Aborting records the reason, wakes
 //! every waiting worker, and shuts down the reading side of every connection
 //! so that workers blocked in `read` wake too; each worker then sends its
 //! client an error reply carrying the reason and closes. Clients therefore
-//! fail promptly with a message that says why, not a timeout.
+//! fail promptly with a message that says why, not a timeout. The server
+//! keeps accepting after an abort, until it is shut down, so that a rank
+//! that connects late is told the reason too (rather than finding no
+//! socket).
 //!
 //! A HELLO that is refused (rank out of range, rank already taken, size
 //! disagreeing with the server's) is logged to stderr and answered with an
@@ -147,6 +152,7 @@ impl Server {
                 last_reply: Arc::new(Vec::new()),
                 aborted: None,
                 blamed: None,
+                gone_unjoined: None,
                 serving: 0,
                 workers: Vec::new(),
             }),
@@ -181,6 +187,35 @@ impl ServerHandle {
     pub fn abort(&self, reason: &str) {
         let mut st = self.shared.lock();
         self.shared.abort_locked(&mut st, reason.to_owned());
+    }
+
+    /// The launcher saw the process of rank `rank` end; `what` says so
+    /// ("rank 1 (pid 42) exited with status 0"). A rank that ends before
+    /// it joined can never join, and any rank that has joined, or joins
+    /// later, would wait for it forever: the job is aborted, naming it
+    /// (and [`ServerHandle::blamed_rank`] is it), now if another rank has
+    /// joined, else when one joins. Returns `None` if the rank had joined
+    /// (its leaving is seen on its connection), else whether it aborted
+    /// the job now. A job none of whose ranks use the bootstrap is never
+    /// aborted.
+    pub fn rank_ended(&self, rank: usize, what: &str) -> Option<bool> {
+        let mut st = self.shared.lock();
+        if rank >= self.shared.size || st.joined[rank] {
+            return None;
+        }
+        if st.gone_unjoined.is_some() {
+            return Some(false);
+        }
+        let why = format!(
+            "{what} before it joined the job's bootstrap; the other ranks cannot go on without it"
+        );
+        st.gone_unjoined = Some((rank, why.clone()));
+        if st.aborted.is_some() || !st.joined.iter().any(|&j| j) {
+            return Some(false);
+        }
+        self.shared.abort_locked(&mut st, why);
+        st.blamed = Some(rank);
+        Some(true)
     }
 
     /// The rank whose connection closed mid-job (or that sent a malformed
@@ -225,10 +260,48 @@ impl ServerHandle {
         }
     }
 
+    /// Aborts the job, with the reason `why(joined, missing)` makes, unless
+    /// every rank has joined within `limit` from now (`joined`: how many
+    /// have, `missing`: the ranks that have not). A thread watches; it ends
+    /// once every rank has joined, the job is aborted, or the time is up.
+    pub(crate) fn abort_unless_all_join(
+        &self,
+        limit: Duration,
+        why: impl FnOnce(usize, &[usize]) -> String + Send + 'static,
+    ) -> io::Result<()> {
+        let shared = Arc::clone(&self.shared);
+        let deadline = Instant::now() + limit;
+        thread::Builder::new()
+            .name("goal-boot-joins".into())
+            .spawn(move || {
+                let mut st = shared.lock();
+                loop {
+                    if st.aborted.is_some() || st.joined.iter().all(|&j| j) {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    st = shared
+                        .round_done
+                        .wait_timeout(st, deadline - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                let missing: Vec<usize> = (0..shared.size).filter(|&r| !st.joined[r]).collect();
+                let reason = why(shared.size - missing.len(), &missing);
+                log(&reason);
+                shared.abort_locked(&mut st, reason);
+            })?;
+        Ok(())
+    }
+
     /// Stops the server (aborting the job if ranks still use it), closes
     /// every connection and joins every thread.
     pub fn shutdown(mut self) {
         self.abort("the launcher shut the bootstrap server down");
+        self.stop_accepting();
         if let Some(accept) = self.accept.take() {
             let _ = accept.join();
         }
@@ -246,9 +319,20 @@ impl ServerHandle {
     }
 }
 
+impl ServerHandle {
+    /// Makes the accept thread stop (aborting does not: late clients are
+    /// told why the job was aborted).
+    fn stop_accepting(&self) {
+        if let Err(e) = self.shared.wake.notify() {
+            log(&format!("cannot wake the accept thread: {e}"));
+        }
+    }
+}
+
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.abort("the launcher shut the bootstrap server down");
+        self.stop_accepting();
     }
 }
 
@@ -259,7 +343,7 @@ struct Shared {
     state: Mutex<State>,
     /// Signalled when a round completes, a rank leaves, or the job is aborted.
     round_done: Condvar,
-    /// Readable once the accept loop must stop.
+    /// Readable once the accept loop must stop (at shutdown, not at abort).
     wake: EventFd,
 }
 
@@ -284,6 +368,9 @@ struct State {
     aborted: Option<String>,
     /// The rank whose leaving (or bad request) aborted the job, if one did.
     blamed: Option<usize>,
+    /// The first rank whose process ended before it joined, and the
+    /// reason it gives for aborting the job (see `rank_ended`).
+    gone_unjoined: Option<(usize, String)>,
     /// Admitted connections whose worker has not yet finished (sent its
     /// last reply).
     serving: usize,
@@ -308,9 +395,6 @@ impl Shared {
             let _ = conn.shutdown(Shutdown::Read);
         }
         self.round_done.notify_all();
-        if let Err(e) = self.wake.notify() {
-            log(&format!("cannot wake the accept thread: {e}"));
-        }
     }
 }
 
@@ -485,6 +569,14 @@ fn serve(shared: &Shared, stream: Conn, peer: &str) {
     let (rank, pid) = (hello.rank as usize, hello.pid);
     {
         let mut st = shared.lock();
+        if st.aborted.is_none() {
+            if let Some((gone, why)) = st.gone_unjoined.clone() {
+                // A rank that can never join: do not let this one wait for it.
+                log(&why);
+                shared.abort_locked(&mut st, why);
+                st.blamed = Some(gone);
+            }
+        }
         let refusal = if let Some(why) = &st.aborted {
             Some((STATUS_ABORTED, why.clone()))
         } else if hello.size as usize != shared.size {
@@ -513,6 +605,8 @@ fn serve(shared: &Shared, stream: Conn, peer: &str) {
         } else {
             st.joined[rank] = true;
             st.serving += 1;
+            // Wakes a `abort_unless_all_join` watch.
+            shared.round_done.notify_all();
             None
         };
         drop(st);

@@ -20,7 +20,8 @@
 //! to itself like everyone else. The others retry connecting until
 //! `GOAL_STORE_TIMEOUT` (30 s by default) has passed, because rank 0 may
 //! start later than they do; then they fail with a message naming the
-//! address. Rank 0 keeps serving when it is done until every rank has
+//! address. Rank 0 waits as long for every rank to connect, then fails the
+//! job naming how many joined and which never came. Rank 0 keeps serving when it is done until every rank has
 //! disconnected, or, after an abort, has been sent the reason (bounded by
 //! the same timeout), so that no rank loses the last reply to a connection
 //! cut too early.
@@ -143,7 +144,32 @@ fn serve(plan: &StorePlan, addr: SocketAddr, secret: Secret) -> io::Result<Serve
             ),
         )
     })?;
-    Server::on_tcp(listener, plan.size, secret)?.spawn()
+    let server = Server::on_tcp(listener, plan.size, secret)?.spawn()?;
+    // Rank 0 would otherwise wait in its first round forever for a rank
+    // that never starts: the others' GOAL_STORE_TIMEOUT bounds its wait too.
+    let (size, timeout, at) = (plan.size, plan.timeout, plan.addr.clone());
+    server.abort_unless_all_join(timeout, move |joined, missing| {
+        format!(
+            "only {joined} of {size} ranks joined the goal store at {at} within {:.1} s \
+             ({} sets how long rank 0 waits); rank(s) {} never connected: are they \
+             running, with the same {} and {}?",
+            timeout.as_secs_f64(),
+            env::STORE_TIMEOUT,
+            list(missing),
+            env::STORE,
+            env::SECRET,
+        )
+    })?;
+    Ok(server)
+}
+
+/// `1, 2, 5` (the first 16, then `...`).
+fn list(ranks: &[usize]) -> String {
+    let mut s: Vec<String> = ranks.iter().take(16).map(|r| r.to_string()).collect();
+    if ranks.len() > 16 {
+        s.push("...".into());
+    }
+    s.join(", ")
 }
 
 /// Connects to the first of `addrs` that answers, retrying until `deadline`.

@@ -471,6 +471,30 @@ fn an_unreachable_store_is_an_error_naming_the_address() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+#[test]
+fn rank_0_of_a_store_gives_up_on_a_rank_that_never_starts() {
+    let port = free_port();
+    let mut cmd = srun_rank(port, &new_secret(), 0, 3);
+    cmd.env("GOAL_STORE_TIMEOUT", "2");
+    let started = Instant::now();
+    let out = finish(cmd.spawn().unwrap(), JOB_LIMIT);
+    assert!(!out.status.success(), "{}", out.describe());
+    assert!(
+        out.stderr
+            .contains("only 1 of 3 ranks joined the goal store at 127.0.0.1:")
+            && out.stderr.contains("within 2.0 s")
+            && out.stderr.contains("rank(s) 1, 2 never connected")
+            && out.stderr.contains("GOAL_STORE_TIMEOUT"),
+        "{}",
+        out.describe()
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+        "took {took:?}"
+    );
+}
+
 /// Runs one process of `goal-boot-check` with `vars` and returns its stderr,
 /// asserting that it failed at start-up.
 fn start_up_error(vars: &[(&str, &str)]) -> String {
@@ -576,12 +600,15 @@ fn srun_with_pmix_pmi2_and_the_goal_store() {
         return;
     }
     let name = format!("gb{}", std::process::id() % 100_000);
-    let cluster = goal_netns::Cluster::create(&goal_netns::Spec::new(1, 1).name(&name)).expect("a one-host cluster");
+    let cluster = goal_netns::Cluster::create(&goal_netns::Spec::new(1, 1).name(&name))
+        .expect("a one-host cluster");
     let slurm = goal_netns::Slurm::start(&cluster).expect("Slurm on it");
     srun_checks(&|| {
         let mut cmd = slurm.srun();
         strip_launcher_env(&mut cmd);
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         cmd
     });
 }

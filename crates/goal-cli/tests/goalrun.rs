@@ -34,13 +34,18 @@ impl Dir {
         cmd
     }
 
-    /// goalrun left no temporary directory behind.
-    fn assert_clean(&self) {
-        let left: Vec<_> = std::fs::read_dir(&self.0)
+    /// The temporary directories goalruns have left here.
+    fn leftovers(&self) -> Vec<String> {
+        std::fs::read_dir(&self.0)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n.starts_with("goalrun-"))
-            .collect();
+            .collect()
+    }
+
+    /// goalrun left no temporary directory behind.
+    fn assert_clean(&self) {
+        let left = self.leftovers();
         assert!(left.is_empty(), "goalrun left {left:?} behind");
     }
 }
@@ -190,7 +195,10 @@ fn survivors_that_ignore_sigterm_get_sigkill() {
         .and_then(|m| m.modified())
         .expect("rank 0 wrote 'failed'");
     let took = failed.elapsed().unwrap_or_default();
-    assert!(took < Duration::from_secs(3), "took {took:?} after rank 0 failed");
+    assert!(
+        took < Duration::from_secs(3),
+        "took {took:?} after rank 0 failed"
+    );
 }
 
 #[test]
@@ -325,9 +333,9 @@ fn rank_pids(dir: &Path, n: usize) -> Vec<i32> {
 const RECORD_PID_AND_SLEEP: &str =
     "echo $$ > pid.tmp.$GOAL_RANK; mv pid.tmp.$GOAL_RANK pid.$GOAL_RANK; exec sleep 100";
 
-#[test]
-fn ranks_never_outlive_a_killed_goalrun() {
-    let dir = Dir::new();
+/// Starts goalrun with 2 sleeping ranks in `dir`, SIGKILLs it once they
+/// run, and asserts that they die within `limit`; returns their pid files.
+fn kill_goalrun_under_its_ranks(dir: &Dir, limit: Duration) -> Vec<PathBuf> {
     let mut child = dir
         .goalrun(&["-n", "2", "sh", "-c", RECORD_PID_AND_SLEEP])
         .spawn()
@@ -339,12 +347,15 @@ fn ranks_never_outlive_a_killed_goalrun() {
     child.wait().unwrap();
     let start = Instant::now();
     while pids.iter().any(|&p| alive(p)) {
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "ranks {pids:?} outlived goalrun"
-        );
+        assert!(start.elapsed() < limit, "ranks {pids:?} outlived goalrun");
         std::thread::sleep(Duration::from_millis(20));
     }
+    files
+}
+
+#[test]
+fn ranks_never_outlive_a_killed_goalrun() {
+    kill_goalrun_under_its_ranks(&Dir::new(), Duration::from_secs(2));
 }
 
 #[test]
@@ -390,14 +401,20 @@ fn rank_entry() {
     let mut boot = match goal_boot::from_env() {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("rank: bootstrap failed: {e}");
+            println!("rank: bootstrap failed: {e}");
             std::process::exit(20);
         }
     };
     let (rank, size) = (boot.rank(), boot.size());
     for round in 0..3u8 {
         let mine = format!("{}:{rank}:{round}", boot.job_id());
-        let all = boot.allgather(mine.as_bytes()).unwrap();
+        let all = match boot.allgather(mine.as_bytes()) {
+            Ok(all) => all,
+            Err(e) => {
+                println!("rank {rank} error: {e}");
+                std::process::exit(8);
+            }
+        };
         for (r, blob) in all.iter().enumerate() {
             assert_eq!(blob, format!("{}:{r}:{round}", boot.job_id()).as_bytes());
         }
@@ -420,12 +437,13 @@ fn rank_entry() {
     println!("rank {rank} of {size} ok");
 }
 
-fn rank_command(dir: &Dir, n: &str, mode: &str) -> Command {
+/// `goalrun GOALRUN_ARGS -- WRAP... <this binary as rank_entry in MODE>`.
+fn rank_job(dir: &Dir, goalrun_args: &[&str], wrap: &[&str], mode: &str) -> Command {
     let exe = std::env::current_exe().unwrap();
-    let mut cmd = dir.goalrun(&[
-        "-n",
-        n,
-        "--",
+    let mut args = goalrun_args.to_vec();
+    args.push("--");
+    args.extend_from_slice(wrap);
+    args.extend([
         exe.to_str().unwrap(),
         "--exact",
         "rank_entry",
@@ -433,8 +451,20 @@ fn rank_command(dir: &Dir, n: &str, mode: &str) -> Command {
         "--test-threads=1",
         "--quiet",
     ]);
+    let mut cmd = dir.goalrun(&args);
     cmd.env("GOALRUN_TEST_RANK", mode);
     cmd
+}
+
+fn rank_command(dir: &Dir, n: &str, mode: &str) -> Command {
+    rank_job(dir, &["-n", n], &[], mode)
+}
+
+/// How many lines of `text` contain both `a` and `b`.
+fn lines_with(text: &str, a: &str, b: &str) -> usize {
+    text.lines()
+        .filter(|l| l.contains(a) && l.contains(b))
+        .count()
 }
 
 #[test]
@@ -476,4 +506,109 @@ fn a_dead_rank_makes_the_others_fail_on_their_own_before_the_grace_ends() {
     );
     assert!(!r.stderr.contains("sending SIGTERM"), "{}", r.stderr);
     assert!(r.took < Duration::from_secs(3), "took {:?}", r.took);
+}
+
+/// goalrun of `n` ranks where rank 1 only runs `exit STATUS` and the others,
+/// after `delay` (seconds, for sleep(1)), run the bootstrap as `rank_entry`.
+fn one_rank_leaves_before_joining(dir: &Dir, n: &str, status: u8, delay: &str) -> Command {
+    let script = format!(
+        "if [ \"$GOAL_RANK\" = 1 ]; then exit {status}; fi; sleep {delay}; exec \"$0\" \"$@\""
+    );
+    rank_job(
+        dir,
+        &["-n", n, "--timeout", "30"],
+        &["sh", "-c", &script],
+        "ok",
+    )
+}
+
+#[test]
+fn a_rank_that_exits_0_before_joining_fails_the_job_instead_of_hanging() {
+    // Delay 0: the others join while rank 1 leaves (either order); 0.5 s:
+    // rank 1 is gone before anyone joins.
+    for (n, delay) in [("2", "0"), ("4", "0"), ("2", "0.5"), ("4", "0.5")] {
+        let dir = Dir::new();
+        let r = run(one_rank_leaves_before_joining(&dir, n, 0, delay));
+        let all = format!("{}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.code != Some(0) && r.code != Some(124),
+            "n={n} delay={delay}: exit {:?}\n{all}",
+            r.code
+        );
+        assert!(
+            r.stderr.contains("goalrun: rank 1 (pid ")
+                && r.stderr
+                    .contains("exited with status 0 before it joined the job's bootstrap"),
+            "n={n} delay={delay}: goalrun does not name the rank that left\n{all}"
+        );
+        let others = n.parse::<usize>().unwrap() - 1;
+        let told = lines_with(&r.stdout, "rank 1 (pid ", "before it joined");
+        assert_eq!(
+            told, others,
+            "n={n} delay={delay}: every other rank is told why\n{all}"
+        );
+        assert!(
+            r.took < Duration::from_secs(5),
+            "n={n} delay={delay}: took {:?}",
+            r.took
+        );
+        dir.assert_clean();
+    }
+    // Ranks that never use the bootstrap may end as they like.
+    let dir = Dir::new();
+    let r = run(dir.goalrun(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "[ \"$GOAL_RANK\" = 1 ] && exit 0; sleep 0.2",
+    ]));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+#[test]
+fn a_rank_that_exits_1_before_joining_is_named_to_ranks_that_connect_later() {
+    // The others connect after goalrun has seen rank 1 fail (and aborted
+    // the bootstrap), within the grace period: they are told why, rather
+    // than finding the socket gone.
+    for n in ["2", "3"] {
+        let dir = Dir::new();
+        let r = run(one_rank_leaves_before_joining(&dir, n, 1, "0.5"));
+        let all = format!("{}\n{}", r.stdout, r.stderr);
+        assert_eq!(r.code, Some(1), "n={n}: {all}");
+        assert!(!all.contains("cannot connect"), "n={n}: {all}");
+        let others = n.parse::<usize>().unwrap() - 1;
+        let told = lines_with(&r.stdout, "rank 1 (pid ", "exited with status 1");
+        assert_eq!(told, others, "n={n}: every other rank names rank 1\n{all}");
+        assert!(!r.stderr.contains("sending SIGTERM"), "{all}");
+        dir.assert_clean();
+    }
+}
+
+#[test]
+fn a_killed_goalruns_directory_is_removed_by_the_next_goalrun() {
+    let dir = Dir::new();
+    let files = kill_goalrun_under_its_ranks(&dir, Duration::from_secs(5));
+    let left = dir.leftovers();
+    assert_eq!(left.len(), 1, "the killed goalrun's directory: {left:?}");
+    for f in &files {
+        let _ = std::fs::remove_file(f);
+    }
+
+    // A live goalrun's directory is left alone by the next one...
+    let mut live = dir
+        .goalrun(&["-n", "1", "sh", "-c", RECORD_PID_AND_SLEEP])
+        .spawn()
+        .unwrap();
+    wait_for_files(&files[..1], Duration::from_secs(10));
+    let r = run(dir.goalrun(&["-n", "1", "true"]));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // ... while the dead one's is gone.
+    let now = dir.leftovers();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now, left, "the killed goalrun's directory is still there");
+    // SAFETY: kill takes plain integers; the pid is goalrun's, not yet reaped.
+    assert_eq!(unsafe { libc::kill(live.id() as i32, libc::SIGTERM) }, 0);
+    live.wait().unwrap();
+    dir.assert_clean();
 }

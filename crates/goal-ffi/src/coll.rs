@@ -76,6 +76,22 @@ fn count_of(what: &str, count: c_int) -> Result<u64, Error> {
     Ok(count as u64)
 }
 
+/// Refuses NULL for buffer `name` when `bytes` (or elements) of it are used
+/// on this rank: it would crash the rank at `GOAL_Run`. Buffers only the
+/// root uses (gather's `rbuf`, scatter's `sbuf`, reduce's `rbuf`) may be
+/// NULL on the other ranks.
+/// `amount` says how much, for the message ("8 bytes", "a count of 2").
+fn buf_of(what: &str, name: &str, p: *const c_void, amount: (u64, &str), used_here: bool) -> Result<u64, Error> {
+    if p.is_null() && amount.0 > 0 && used_here {
+        return Err(invalid(format!("{what}: {name} is NULL with {}", amount.1)));
+    }
+    Ok(p as u64)
+}
+
+fn bytes_of(n: u64, per_rank: bool) -> (u64, String) {
+    (n, format!("{n} bytes{}", if per_rank { " per rank" } else { "" }))
+}
+
 fn reduction_of(what: &str, dt: GOAL_DataType, width: c_int, op: GOAL_Op) -> Result<Reduction, Error> {
     Reduction::from_raw(op as i64, dt as i64, width as i64).map_err(|e| coll_error(what, e))
 }
@@ -94,7 +110,7 @@ fn init(what: &str, build: &Build<'_>) -> GOAL_Schedule {
                 e.message = format!("{what}: {}", e.message);
                 e
             })?;
-            Ok(Box::into_raw(Box::new(crate::goal_schedule { s, rt })))
+            Ok(crate::registry::add_schedule(crate::goal_schedule { s, rt }))
         })();
         r.unwrap_or_else(|e: Error| {
             fail(e);
@@ -185,7 +201,9 @@ pub unsafe extern "C" fn GOAL_Bcast_append(g: GOAL_Graph, buf: *mut c_void, byte
 
 #[allow(clippy::too_many_arguments)]
 fn build_bcast(g: &mut Graph, grp: Group, at: Placement, what: &str, buf: *mut c_void, bytes: usize, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    coll::bcast(g, grp, at, buf as u64, bytes as u64, root_of(what, root, grp.size)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
+    let b = bytes_of(bytes as u64, false);
+    let buf = buf_of(what, "buf", buf, (b.0, &b.1), true)?;
+    coll::bcast(g, grp, at, buf, bytes as u64, root_of(what, root, grp.size)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
 
 /// Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
@@ -213,7 +231,11 @@ pub unsafe extern "C" fn GOAL_Gather_append(g: GOAL_Graph, sbuf: *const c_void, 
 
 #[allow(clippy::too_many_arguments)]
 fn build_gather(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    coll::gather(g, grp, at, sbuf as u64, bytes_per_rank as u64, rbuf as u64, root_of(what, root, grp.size)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
+    let root = root_of(what, root, grp.size)?;
+    let b = bytes_of(bytes_per_rank as u64, true);
+    let sbuf = buf_of(what, "sbuf", sbuf, (b.0, &b.1), true)?;
+    let rbuf = buf_of(what, "rbuf (at the root)", rbuf, (b.0, &b.1), grp.rank == root)?;
+    coll::gather(g, grp, at, sbuf, bytes_per_rank as u64, rbuf, root, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
 
 /// Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
@@ -241,7 +263,11 @@ pub unsafe extern "C" fn GOAL_Scatter_append(g: GOAL_Graph, sbuf: *const c_void,
 
 #[allow(clippy::too_many_arguments)]
 fn build_scatter(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    coll::scatter(g, grp, at, sbuf as u64, bytes_per_rank as u64, rbuf as u64, root_of(what, root, grp.size)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
+    let root = root_of(what, root, grp.size)?;
+    let b = bytes_of(bytes_per_rank as u64, true);
+    let sbuf = buf_of(what, "sbuf (at the root)", sbuf, (b.0, &b.1), grp.rank == root)?;
+    let rbuf = buf_of(what, "rbuf", rbuf, (b.0, &b.1), true)?;
+    coll::scatter(g, grp, at, sbuf, bytes_per_rank as u64, rbuf, root, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
 
 /// Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
@@ -269,7 +295,10 @@ pub unsafe extern "C" fn GOAL_Allgather_append(g: GOAL_Graph, sbuf: *const c_voi
 
 #[allow(clippy::too_many_arguments)]
 fn build_allgather(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    coll::allgather(g, grp, at, sbuf as u64, bytes_per_rank as u64, rbuf as u64, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
+    let b = bytes_of(bytes_per_rank as u64, true);
+    let sbuf = buf_of(what, "sbuf", sbuf, (b.0, &b.1), true)?;
+    let rbuf = buf_of(what, "rbuf", rbuf, (b.0, &b.1), true)?;
+    coll::allgather(g, grp, at, sbuf, bytes_per_rank as u64, rbuf, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
 
 /// All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
@@ -297,7 +326,10 @@ pub unsafe extern "C" fn GOAL_Alltoall_append(g: GOAL_Graph, sbuf: *const c_void
 
 #[allow(clippy::too_many_arguments)]
 fn build_alltoall(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    coll::alltoall(g, grp, at, sbuf as u64, bytes_per_rank as u64, rbuf as u64, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
+    let b = bytes_of(bytes_per_rank as u64, true);
+    let sbuf = buf_of(what, "sbuf", sbuf, (b.0, &b.1), true)?;
+    let rbuf = buf_of(what, "rbuf", rbuf, (b.0, &b.1), true)?;
+    coll::alltoall(g, grp, at, sbuf, bytes_per_rank as u64, rbuf, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
 
 /// Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`.
@@ -325,7 +357,12 @@ pub unsafe extern "C" fn GOAL_Reduce_append(g: GOAL_Graph, sbuf: *const c_void, 
 
 #[allow(clippy::too_many_arguments)]
 fn build_reduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    coll::reduce(g, grp, at, sbuf as u64, rbuf as u64, count_of(what, count)?, reduction_of(what, dt, element_width, op)?, root_of(what, root, grp.size)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
+    let n = count_of(what, count)?;
+    let root = root_of(what, root, grp.size)?;
+    let c = format!("a count of {n}");
+    let sbuf = buf_of(what, "sbuf", sbuf, (n, &c), true)?;
+    let rbuf = buf_of(what, "rbuf (at the root)", rbuf, (n, &c), grp.rank == root)?;
+    coll::reduce(g, grp, at, sbuf, rbuf, n, reduction_of(what, dt, element_width, op)?, root, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
 
 /// Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `sbuf`, bit-identical on every rank.
@@ -353,7 +390,11 @@ pub unsafe extern "C" fn GOAL_Allreduce_append(g: GOAL_Graph, sbuf: *const c_voi
 
 #[allow(clippy::too_many_arguments)]
 fn build_allreduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    coll::allreduce(g, grp, at, sbuf as u64, rbuf as u64, count_of(what, count)?, reduction_of(what, dt, element_width, op)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
+    let n = count_of(what, count)?;
+    let c = format!("a count of {n}");
+    let sbuf = buf_of(what, "sbuf", sbuf, (n, &c), true)?;
+    let rbuf = buf_of(what, "rbuf", rbuf, (n, &c), true)?;
+    coll::allreduce(g, grp, at, sbuf, rbuf, n, reduction_of(what, dt, element_width, op)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
 
 /// Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction.
@@ -381,5 +422,9 @@ pub unsafe extern "C" fn GOAL_Reduce_scatter_block_append(g: GOAL_Graph, sbuf: *
 
 #[allow(clippy::too_many_arguments)]
 fn build_reduce_scatter_block(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    coll::reduce_scatter_block(g, grp, at, sbuf as u64, rbuf as u64, count_of(what, count_per_rank)?, reduction_of(what, dt, element_width, op)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
+    let n = count_of(what, count_per_rank)?;
+    let c = format!("a count of {n} per rank");
+    let sbuf = buf_of(what, "sbuf", sbuf, (n, &c), true)?;
+    let rbuf = buf_of(what, "rbuf", rbuf, (n, &c), true)?;
+    coll::reduce_scatter_block(g, grp, at, sbuf, rbuf, n, reduction_of(what, dt, element_width, op)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }

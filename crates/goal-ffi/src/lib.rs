@@ -25,6 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 mod coll;
+mod registry;
 pub use coll::*;
 
 /// A graph under construction (opaque).
@@ -45,9 +46,11 @@ pub struct goal_handle {
     _opaque: [u8; 0],
 }
 
-/// A graph; NULL is invalid.
+/// A graph; NULL is invalid. An opaque handle (not an address): one that
+/// was freed is refused with an error.
 pub type GOAL_Graph = *mut goal_graph;
-/// A compiled schedule; NULL is invalid.
+/// A compiled schedule; NULL is invalid. An opaque handle (not an address):
+/// one that was freed is refused with an error.
 pub type GOAL_Schedule = *mut goal_schedule;
 /// A running execution; NULL is invalid.
 pub type GOAL_Handle = *mut goal_handle;
@@ -213,13 +216,42 @@ fn code_result(what: &str, f: impl FnOnce() -> Result<c_int, Error>) -> c_int {
     guard(what, GOAL_ERR_INTERNAL, || f().unwrap_or_else(fail))
 }
 
-/// Borrows the graph behind `g`.
+/// Borrows the graph behind `g`, refusing NULL, a freed graph and (after
+/// `GOAL_Finalize`) any graph.
 ///
 /// # Safety
-/// `g` must be NULL or a graph from `GOAL_CreateGraph` not yet freed.
+/// No other thread may use or free the graph while the reference lives.
 unsafe fn graph<'a>(g: GOAL_Graph, what: &str) -> Result<&'a mut goal_graph, Error> {
-    // SAFETY: the caller guarantees g is NULL or a live graph, used by one thread.
-    unsafe { g.as_mut() }.ok_or_else(|| invalid(format!("{what}: the graph is NULL")))
+    // SAFETY: forwarded caller guarantee.
+    let gr = unsafe { registry::graph(g, what) }?;
+    if !goal_rt::is_initialized() {
+        goal_rt::runtime(what)?;
+    }
+    Ok(gr)
+}
+
+/// Refuses a NULL user-memory buffer that `count` bytes or elements would
+/// be read from or written to: it would crash the rank at `GOAL_Run`.
+fn user_buf(what: &str, name: &str, p: *const c_void, mem: GOAL_MemType, count: i64) -> Result<(), Error> {
+    user_buf_of(what, name, p, mem, count, "a count")
+}
+
+/// [`user_buf`], saying what `count` is (`"a count"`, `"a length"`).
+fn user_buf_of(what: &str, name: &str, p: *const c_void, mem: GOAL_MemType, count: i64, noun: &str) -> Result<(), Error> {
+    if p.is_null() && mem == GOAL_USERSPACE && count > 0 {
+        return Err(invalid(format!(
+            "{what}: {name} is NULL with {noun} of {count} (offset 0 of the scratchpad is GOAL_SCRATCHPAD memory)"
+        )));
+    }
+    Ok(())
+}
+
+/// [`user_buf`] for each piece of a gather list, `name[i]`.
+fn user_pieces(what: &str, name: &str, pieces: &[(u64, i64)], mem: GOAL_MemType) -> Result<(), Error> {
+    for (i, &(p, len)) in pieces.iter().enumerate() {
+        user_buf_of(what, &format!("{name}[{i}]"), p as *const c_void, mem, len, "a length")?;
+    }
+    Ok(())
 }
 
 fn vertex_result(what: &str, f: impl FnOnce() -> Result<GOAL_Vertex, Error>) -> GOAL_Vertex {
@@ -278,7 +310,7 @@ pub extern "C" fn GOAL_IsFinalized() -> c_int {
 #[no_mangle]
 pub extern "C" fn GOAL_CreateGraph() -> GOAL_Graph {
     guard("GOAL_CreateGraph", std::ptr::null_mut(), || match goal_rt::runtime("GOAL_CreateGraph") {
-        Ok(_) => Box::into_raw(Box::new(goal_graph { g: Graph::new(), next_coll_tag: coll::GOAL_COLL_TAG_BASE as i64 })),
+        Ok(_) => registry::add_graph(goal_graph { g: Graph::new(), next_coll_tag: coll::GOAL_COLL_TAG_BASE as i64 }),
         Err(e) => {
             fail(e);
             std::ptr::null_mut()
@@ -286,18 +318,14 @@ pub extern "C" fn GOAL_CreateGraph() -> GOAL_Graph {
     })
 }
 
-/// Frees a graph (its compiled schedules stay valid). Returns GOAL_SUCCESS or an error code.
+/// Frees a graph (its compiled schedules stay valid); also after GOAL_Finalize. Returns GOAL_SUCCESS or an error code (a graph freed already: GOAL_ERR_INVALID_ARGUMENT).
 ///
 /// # Safety
-/// `g` must be NULL or a graph from GOAL_CreateGraph, not used afterwards.
+/// No other thread may be using the graph.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_FreeGraph(g: GOAL_Graph) -> c_int {
     code_result("GOAL_FreeGraph", || {
-        if g.is_null() {
-            return Err(invalid("GOAL_FreeGraph: the graph is NULL".into()));
-        }
-        // SAFETY: g came from Box::into_raw in GOAL_CreateGraph (caller's guarantee).
-        drop(unsafe { Box::from_raw(g) });
+        drop(registry::remove_graph(g, "GOAL_FreeGraph")?);
         Ok(GOAL_SUCCESS)
     })
 }
@@ -312,6 +340,7 @@ pub unsafe extern "C" fn GOAL_Send(g: GOAL_Graph, buf: *mut c_void, count: c_int
     vertex_result("GOAL_Send", || {
         // SAFETY: forwarded caller guarantee.
         let gr = unsafe { graph(g, "GOAL_Send") }?;
+        user_buf("GOAL_Send", "buf", buf, mem, count as i64)?;
         // Bad values are kept: GOAL_Compile refuses them, naming the vertex.
         Ok(gr.g.send(Buf { mem: mem as i64, addr: buf as u64 }, count as i64, dest as i64, tag as i64) as GOAL_Vertex)
     })
@@ -326,6 +355,7 @@ pub unsafe extern "C" fn GOAL_Recv(g: GOAL_Graph, buf: *mut c_void, count: c_int
     vertex_result("GOAL_Recv", || {
         // SAFETY: forwarded caller guarantee.
         let gr = unsafe { graph(g, "GOAL_Recv") }?;
+        user_buf("GOAL_Recv", "buf", buf, mem, count as i64)?;
         Ok(gr.g.recv(Buf { mem: mem as i64, addr: buf as u64 }, count as i64, source as i64, tag as i64) as GOAL_Vertex)
     })
 }
@@ -368,6 +398,7 @@ pub unsafe extern "C" fn GOAL_SendVec(
         let gr = unsafe { graph(g, "GOAL_SendVec") }?;
         // SAFETY: forwarded caller guarantees.
         let pieces = unsafe { list("GOAL_SendVec", offsets, lengths, num_elements) }?;
+        user_pieces("GOAL_SendVec", "offsets", &pieces, mem)?;
         Ok(gr.g.add(Vertex::SendVec { mem: mem as i64, pieces, peer: dest as i64, tag: tag as i64 }) as GOAL_Vertex)
     })
 }
@@ -391,6 +422,7 @@ pub unsafe extern "C" fn GOAL_RecvVec(
         let gr = unsafe { graph(g, "GOAL_RecvVec") }?;
         // SAFETY: forwarded caller guarantees.
         let pieces = unsafe { list("GOAL_RecvVec", offsets, lengths, num_elements) }?;
+        user_pieces("GOAL_RecvVec", "offsets", &pieces, mem)?;
         Ok(gr.g.add(Vertex::RecvVec { mem: mem as i64, pieces, peer: source as i64, tag: tag as i64 }) as GOAL_Vertex)
     })
 }
@@ -416,6 +448,15 @@ pub unsafe extern "C" fn GOAL_LocalOp(
     vertex_result("GOAL_LocalOp", || {
         // SAFETY: forwarded caller guarantee.
         let gr = unsafe { graph(g, "GOAL_LocalOp") }?;
+        let n = num_elements as i64;
+        // COPY does not read b2; WTIME writes one double to bres and reads nothing.
+        if op != GOAL_WTIME {
+            user_buf("GOAL_LocalOp", "b1", b1, b1_mem, n)?;
+        }
+        if op != GOAL_WTIME && op != GOAL_COPY {
+            user_buf("GOAL_LocalOp", "b2", b2, b2_mem, n)?;
+        }
+        user_buf("GOAL_LocalOp", "bres", bres, bres_mem, if op == GOAL_WTIME { 1 } else { n })?;
         let b = |p: *mut c_void, m: GOAL_MemType| Buf { mem: m as i64, addr: p as u64 };
         Ok(gr.g.local(op as i64, dt as i64, element_width as i64, num_elements as i64, b(b1, b1_mem), b(b2, b2_mem), b(bres, bres_mem)) as GOAL_Vertex)
     })
@@ -455,6 +496,13 @@ pub unsafe extern "C" fn GOAL_LocalOpVec(
                 list("GOAL_LocalOpVec (list 3)", buf3, lengths3, num_elements3)?,
             )
         };
+        if op != GOAL_WTIME {
+            user_pieces("GOAL_LocalOpVec", "buf1", &l1, b1_mem)?;
+        }
+        if op != GOAL_WTIME && op != GOAL_COPY {
+            user_pieces("GOAL_LocalOpVec", "buf2", &l2, b2_mem)?;
+        }
+        user_pieces("GOAL_LocalOpVec", "buf3", &l3, b3_mem)?;
         let v = Vertex::LocalVec {
             op: op as i64,
             dt: dt as i64,
@@ -516,7 +564,7 @@ pub unsafe extern "C" fn GOAL_Compile(g: GOAL_Graph) -> GOAL_Schedule {
             let gr = unsafe { graph(g, "GOAL_Compile") }?;
             let rt = goal_rt::runtime("GOAL_Compile")?;
             let s = rt.compile(&gr.g).map_err(named("GOAL_Compile"))?;
-            Ok(Box::into_raw(Box::new(goal_schedule { s, rt })))
+            Ok(registry::add_schedule(goal_schedule { s, rt }))
         })();
         r.unwrap_or_else(|e: Error| {
             fail(e);
@@ -525,13 +573,13 @@ pub unsafe extern "C" fn GOAL_Compile(g: GOAL_Graph) -> GOAL_Schedule {
     })
 }
 
-/// Returns 1 while the schedule can be run, else 0.
+/// Returns 1 while the schedule can be run (compiled, not freed, goal not finalized), else 0.
 ///
 /// # Safety
-/// `s` must be NULL or a live schedule.
+/// None: any value is answered.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_IsScheduleValid(s: GOAL_Schedule) -> c_int {
-    guard("GOAL_IsScheduleValid", 0, || (!s.is_null()) as c_int)
+    guard("GOAL_IsScheduleValid", 0, || (goal_rt::is_initialized() && registry::schedule(s, "GOAL_IsScheduleValid").is_ok()) as c_int)
 }
 
 /// Schedules are never consumed by running them; this is a no-op kept for portability.
@@ -543,20 +591,17 @@ pub unsafe extern "C" fn GOAL_MakeScheduleReusable(s: GOAL_Schedule) {
     let _ = s;
 }
 
-/// Frees a schedule; fails with GOAL_ERR_BUSY while one of its executions runs. Returns GOAL_SUCCESS or an error code.
+/// Frees a schedule; fails with GOAL_ERR_BUSY while one of its executions runs. Also after GOAL_Finalize. Returns GOAL_SUCCESS or an error code (a schedule freed already: GOAL_ERR_INVALID_ARGUMENT).
 ///
 /// # Safety
-/// `s` must be NULL or a live schedule, not used after success.
+/// None: any value is answered.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_FreeSchedule(s: GOAL_Schedule) -> c_int {
     code_result("GOAL_FreeSchedule", || {
-        // SAFETY: caller guarantee: NULL or live.
-        let sc = unsafe { s.as_ref() }.ok_or_else(|| invalid("GOAL_FreeSchedule: the schedule is NULL".into()))?;
-        if sc.s.is_running() {
-            return Err(Error::new(ErrorKind::Busy, "GOAL_FreeSchedule: the schedule still has executions running; wait for them first"));
-        }
-        // SAFETY: s came from Box::into_raw in GOAL_Compile.
-        drop(unsafe { Box::from_raw(s) });
+        let sc = registry::remove_schedule(s, "GOAL_FreeSchedule", |sc| {
+            sc.s.is_running().then(|| Error::new(ErrorKind::Busy, "GOAL_FreeSchedule: the schedule still has executions running; wait for them first"))
+        })?;
+        drop(sc);
         Ok(GOAL_SUCCESS)
     })
 }
@@ -579,15 +624,17 @@ unsafe fn take_handle(p: GOAL_Handle) -> goal_rt::Handle {
 /// Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// `s` must be NULL or a live schedule; the buffers its graph names must be
-/// valid until the execution has finished.
+/// The buffers the schedule's graph names must be valid until the execution
+/// has finished.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Run(s: GOAL_Schedule) -> GOAL_Handle {
     guard("GOAL_Run", std::ptr::null_mut(), || {
-        // SAFETY: caller guarantee: NULL or live.
-        let Some(sc) = (unsafe { s.as_ref() }) else {
-            fail(invalid("GOAL_Run: the schedule is NULL".into()));
-            return std::ptr::null_mut();
+        let sc = match registry::schedule(s, "GOAL_Run") {
+            Ok(sc) => sc,
+            Err(e) => {
+                fail(e);
+                return std::ptr::null_mut();
+            }
         };
         if !goal_rt::is_initialized() {
             fail(Error::new(ErrorKind::NotInitialized, "GOAL_Run: goal is not initialized (or already finalized)"));

@@ -42,8 +42,10 @@ const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cm
 
 /// The measured (or cached) thresholds; `credit` is filled in by the caller.
 pub(crate) fn thresholds(debug: bool, cpus: &[usize]) -> Thresholds {
-    let mode = std::env::var("GOAL_CALIBRATE").unwrap_or_default();
-    if mode == "0" || mode == "off" {
+    use crate::config::{calibrate_mode, Calibrate};
+    // `Config::from_env` has refused a bad value already.
+    let mode = calibrate_mode().unwrap_or(Calibrate::Cached);
+    if mode == Calibrate::Off {
         return DEFAULT;
     }
     let key = machine_key(cpus.len());
@@ -52,7 +54,7 @@ pub(crate) fn thresholds(debug: bool, cpus: &[usize]) -> Thresholds {
     let path = dir.join("calibration");
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("calibration.lock"));
     let _guard = lock.ok().map(FileLock::new);
-    if mode != "force" {
+    if mode != Calibrate::Force {
         if let Some(t) = read_cache(&path, &key) {
             return t;
         }

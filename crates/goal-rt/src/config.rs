@@ -10,6 +10,7 @@
 //! | `GOAL_SLICE_US` | the scheduler time slice goal's sleeping threads ask for (`sched_setattr`, Linux 6.12 and later): the helper always, an application thread while it sleeps in Wait; `0`: the kernel's default | 100 |
 //! | `GOAL_EAGER_LIMIT` | largest message sent eagerly through the rings | calibrated |
 //! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream (setting either fixes the choice) | chosen per message from 64 KiB (see `adapt`), calibrated below |
+//! | `GOAL_CALIBRATE` | `0` or `off`: no measuring, built-in defaults; `force`: measure again (any other value is refused) | cached per machine |
 //! | `GOAL_ADAPT` | `0`: no per-message choice between stream and CMA; the calibrated range decides | on |
 //! | `GOAL_UNEXPECTED_BYTES` | eager bytes a rank buffers for receives not yet started, before senders must wait | 64 MiB |
 //! | `GOAL_SHM_RING_BYTES`, `GOAL_SHM_STREAM_BYTES`, `GOAL_HEAP_BYTES`, `GOAL_PIDFD` | shared-memory sizes; `GOAL_PIDFD=0` watches local peers through `/proc` | see goal-transport |
@@ -115,6 +116,30 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// What `GOAL_CALIBRATE` asks of the calibration (see `calibrate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Calibrate {
+    /// Unset: the cached measurement, measured once if there is none.
+    Cached,
+    /// `0` or `off`: measure nothing, the built-in defaults.
+    Off,
+    /// `force`: measure again and replace the cache.
+    Force,
+}
+
+/// Reads `GOAL_CALIBRATE`; any other value is an error naming it.
+pub(crate) fn calibrate_mode() -> Result<Calibrate> {
+    match var("GOAL_CALIBRATE").as_deref() {
+        None => Ok(Calibrate::Cached),
+        Some("0" | "off") => Ok(Calibrate::Off),
+        Some("force") => Ok(Calibrate::Force),
+        Some(other) => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("GOAL_CALIBRATE={other}: expected 0, off or force (or unset: use the cached measurement)"),
+        )),
+    }
+}
+
 fn parse_bytes(name: &str) -> Result<Option<usize>> {
     let Some(v) = var(name) else { return Ok(None) };
     let t = v.trim();
@@ -186,6 +211,8 @@ impl Config {
             (lo, hi) => Some((lo.unwrap_or(0), hi.unwrap_or(usize::MAX))),
         };
         let net_eager = parse_bytes("GOAL_NET_EAGER")?;
+        // Read again where it is used (`calibrate`); refused here, at GOAL_Init.
+        calibrate_mode()?;
         let shm = goal_transport::shm::ShmConfig::from_env().map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))?;
         Ok(Config {
             progress,

@@ -6,8 +6,10 @@
 //! 1. Block SIGINT/SIGTERM/SIGHUP and open a signalfd for them, before any
 //!    thread exists (threads inherit the mask; one without it would let the
 //!    default action kill goalrun without cleanup).
-//! 2. Make a private directory (mkdtemp, mode 0700) and bind the bootstrap
-//!    socket in it; start the server ([`goal_boot::server`]).
+//! 2. Make a private directory (mkdtemp, mode 0700), lock it as alive and
+//!    remove what killed goalruns of this user left beside it (see
+//!    [`TempDir`]); bind the bootstrap socket in it; start the server
+//!    ([`goal_boot::server`]).
 //! 3. Spawn the ranks from this, the main, thread (the parent-death signal
 //!    is tied to the forking thread; see [`sys::child_setup`]), each with its
 //!    GOAL_ variables, and open a pidfd for each.
@@ -25,6 +27,14 @@
 //! SIGKILLs every rank still running. A signal to goalrun is forwarded to the
 //! ranks once; a second one SIGKILLs them. Deaths that goalrun caused itself
 //! (its SIGTERM/SIGKILL) are not reported as failures.
+//!
+//! A rank that ends before it joined the bootstrap (whatever its status)
+//! fails the job as soon as another rank has joined, which would otherwise
+//! wait for it forever: goalrun tells the server
+//! ([`ServerHandle::rank_ended`]), the server aborts the waiting ranks with
+//! a reason naming that rank, and goalrun reports it as the job's failure.
+//! A job none of whose ranks use the bootstrap (`goalrun -n 2 hostname`)
+//! is not affected.
 //!
 //! Exit status: 124 on timeout; else the first failing rank's status (its
 //! exit code, or 128 + signal; "first" is judged with care, see
@@ -235,6 +245,12 @@ struct Monitor<'a> {
     failures: Vec<(Instant, usize, ExitStatus)>,
     /// The signal goalrun received and forwarded, if any.
     forwarded: Option<i32>,
+    /// Ranks that exited with status 0 before they joined the bootstrap,
+    /// with their pid, as `rank_ended` was told; one of them becomes a
+    /// failure if the server blames it for aborting the job.
+    ended_unjoined: Vec<(usize, libc::pid_t)>,
+    /// That failure has been reported.
+    unjoined_reported: bool,
     poll_failed: bool,
 }
 
@@ -264,6 +280,8 @@ impl<'a> Monitor<'a> {
             first_failure: None,
             failures: Vec::new(),
             forwarded: None,
+            ended_unjoined: Vec::new(),
+            unjoined_reported: false,
             poll_failed: false,
         }
     }
@@ -327,11 +345,15 @@ impl<'a> Monitor<'a> {
                 }
             }
         }
+        // The ranks may all have ended "successfully" after the server
+        // aborted the job because one of them had left unjoined.
+        self.note_unjoined();
         if self.timed_out {
             return 124;
         }
         if let Some(status) = self.culprit() {
-            return status.code();
+            // A rank that left before joining exited 0, yet failed the job.
+            return if status.success() { 1 } else { status.code() };
         }
         // No rank failed on its own, but goalrun may have killed some (a
         // second signal to goalrun): that is not a success either.
@@ -454,13 +476,14 @@ impl<'a> Monitor<'a> {
                 // the pidfd, readable forever, is not polled again.
                 say!(
                     "goalrun: cannot get the status of rank {} (pid {}): {e}",
-                    rank.index, rank.pid
+                    rank.index,
+                    rank.pid
                 );
                 ExitStatus::Exited(255)
             }
         };
         rank.status = Some(status);
-        if status.success() || rank.ended_by_us {
+        if rank.ended_by_us {
             return;
         }
         let (index, pid) = (rank.index, rank.pid);
@@ -470,6 +493,16 @@ impl<'a> Monitor<'a> {
                 format!("was killed by signal {sig} ({})", sys::signal_name(sig))
             }
         };
+        if status.success() {
+            // Fine, unless it never joined while others did or will.
+            let what = format!("rank {index} (pid {pid}) {how}");
+            if self.server.rank_ended(index, &what).is_some() {
+                self.ended_unjoined.push((index, pid));
+                self.note_unjoined();
+            }
+            return;
+        }
+        self.note_unjoined();
         // A death by the signal goalrun forwarded was announced already.
         let by_forwarded = matches!(status, ExitStatus::Signaled(s) if self.forwarded == Some(s));
         if !by_forwarded {
@@ -487,9 +520,59 @@ impl<'a> Monitor<'a> {
     }
 }
 
+impl Monitor<'_> {
+    /// If the server aborted the job because a rank had ended before it
+    /// joined, reports that rank as the job's (first) failure, once.
+    fn note_unjoined(&mut self) {
+        if self.unjoined_reported {
+            return;
+        }
+        let Some(blamed) = self.server.blamed_rank() else {
+            return;
+        };
+        let Some(&(index, pid)) = self.ended_unjoined.iter().find(|(r, _)| *r == blamed) else {
+            return;
+        };
+        self.unjoined_reported = true;
+        let Some(status) = self.ranks[index].status else {
+            return;
+        };
+        say!(
+            "goalrun: rank {index} (pid {pid}) exited with status {} before it joined the \
+             job's bootstrap, while other ranks waited for it: a rank that leaves before \
+             joining fails the job",
+            status.code()
+        );
+        self.failures.insert(0, (Instant::now(), index, status));
+        if self.first_failure.is_none() {
+            self.first_failure = Some((index, status));
+            if self.phase == Phase::Running {
+                self.phase = Phase::Grace(Instant::now() + self.grace);
+            }
+        }
+    }
+}
+
 /// A private directory for the job's socket, removed on drop.
+///
+/// A goalrun killed by SIGKILL cannot remove it; the next goalrun of the
+/// same user does. Each goalrun holds an `flock` on its directory's
+/// [`OWNER`] file for its whole life (the kernel lets go of it when the
+/// process dies, however it dies), and at start removes every `goalrun-`
+/// directory of its user beside its own whose lock it can take. The lock
+/// file is locked under another name and then renamed into place, so no
+/// goalrun ever finds the lock of a live one free (a pid, which the kernel
+/// reuses, would not say as much).
 #[derive(Debug)]
-struct TempDir(PathBuf);
+struct TempDir {
+    path: PathBuf,
+    /// The locked [`OWNER`] file: held, not read.
+    _owner: std::fs::File,
+}
+
+/// The file whose lock says the directory's goalrun is alive.
+const OWNER: &str = "owner.lock";
+const PREFIX: &str = "goalrun-";
 
 impl TempDir {
     /// Under `$TMPDIR`, or `/tmp` if that is unset or too long for a Unix
@@ -499,21 +582,79 @@ impl TempDir {
             .filter(|d| !d.is_empty() && d.len() <= 64)
             .map(PathBuf::from)
             .and_then(|d| std::path::absolute(d).ok());
-        let dir = match tmp {
-            Some(base) => sys::mkdtemp(&base, "goalrun-")
-                .or_else(|_| sys::mkdtemp(Path::new("/tmp"), "goalrun-"))?,
-            None => sys::mkdtemp(Path::new("/tmp"), "goalrun-")?,
+        let (base, path) = match tmp.and_then(|b| Some((sys::mkdtemp(&b, PREFIX).ok()?, b))) {
+            Some((path, base)) => (base, path),
+            None => (
+                PathBuf::from("/tmp"),
+                sys::mkdtemp(Path::new("/tmp"), PREFIX)?,
+            ),
         };
-        Ok(TempDir(dir))
+        let owner = match Self::lock(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&path);
+                return Err(e);
+            }
+        };
+        sweep(&base, &path);
+        Ok(TempDir {
+            path,
+            _owner: owner,
+        })
+    }
+
+    /// Creates and locks `dir`/[`OWNER`] (locked first, then renamed in).
+    fn lock(dir: &Path) -> io::Result<std::fs::File> {
+        let tmp = dir.join(".owner");
+        let f = std::fs::File::create(&tmp)?;
+        if !sys::try_lock(&f)? {
+            return Err(io::Error::other("a fresh lock file is locked already"));
+        }
+        std::fs::rename(&tmp, dir.join(OWNER))?;
+        Ok(f)
     }
 
     fn path(&self) -> &Path {
-        &self.0
+        &self.path
+    }
+}
+
+/// Removes the directories in `base` that goalruns of this user left when
+/// they were killed (see [`TempDir`]), except `mine`. Best effort: what
+/// cannot be read or removed is left alone.
+fn sweep(base: &Path, mine: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    let me = sys::geteuid();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let ours = name
+            .to_str()
+            .is_some_and(|n| n.starts_with(PREFIX) && n.len() == PREFIX.len() + 6);
+        if !ours || path == mine {
+            continue;
+        }
+        // A real directory of ours (not a symbolic link, not another user's).
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() && m.uid() == me => {}
+            _ => continue,
+        }
+        // No lock file: a goalrun still setting up, or not one of ours.
+        let Ok(owner) = std::fs::File::open(path.join(OWNER)) else {
+            continue;
+        };
+        if sys::try_lock(&owner).unwrap_or(false) {
+            // Its goalrun is dead; remove the directory while holding its lock.
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_dir_all(&self.path);
     }
 }

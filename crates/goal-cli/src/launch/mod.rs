@@ -51,7 +51,13 @@ Options end at the first argument that is not one, or at --: the rest is the
 program and its arguments. Each rank runs PROGRAM with GOAL_RANK (0..N-1),
 GOAL_SIZE (N), GOAL_JOB (the same on every rank) and GOAL_BOOTSTRAP (the
 launcher's socket) set. Rank 0 gets goalrun's standard input, the others
-/dev/null. A rank never outlives goalrun.
+/dev/null. A rank never outlives goalrun. The socket lives in a private
+directory in $TMPDIR (or /tmp); one that a goalrun killed by SIGKILL could not
+remove is removed by the next goalrun of the same user.
+
+A rank that ends before it joined the job (before or in GOAL_Init), with any
+exit status, fails the job once another rank has joined: the others are told
+which rank left, and goalrun exits with 1 if that rank's own status was 0.
 
 When a rank fails, the others get GOAL_ABORT_GRACE seconds (default 3) to end
 by themselves, then SIGTERM, then SIGKILL one second later. SIGINT, SIGTERM

@@ -276,6 +276,25 @@ pub(crate) fn mkdtemp(base: &Path, prefix: &str) -> io::Result<PathBuf> {
     Ok(PathBuf::from(OsStr::from_bytes(&template)))
 }
 
+/// Takes an exclusive `flock` on `file` without waiting; `false` if another
+/// open file description holds one. The lock lasts until every descriptor
+/// of this description is closed, by the kernel too when the process dies.
+pub(crate) fn try_lock(file: &std::fs::File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: flock takes a descriptor `file` keeps open and plain flags.
+    match cvt(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// This process' effective user id.
+pub(crate) fn geteuid() -> libc::uid_t {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// Raises the soft limit on open files towards `want` (up to the hard limit).
 /// Each rank costs goalrun a few descriptors (pidfd, sockets, pipes).
 pub(crate) fn raise_nofile_limit(want: u64) -> io::Result<()> {
