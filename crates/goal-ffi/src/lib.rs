@@ -183,8 +183,14 @@ fn code_of(kind: ErrorKind) -> c_int {
 
 /// Records `e` as the thread's last error and returns its code.
 fn fail(e: Error) -> c_int {
-    set_error(&e.message);
+    set_error(&in_c_words(&e.message));
     code_of(e.kind)
+}
+
+/// The runtime's words for its start and end (it serves Rust callers too)
+/// as a C caller knows them.
+fn in_c_words(msg: &str) -> String {
+    msg.replace("before goal was initialized", "before GOAL_Init").replace("after goal was finalized", "after GOAL_Finalize")
 }
 
 /// Names the C function `what` in an error from the runtime, whose

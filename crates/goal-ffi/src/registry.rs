@@ -10,15 +10,23 @@
 //! memory: where the allocator would hand a freed address to a new object,
 //! an id is never handed out again.
 //!
-//! The cost is a read lock and a hash lookup per call: tens of nanoseconds
-//! against the microseconds a `GOAL_Run` takes.
+//! Graphs live in a hash map behind a lock: they are built, not run.
+//! Schedules, which every `GOAL_Run` looks up, live in a slab of slots
+//! that is never freed or moved: a handle holds a slot's index and the
+//! slot's generation when it was made, and a lookup is an index, two
+//! loads and a compare, with no lock and no locked instruction (a read
+//! lock, a hash and a reference count per Run had cost the 8-byte path
+//! 160 instructions and four locked ones). Freeing bumps the generation,
+//! so the stale handle no longer matches, and the slot serves the next
+//! schedule. As the header says, freeing a schedule while another thread
+//! runs it is undefined; a handle used after the free gets an error.
 
 use crate::{goal_graph, goal_schedule, invalid, GOAL_Graph, GOAL_Schedule};
 use goal_rt::Error;
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock};
 
 const TAG_BITS: u32 = 4;
 const TAG_MASK: usize = (1 << TAG_BITS) - 1;
@@ -41,9 +49,6 @@ unsafe impl Sync for Slot {}
 
 /// Graphs by id.
 static GRAPHS: RwLock<Option<HashMap<usize, Box<Slot>>>> = RwLock::new(None);
-/// Schedules by id; a call holds its own reference while it uses one.
-static SCHEDULES: RwLock<Option<HashMap<usize, Arc<goal_schedule>>>> = RwLock::new(None);
-
 fn new_id() -> usize {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     // 2^60 handles cannot be made in a process' life.
@@ -108,50 +113,133 @@ pub(crate) fn remove_graph(g: GOAL_Graph, what: &str) -> Result<goal_graph, Erro
         .ok_or_else(|| stale(what, "graph", v, "GOAL_CreateGraph"))
 }
 
+/// A schedule's place in the slab.
+struct SchedSlot {
+    /// Bumped by each free: a handle is live while its generation is this.
+    gen: AtomicU32,
+    /// The schedule (a `Box` turned into a pointer), null while free.
+    ptr: AtomicPtr<goal_schedule>,
+}
+
+/// Slots come in chunks that double in size (chunk `c` holds
+/// `FIRST_CHUNK << c` slots), each allocated once and never freed or
+/// moved, so a lookup needs no lock. 22 chunks: 134 million schedules at
+/// once, whose indices fit the handle's 28 bits.
+const FIRST_CHUNK: usize = 32;
+const CHUNKS: usize = 22;
+/// Handle layout: slot index << INDEX_SHIFT | generation << TAG_BITS | tag.
+const INDEX_SHIFT: u32 = 36;
+
+#[allow(clippy::declare_interior_mutable_const)] // an initializer, copied per chunk
+const NO_CHUNK: AtomicPtr<SchedSlot> = AtomicPtr::new(std::ptr::null_mut());
+static CHUNK: [AtomicPtr<SchedSlot>; CHUNKS] = [NO_CHUNK; CHUNKS];
+
+/// The slab's free slots and its high-water mark; taken by adds and frees
+/// (not by lookups).
+static SLAB: Mutex<(Vec<u32>, u32)> = Mutex::new((Vec::new(), 0));
+
+// Handles are 64-bit values (index, generation and tag).
+const _: () = assert!(usize::BITS == 64);
+
+/// The chunk of slot `index` and the slot's offset in it.
+#[inline(always)]
+fn place(index: usize) -> (usize, usize) {
+    let i = index + FIRST_CHUNK;
+    let c = (usize::BITS - 1 - i.leading_zeros()) as usize - FIRST_CHUNK.trailing_zeros() as usize;
+    (c, i - (FIRST_CHUNK << c))
+}
+
+/// Slot `index`, if its chunk exists.
+#[inline(always)]
+fn slot(index: usize) -> Option<&'static SchedSlot> {
+    let (c, off) = place(index);
+    let chunk = CHUNK.get(c)?.load(Ordering::Acquire);
+    if chunk.is_null() {
+        return None;
+    }
+    // SAFETY: a chunk, once published, holds `FIRST_CHUNK << c` slots and is
+    // never freed or moved; `off` is below that by `place`.
+    Some(unsafe { &*chunk.add(off) })
+}
+
 /// Registers a new schedule; returns its handle.
 pub(crate) fn add_schedule(s: goal_schedule) -> GOAL_Schedule {
-    let id = new_id();
-    let mut t = SCHEDULES.write().unwrap_or_else(|p| p.into_inner());
-    t.get_or_insert_with(HashMap::new).insert(id, Arc::new(s));
-    (id << TAG_BITS | SCHEDULE_TAG) as GOAL_Schedule
+    let mut slab = SLAB.lock().unwrap_or_else(|p| p.into_inner());
+    let index = match slab.0.pop() {
+        Some(i) => i as usize,
+        None => {
+            let i = slab.1 as usize;
+            let (c, off) = place(i);
+            assert!(c < CHUNKS, "goal ran out of schedule slots");
+            if off == 0 {
+                let chunk: Box<[SchedSlot]> = (0..FIRST_CHUNK << c)
+                    .map(|_| SchedSlot { gen: AtomicU32::new(0), ptr: AtomicPtr::new(std::ptr::null_mut()) })
+                    .collect();
+                // Leaked on purpose: chunks live as long as the process.
+                CHUNK[c].store(Box::leak(chunk).as_mut_ptr(), Ordering::Release);
+            }
+            slab.1 += 1;
+            i
+        }
+    };
+    let slot = slot(index).expect("the slab made it");
+    slot.ptr.store(Box::into_raw(Box::new(s)), Ordering::Release);
+    let gen = slot.gen.load(Ordering::Relaxed) as usize;
+    (index << INDEX_SHIFT | gen << TAG_BITS | SCHEDULE_TAG) as GOAL_Schedule
+}
+
+/// The live slot of handle value `v`, if it is one.
+#[inline(always)]
+fn live(v: usize) -> Option<(usize, &'static SchedSlot)> {
+    if v & TAG_MASK != SCHEDULE_TAG {
+        return None;
+    }
+    let slot = slot(v >> INDEX_SHIFT)?;
+    (slot.gen.load(Ordering::Acquire) == (v >> TAG_BITS) as u32).then_some((v >> INDEX_SHIFT, slot))
 }
 
 /// The schedule behind handle `s`.
-pub(crate) fn schedule(s: GOAL_Schedule, what: &str) -> Result<Arc<goal_schedule>, Error> {
-    if s.is_null() {
-        return Err(invalid(format!("{what}: the schedule is NULL")));
-    }
+///
+/// The reference is valid until the schedule is freed, which the caller
+/// may not do (nor let another thread do) while it holds it (the header:
+/// freeing a schedule that another thread uses is undefined).
+#[inline]
+pub(crate) fn schedule<'a>(s: GOAL_Schedule, what: &str) -> Result<&'a goal_schedule, Error> {
     let v = s as usize;
-    let t = SCHEDULES.read().unwrap_or_else(|p| p.into_inner());
-    id_of(v, SCHEDULE_TAG)
-        .and_then(|id| t.as_ref()?.get(&id).cloned())
-        .ok_or_else(|| stale(what, "schedule", v, "GOAL_Compile or a GOAL_Xxx_init"))
+    let p = live(v).map_or(std::ptr::null_mut(), |(_, slot)| slot.ptr.load(Ordering::Acquire));
+    if p.is_null() {
+        return Err(if s.is_null() { invalid(format!("{what}: the schedule is NULL")) } else { stale(what, "schedule", v, "GOAL_Compile or a GOAL_Xxx_init") });
+    }
+    // SAFETY: a live slot's pointer is a `Box` of `add_schedule`, freed only
+    // by `remove_schedule`, which the caller does not race (see above).
+    Ok(unsafe { &*p })
 }
 
-/// Takes schedule `s` out of the table if `keep` finds no reason to keep
+/// Takes schedule `s` out of the slab if `keep` finds no reason to keep
 /// it (the error it returns instead).
 pub(crate) fn remove_schedule(
     s: GOAL_Schedule,
     what: &str,
     keep: impl FnOnce(&goal_schedule) -> Option<Error>,
-) -> Result<Arc<goal_schedule>, Error> {
+) -> Result<Box<goal_schedule>, Error> {
     if s.is_null() {
         return Err(invalid(format!("{what}: the schedule is NULL")));
     }
     let v = s as usize;
-    let mut t = SCHEDULES.write().unwrap_or_else(|p| p.into_inner());
-    let id = id_of(v, SCHEDULE_TAG).filter(|id| t.as_ref().is_some_and(|m| m.contains_key(id)));
-    let Some(id) = id else {
-        return Err(stale(
-            what,
-            "schedule",
-            v,
-            "GOAL_Compile or a GOAL_Xxx_init",
-        ));
+    // Under the slab's lock: two frees of one handle cannot both take it.
+    let mut slab = SLAB.lock().unwrap_or_else(|p| p.into_inner());
+    let found = live(v).map(|(i, slot)| (i, slot, slot.ptr.load(Ordering::Acquire))).filter(|&(_, _, p)| !p.is_null());
+    let Some((index, slot, p)) = found else {
+        return Err(stale(what, "schedule", v, "GOAL_Compile or a GOAL_Xxx_init"));
     };
-    let map = t.as_mut().expect("checked above");
-    if let Some(e) = keep(&map[&id]) {
+    // SAFETY: the slot is live and holds a `Box` of `add_schedule`; only
+    // this function, under the lock, takes it.
+    if let Some(e) = keep(unsafe { &*p }) {
         return Err(e);
     }
-    Ok(map.remove(&id).expect("checked above"))
+    slot.ptr.store(std::ptr::null_mut(), Ordering::Release);
+    slot.gen.fetch_add(1, Ordering::Release);
+    slab.0.push(index as u32);
+    // SAFETY: as above; the slot no longer names it, so it is taken once.
+    Ok(unsafe { Box::from_raw(p) })
 }
