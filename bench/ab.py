@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Two builds of goal side by side: did a change make goal slower or faster?
+
+    python3 bench/ab.py --a /tmp/before --b /tmp/after -- p2p --libs goal --no-heap
+    python3 bench/ab.py --a /tmp/before --b /tmp/after --rounds 6 -- coll --ranks 2 --libs goal \\
+        --goal-algs auto --sizes 8,64K,1M
+
+A and B are install prefixes (`make install PREFIX=DIR` of each commit). The driver named after
+`--` (p2p, coll, overlap) runs once per round for each, in alternating order (A B, B A, A B,
+...), so that a drift of the machine (another process, the host's load) falls on both alike;
+each run's own medians come from the driver's raw file through bench/summarize.py. A point's
+figure is the median over rounds of its per-run medians, and its ratio B/A is the median of the
+rounds' paired ratios (a time: above 1 is B slower; a bandwidth is inverted to read the same).
+This machine is shared and noisy: read a ratio against the spread printed beside it (the
+paired ratios' min..max), not alone.
+
+Writes results/ab/NAME.json (every run's medians and the ratios) and results/ab/NAME.png; the
+drivers' raw files stay in results/ab/NAME-runs/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import common as C  # noqa: E402
+import summarize as S  # noqa: E402
+
+DRIVERS = ("p2p", "coll", "overlap")
+
+
+def tables(summary: dict):
+    """(table name, key tuple, column, value, higher_is_better) for every number of the
+    summary's median tables."""
+    for name, t in summary.items():
+        if not (isinstance(t, dict) and {"key", "columns", "rows"} <= t.keys()):
+            continue
+        if "median" not in name and "bandwidth" not in name:
+            continue
+        higher = "bandwidth" in name or "gbps" in name
+        nkey = len(t["key"])
+        for row in t["rows"]:
+            key = tuple(row[:nkey])
+            for col, v in zip(t["columns"], row[nkey:]):
+                if isinstance(v, (int, float)) and v > 0:
+                    yield name, key, col, float(v), higher
+
+
+def run_driver(driver: str, prefix: Path, out: Path, args: list[str]) -> dict:
+    cmd = [sys.executable, str(HERE / f"{driver}.py"), "--prefix", str(prefix), "--out", str(out), *args]
+    print("  $", " ".join(cmd), flush=True)
+    res = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        sys.exit(f"ab: {driver} failed (exit {res.returncode}) for {prefix}:\n{res.stderr[-2000:]}")
+    return S.summarize(out.with_suffix(".json"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--a", type=Path, required=True, help="install prefix of the build before")
+    ap.add_argument("--b", type=Path, required=True, help="install prefix of the build after")
+    ap.add_argument("--rounds", type=int, default=5, help="runs of each build, alternating (default 5)")
+    ap.add_argument("--name", help="output name (default: the driver's)")
+    ap.add_argument("--out-dir", type=Path, default=C.REPO / "results" / "ab")
+    ap.add_argument("driver", choices=DRIVERS, help="the benchmark to run")
+    ap.add_argument("args", nargs=argparse.REMAINDER, help="the driver's own options")
+    a = ap.parse_args()
+    for p in (a.a, a.b):
+        if not (p / "lib" / "libgoal.so").exists():
+            ap.error(f"{p} is not a goal install prefix (no lib/libgoal.so)")
+    name = a.name or a.driver
+    runs_dir = a.out_dir / f"{name}-runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    per: dict[str, list[dict]] = {"A": [], "B": []}
+    t0 = time.time()
+    for r in range(a.rounds):
+        order = [("A", a.a), ("B", a.b)] if r % 2 == 0 else [("B", a.b), ("A", a.a)]
+        for label, prefix in order:
+            print(f"round {r + 1}/{a.rounds}: {label}", flush=True)
+            per[label].append(run_driver(a.driver, prefix, runs_dir / f"{label}-{r}", a.args))
+    # Per point: the rounds' values of A and B (paired by round).
+    points: dict[tuple, dict] = {}
+    for label in ("A", "B"):
+        for r, summ in enumerate(per[label]):
+            for tname, key, col, v, higher in tables(summ):
+                p = points.setdefault((tname, key, col), {"higher": higher, "A": {}, "B": {}})
+                p[label][r] = v
+    rows = []
+    for (tname, key, col), p in sorted(points.items(), key=lambda kv: (kv[0][0], kv[0][2], str(kv[0][1]))):
+        both = sorted(set(p["A"]) & set(p["B"]))
+        if not both:
+            continue
+        paired = [(p["A"][r] / p["B"][r]) if p["higher"] else (p["B"][r] / p["A"][r]) for r in both]
+        rows.append({
+            "table": tname, "key": list(key), "column": col,
+            "a_median": statistics.median(p["A"][r] for r in both),
+            "b_median": statistics.median(p["B"][r] for r in both),
+            "ratio": statistics.median(paired), "ratio_min": min(paired), "ratio_max": max(paired),
+            "rounds": len(both), "higher_is_better": p["higher"],
+        })
+    hdr = f"{'table':<16} {'column':<14} {'point':<28} {'A':>10} {'B':>10} {'B/A':>6}  spread"
+    print(f"\n{a.driver}: B/A as a time (above 1: B slower), median of {a.rounds} paired rounds")
+    print(hdr)
+    print("-" * len(hdr))
+    for x in rows:
+        print(f"{x['table']:<16} {x['column']:<14} {' '.join(map(str, x['key'])):<28} {x['a_median']:>10.4g} "
+              f"{x['b_median']:>10.4g} {x['ratio']:>6.3f}  {x['ratio_min']:.3f}..{x['ratio_max']:.3f}")
+    ratios = [x["ratio"] for x in rows]
+    if ratios:
+        print(f"\nall points: median B/A {statistics.median(ratios):.3f} "
+              f"(geometric mean {statistics.geometric_mean(ratios):.3f}) over {len(ratios)} points, "
+              f"{time.time() - t0:.0f} s")
+    out = {
+        "benchmark": "ab", "driver": a.driver, "driver_args": a.args, "a": str(a.a), "b": str(a.b),
+        "rounds": a.rounds, "machine": C.machine_info() if hasattr(C, "machine_info") else None,
+        "points": rows,
+        "median_ratio": statistics.median(ratios) if ratios else None,
+        "runs": per,
+    }
+    path = a.out_dir / f"{name}.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
+    plot(rows, a.out_dir / f"{name}.png", a.driver)
+    return 0
+
+
+def plot(rows: list[dict], path: Path, driver: str) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("WARNING: matplotlib is not installed (scripts/install-deps.sh installs it); no plot written")
+        return
+    if not rows:
+        return
+    labels = [f"{x['column']} {' '.join(map(str, x['key']))}" for x in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(rows)), 4.5))
+    xs = range(len(rows))
+    ax.bar(xs, [x["ratio"] - 1 for x in rows], bottom=1, color="tab:blue")
+    ax.errorbar(xs, [x["ratio"] for x in rows],
+                yerr=[[x["ratio"] - x["ratio_min"] for x in rows], [x["ratio_max"] - x["ratio"] for x in rows]],
+                fmt="none", ecolor="black", capsize=2, lw=0.8)
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels, rotation=75, ha="right", fontsize=7)
+    ax.set_ylabel("B / A (time; above 1: B slower)")
+    ax.set_title(f"{driver}: build B against build A, paired rounds (bars: median, whiskers: min..max)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
