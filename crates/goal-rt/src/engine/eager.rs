@@ -9,6 +9,7 @@
 //! ([`Engine::publish_credits`]).
 
 use super::*;
+use super::policy::Offer;
 use super::pieces::{Pieces, byte_slice, gather, operand, slices_of};
 
 impl Engine {
@@ -64,43 +65,20 @@ impl Engine {
         let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false });
         head.kind = Kind::Rts;
         head.token = token;
-        head.mode = proto::MODE_STREAM;
-        if let Some(off) = heap_off {
-            head.mode = proto::MODE_HEAP;
-            head = head.with_buffer(off);
-        } else if !ptr.is_null() {
-            let calibrated = len >= self.thresholds.cma.0 && len <= self.thresholds.cma.1;
-            // Another large send to this peer still in flight: a burst
-            // (looked for only where adapt chooses).
-            let burst = len >= self.thresholds.adapt_from
-                && self.state.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
-            let exchange = len >= self.thresholds.adapt_from && !burst && self.exchanging(r, p);
-            if let Some(s) = self.state.rdv[token as usize].as_mut() {
-                s.exchange = exchange;
+        let (offer, exchange) = self.choose_offer(r, p, len, ptr, heap_off);
+        head.mode = match offer {
+            Offer::Heap { off } => {
+                head = head.with_buffer(off);
+                proto::MODE_HEAP
             }
-            let situation = if burst {
-                adapt::Situation::Burst
-            } else if exchange {
-                adapt::Situation::Exchange
-            } else {
-                adapt::Situation::Lone
-            };
-            // Calibration timed lone messages, where the stream's two
-            // copies run on two cores. In an exchange both cores copy
-            // anyway, and CMA copies once where the stream copies twice: it
-            // is the default there above calibration's range too, left
-            // only for a stream measured `MARGIN` (adapt.rs) times faster (2
-            // ranks, alltoall of 4 MiB after 1 MiB: 1.21-1.26 ms by the
-            // stream, CMA measured 1.2 times faster per byte and not taken).
-            let default = calibrated || (exchange && len >= self.thresholds.cma.0);
-            let cma = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
-                Some(path) => path == adapt::Path::Cma,
-                None => calibrated,
-            };
-            if cma {
-                head.mode = proto::MODE_CMA;
-                head = head.with_buffer(ptr as u64);
+            Offer::Cma { addr } => {
+                head = head.with_buffer(addr);
+                proto::MODE_CMA
             }
+            Offer::Stream => proto::MODE_STREAM,
+        };
+        if let Some(s) = self.state.rdv[token as usize].as_mut() {
+            s.exchange = exchange;
         }
         if let Some(s) = self.state.rdv[token as usize].as_mut() {
             s.mode = head.mode;

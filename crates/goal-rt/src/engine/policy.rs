@@ -92,7 +92,60 @@ pub(super) enum Fetch {
     Stream,
 }
 
+/// How a rendezvous send to a peer on this machine offers its message
+/// (the RTS's mode): the sender's side of the choice [`Fetch`] completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Offer {
+    /// Read it from offset `off` of this rank's shared heap (`GOAL_Alloc`).
+    Heap { off: u64 },
+    /// Read it from address `addr` of this process (Cross Memory Attach).
+    Cma { addr: u64 },
+    /// Through the pair's stream, after a CTS.
+    Stream,
+}
+
 impl Engine {
+    /// Decides how large send `r` of `len` bytes to local peer `p` offers
+    /// its message: from the shared heap when its buffer is there
+    /// (`heap_off`), by CMA or by the stream as calibration and `adapt`
+    /// decide (`ptr`: its one buffer; null for a send of pieces, which
+    /// goes by the stream). Also whether it is half of an exchange (see
+    /// `adapt`), for the send's record.
+    pub(super) fn choose_offer(&mut self, r: OpRef, p: usize, len: usize, ptr: *mut u8, heap_off: Option<u64>) -> (Offer, bool) {
+        if let Some(off) = heap_off {
+            return (Offer::Heap { off }, false);
+        }
+        if ptr.is_null() {
+            return (Offer::Stream, false);
+        }
+        let calibrated = len >= self.thresholds.cma.0 && len <= self.thresholds.cma.1;
+        // Another large send to this peer still in flight: a burst
+        // (looked for only where adapt chooses).
+        let burst = len >= self.thresholds.adapt_from
+            && self.state.rdv.iter().flatten().filter(|s| s.peer as usize == p && s.mode != proto::MODE_HEAP).nth(1).is_some();
+        let exchange = len >= self.thresholds.adapt_from && !burst && self.exchanging(r, p);
+        let situation = if burst {
+            adapt::Situation::Burst
+        } else if exchange {
+            adapt::Situation::Exchange
+        } else {
+            adapt::Situation::Lone
+        };
+        // Calibration timed lone messages, where the stream's two
+        // copies run on two cores. In an exchange both cores copy
+        // anyway, and CMA copies once where the stream copies twice: it
+        // is the default there above calibration's range too, left
+        // only for a stream measured `MARGIN` (adapt.rs) times faster (2
+        // ranks, alltoall of 4 MiB after 1 MiB: 1.21-1.26 ms by the
+        // stream, CMA measured 1.2 times faster per byte and not taken).
+        let default = calibrated || (exchange && len >= self.thresholds.cma.0);
+        let cma = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
+            Some(path) => path == adapt::Path::Cma,
+            None => calibrated,
+        };
+        (if cma { Offer::Cma { addr: ptr as u64 } } else { Offer::Stream }, exchange)
+    }
+
     /// Decides how receive `r` fetches a message of `len` bytes from `src`
     /// into `dst`, offered in `mode` (the RTS's: the sender's view of
     /// which paths its buffer allows). Notes what the decision consumes:
