@@ -1,6 +1,9 @@
 //! goal-auth: the handshakes' cryptography: SHA-256, HMAC-SHA-256 and a
 //! constant-time comparison, shared by goal-boot (goalrun's socket, the TCP
-//! store, the job secret) and goal-net (connections between machines).
+//! store, the job secret), goal-net (connections between machines) and
+//! goal-rt (the hellos of the kernel mode's TCP channels). In the layer
+//! picture of `docs/design.md` it sits beside goal-boot, at start-up and
+//! under every authenticated connection; it depends on nothing.
 //!
 //! Why not an external crate: goal depends on `libc` only, and these are
 //! small, fixed algorithms (FIPS 180-4, RFC 2104) checked below against their

@@ -1,5 +1,9 @@
 //! goal-boot: how a rank finds its group.
 //!
+//! In the layer picture of `docs/design.md` it runs at start-up only:
+//! goal-rt's `init` calls it before any transport exists, goalrun (goal-cli)
+//! serves its Unix socket ([`server`]), and its handshakes use goal-auth.
+//!
 //! A bootstrap answers four questions before any transport exists: which
 //! rank am I, how many are we, what secret do we share, and, collectively,
 //! what did everyone say (`allgather` of small blobs, typically transport

@@ -1,8 +1,12 @@
 //! goal-ffi: the C ABI of goal (`goal.h`, `libgoal.so`).
 //!
+//! In the layer picture of `docs/design.md` it is the top for C programs:
+//! it calls goal-rt's Rust API and goal-sched's collective builders
+//! (`coll`), and nothing calls it but the application.
+//!
 //! A thin skin over goal-rt: every exported function
 //!
-//! * sits behind a panic boundary ([`guard`]): a Rust panic never unwinds into
+//! * sits behind a panic boundary (`guard`): a Rust panic never unwinds into
 //!   C, it becomes `GOAL_ERR_INTERNAL` with a message;
 //! * turns null or dangling-looking arguments into error codes, never crashes;
 //! * records a complete message for `GOAL_LastError()` whenever it fails.

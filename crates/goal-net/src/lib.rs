@@ -3,6 +3,11 @@
 //! path (bulk transfers read from and written to the caller's buffers
 //! directly), striped over several NICs ("rails").
 //!
+//! In the layer picture of `docs/design.md` it sits below goal-rt's engine,
+//! beside goal-transport: the engine's link reaches every peer on another
+//! machine through one [`NetNode`], and goal-rt sleeps on the node's epoll
+//! descriptor beside the doorbell. It depends only on goal-auth.
+//!
 //! # The link goal-net serves
 //!
 //! goal-rt's engine talks to each peer through one *link*, whatever lies
@@ -31,9 +36,10 @@
 //!
 //! Following the MPC multirail design (the seed article), the layer speaks
 //! *active messages*: each message names a handler and carries a small
-//! header and a payload. The executor's protocols (EAGER, RTS, CTS, FIN) are
-//! user handlers 16 and up; goal-net's own (handshake, fragments,
-//! acknowledgements) are 0..=15. One protocol endpoint per peer
+//! header and a payload. The executor's seven message kinds that cross
+//! machines (EAGER, RTS, CTS, FIN, CREDIT, ACCEPT, DECLINE: goal-rt's
+//! `net_handlers`) are user handlers 16 and up; goal-net's own (handshake,
+//! fragments, acknowledgements) are 0..=15. One protocol endpoint per peer
 //! ([`NetNode`] keeps it) holds one transport endpoint per rail: a TCP
 //! connection.
 //!

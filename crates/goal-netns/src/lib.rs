@@ -1,6 +1,11 @@
 //! goal-netns: an emulated cluster on one machine, for goal's multi-host
 //! tests and benchmarks.
 //!
+//! In the layer picture of `docs/design.md` it stands apart from the
+//! runtime: goal crates use it only in their tests, examples and
+//! benchmarks (goal-cli's multi-host tests, goal-boot's and goal-net's),
+//! and it depends on no goal crate.
+//!
 //! goal's inter-node transport stripes messages over several NICs, survives a
 //! NIC going down, and is compared against MPI libraries across hosts. None
 //! of that can be tested honestly on one machine with one network stack:

@@ -1,12 +1,20 @@
 //! goal-rt: the goal runtime.
 //!
 //! It joins the pieces: the bootstrap finds the group (goal-boot), the
-//! transport connects the ranks (goal-transport), graphs are compiled into
-//! schedules (goal-sched), and the [`engine`] executes them: dependency
-//! counters, a ready queue, matching, and the eager / rendezvous protocols.
-//! [`progress`] decides who drives the engine between the application's
-//! calls: only the application (`manual`), or a helper thread that sleeps in
-//! the kernel until data arrives (`thread`) or polls (`spin`).
+//! transports connect the ranks (goal-transport on one machine, goal-net
+//! between machines), graphs are compiled into schedules (goal-sched), and
+//! the `engine` executes them: dependency counters, a ready queue,
+//! matching, and the eager / rendezvous protocols, reaching each peer
+//! through its link (`engine/link.rs`, the only code that knows which
+//! peers are local and which remote). `progress` decides who drives the
+//! engine between the application's calls: only the application
+//! (`manual`), or a helper thread that sleeps in the kernel until data
+//! arrives (`thread`), polls (`spin`), or also hands runs of small messages
+//! to the kernel (`kernel`); `auto` picks `spin` or `thread`.
+//!
+//! In the layer picture of `docs/design.md` this crate is the middle: the
+//! application calls it (Rust directly, C through goal-ffi), and it calls
+//! everything below.
 //!
 //! The C API (goal-ffi) is a thin skin over this crate's Rust API:
 //!

@@ -1,5 +1,11 @@
 //! goal-sched: GOAL graphs and the compiled schedules the runtime executes.
 //!
+//! In the layer picture of `docs/design.md` it sits below everything and
+//! depends on no other goal crate: goal-rt compiles and runs its schedules
+//! (and asks [`chains`] what the kernel mode may link), goal-ffi calls its
+//! collective builders ([`coll`]), and [`sim`] is the reference model the
+//! runtime is tested against.
+//!
 //! A GOAL graph ([`Graph`]) is a set of operations (send, receive, local
 //! operation) joined by "requires" edges: an operation starts only after all
 //! its prerequisites have finished. This crate checks such a graph and

@@ -1,5 +1,12 @@
 //! goal-transport: moves bytes between ranks and knows nothing of schedules.
 //!
+//! In the layer picture of `docs/design.md` it sits below goal-rt's engine:
+//! the engine's link reaches every peer on this machine through [`shm`],
+//! the kernel mode (`kpath`) submits its runs through [`kchain`], and a
+//! sleeping thread waits on the doorbell and goal-net's descriptor at once
+//! through io_uring (`dualwait`). Peers on other machines are goal-net's;
+//! this crate depends on no other goal crate.
+//!
 //! The runtime (goal-rt) speaks to its peers in *messages*: a fixed 32-byte
 //! [`Envelope`] that this crate carries without interpreting, followed by an
 //! optional payload. Everything that gives a message meaning (matching,

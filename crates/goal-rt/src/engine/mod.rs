@@ -1,44 +1,95 @@
-//! The executor: dependency counters, the ready queue, matching, and the
-//! message protocols, behind one lock.
+//! The executor: executions, matching and the message protocols, behind
+//! the runtime's one engine lock, reaching each peer through its link.
+//!
+//! # Files
+//!
+//! * `mod.rs`: [`Engine`] and its `State`, and one progress pass (poll the
+//!   rings and the network, reap the kernel's completions, drain the ready
+//!   queue, retry queued sends, move transfers, publish credit, flush).
+//! * [`exec`]: the executions core: schedules as the runtime holds them,
+//!   executions in slots, dependency counters, the ready queue. No
+//!   transport.
+//! * [`matching`]: the matching core: posted receives against arriving
+//!   messages, the unexpected queues, stale, stray and mismatched
+//!   messages. No transport.
+//! * [`link`]: the per-peer link, the one seam between the protocols and
+//!   the transports, and the only code that knows which peers are local
+//!   (goal-transport) and which remote (goal-net); the network handlers.
+//! * [`inflight`]: the records of transfers in flight (a message waiting
+//!   for ring space, a rendezvous send, a stream, a read, a write, a
+//!   split). Data only.
+//! * [`run`]: Run: starting an execution, with its fast paths.
+//! * [`ops`]: starting an operation by kind, finishing it, failing and
+//!   completing executions.
+//! * [`recv`]: receives: posting, stashing what came early, the mismatch
+//!   and stale checks, delivering a matched message.
+//! * [`local`]: local operations and `calc`; long ones in pieces.
+//! * [`pieces`]: where an operation's bytes are, and the copies between
+//!   pieces, rings and streams. No engine state.
+//! * [`eager`]: sends: eager through the link or an RTS, eager credit,
+//!   control messages, the queue of messages waiting for ring space.
+//! * [`rdv`]: rendezvous tokens, exchanges, and carrying out a fetch.
+//! * [`policy`]: the decisions of a rendezvous between local ranks: what
+//!   the sender offers (`Offer`) and how the receiver fetches (`Fetch`),
+//!   with the push, split and cold-write heuristics.
+//! * [`stream`]: rendezvous through the pair's pipelined stream.
+//! * [`cma`]: rendezvous by reading the sender's memory (CMA) or shared
+//!   heap, in pieces.
+//! * [`push`]: rendezvous by the sender writing into the receiver's
+//!   memory: a push, or its part of a split message.
+//! * [`fusion`]: receives combined with their reduction as they come.
+//! * [`arrive`]: what a poll brings in, and what each message kind does.
+//! * [`failure`]: liveness, and a lost peer failing what needs it.
+//! * [`report`]: `GOAL_DEBUG` and `GOAL_TRACE` output, descriptions of
+//!   operations for errors.
+//! * [`kernel`]: the engine's half of the `kernel` progress mode (offers,
+//!   answers, submitting runs, reaping completions).
+//! * [`kpath`]: the `kernel` mode's channels and io_uring runs.
 //!
 //! # Executions
 //!
-//! An execution of a schedule owns only what changes: one dependency counter
-//! per operation (copied from the schedule's `deps`), its scratchpad, and the
-//! receives it has posted. Buffers for both come from a per-schedule pool, so
-//! running a schedule again allocates nothing. Operations whose counter
-//! reaches zero go on one FIFO ready queue, drained in a loop (never by
-//! recursion: a chain of a million operations that each finish at once keeps
-//! the stack flat, as in the thesis' section 4.2.3).
+//! An execution owns its dependency counters, scratchpad and posted
+//! receives, from a per-schedule pool, and its ready operations drain from
+//! one FIFO queue in a loop (see [`exec`]). Run starts the independent
+//! operations in the order they were added, before anything they make
+//! ready.
 //!
 //! # Matching
 //!
-//! A message carries (schedule id, execution number, tag) and comes from a
-//! source. It is matched against the posted receives of that execution in
-//! posting order; if none matches (or the execution has not started here
-//! yet) it waits in the unexpected queue of that execution key, in arrival
-//! order. A receive that starts searches that queue first. Messages between
-//! two ranks travel in order, so same-tag messages cannot overtake.
+//! A message matches the first posted receive of its execution (schedule
+//! id, execution number) whose source and tag fit, else waits in that
+//! execution's unexpected queue in arrival order (see [`matching`]). An
+//! eager message whose receive is posted is copied into it during the
+//! poll, unless an earlier message of its sender that may match still
+//! waits for the poll's end ([`arrive`]).
 //!
 //! # Protocols
 //!
-//! * Small messages go eagerly through the pair's ring. The receiver can
-//!   buffer at most `unexpected_bytes` of them (split as credit per sender);
-//!   a sender past its credit switches to rendezvous, so it waits instead of
-//!   the receiver buffering without bound.
-//! * Large messages send an RTS. If the sender's buffer lies in its shared
-//!   heap (`GOAL_Alloc`), the receiver copies straight out of it (one copy, no
-//!   kernel); if its size is in the CMA range, the receiver reads it with
-//!   `process_vm_readv`; otherwise the receiver answers CTS and both sides copy
-//!   through the pair's stream at the same time (a pipelined two-copy path).
-//!   In all three the receiver then answers FIN (stream: the sender finishes
-//!   when its last byte is in the stream).
+//! The envelope and its kinds are `crate::proto`'s.
+//!
+//! * Small messages go eagerly through the link (a ring write, or an active
+//!   message to another machine). The receiver buffers at most
+//!   `unexpected_bytes` of them (split as credit per sender); a sender past
+//!   its credit switches to rendezvous, so it waits instead of the
+//!   receiver buffering without bound.
+//! * Large messages send an RTS whose mode is the sender's offer: its
+//!   shared heap (`GOAL_Alloc`), Cross Memory Attach, the stream (chosen
+//!   per message from measurements, see `crate::adapt`), or, to another
+//!   machine, a network bulk transfer. The receiver then fetches
+//!   ([`policy`]): a bulk transfer after a CTS; a heap copy or a CMA read
+//!   answered by FIN; a push (`CTS` in `MODE_PUSH`, answered `PUSHED`) or a
+//!   split (`CTS` in `MODE_SPLIT`: the receiver's part ends with `FIN` in
+//!   `FIN_PART`, the sender's with `PUSHED`); or the stream after a CTS,
+//!   where the sender is done when its last byte is in the stream.
 //! * Messages to oneself are copied locally.
 //!
 //! An execution that fails (truncation, division by zero, a lost peer) is
 //! reported at once; anything still in flight for it is recognised by the
 //! slot's generation number and finished harmlessly (stream bytes are still
-//! consumed or produced, so the pair's stream stays in step).
+//! consumed or produced, so the pair's stream stays in step). One whose
+//! receive a sender is still writing into ends only once that sender has
+//! answered, so that its buffers are the application's again when Wait
+//! returns.
 
 mod arrive;
 mod cma;
