@@ -3,8 +3,9 @@
 //! push/split answers, network bulk completions).
 //!
 //! An eager message whose receive is posted is copied straight out of the
-//! ring into it during the poll ([`st_arrive`]); everything else waits in
-//! `State::arrived` for the poll's end and is handled by
+//! ring (or goal-net's read buffer) into it during the poll
+//! ([`st_arrive`]); everything else waits in `State::arrived` for the
+//! poll's end and is handled by
 //! [`Engine::on_message`] in arrival order, so same-source messages never
 //! overtake (see `Matcher::queued_in`).
 

@@ -5,8 +5,10 @@
 //!
 //! A channel is a `SOCK_SEQPACKET` socket pair that carries the messages of
 //! one send operation of one schedule, execution after execution. Its
-//! sender makes it the first time the operation goes out eagerly to a peer
-//! on this machine and *offers* it in that message's envelope (`MODE_OFFER`,
+//! sender makes the channels of a schedule when the schedule runs a second
+//! time (`Engine::start`: worth them), and offers each the next time its
+//! operation goes out eagerly to a peer on this machine, in that message's
+//! envelope (`MODE_OFFER`,
 //! the descriptor number); the receiver takes its end with `pidfd_getfd`
 //! and answers `ACCEPT`, or `DECLINE` when its receive cannot be bound to
 //! one sender's operation for good. At the operation's next execution the

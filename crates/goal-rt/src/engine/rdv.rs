@@ -1,7 +1,7 @@
 //! Rendezvous bookkeeping: tokens for sends waiting for their answer, and
-//! the receiver's choice of how to fetch a message whose RTS matched
-//! ([`Engine::fetch`]: network bulk transfer, heap or CMA read, push,
-//! split, or the stream).
+//! the receiver's fetch of a message whose RTS matched ([`Engine::fetch`]
+//! carries out the path `policy::choose_fetch` decides: network bulk
+//! transfer, heap or CMA read, push, split, or the stream).
 
 use super::*;
 use super::cma::{READ_LATER};
