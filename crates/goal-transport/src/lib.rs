@@ -30,6 +30,21 @@
 //! Attach ([`sys::cma_read`]) and goal's own shared heap
 //! ([`shm::Heap`], `GOAL_Alloc`), from which a receiver copies directly.
 //!
+//! # What it serves of goal-rt's link
+//!
+//! goal-rt's engine reaches each peer through one link
+//! (`goal-rt/src/engine/link.rs`), which offers the protocols: (a) send an
+//! envelope with an eager payload, (b) send a control message, (c) return
+//! and read eager credit, (d) the fetch paths for large messages, and
+//! (e) liveness. For a peer on this machine this crate serves all five:
+//! (a) and (b) are `ShmNode::try_send`/`try_send_one` into the peer's ring
+//! (`Ok(false)` when it is full: the engine queues), (c) the pair's credit
+//! words (`return_credits`, `credits_returned`), (d) the stream
+//! (`stream_push`/`stream_pop`), CMA reads and writes ([`sys::cma_read`],
+//! [`sys::cma_write`]) and heap copies (`read_peer_heap`), and (e)
+//! `check_peers` on pidfds. goal-net serves the same (a) to (e) for peers on
+//! other machines, with a bulk transfer as its one fetch path.
+//!
 //! [`kchain`] hands whole chains of sends, receives and futex operations to
 //! the kernel as linked io_uring operations, which it carries forward while
 //! the process sleeps or computes, over sockets (local `SOCK_SEQPACKET`
