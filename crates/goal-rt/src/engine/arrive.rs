@@ -235,7 +235,7 @@ impl Engine {
                 }
             }
             Kind::Credit => {
-                let r = &mut self.state.eager_returned[src as usize];
+                let r = &mut self.state.credit.eager_returned[src as usize];
                 *r = (*r).max(h.credits());
             }
             Kind::Accept | Kind::Decline => self.channel_answer(h.kind == Kind::Accept, src, h.sched, h.token),
@@ -315,7 +315,7 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
         }
     }
     if src != state.rank {
-        state.release(src, payload.len() as u64);
+        state.credit.release(src, payload.len() as u64);
     }
     fit
 }

@@ -92,11 +92,11 @@ impl Engine {
             // own copy leaves the lines, as a push into it finds them
             // when the application reads nothing.
             let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
-            let again = self.state.read_to[src as usize].take(at);
-            self.state.read_to[src as usize].put(at);
+            let again = self.state.paths.read_to[src as usize].take(at);
+            self.state.paths.read_to[src as usize].put(at);
             if mode == proto::MODE_CMA && len >= PUSH_MIN && read.whole && again {
                 let ps = read.ns * 1000 / len as u64;
-                let best = &mut self.state.read_ps[src as usize];
+                let best = &mut self.state.paths.read_ps[src as usize];
                 if *best == 0 || ps < *best {
                     *best = ps.max(1);
                 }

@@ -41,7 +41,7 @@ impl Engine {
         };
         let heap_off = if len > self.thresholds.heap_eager && !ptr.is_null() { self.link.shm.heap().offset_of(ptr, len) } else { None };
         if heap_off.is_none() && len <= self.thresholds.eager && self.eager_credit(p, len as u64) {
-            self.state.eager_sent[p] += len as u64;
+            self.state.credit.eager_sent[p] += len as u64;
             if self.kernel.is_some() {
                 self.offer_or_switch(r, &mut head);
             }
@@ -96,7 +96,7 @@ impl Engine {
         let one_rail = self.link.net.as_ref().is_some_and(|n| n.rails_up(peer) == 1);
         let limit = if one_rail { self.thresholds.net_eager_one_rail } else { self.thresholds.net_eager };
         let res = if len <= limit && self.eager_credit(peer as usize, len as u64) {
-            self.state.eager_sent[peer as usize] += len as u64;
+            self.state.credit.eager_sent[peer as usize] += len as u64;
             if self.kernel.is_some() {
                 self.offer_or_switch(r, &mut head);
             }
@@ -129,14 +129,14 @@ impl Engine {
 
     #[inline(always)]
     pub(super) fn eager_credit(&mut self, p: usize, len: u64) -> bool {
-        let state = &mut self.state;
-        if state.eager_sent[p] + len - state.eager_returned[p] <= self.thresholds.credit {
+        let credit = &mut self.state.credit;
+        if credit.fits(p, len, self.thresholds.credit) {
             return true;
         }
         // (Over the network, refreshed by CREDIT messages as they arrive.)
         let Some(returned) = self.link.credits_returned(p) else { return false };
-        state.eager_returned[p] = returned;
-        state.eager_sent[p] + len - state.eager_returned[p] <= self.thresholds.credit
+        credit.eager_returned[p] = returned;
+        credit.fits(p, len, self.thresholds.credit)
     }
 
     /// Sends a message without payload (RTS, CTS, FIN), in order behind any queued ones.
@@ -218,7 +218,7 @@ impl Engine {
 
     pub(super) fn release_credit(&mut self, src: u32, n: u64) {
         if src != self.rank {
-            self.state.release(src, n);
+            self.state.credit.release(src, n);
         } else {
             self.state.self_buffered -= n;
         }
@@ -229,29 +229,11 @@ impl Engine {
     /// wait), so publishing every quarter of the credit keeps the store and
     /// the wake-up check off the per-message path.
     pub(super) fn publish_credits(&mut self) {
-        if !self.state.credit_due {
+        if !self.state.credit.due {
             return;
         }
-        self.state.credit_due = false;
-        for p in 0..self.size as usize {
-            if self.state.released[p] - self.state.published[p] >= self.state.credit_step {
-                self.state.published[p] = self.state.released[p];
-                self.link.return_credits(p, self.state.released[p]);
-            }
-        }
-    }
-
-}
-
-impl State {
-    /// Notes `n` eager bytes of `src` released; publishing becomes due
-    /// once a step of them is unpublished (see `publish_credits`).
-    #[inline]
-    pub(super) fn release(&mut self, src: u32, n: u64) {
-        let p = src as usize;
-        self.released[p] += n;
-        if self.released[p] - self.published[p] >= self.credit_step {
-            self.credit_due = true;
+        for (p, released) in self.state.credit.take_due() {
+            self.link.return_credits(p, released);
         }
     }
 

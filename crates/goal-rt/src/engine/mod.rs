@@ -97,6 +97,7 @@ mod eager;
 mod exec;
 mod failure;
 mod fusion;
+mod history;
 mod inflight;
 mod kernel;
 mod link;
@@ -117,7 +118,7 @@ pub(crate) use exec::{ExecShared, SchedInner, DONE, FAILED, RUNNING};
 pub(crate) use link::net_handlers;
 pub(crate) use link::Links;
 
-use self::{exec::*, inflight::*, matching::*};
+use self::{exec::*, history::*, inflight::*, matching::*};
 use crate::adapt;
 use crate::error::{Error, ErrorKind};
 use self::kpath::{Chan, KPath, KRec, IN_KERNEL};
@@ -209,29 +210,6 @@ struct State {
     /// With the receive, its length and whether the write is to be judged
     /// (see `written_to`).
     pushes_in: HashMap<(u32, u32), (OpRef, usize, bool)>,
-    /// Per peer: it was not allowed to write into this process (ask no more).
-    push_refused: Vec<bool>,
-    /// Per peer: messages still to take without its writes, since its last
-    /// writes here were cold (see [`COLD_WRITES`]).
-    cold: Vec<u32>,
-    /// Per peer: its cold writes in a row, and how many messages the last
-    /// cold spell skipped (0: none since a warm write).
-    cold_votes: Vec<u8>,
-    cold_skip: Vec<u32>,
-    /// Per peer: picoseconds per byte of this rank's fastest whole read of a
-    /// long message from its memory into the buffer its previous read went
-    /// to (0: none yet), what its pushes are judged by.
-    read_ps: Vec<u64>,
-    /// Per peer: the buffers its latest long messages went to that it
-    /// wrote itself (all or part). Only a write into a buffer it wrote the
-    /// time before is judged: the first finds the lines where this rank's
-    /// own copy left them.
-    written_to: Vec<Recent>,
-    /// Per peer: the buffers its latest long messages went to that this
-    /// rank read whole.
-    read_to: Vec<Recent>,
-    /// Writes judged cold, for `GOAL_DEBUG`'s summary.
-    cold_writes: u64,
     /// Receiver: messages split with their senders (`CTS` in `MODE_SPLIT`),
     /// by (sender, its token).
     split_in: HashMap<(u32, u32), SplitIn>,
@@ -257,22 +235,11 @@ struct State {
     exchange_timing: Vec<Option<ExchangeTiming>>,
     /// Streams in and out, and reads, not finished.
     streams_active: u32,
-    /// Eager bytes sent to each peer (credit accounting).
-    eager_sent: Vec<u64>,
-    /// Cached credits each peer has returned.
-    eager_returned: Vec<u64>,
-    /// Eager bytes I have released per source, and what I published.
-    released: Vec<u64>,
-    published: Vec<u64>,
     /// Peers known to be gone.
     lost: Vec<Option<String>>,
     /// When (in `ticks`) the last copy of at least [`LONG_COPY_BYTES`]
     /// ended: see [`Engine::long_end`].
     long_end: u64,
-    /// Some peer's released credit reached `credit_step` unpublished bytes.
-    credit_due: bool,
-    /// Released credit is published in steps of a quarter of the credit.
-    credit_step: u64,
     /// Bytes of self-sends copied aside and not yet received.
     self_buffered: u64,
     passes: u32,
@@ -296,6 +263,11 @@ struct State {
     /// Peers the network lost in a poll (rank, why), handled after its
     /// messages and transfers.
     net_lost: Vec<(u32, String)>,
+    /// Eager credit, per peer both ways (see [`history::Credit`]).
+    credit: Credit,
+    /// What each peer's writes and this rank's reads showed (see
+    /// [`history::PeerPaths`]).
+    paths: PeerPaths,
 }
 
 
@@ -307,6 +279,8 @@ impl Engine {
             rank,
             execs: Execs::default(),
             matcher: Matcher::new(n),
+            credit: Credit::new(n, thresholds.credit),
+            paths: PeerPaths::new(n),
             outq: (0..n).map(|_| VecDeque::new()).collect(),
             outq_peers: Vec::new(),
             rdv: Vec::new(),
@@ -316,14 +290,6 @@ impl Engine {
             reads: VecDeque::new(),
             writes: VecDeque::new(),
             pushes_in: HashMap::new(),
-            push_refused: vec![false; n],
-            cold: vec![0; n],
-            cold_votes: vec![0; n],
-            cold_skip: vec![0; n],
-            read_ps: vec![0; n],
-            written_to: vec![Recent::default(); n],
-            read_to: vec![Recent::default(); n],
-            cold_writes: 0,
             split_in: HashMap::new(),
             split_out: HashMap::new(),
             cma_reads_work: false,
@@ -333,14 +299,8 @@ impl Engine {
             draining: HashMap::new(),
             exchange_timing: (0..n).map(|_| None).collect(),
             streams_active: 0,
-            eager_sent: vec![0; n],
-            eager_returned: vec![0; n],
-            released: vec![0; n],
-            published: vec![0; n],
             lost: vec![None; n],
             long_end: 0,
-            credit_due: false,
-            credit_step: (thresholds.credit / 4).max(1),
             self_buffered: 0,
             passes: 0,
             last_check: Instant::now(),
@@ -402,7 +362,7 @@ impl Engine {
     #[inline]
     fn quiet(&self) -> bool {
         let state = &self.state;
-        self.link.net.is_none() && self.kernel.is_none() && state.execs.ready.is_empty() && state.outq_peers.is_empty() && state.streams_active == 0 && !state.credit_due
+        self.link.net.is_none() && self.kernel.is_none() && state.execs.ready.is_empty() && state.outq_peers.is_empty() && state.streams_active == 0 && !state.credit.due
     }
 
     /// Counts a pass; every 1024th looks at the peers' liveness if due.

@@ -155,7 +155,7 @@ impl Engine {
         // and whether it wrote the last one, into the same buffer.
         let long = matches!(mode, proto::MODE_CMA | proto::MODE_HEAP) && len >= PUSH_MIN.min(SPLIT_MIN);
         let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
-        let again = long && self.state.written_to[src as usize].take(at) && len < COLD_MAX;
+        let again = long && self.state.paths.written_to[src as usize].take(at) && len < COLD_MAX;
         let warm = long && (len >= COLD_MAX || self.writes_warm(src));
         match mode {
             proto::MODE_NET => Fetch::Bulk,
@@ -183,7 +183,7 @@ impl Engine {
     pub(super) fn push_pays(&self, src: u32, len: usize, dst: &Pieces) -> bool {
         // Not before this rank has read one such message from `src` itself:
         // its time is what the pushes are judged by (see COLD_WRITES).
-        self.pushes && len >= PUSH_MIN && (len >= COLD_MAX || self.state.read_ps[src as usize] != 0) && self.has_own_work() && self.may_write_here(src, dst)
+        self.pushes && len >= PUSH_MIN && (len >= COLD_MAX || self.state.paths.read_ps[src as usize] != 0) && self.has_own_work() && self.may_write_here(src, dst)
     }
 
     /// Receiver: `src` wrote a message here, or its part of a split one, in
@@ -197,24 +197,24 @@ impl Engine {
         }
         let p = src as usize;
         if write_ns * 100 < read_ns * COLD_WRITES {
-            self.state.cold_votes[p] = 0;
-            self.state.cold_skip[p] = 0;
+            self.state.paths.cold_votes[p] = 0;
+            self.state.paths.cold_skip[p] = 0;
             return;
         }
-        self.state.cold_writes += 1;
+        self.state.paths.cold_writes += 1;
         self.cold_vote(p);
     }
 
     /// Receiver: one more reason not to have `p` write here (a cold write,
     /// or a split it declined); [`COLD_VOTES`] in a row start a pause.
     pub(super) fn cold_vote(&mut self, p: usize) {
-        self.state.cold_votes[p] += 1;
-        if self.state.cold_votes[p] >= COLD_VOTES {
-            let skip = if self.state.cold_skip[p] == 0 { COLD_SKIP } else { (self.state.cold_skip[p] * 2).min(COLD_SKIP_MAX) };
-            self.state.cold_skip[p] = skip;
-            self.state.cold[p] = skip;
-            self.state.cold_votes[p] = 0;
-            self.state.written_to[p] = Recent::default();
+        self.state.paths.cold_votes[p] += 1;
+        if self.state.paths.cold_votes[p] >= COLD_VOTES {
+            let skip = if self.state.paths.cold_skip[p] == 0 { COLD_SKIP } else { (self.state.paths.cold_skip[p] * 2).min(COLD_SKIP_MAX) };
+            self.state.paths.cold_skip[p] = skip;
+            self.state.paths.cold[p] = skip;
+            self.state.paths.cold_votes[p] = 0;
+            self.state.paths.written_to[p] = Recent::default();
         }
     }
 
@@ -222,7 +222,7 @@ impl Engine {
     /// message here, counting down the messages taken without its writes
     /// since its last cold one (see [`COLD_WRITES`]).
     pub(super) fn writes_warm(&mut self, src: u32) -> bool {
-        let c = &mut self.state.cold[src as usize];
+        let c = &mut self.state.paths.cold[src as usize];
         if *c == 0 {
             return true;
         }
@@ -243,7 +243,7 @@ impl Engine {
     /// less).
     pub(super) fn may_write_here(&self, src: u32, dst: &Pieces) -> bool {
         matches!(dst, Pieces::One(_))
-            && !self.state.push_refused[src as usize]
+            && !self.state.paths.push_refused[src as usize]
             && self.state.lost[src as usize].is_none()
             && !self.state.rdv.iter().flatten().any(|s| s.peer == src)
     }

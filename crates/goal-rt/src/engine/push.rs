@@ -118,8 +118,8 @@ impl Engine {
         if how == proto::PUSH_DONE {
             // Its bytes are in this buffer's lines now (see `written_to`).
             let at = self.pieces(r).and_then(|d| d.as_slice().first().map(|&(p, _)| p as u64)).unwrap_or(0);
-            self.state.written_to[src as usize].put(at);
-            self.state.read_to[src as usize].take(at);
+            self.state.paths.written_to[src as usize].put(at);
+            self.state.paths.read_to[src as usize].take(at);
         }
         match (how, split) {
             (proto::PUSH_DONE, Some(mut split)) if !split.read => {
@@ -135,7 +135,7 @@ impl Engine {
             }
             (proto::PUSH_DONE, None) => {
                 self.state.pushed += 1;
-                self.judge_write(src, judge, write_ns, self.state.read_ps[src as usize] * len as u64 / 1000);
+                self.judge_write(src, judge, write_ns, self.state.paths.read_ps[src as usize] * len as u64 / 1000);
                 self.finish(r);
             }
             (proto::PUSH_REFUSED | proto::PUSH_DECLINED | proto::PUSH_BY_STREAM, Some(split)) => {
@@ -143,7 +143,7 @@ impl Engine {
                 // (its read goes on to the end, or takes up where it
                 // stopped), then frees the sender with a plain FIN.
                 if how == proto::PUSH_REFUSED {
-                    self.state.push_refused[src as usize] = true;
+                    self.state.paths.push_refused[src as usize] = true;
                 }
                 self.state.split[1] += 1;
                 if how == proto::PUSH_DECLINED {
@@ -170,7 +170,7 @@ impl Engine {
             }
             (proto::PUSH_REFUSED | proto::PUSH_BY_STREAM, None) => {
                 if how == proto::PUSH_REFUSED {
-                    self.state.push_refused[src as usize] = true;
+                    self.state.paths.push_refused[src as usize] = true;
                 }
                 self.post_message(src as usize, Head::control(Kind::Cts, token).for_this_one_only());
                 self.stream_receive(r, src, len);

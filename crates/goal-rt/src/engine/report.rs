@@ -95,7 +95,7 @@ impl Engine {
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;
         let [x_stream, x_cma] = self.adapt.taken_in_exchange;
-        let (fused, pushed, [split, declined], cold) = (self.state.fused, self.state.pushed, self.state.split, self.state.cold_writes);
+        let (fused, pushed, [split, declined], cold) = (self.state.fused, self.state.pushed, self.state.split, self.state.paths.cold_writes);
         (stream + cma + fused + pushed + split > 0).then(|| {
             format!(
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \

@@ -292,7 +292,7 @@ impl Engine {
         // SAFETY: the callers pass a send buffer's start, valid for its
         // length (API contract for user buffers, or the checked scratchpad).
         if let Ok(true) = self.link.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(ptr, len) }) {
-            self.state.eager_sent[p] += len as u64;
+            self.state.credit.eager_sent[p] += len as u64;
             return true;
         }
         false

@@ -1,0 +1,141 @@
+//! What the engine remembers of each peer from one message to the next:
+//! the eager credit both ways ([`Credit`]), and how the peer's writes into
+//! this rank's memory and this rank's own reads from it went
+//! ([`PeerPaths`], what the push and split policy judges by). Data and
+//! its bookkeeping only, no transport: a leaf module with unit tests.
+
+use super::inflight::Recent;
+
+/// Eager credit: a receiver buffers at most `credit` bytes of one sender's
+/// unexpected eager messages. A sender counts what it sent and what the
+/// receiver has released (published through the link); past its credit it
+/// sends an RTS instead. A receiver publishes what it released in steps of
+/// a quarter of the credit, so that the publication stays off the
+/// per-message path.
+pub(super) struct Credit {
+    /// Eager bytes sent to each peer (credit accounting).
+    pub(super) eager_sent: Vec<u64>,
+    /// Cached credits each peer has returned.
+    pub(super) eager_returned: Vec<u64>,
+    /// Eager bytes I have released per source, and what I published.
+    pub(super) released: Vec<u64>,
+    pub(super) published: Vec<u64>,
+    /// Some peer's released credit reached `credit_step` unpublished bytes.
+    pub(super) due: bool,
+    /// Released credit is published in steps of a quarter of the credit.
+    pub(super) step: u64,
+}
+
+impl Credit {
+    /// Credit accounting for a group of `n` ranks, `credit` bytes per sender.
+    pub(super) fn new(n: usize, credit: u64) -> Credit {
+        Credit { eager_sent: vec![0; n], eager_returned: vec![0; n], released: vec![0; n], published: vec![0; n], due: false, step: (credit / 4).max(1) }
+    }
+
+    /// Notes `n` eager bytes of `src` released; publishing becomes due
+    /// once a step of them is unpublished (see `publish_credits`).
+    #[inline]
+    pub(super) fn release(&mut self, src: u32, n: u64) {
+        let p = src as usize;
+        self.released[p] += n;
+        if self.released[p] - self.published[p] >= self.step {
+            self.due = true;
+        }
+    }
+
+    /// Whether `len` more bytes to `p` stay within `credit`, by what `p`
+    /// is known to have returned.
+    #[inline(always)]
+    pub(super) fn fits(&self, p: usize, len: u64, credit: u64) -> bool {
+        self.eager_sent[p] + len - self.eager_returned[p] <= credit
+    }
+
+    /// The peers whose released bytes are a step past what was published,
+    /// marking them published; clears `due`.
+    pub(super) fn take_due(&mut self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.due = false;
+        let step = self.step;
+        self.released.iter().zip(self.published.iter_mut()).enumerate().filter_map(move |(p, (&rel, publ))| {
+            (rel - *publ >= step).then(|| {
+                *publ = rel;
+                (p, rel)
+            })
+        })
+    }
+}
+
+/// Per peer, how its writes into this rank's memory (pushes, its parts of
+/// split messages) and this rank's reads from its memory went: whether to
+/// ask it to write the next one (see `COLD_WRITES` in `policy.rs`).
+pub(super) struct PeerPaths {
+    /// Per peer: it was not allowed to write into this process (ask no more).
+    pub(super) push_refused: Vec<bool>,
+    /// Per peer: messages still to take without its writes, since its last
+    /// writes here were cold (see [`COLD_WRITES`]).
+    pub(super) cold: Vec<u32>,
+    /// Per peer: its cold writes in a row, and how many messages the last
+    /// cold spell skipped (0: none since a warm write).
+    pub(super) cold_votes: Vec<u8>,
+    pub(super) cold_skip: Vec<u32>,
+    /// Per peer: picoseconds per byte of this rank's fastest whole read of a
+    /// long message from its memory into the buffer its previous read went
+    /// to (0: none yet), what its pushes are judged by.
+    pub(super) read_ps: Vec<u64>,
+    /// Per peer: the buffers its latest long messages went to that it
+    /// wrote itself (all or part). Only a write into a buffer it wrote the
+    /// time before is judged: the first finds the lines where this rank's
+    /// own copy left them.
+    pub(super) written_to: Vec<Recent>,
+    /// Per peer: the buffers its latest long messages went to that this
+    /// rank read whole.
+    pub(super) read_to: Vec<Recent>,
+    /// Writes judged cold, for `GOAL_DEBUG`'s summary.
+    pub(super) cold_writes: u64,
+}
+
+impl PeerPaths {
+    /// Nothing known yet of any of `n` peers.
+    pub(super) fn new(n: usize) -> PeerPaths {
+        PeerPaths {
+            push_refused: vec![false; n],
+            cold: vec![0; n],
+            cold_votes: vec![0; n],
+            cold_skip: vec![0; n],
+            read_ps: vec![0; n],
+            written_to: vec![Recent::default(); n],
+            read_to: vec![Recent::default(); n],
+            cold_writes: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sender_stops_at_its_credit_and_goes_on_as_it_comes_back() {
+        let mut c = Credit::new(2, 1000);
+        assert!(c.fits(1, 1000, 1000));
+        c.eager_sent[1] += 900;
+        assert!(c.fits(1, 100, 1000));
+        assert!(!c.fits(1, 101, 1000), "past the credit: rendezvous");
+        c.eager_returned[1] = 500;
+        assert!(c.fits(1, 600, 1000));
+    }
+
+    #[test]
+    fn released_credit_is_published_a_quarter_at_a_time() {
+        let mut c = Credit::new(3, 1000);
+        c.release(1, 249);
+        assert!(!c.due, "below a step");
+        c.release(1, 1);
+        c.release(2, 100);
+        assert!(c.due);
+        let published: Vec<(usize, u64)> = c.take_due().collect();
+        assert_eq!(published, vec![(1, 250)], "only the peer a step past");
+        assert!(!c.due);
+        c.release(2, 150);
+        assert_eq!(c.take_due().collect::<Vec<_>>(), vec![(2, 250)]);
+    }
+}
