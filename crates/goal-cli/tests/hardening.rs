@@ -46,3 +46,163 @@ fn a_bad_goal_calibrate_value_is_refused_at_init() {
     assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
     assert!(job.stdout.contains("init ok"), "{}", job.stdout);
 }
+
+/// A fresh directory under the system's temporary directory.
+fn scratch(what: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("goal-hardening-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A rank's body: init, print the thresholds in force, finalize.
+fn print_thresholds() {
+    let rt = goal_rt::init().unwrap();
+    let (eager, cma) = rt.thresholds();
+    println!("thresholds: eager {eager} cma {cma:?}");
+    drop(rt);
+    goal_rt::finalize().unwrap();
+}
+
+/// How many ranks measured (`GOAL_DEBUG=1` says so once per measurement),
+/// after asserting that the job succeeded and its ranks agree.
+fn measured_once_and_agreed(job: &util::Job, ranks: usize) -> usize {
+    assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
+    // (The harness' "test ... " may come first on the line.)
+    let lines: Vec<&str> = job
+        .stdout
+        .lines()
+        .filter_map(|l| l.find("thresholds: ").map(|i| &l[i..]))
+        .collect();
+    assert_eq!(lines.len(), ranks, "{}", job.stdout);
+    assert!(
+        lines.iter().all(|l| *l == lines[0]),
+        "the ranks of one machine use different thresholds:\n{}",
+        job.stdout
+    );
+    job.stderr.matches("goal: calibrated in").count()
+}
+
+#[test]
+fn without_a_writable_calibration_cache_one_rank_measures_and_all_agree() {
+    if in_job() {
+        print_thresholds();
+        return;
+    }
+    const TEST: &str = "without_a_writable_calibration_cache_one_rank_measures_and_all_agree";
+    // A directory where the cache file goes.
+    let dir = scratch("cache-is-a-directory");
+    std::fs::create_dir_all(dir.join("goal/calibration")).unwrap();
+    let cache = dir.to_str().unwrap();
+    for round in 0..2 {
+        let job = launch(
+            TEST,
+            3,
+            &[
+                ("XDG_CACHE_HOME", cache),
+                ("GOAL_DEBUG", "1"),
+                ("GOAL_CALIBRATE", ""),
+            ],
+        );
+        assert_eq!(
+            measured_once_and_agreed(&job, 3),
+            1,
+            "round {round}: not exactly one rank measured:\n{}",
+            job.stderr
+        );
+        let warned: Vec<&str> = job
+            .stderr
+            .lines()
+            .filter(|l| l.contains("warning: cannot write the calibration cache"))
+            .collect();
+        assert_eq!(warned.len(), 1, "round {round}:\n{}", job.stderr);
+        assert!(
+            warned[0].contains(&format!("{cache}/goal/calibration"))
+                && warned[0].contains("directory"),
+            "{}",
+            warned[0]
+        );
+    }
+    // A file where the cache's directory goes.
+    let file = scratch("cache-dir-is-a-file");
+    std::fs::write(file.join("goal"), b"not a directory").unwrap();
+    let job = launch(
+        TEST,
+        3,
+        &[
+            ("XDG_CACHE_HOME", file.to_str().unwrap()),
+            ("GOAL_DEBUG", "1"),
+            ("GOAL_CALIBRATE", ""),
+        ],
+    );
+    assert_eq!(measured_once_and_agreed(&job, 3), 1, "{}", job.stderr);
+    assert!(
+        job.stderr
+            .contains("warning: cannot create the calibration cache's directory"),
+        "{}",
+        job.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&file);
+}
+
+#[test]
+fn the_calibration_cache_outlives_a_change_of_host_name() {
+    if in_job() {
+        print_thresholds();
+        return;
+    }
+    const TEST: &str = "the_calibration_cache_outlives_a_change_of_host_name";
+    let dir = scratch("cache-host-name");
+    let cache = dir.to_str().unwrap();
+    let env = [
+        ("XDG_CACHE_HOME", cache),
+        ("GOAL_DEBUG", "1"),
+        ("GOAL_CALIBRATE", ""),
+    ];
+    let job = launch(TEST, 2, &env);
+    assert_eq!(
+        measured_once_and_agreed(&job, 2),
+        1,
+        "the first job did not measure:\n{}",
+        job.stderr
+    );
+    assert!(!job.stderr.contains("warning:"), "{}", job.stderr);
+    // The same machine under another host name (a UTS namespace, as an
+    // emulated host or a container has): the cache still holds.
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args([
+        "-u",
+        "sh",
+        "-c",
+        "hostname goal-other-name && exec \"$0\" \"$@\"",
+    ])
+    .arg(env!("CARGO_BIN_EXE_goalrun"))
+    .args(["-n", "2", "--timeout", "60", "--"])
+    .arg(exe)
+    .args([TEST, "--exact", "--nocapture", "--test-threads=1"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("unshare could not be started");
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unshare failed") {
+        eprintln!(
+            "skipped: no UTS namespace here ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return;
+    }
+    let job = util::Job {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    };
+    assert_eq!(
+        measured_once_and_agreed(&job, 2),
+        0,
+        "a new host name measured again:\n{}",
+        job.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
