@@ -206,3 +206,68 @@ fn the_calibration_cache_outlives_a_change_of_host_name() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Rank 2 is killed; rank 0, which received from it, gives up (finalizes
+/// and exits); rank 1, which never exchanged a byte with rank 2, waits for
+/// rank 0. Each survivor prints what its Wait said.
+fn killed_rank_then_a_finalize() {
+    let rt = goal_rt::init().unwrap();
+    let rank = rt.rank();
+    let mut buf = [0u8; 8];
+    let user = |b: &mut [u8; 8]| goal_sched::Buf::user(b.as_mut_ptr() as u64);
+    // A: rank 0 receives from rank 2 (which never sends).
+    let mut a = goal_sched::Graph::new();
+    if rank == 0 {
+        a.recv(user(&mut buf), 8, 2, 0);
+    }
+    let a = rt.compile(&a).unwrap();
+    // B: rank 0 sends to rank 1 after A.
+    let mut b = goal_sched::Graph::new();
+    match rank {
+        0 => {
+            b.send(user(&mut buf), 8, 1, 0);
+        }
+        1 => {
+            b.recv(user(&mut buf), 8, 0, 0);
+        }
+        _ => {}
+    }
+    let b = rt.compile(&b).unwrap();
+    if rank == 2 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: kill and getpid have no preconditions.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        unreachable!("SIGKILL returned");
+    }
+    let first = if rank == 0 { &a } else { &b };
+    // SAFETY: `buf` outlives the execution, which is waited for.
+    let r = unsafe { rt.run(first) }.unwrap().wait();
+    match r {
+        Ok(()) => println!("rank {rank}: execution succeeded"),
+        Err(e) => println!("rank {rank}: error: {}", e.message),
+    }
+    drop((a, b, rt));
+    let _ = goal_rt::finalize();
+    std::process::exit(1);
+}
+
+#[test]
+fn a_rank_that_finalizes_after_another_died_is_not_blamed_for_a_programming_error() {
+    if in_job() {
+        killed_rank_then_a_finalize();
+        return;
+    }
+    let t0 = std::time::Instant::now();
+    let job = launch("a_rank_that_finalizes_after_another_died_is_not_blamed_for_a_programming_error", 3, &[]);
+    assert!(t0.elapsed().as_secs() < 30, "{:?}", t0.elapsed());
+    assert_ne!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
+    assert!(job.stderr.contains("goalrun: rank 2 (pid"), "goalrun blamed another rank:\n{}", job.stderr);
+    let said = |r: u32| job.stdout.lines().find_map(|l| l.split_once(&format!("rank {r}: error: ")).map(|x| x.1.to_string()));
+    let zero = said(0).unwrap_or_else(|| panic!("rank 0's Wait did not fail:\n{}\n{}", job.stdout, job.stderr));
+    assert!(zero.contains("rank 2 killed by signal 9"), "{zero}");
+    let one = said(1).unwrap_or_else(|| panic!("rank 1's Wait did not fail:\n{}\n{}", job.stdout, job.stderr));
+    // The first death is the cause, as goalrun says; not a disagreement
+    // between the programs.
+    assert!(one.contains("rank 2 killed by signal 9") && one.contains("rank 0"), "{one}");
+    assert!(!one.contains("as often") && !one.contains("never compiled"), "{one}");
+}

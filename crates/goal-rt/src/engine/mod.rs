@@ -215,6 +215,9 @@ struct State {
     published: Vec<u64>,
     /// Peers known to be gone.
     lost: Vec<Option<String>>,
+    /// The first peer seen to die (not to finalize), as "rank R <cause>":
+    /// a peer that finalizes afterwards may have ended because of it.
+    first_death: Option<String>,
     /// When (in `ticks`) the last copy of at least [`LONG_COPY_BYTES`]
     /// ended: see [`Engine::long_end`].
     long_end: u64,
@@ -287,6 +290,7 @@ impl Engine {
             released: vec![0; n],
             published: vec![0; n],
             lost: vec![None; n],
+            first_death: None,
             long_end: 0,
             credit_due: false,
             credit_step: (thresholds.credit / 4).max(1),
