@@ -47,6 +47,14 @@ fn a_bad_goal_calibrate_value_is_refused_at_init() {
     assert!(job.stdout.contains("init ok"), "{}", job.stdout);
 }
 
+/// [`launch`], which must end within `secs` seconds.
+fn launch_within(secs: u64, test: &str, n: usize, env: &[(&str, &str)]) -> util::Job {
+    let t0 = std::time::Instant::now();
+    let job = launch(test, n, env);
+    assert!(t0.elapsed().as_secs() < secs, "{test} took {:?}:\n{}", t0.elapsed(), job.stderr);
+    job
+}
+
 /// A fresh directory under the system's temporary directory.
 fn scratch(what: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("goal-hardening-{what}-{}", std::process::id()));
@@ -257,9 +265,7 @@ fn a_rank_that_finalizes_after_another_died_is_not_blamed_for_a_programming_erro
         killed_rank_then_a_finalize();
         return;
     }
-    let t0 = std::time::Instant::now();
-    let job = launch("a_rank_that_finalizes_after_another_died_is_not_blamed_for_a_programming_error", 3, &[]);
-    assert!(t0.elapsed().as_secs() < 30, "{:?}", t0.elapsed());
+    let job = launch_within(30, "a_rank_that_finalizes_after_another_died_is_not_blamed_for_a_programming_error", 3, &[]);
     assert_ne!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
     assert!(job.stderr.contains("goalrun: rank 2 (pid"), "goalrun blamed another rank:\n{}", job.stderr);
     let said = |r: u32| job.stdout.lines().find_map(|l| l.split_once(&format!("rank {r}: error: ")).map(|x| x.1.to_string()));
@@ -302,9 +308,7 @@ fn a_collective_with_a_different_root_on_every_rank_stalls_with_the_likely_cause
         reduce_with_a_root_per_rank();
         return;
     }
-    let t0 = std::time::Instant::now();
-    let job = launch("a_collective_with_a_different_root_on_every_rank_stalls_with_the_likely_cause_named", 2, &[("GOAL_DEBUG", "1")]);
-    assert!(t0.elapsed().as_secs() < 60, "{:?}", t0.elapsed());
+    let job = launch_within(60, "a_collective_with_a_different_root_on_every_rank_stalls_with_the_likely_cause_named", 2, &[("GOAL_DEBUG", "1")]);
     // Not detected (nothing is sent that a mismatch could be seen in; see
     // docs/api.md), but the report after 10 s says what is likely wrong.
     assert!(job.stdout.contains("still waiting after 12 s"), "{}\n{}", job.stdout, job.stderr);
