@@ -7,11 +7,14 @@
 //! at a quarter of memcpy's speed, so a pipelined two-copy path (sender and
 //! receiver copying chunks at the same time) beats it; elsewhere it may not.
 //!
-//! So at the first `GOAL_Init` on a machine, one rank measures (a few tens of
-//! milliseconds; the others wait on a file lock rather than disturb it) and
+//! So at the first start on a machine, one rank of the job's ranks there
+//! measures (a few tens of milliseconds; the others wait in the bootstrap's
+//! exchange rather than disturb it, and other jobs on a file lock) and
 //! writes the result to `$XDG_CACHE_HOME/goal/calibration` (or
-//! `~/.cache/goal/`, else `/tmp`), keyed by host, CPU model, kernel and core
-//! count. The model, with `h` the one-way hand-over time and `copy(n)`,
+//! `~/.cache/goal/`, else `/tmp`), keyed by what identifies the hardware
+//! (see [`machine_key`]). The ranks there take that rank's result, cache or
+//! no cache, so they all use the same thresholds; where the cache cannot be
+//! written it says why, and every start measures again. The model, with `h` the one-way hand-over time and `copy(n)`,
 //! `cma(n)` the measured copy times:
 //!
 //! ```text
@@ -40,32 +43,58 @@ const CHUNK: usize = 64 << 10;
 /// Built-in values when nothing is measured.
 const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cma: (usize::MAX, 0), credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX };
 
-/// The measured (or cached) thresholds; `credit` is filled in by the caller.
-pub(crate) fn thresholds(debug: bool, cpus: &[usize]) -> Thresholds {
+/// The measured (or cached) thresholds, measured by the calling rank (one
+/// per machine: see `Runtime::start`, which hands them to the others);
+/// `credit` is filled in by the caller. With them, why the cache could not
+/// be used, when it could not: then every start measures again.
+pub(crate) fn thresholds(debug: bool, cpus: &[usize]) -> (Thresholds, Option<String>) {
     use crate::config::{calibrate_mode, Calibrate};
     // `Config::from_env` has refused a bad value already.
     let mode = calibrate_mode().unwrap_or(Calibrate::Cached);
     if mode == Calibrate::Off {
-        return DEFAULT;
+        return (DEFAULT, None);
     }
-    let key = machine_key(cpus.len());
-    let Some(dir) = cache_dir() else { return measure(debug, cpus) };
-    let _ = std::fs::create_dir_all(&dir);
+    let key = machine_key();
+    let Some(dir) = cache_dir() else { return (measure(debug, cpus), None) };
     let path = dir.join("calibration");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return (measure(debug, cpus), Some(format!("cannot create the calibration cache's directory {}: {e}", dir.display())));
+    }
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("calibration.lock"));
     let _guard = lock.ok().map(FileLock::new);
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
     if mode != Calibrate::Force {
-        if let Some(t) = read_cache(&path, &key) {
-            return t;
+        if let Some(t) = read_cache(&old, &key) {
+            return (t, None);
         }
     }
     let t = measure(debug, cpus);
-    let text = format!("{key}\neager {} {}\ncma {} {}\n", t.eager, t.heap_eager, t.cma.0, t.cma.1);
+    let text = write_cache(&old, &key, &t);
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::File::create(&tmp).and_then(|mut f| f.write_all(text.as_bytes())).is_ok() {
-        let _ = std::fs::rename(&tmp, &path);
+    let written = std::fs::File::create(&tmp).and_then(|mut f| f.write_all(text.as_bytes())).and_then(|_| std::fs::rename(&tmp, &path));
+    let why = written.err().map(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write the calibration cache {}: {e}", path.display())
+    });
+    (t, why)
+}
+
+/// Bytes of [`encode`]d thresholds.
+const ENCODED: usize = 32;
+
+/// The measured thresholds as the calibrating rank hands them to the
+/// others on its machine.
+pub(crate) fn encode(t: &Thresholds) -> Vec<u8> {
+    [t.eager, t.heap_eager, t.cma.0, t.cma.1].iter().flat_map(|&v| (v as u64).to_le_bytes()).collect()
+}
+
+/// The thresholds from [`encode`]; `None` if `b` is not such a blob.
+pub(crate) fn decode(b: &[u8]) -> Option<Thresholds> {
+    if b.len() != ENCODED {
+        return None;
     }
-    t
+    let v: Vec<usize> = b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()) as usize).collect();
+    Some(Thresholds { eager: v[0], heap_eager: v[1], cma: (v[2], v[3]), ..DEFAULT })
 }
 
 /// An exclusive `flock` held for the guard's life.
@@ -98,27 +127,67 @@ fn cache_dir() -> Option<std::path::PathBuf> {
     Some(std::env::temp_dir().join("goal-cache"))
 }
 
-fn machine_key(cores: usize) -> String {
+/// What the measurement depends on, and nothing else: the CPU model and
+/// how many CPUs the machine has online (copy speeds, the hand-over between
+/// cores), its memory in GiB (another machine with the same CPU), the
+/// kernel release and command line (Cross Memory Attach is a system call:
+/// its cost moves with the kernel and its mitigations). Not the host name:
+/// containers and network namespaces (the test suite's emulated hosts)
+/// give one machine several, and with it in the key each of them measured
+/// again and replaced the others' entry. Not the boot id either: a reboot
+/// changes no hardware. Machines of one kind that share a home directory
+/// share an entry; the cache keeps one per kind (up to [`MAX_ENTRIES`]).
+fn machine_key() -> String {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let cpu = read("/proc/cpuinfo").lines().find(|l| l.starts_with("model name")).unwrap_or("").to_string();
-    let host = read("/proc/sys/kernel/hostname").trim().to_string();
+    let cpuinfo = read("/proc/cpuinfo");
+    let cpu = cpuinfo.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).unwrap_or("").trim().to_string();
+    let online = affinity::parse_list(read("/sys/devices/system/cpu/online").trim()).map_or(0, |l| l.len());
+    let cpus = if online == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { online };
+    let mem_kib: u64 = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    // Rounded: the kernel's own reservations move the last digits.
+    let mem_gib = (mem_kib + (1 << 19)) >> 20;
     let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
-    format!("v2|{host}|{}|{kernel}|{cores}", cpu.split(':').nth(1).unwrap_or("").trim())
+    let cmdline = fnv(read("/proc/cmdline").trim().as_bytes());
+    format!("v3|{cpu}|{cpus} cpus|{mem_gib} GiB|{kernel}|{cmdline:016x}")
 }
 
-fn read_cache(path: &std::path::Path, key: &str) -> Option<Thresholds> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let mut lines = text.lines();
-    if lines.next()? != key {
-        return None;
-    }
-    let mut e = lines.next()?.strip_prefix("eager ")?.split(' ');
+/// FNV-1a: a short, stable digest of the kernel command line for the key.
+fn fnv(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| (h ^ c as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+/// Entries the cache keeps, the most recently measured first (machines of
+/// several kinds sharing a home directory).
+const MAX_ENTRIES: usize = 16;
+
+/// The cache's entries: a key line, an `eager` line and a `cma` line each.
+fn entries(text: &str) -> Vec<(&str, &str, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect()
+}
+
+fn read_cache(text: &str, key: &str) -> Option<Thresholds> {
+    let (_, eager, cma) = entries(text).into_iter().find(|e| e.0 == key)?;
+    let mut e = eager.strip_prefix("eager ")?.split(' ');
     let eager: usize = e.next()?.parse().ok()?;
     let heap_eager: usize = e.next()?.parse().ok()?;
-    let mut cma = lines.next()?.strip_prefix("cma ")?.split(' ');
+    let mut cma = cma.strip_prefix("cma ")?.split(' ');
     let lo: usize = cma.next()?.parse().ok()?;
     let hi: usize = cma.next()?.parse().ok()?;
-    Some(Thresholds { eager, heap_eager, cma: (lo, hi), credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX })
+    Some(Thresholds { eager, heap_eager, cma: (lo, hi), ..DEFAULT })
+}
+
+/// The cache's new text: `t` under `key`, then the other keys' entries.
+fn write_cache(old: &str, key: &str, t: &Thresholds) -> String {
+    let mut text = format!("{key}\neager {} {}\ncma {} {}\n", t.eager, t.heap_eager, t.cma.0, t.cma.1);
+    for (k, e, c) in entries(old).into_iter().filter(|e| e.0 != key && e.0.starts_with("v3|")).take(MAX_ENTRIES - 1) {
+        text.push_str(&format!("{k}\n{e}\n{c}\n"));
+    }
+    text
 }
 
 /// The fastest of `reps` timings of `f`, in seconds: on a shared, noisy
@@ -399,5 +468,49 @@ unsafe fn one_way(pid: i32, cmd: u64, from: &[usize], to: &[usize], ring: usize,
             let data = std::slice::from_raw_parts(to[0] as *const u8, n);
             std::slice::from_raw_parts_mut((to[1] as *mut u8).add(slot(seq + 1)), n).copy_from_slice(data);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_key_names_the_hardware_not_the_host_name() {
+        let key = machine_key();
+        assert!(key.starts_with("v3|") && key.contains(" cpus|") && key.contains(" GiB|"), "{key}");
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host = host.trim();
+        // (A host name may happen to be a word of the CPU's model.)
+        if host.len() > 3 {
+            assert!(!key.contains(host), "{key} names the host {host}");
+        }
+        assert_eq!(key, machine_key());
+    }
+
+    #[test]
+    fn the_cache_keeps_an_entry_per_kind_of_machine() {
+        let t = |e: usize| Thresholds { eager: e, heap_eager: e / 2, cma: (1 << 20, 4 << 20), ..DEFAULT };
+        let text = write_cache("v2|vm|old format|2\neager 1 1\ncma 1 1\n", "v3|a", &t(4096));
+        let text = write_cache(&text, "v3|b", &t(65536));
+        let text = write_cache(&text, "v3|a", &t(8192));
+        assert_eq!(entries(&text).len(), 2, "{text}");
+        assert_eq!(read_cache(&text, "v3|a").map(|t| (t.eager, t.heap_eager, t.cma)), Some((8192, 4096, (1 << 20, 4 << 20))));
+        assert_eq!(read_cache(&text, "v3|b").map(|t| t.eager), Some(65536));
+        assert!(read_cache(&text, "v2|vm|old format|2").is_none());
+        let mut many = String::new();
+        for i in 0..40 {
+            many = write_cache(&many, &format!("v3|{i}"), &t(i));
+        }
+        assert_eq!(entries(&many).len(), MAX_ENTRIES);
+        assert_eq!(read_cache(&many, "v3|39").map(|t| t.eager), Some(39));
+    }
+
+    #[test]
+    fn measured_thresholds_cross_the_bootstrap_unchanged() {
+        let t = Thresholds { eager: 65536, heap_eager: 2048, cma: (usize::MAX, 0), ..DEFAULT };
+        let back = decode(&encode(&t)).unwrap();
+        assert_eq!((back.eager, back.heap_eager, back.cma), (t.eager, t.heap_eager, t.cma));
+        assert!(decode(&[]).is_none());
     }
 }

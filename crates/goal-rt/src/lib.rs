@@ -338,9 +338,25 @@ impl Runtime {
         } else {
             None
         };
-        // Everyone is attached before anyone sends.
-        boot.allgather(&[]).map_err(|e| sys("waiting for the group", e))?;
-        let th = progress::thresholds(&cfg, &shm, size);
+        // Everyone is attached before anyone sends. And one rank per
+        // machine (the lowest on this kernel: emulated hosts share its
+        // hardware) calibrates while the others wait here, and hands them its
+        // result: calibrating each on its own, the ranks disturbed each
+        // other's measurements (up to 5 s with 4 ranks where the cache could
+        // not be written) and ended with different thresholds.
+        let calibrator = all.iter().position(|b| split_blob(b).is_some_and(|(h, _, _)| kernel(h) == mine)).unwrap_or(rank);
+        let mut measured = Vec::new();
+        if calibrator == rank {
+            let (t, cache_unused) = calibrate::thresholds(cfg.debug, &cfg.cpus);
+            if let Some(why) = cache_unused {
+                say!("goal (rank {rank}): warning: {why}; so the ranks on this machine measure their thresholds again at every start (set XDG_CACHE_HOME to a writable directory, or GOAL_CALIBRATE=0)");
+            }
+            measured = calibrate::encode(&t);
+        }
+        let shared = boot.allgather(&measured).map_err(|e| sys("waiting for the group", e))?;
+        let measured = calibrate::decode(&shared[calibrator])
+            .ok_or_else(|| sys("waiting for the group", std::io::Error::other(format!("rank {calibrator} sent malformed calibration results"))))?;
+        let th = progress::thresholds(&cfg, &shm, size, measured);
         // Counted over every rank on this kernel, not only the shared-memory
         // peers: with hosts emulated in namespaces the ranks of other
         // "hosts" compute on these cores too. Counting only the peers, 4

@@ -834,9 +834,16 @@ impl ShmNode {
                     .as_ref()
                     .expect("polled peers are connected");
                 let Watch::Pidfd(pidfd) = &p.watch else { unreachable!("only pidfds are polled") };
+                // Only a parent may `waitid`, and the ranks are siblings:
+                // the kernel keeps the status for a pidfd once the process
+                // is reaped (Linux 6.15), `/proc` while it is a zombie. A
+                // death by a signal must not read as an exit: the peer
+                // that reports it names the job's first failure, as the
+                // launcher does (see goal-rt's `peer_lost`).
+                let status = || sys::pidfd_exit_status(pidfd.as_fd()).or_else(|| sys::proc_stat(p.pid).ok().filter(|st| st.ended).and_then(|st| st.status));
                 let cause = match sys::waitid_pidfd(pidfd.as_fd()) {
                     Ok(Some(c)) => describe_exit(c),
-                    _ => "exited".to_string(),
+                    _ => status().map_or_else(|| "exited".to_string(), |w| describe_exit(sys::exit_cause(w))),
                 };
                 self.reported[rank].set(true);
                 return Err(self.lost(rank, cause));

@@ -428,6 +428,34 @@ pub fn waitid_pidfd(pidfd: BorrowedFd<'_>) -> io::Result<Option<ExitCause>> {
     }))
 }
 
+/// The first version of the kernel's `struct pidfd_info` (Linux 6.15):
+/// `mask`, `cgroupid`, eleven ids, `exit_code`.
+#[repr(C)]
+#[derive(Default)]
+struct PidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    ids: [u32; 11],
+    exit_code: i32,
+}
+
+/// `PIDFD_GET_INFO`: `_IOWR(0xFF, 11, struct pidfd_info)` at its first size.
+const PIDFD_GET_INFO: libc::c_ulong = (3 << 30) | ((std::mem::size_of::<PidfdInfo>() as libc::c_ulong) << 16) | (0xFF << 8) | 11;
+/// Asks for (and, in the answer, says there is) the exit status.
+const PIDFD_INFO_EXIT: u64 = 1 << 3;
+
+/// The wait status of the process behind `pidfd` once it has been reaped,
+/// for a process that is not our child (`ioctl(PIDFD_GET_INFO)` with
+/// `PIDFD_INFO_EXIT`, Linux 6.15): `None` while it runs or is a zombie,
+/// or where the kernel does not keep it.
+pub fn pidfd_exit_status(pidfd: BorrowedFd<'_>) -> Option<i32> {
+    let mut info = PidfdInfo { mask: PIDFD_INFO_EXIT, ..PidfdInfo::default() };
+    // SAFETY: `info` is a writable struct of the size the request encodes,
+    // alive for the call; the kernel writes at most that many bytes.
+    let r = unsafe { libc::ioctl(pidfd.as_raw_fd(), PIDFD_GET_INFO as _, &mut info as *mut PidfdInfo) };
+    (r == 0 && info.mask & PIDFD_INFO_EXIT != 0).then_some(info.exit_code)
+}
+
 /// `prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)`: lets any process of ours read
 /// our memory (Cross Memory Attach) even under Yama's ptrace scope 1.
 pub fn set_ptracer_any() -> io::Result<()> {

@@ -13,7 +13,17 @@ impl Engine {
             return;
         }
         self.state.last_check = Instant::now();
+        // Every peer found gone in this check, the deaths before the
+        // finalizes: a rank whose program ended because a third rank died
+        // is usually gone by the time this rank looks, and taken first (in
+        // rank order) it was blamed, with advice about a programming error
+        // that did not happen.
+        let mut gone = Vec::new();
         while let Err(lost) = self.link.shm.check_peers() {
+            gone.push(lost);
+        }
+        gone.sort_by_key(|lost| lost.finalized.is_some());
+        for lost in gone {
             self.peer_lost(lost);
         }
         for (peer, msg) in self.kernel.as_mut().map(|k| k.overdue()).unwrap_or_default() {
@@ -47,7 +57,20 @@ impl Engine {
             }
         }
         self.state.lost[r] = Some(lost.cause.clone());
-        let msg = format!("rank {r} {} while this execution still needed it", lost.cause);
+        if lost.finalized.is_none() && self.state.first_death.is_none() {
+            self.state.first_death = Some(format!("rank {r} {}", lost.cause));
+        }
+        // A rank that finalized after another died most likely ended
+        // because of that death (its execution failed, and its program
+        // gave up): the death is the cause to report, as goalrun does.
+        let after_death = lost.finalized.and(self.state.first_death.clone());
+        let msg = match &after_death {
+            Some(death) => format!(
+                "{death} (the first failure in the job this rank saw); then rank {r}, which this execution still needed, {}, most likely because of that failure",
+                lost.cause
+            ),
+            None => format!("rank {r} {} while this execution still needed it", lost.cause),
+        };
         // A wildcard receive fails only once no other peer is left to send it.
         let others_left = (0..self.size as usize).any(|p| p != self.rank as usize && self.state.lost[p].is_none());
         // Fail every execution that still waits on that peer.
@@ -116,7 +139,7 @@ impl Engine {
         victims.sort_unstable();
         victims.dedup();
         for slot in victims {
-            let hint = match (lost.finalized, self.state.execs.slots.get(slot as usize).and_then(|e| e.as_ref())) {
+            let hint = match (lost.finalized.filter(|_| after_death.is_none()), self.state.execs.slots.get(slot as usize).and_then(|e| e.as_ref())) {
                 // The peer's program ended normally: the ranks' programs
                 // disagree on what to run.
                 (Some(n), Some(e)) if e.sched.id as u64 >= n => format!(

@@ -237,6 +237,9 @@ struct State {
     streams_active: u32,
     /// Peers known to be gone.
     lost: Vec<Option<String>>,
+    /// The first peer seen to die (not to finalize), as "rank R <cause>":
+    /// a peer that finalizes afterwards may have ended because of it.
+    first_death: Option<String>,
     /// When (in `ticks`) the last copy of at least [`LONG_COPY_BYTES`]
     /// ended: see [`Engine::long_end`].
     long_end: u64,
@@ -300,6 +303,7 @@ impl Engine {
             exchange_timing: (0..n).map(|_| None).collect(),
             streams_active: 0,
             lost: vec![None; n],
+            first_death: None,
             long_end: 0,
             self_buffered: 0,
             passes: 0,

@@ -4,6 +4,23 @@
 
 use super::*;
 
+/// Tags from here on are a collective's (`GOAL_COLL_TAG_BASE` of the C API).
+const COLLECTIVE_TAGS: i32 = 1 << 30;
+
+/// The stall report's likely cause when a collective's execution waits for
+/// a rank that sends nothing: a disagreement on a collective's arguments
+/// that makes ranks wait for each other (each rank a root of its own, say)
+/// sends no message a mismatch could be seen in.
+const NOT_SENT_COLLECTIVE: &str = "; unless they are still computing or have not run this schedule yet, \
+     ranks may disagree on a collective's root/size/algorithm (every rank must call it with the same root, counts, \
+     types and algorithm: a disagreement in which the ranks wait for each other and send nothing, such as a \
+     different root on every rank, is not detected), or have compiled their schedules in a different order";
+
+/// The same for an execution of the user's own graph.
+const NOT_SENT: &str = "; unless they are still computing or have not run this schedule yet, \
+     their schedule lacks the matching send (every receive needs a send in the same schedule of its peer, \
+     which must compile its schedules in the same order)";
+
 impl Engine {
     /// What every running execution waits for, in lines, for a report on
     /// an execution that does not finish (`GOAL_DEBUG=1`): receives posted
@@ -22,6 +39,18 @@ impl Engine {
                 e.sched.s.ops.len(),
                 posted.join(", ")
             ));
+            // A posted receive is unmatched because its peer has sent
+            // nothing it can take: a message that it cannot take ends the
+            // execution with a mismatch at once. So after this long the
+            // peer is computing, or not sending it at all.
+            let mut silent: Vec<i32> = e.bufs.posted.iter().map(|p| p.peer).filter(|&p| p >= 0).collect();
+            silent.sort_unstable();
+            silent.dedup();
+            if !silent.is_empty() {
+                let from = silent.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+                let collective = e.sched.s.ops.iter().any(|o| o.tag >= COLLECTIVE_TAGS);
+                lines.push(format!("  likely cause: nothing has come from rank(s) {from} that this execution can take{}", if collective { NOT_SENT_COLLECTIVE } else { NOT_SENT }));
+            }
         }
         for s in self.state.rdv.iter().flatten() {
             lines.push(format!("{}: waiting for rank {}'s answer (rendezvous mode {})", self.describe(s.r), s.peer, s.mode));

@@ -75,9 +75,9 @@ const STALL_REPORT_EVERY: Duration = Duration::from_secs(30);
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
 
-/// The protocol thresholds: the environment's, else the defaults measured here.
-pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize) -> Thresholds {
-    let measured = crate::calibrate::thresholds(cfg.debug, &cfg.cpus);
+/// The protocol thresholds: the environment's, else `measured` (by one rank
+/// of this machine, see `calibrate`).
+pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize, measured: Thresholds) -> Thresholds {
     let eager = cfg.eager_limit.unwrap_or(measured.eager).min(shm.max_eager());
     let heap_eager = measured.heap_eager.min(eager);
     let cma = cfg.cma_range.unwrap_or(measured.cma);
