@@ -110,6 +110,14 @@ impl Drop for Schedule {
                 // schedule, so it is never freed.
                 Err(_) => std::mem::forget(self.inner.clone()),
             }
+        } else if Arc::strong_count(&self.inner) == 1 && self.inner.runs.load(Ordering::Acquire) > 0 {
+            // The last handle of a schedule that ran: the engine forgets
+            // its id, so that a program compiling and freeing a schedule
+            // per step runs in flat memory (an orphan is forgotten when
+            // the engine lets it go). After finalize there is no engine.
+            if let Ok(rt) = runtime("freeing a schedule") {
+                rt.lock_engine().forget(self.inner.id);
+            }
         }
     }
 }

@@ -257,14 +257,11 @@ pub(super) struct Execs<B = ExecBufs> {
     /// Free slots, the latest freed on top (reused first: its buffers are
     /// warm in the cache).
     pub(super) free: Vec<u32>,
-    /// Per schedule id: its executions in flight here, as (execution
-    /// number, slot), in no order. An execution is in its schedule's list
-    /// from `insert` to `vacate`.
-    pub(super) active: Vec<Vec<(u32, u32)>>,
-    /// Per schedule id: the number of executions started here (the
-    /// schedule's `runs`). A message for an earlier execution that is not
-    /// active came for one that finished without it (see [`finished_before`]).
-    pub(super) started: Vec<u32>,
+    /// Per schedule that has run here and is not freed: its executions
+    /// started and in flight (see [`PerSched`]). Only live schedules have
+    /// an entry, so a program that compiles, runs and frees a schedule per
+    /// step keeps this as small as its live schedules (issue 39).
+    pub(super) scheds: SchedTable,
     /// Operations whose counters reached zero, to start in this order
     /// (FIFO, drained in a loop, never by recursion: a chain of a million
     /// operations that each finish at once keeps the stack flat).
@@ -278,7 +275,7 @@ pub(super) struct Execs<B = ExecBufs> {
 
 impl<B> Default for Execs<B> {
     fn default() -> Self {
-        Execs { slots: Vec::new(), gens: Vec::new(), free: Vec::new(), active: Vec::new(), started: Vec::new(), ready: VecDeque::new(), orphans: Vec::new(), finished_ops: 0 }
+        Execs { slots: Vec::new(), gens: Vec::new(), free: Vec::new(), scheds: SchedTable::default(), ready: VecDeque::new(), orphans: Vec::new(), finished_ops: 0 }
     }
 }
 
@@ -298,20 +295,13 @@ impl<B: Owned> Execs<B> {
     /// Counts execution number `seq` of schedule `id` as started here.
     #[inline(always)]
     pub(super) fn note_started(&mut self, id: u32, seq: u32) {
-        let id = id as usize;
-        match self.started.get_mut(id) {
-            Some(n) => *n = seq.wrapping_add(1),
-            None => {
-                self.started.resize(id + 1, 0);
-                self.started[id] = seq.wrapping_add(1);
-            }
-        }
+        self.scheds.entry(id).started = seq.wrapping_add(1);
     }
 
     /// Whether execution `seq` of schedule `id` started here and is over
     /// (it is before the next one to start, and not active).
     pub(super) fn finished_before(&self, id: u32, seq: u32) -> bool {
-        self.started.get(id as usize).is_some_and(|&n| seq.wrapping_sub(n) >= 1 << 31) && self.active_slot(id, seq).is_none()
+        self.scheds.get(id).is_some_and(|p| seq.wrapping_sub(p.started) >= 1 << 31 && !p.active.iter().any(|&(q, _)| q == seq))
     }
 
     /// Puts a new execution of `sched`, number `seq`, into a free slot (or
@@ -329,19 +319,16 @@ impl<B: Owned> Execs<B> {
         };
         let gen = self.gens[slot as usize].wrapping_add(1);
         self.gens[slot as usize] = gen;
-        let id = sched.id as usize;
+        let id = sched.id;
         self.slots[slot as usize] = Some(Exec { sched, seq, gen, bufs, remaining: ops });
-        if self.active.len() <= id {
-            self.active.resize_with(id + 1, Vec::new);
-        }
-        self.active[id].push((seq, slot));
+        self.scheds.entry(id).active.push((seq, slot));
         (slot, gen)
     }
 
     /// The slot of execution `seq` of schedule `id`, if it is active here.
     #[inline]
     pub(super) fn active_slot(&self, id: u32, seq: u32) -> Option<u32> {
-        self.active.get(id as usize)?.iter().find(|&&(q, _)| q == seq).map(|&(_, slot)| slot)
+        self.scheds.get(id)?.active.iter().find(|&&(q, _)| q == seq).map(|&(_, slot)| slot)
     }
 
     /// Counts one dependency of `r` as met; queues it when none is left.
@@ -380,9 +367,9 @@ impl<B: Owned> Execs<B> {
     pub(super) fn vacate(&mut self, slot: u32) -> Option<Exec<B>> {
         let e = self.slots[slot as usize].take()?;
         self.free.push(slot);
-        if let Some(list) = self.active.get_mut(e.sched.id as usize) {
-            if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
-                list.swap_remove(i);
+        if let Some(p) = self.scheds.get_mut(e.sched.id) {
+            if let Some(i) = p.active.iter().position(|&(q, s)| q == e.seq && s == slot) {
+                p.active.swap_remove(i);
             }
         }
         Some(e)
@@ -394,10 +381,150 @@ impl<B: Owned> Execs<B> {
         self.slots.len() > self.free.len()
     }
 
-    /// Drops the kept schedules that have no execution left.
+    /// Drops the kept schedules that have no execution left; returns the
+    /// ids of those freed by it (whose last holder it was).
     #[cold]
-    pub(super) fn release_orphans(&mut self) {
-        self.orphans.retain(|s| s.running.load(Ordering::Relaxed) > 0);
+    pub(super) fn release_orphans(&mut self) -> Vec<u32> {
+        let mut freed = Vec::new();
+        self.orphans.retain(|s| {
+            let keep = s.running.load(Ordering::Relaxed) > 0;
+            if !keep && Arc::strong_count(s) == 1 {
+                freed.push(s.id);
+            }
+            keep
+        });
+        freed
+    }
+}
+
+/// What the engine keeps of a live schedule that has run here: what a
+/// message for it is checked against.
+pub(super) struct PerSched {
+    /// The schedule's id (its compile number, see [`SchedInner::id`]).
+    pub(super) id: u32,
+    /// The number of executions started here (the schedule's `runs`). A
+    /// message for an earlier execution that is not active came for one
+    /// that finished without it (see [`Execs::finished_before`]).
+    pub(super) started: u32,
+    /// Its executions in flight here, as (execution number, slot), in no
+    /// order. An execution is in the list from `insert` to `vacate`.
+    pub(super) active: Vec<(u32, u32)>,
+}
+
+/// The live schedules that ran here, by id: an open-addressed table with
+/// linear probing whose hash is the id itself. Ids are compile numbers,
+/// consecutive, so the live ones mostly land in distinct slots and a
+/// lookup costs an index and a compare, as the vectors indexed by id it
+/// replaces did; but a freed schedule's entry goes (backward-shift
+/// deletion, no tombstones), so the table is as large as the live
+/// schedules, whatever ids they have.
+#[derive(Default)]
+pub(super) struct SchedTable {
+    /// A power of two long (or empty); at most half full.
+    slots: Vec<Option<PerSched>>,
+    len: usize,
+}
+
+impl SchedTable {
+    /// The entry of schedule `id`, if it has one.
+    #[inline(always)]
+    pub(super) fn get(&self, id: u32) -> Option<&PerSched> {
+        let i = self.find(id)?;
+        self.slots[i].as_ref()
+    }
+
+    /// [`get`](Self::get), mutable.
+    #[inline(always)]
+    pub(super) fn get_mut(&mut self, id: u32) -> Option<&mut PerSched> {
+        let i = self.find(id)?;
+        self.slots[i].as_mut()
+    }
+
+    #[inline(always)]
+    fn find(&self, id: u32) -> Option<usize> {
+        let mask = self.slots.len().wrapping_sub(1);
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mut i = id as usize & mask;
+        loop {
+            match &self.slots[i] {
+                Some(p) if p.id == id => return Some(i),
+                Some(_) => i = (i + 1) & mask,
+                None => return None,
+            }
+        }
+    }
+
+    /// The entry of schedule `id`, made (empty) if it has none.
+    #[inline(always)]
+    pub(super) fn entry(&mut self, id: u32) -> &mut PerSched {
+        match self.find(id) {
+            Some(i) => self.slots[i].as_mut().unwrap_or_else(|| unreachable!()),
+            None => self.add(id),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn add(&mut self, id: u32) -> &mut PerSched {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.resize((self.slots.len() * 2).max(8));
+        }
+        let i = self.vacant(id);
+        self.len += 1;
+        self.slots[i].insert(PerSched { id, started: 0, active: Vec::new() })
+    }
+
+    /// Rehashes the entries into a table of `cap` slots (a power of two).
+    fn resize(&mut self, cap: usize) {
+        let old = std::mem::replace(&mut self.slots, (0..cap).map(|_| None).collect());
+        for p in old.into_iter().flatten() {
+            let i = self.vacant(p.id);
+            self.slots[i] = Some(p);
+        }
+    }
+
+    /// The first empty slot from `id`'s home.
+    fn vacant(&self, id: u32) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = id as usize & mask;
+        while self.slots[i].is_some() {
+            i = (i + 1) & mask;
+        }
+        i
+    }
+
+    /// Drops schedule `id`'s entry (the schedule was freed), shifting back
+    /// the entries after it that probing would no longer find; shrinks a
+    /// table at most an eighth full.
+    pub(super) fn remove(&mut self, id: u32) -> Option<PerSched> {
+        let mut i = self.find(id)?;
+        let mask = self.slots.len() - 1;
+        let gone = self.slots[i].take();
+        self.len -= 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let Some(p) = &self.slots[j] else { break };
+            let home = p.id as usize & mask;
+            // Whether `home` lies cyclically in (i, j]: then it stays.
+            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
+            if !stays {
+                self.slots[i] = self.slots[j].take();
+                i = j;
+            }
+        }
+        if self.slots.len() > 8 && self.len * 8 <= self.slots.len() {
+            self.resize(self.slots.len() / 2);
+        }
+        gone
+    }
+
+    /// Entries held.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.len
     }
 }
 
@@ -518,5 +645,51 @@ pub(super) mod tests {
         assert!(x.finished_before(0, 0), "started and over");
         assert!(!x.finished_before(0, 2), "not started yet: a message may come early");
         assert!(!x.finished_before(2, 0), "a schedule never run here");
+    }
+
+    #[test]
+    fn a_freed_schedule_leaves_nothing_behind() {
+        let mut x = Execs::<Bufs>::default();
+        for id in 0..10_000 {
+            let s = forward(id);
+            let (slot, _) = start(&mut x, &s);
+            assert_eq!(x.active_slot(id, 0), Some(slot));
+            x.vacate(slot);
+            assert!(x.finished_before(id, 0), "a live schedule's finished execution is told");
+            x.scheds.remove(id);
+            assert!(!x.finished_before(id, 0), "a freed schedule is not known");
+        }
+        assert_eq!(x.scheds.len(), 0);
+        assert!(x.scheds.slots.len() <= 8, "the table shrinks back: {} slots", x.scheds.slots.len());
+        assert_eq!(x.slots.len(), 1, "one slot, reused");
+    }
+
+    #[test]
+    fn the_schedule_table_finds_every_live_id_after_removals() {
+        let mut t = SchedTable::default();
+        // Ids that share home slots (multiples of the capacity), and a
+        // long-lived one beside many short-lived ones.
+        let mut live: Vec<u32> = Vec::new();
+        let mut next = 0u32;
+        for round in 0..2000u32 {
+            let id = if round % 3 == 0 { next * 64 } else { next };
+            next += 1;
+            t.entry(id).started = id ^ 7;
+            live.push(id);
+            if round % 2 == 1 {
+                let gone = live.remove((round as usize * 7) % live.len());
+                assert_eq!(t.remove(gone).map(|p| p.id), Some(gone));
+                assert!(t.get(gone).is_none());
+            }
+            for &l in &live {
+                assert_eq!(t.get(l).map(|p| p.started), Some(l ^ 7), "id {l} lost at round {round}");
+            }
+        }
+        assert_eq!(t.len(), live.len());
+        for l in live {
+            t.remove(l);
+        }
+        assert_eq!(t.len(), 0);
+        assert!(t.remove(5).is_none());
     }
 }

@@ -39,7 +39,7 @@ impl Engine {
         keys.sort_unstable();
         for k in keys {
             let (sched, seq) = ((k >> 32) as u32, k as u32);
-            if self.state.execs.active.get(sched as usize).is_some_and(|a| a.iter().any(|&(q, _)| q == seq)) {
+            if self.state.execs.active_slot(sched, seq).is_some() {
                 continue; // (its Wait will say)
             }
             let q = &self.state.matcher.unexp[&k];

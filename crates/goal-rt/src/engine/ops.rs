@@ -112,6 +112,12 @@ impl Engine {
         self.complete_slow(slot, res)
     }
 
+    /// The application freed schedule `id` (its last handle went) with no
+    /// execution of it running: the engine forgets it (see `State::forget`).
+    pub fn forget(&mut self, id: u32) {
+        self.state.forget(id);
+    }
+
     /// Keeps a schedule whose last [`Schedule`](crate::Schedule) handle is
     /// going while executions of it still run (they hold `SchedRef`s to it).
     pub fn orphan(&mut self, sched: Arc<SchedInner>) {
@@ -203,7 +209,7 @@ impl Engine {
             self.state.recycle(&sched, bufs);
         }
         sched_done(sched);
-        self.state.execs.release_orphans();
+        self.state.release_orphans();
         if !self.state.matcher.stray_keys.is_empty() {
             self.strays();
         }
@@ -262,7 +268,28 @@ impl State {
         self.recycle(&sched, bufs);
         sched_done(sched);
         if !self.execs.orphans.is_empty() {
-            self.execs.release_orphans();
+            self.release_orphans();
+        }
+    }
+
+    /// Drops the kept schedules that have no execution left, forgetting
+    /// those freed by it (see [`forget`](Self::forget)).
+    #[cold]
+    pub(super) fn release_orphans(&mut self) {
+        for id in self.execs.release_orphans() {
+            self.forget(id);
+        }
+    }
+
+    /// Schedule `id` was freed: its entry goes, and the keys of its failed
+    /// executions (what arrives for them now finds no schedule, and waits
+    /// to be reported at finalize like any message no schedule here
+    /// takes). What was said about it and not yet reported (`stale`)
+    /// stays for the report at finalize.
+    pub(super) fn forget(&mut self, id: u32) {
+        self.execs.scheds.remove(id);
+        if !self.matcher.dead.is_empty() {
+            self.matcher.dead.retain(|&k| (k >> 32) as u32 != id);
         }
     }
 }

@@ -82,7 +82,7 @@ impl Engine {
                     });
                 }
                 // (Its own entry is there already.)
-                let hold = self.state.execs.active[id].len() > 1;
+                let hold = self.state.execs.scheds.get(sched.id).is_some_and(|p| p.active.len() > 1);
                 if hold {
                     kernel.held[id].push_back(slot);
                 }
