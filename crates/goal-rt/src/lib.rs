@@ -444,7 +444,12 @@ impl Runtime {
     /// compiles its schedules in the same order.
     pub fn compile(&self, g: &goal_sched::Graph) -> Result<Schedule> {
         let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: self.size }).map_err(Error::from)?;
-        let id = self.next_sched.fetch_add(1, Ordering::Relaxed);
+        let mut id = self.next_sched.fetch_add(1, Ordering::Relaxed);
+        if id == u32::MAX {
+            // Never handed out (the engine's table keys ids plus one), on
+            // every rank alike: compile numbers stay in step.
+            id = self.next_sched.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(Schedule { inner: Arc::new(SchedInner::new(id, s)) })
     }
 

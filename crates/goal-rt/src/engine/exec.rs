@@ -292,10 +292,14 @@ impl<B: Owned> Execs<B> {
         self.slots.get_mut(r.slot as usize)?.as_mut().filter(|e| e.gen == r.gen)
     }
 
-    /// Counts execution number `seq` of schedule `id` as started here.
+    /// Counts execution number `seq` of schedule `id` as started here;
+    /// returns where its entry is, for [`insert`](Self::insert).
     #[inline(always)]
-    pub(super) fn note_started(&mut self, id: u32, seq: u32) {
-        self.scheds.entry(id).started = seq.wrapping_add(1);
+    pub(super) fn note_started(&mut self, id: u32, seq: u32) -> usize {
+        let at = self.scheds.entry_at(id);
+        // SAFETY: `entry_at` returns an index in bounds.
+        unsafe { self.scheds.slots.get_unchecked_mut(at) }.started = seq.wrapping_add(1);
+        at
     }
 
     /// Whether execution `seq` of schedule `id` started here and is over
@@ -306,9 +310,10 @@ impl<B: Owned> Execs<B> {
 
     /// Puts a new execution of `sched`, number `seq`, into a free slot (or
     /// a new one) under the slot's next generation, and lists it as
-    /// active; returns (slot, generation).
+    /// active (its schedule's entry is at `at`, as `note_started` said, or
+    /// found again); returns (slot, generation).
     #[inline(always)]
-    pub(super) fn insert(&mut self, sched: SchedRef, seq: u32, bufs: Box<B>, ops: u32) -> (u32, u32) {
+    pub(super) fn insert(&mut self, sched: SchedRef, seq: u32, bufs: Box<B>, ops: u32, at: usize) -> (u32, u32) {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -321,7 +326,7 @@ impl<B: Owned> Execs<B> {
         self.gens[slot as usize] = gen;
         let id = sched.id;
         self.slots[slot as usize] = Some(Exec { sched, seq, gen, bufs, remaining: ops });
-        self.scheds.entry(id).active.push((seq, slot));
+        self.scheds.entry_hinted(id, at).active.push((seq, slot));
         (slot, gen)
     }
 
@@ -399,9 +404,11 @@ impl<B: Owned> Execs<B> {
 
 /// What the engine keeps of a live schedule that has run here: what a
 /// message for it is checked against.
+#[derive(Default)]
 pub(super) struct PerSched {
-    /// The schedule's id (its compile number, see [`SchedInner::id`]).
-    pub(super) id: u32,
+    /// The schedule's id plus one (see [`SchedInner::id`]); 0: an empty
+    /// slot of [`SchedTable`].
+    key: u32,
     /// The number of executions started here (the schedule's `runs`). A
     /// message for an earlier execution that is not active came for one
     /// that finished without it (see [`Execs::finished_before`]).
@@ -411,18 +418,36 @@ pub(super) struct PerSched {
     pub(super) active: Vec<(u32, u32)>,
 }
 
+impl PerSched {
+    /// The schedule's id.
+    pub(super) fn id(&self) -> u32 {
+        self.key.wrapping_sub(1)
+    }
+}
+
+/// Slots of an empty [`SchedTable`].
+const TABLE_MIN: usize = 8;
+
 /// The live schedules that ran here, by id: an open-addressed table with
 /// linear probing whose hash is the id itself. Ids are compile numbers,
-/// consecutive, so the live ones mostly land in distinct slots and a
-/// lookup costs an index and a compare, as the vectors indexed by id it
+/// consecutive, so live ones mostly sit in their home slot and a lookup
+/// costs a mask, a load and a compare, as the vectors indexed by id it
 /// replaces did; but a freed schedule's entry goes (backward-shift
 /// deletion, no tombstones), so the table is as large as the live
-/// schedules, whatever ids they have.
-#[derive(Default)]
+/// schedules, whatever their ids. (Id `u32::MAX` is never handed out: its
+/// key would be an empty slot's.)
 pub(super) struct SchedTable {
-    /// A power of two long (or empty); at most half full.
-    slots: Vec<Option<PerSched>>,
+    /// A power of two long, at least [`TABLE_MIN`]; at most half full.
+    slots: Vec<PerSched>,
+    /// `slots.len() - 1`.
+    mask: usize,
     len: usize,
+}
+
+impl Default for SchedTable {
+    fn default() -> Self {
+        SchedTable { slots: (0..TABLE_MIN).map(|_| PerSched::default()).collect(), mask: TABLE_MIN - 1, len: 0 }
+    }
 }
 
 impl SchedTable {
@@ -430,28 +455,62 @@ impl SchedTable {
     #[inline(always)]
     pub(super) fn get(&self, id: u32) -> Option<&PerSched> {
         let i = self.find(id)?;
-        self.slots[i].as_ref()
+        // SAFETY: `find` returns an index in bounds.
+        Some(unsafe { self.slots.get_unchecked(i) })
     }
 
     /// [`get`](Self::get), mutable.
     #[inline(always)]
     pub(super) fn get_mut(&mut self, id: u32) -> Option<&mut PerSched> {
         let i = self.find(id)?;
-        self.slots[i].as_mut()
+        // SAFETY: `find` returns an index in bounds.
+        Some(unsafe { self.slots.get_unchecked_mut(i) })
+    }
+
+    /// The entry in slot `at` if it is schedule `id`'s (a slot that
+    /// [`entry_at`](Self::entry_at) returned, unless entries moved since),
+    /// else the entry of `id`, made if it has none.
+    #[inline(always)]
+    pub(super) fn entry_hinted(&mut self, id: u32, at: usize) -> &mut PerSched {
+        let at = if self.slots.get(at).is_some_and(|p| p.key == id.wrapping_add(1)) { at } else { self.entry_at(id) };
+        // SAFETY: checked above, or returned by `entry_at`: in bounds.
+        unsafe { self.slots.get_unchecked_mut(at) }
+    }
+
+    /// The slot of schedule `id`'s entry, made (empty) if it has none.
+    #[inline(always)]
+    pub(super) fn entry_at(&mut self, id: u32) -> usize {
+        match self.find(id) {
+            Some(i) => i,
+            None => self.add(id),
+        }
     }
 
     #[inline(always)]
     fn find(&self, id: u32) -> Option<usize> {
-        let mask = self.slots.len().wrapping_sub(1);
-        if self.slots.is_empty() {
-            return None;
+        let i = id as usize & self.mask;
+        // SAFETY: `mask` is `slots.len() - 1` (kept so by `resize`), so
+        // `i` is in bounds.
+        let k = unsafe { self.slots.get_unchecked(i) }.key;
+        if k == id.wrapping_add(1) {
+            Some(i)
+        } else if k == 0 {
+            None
+        } else {
+            self.probe(id, i)
         }
-        let mut i = id as usize & mask;
+    }
+
+    /// [`find`](Self::find) past a home slot that another id holds.
+    #[cold]
+    #[inline(never)]
+    fn probe(&self, id: u32, mut i: usize) -> Option<usize> {
         loop {
-            match &self.slots[i] {
-                Some(p) if p.id == id => return Some(i),
-                Some(_) => i = (i + 1) & mask,
-                None => return None,
+            i = (i + 1) & self.mask;
+            match self.slots[i].key {
+                0 => return None,
+                k if k == id.wrapping_add(1) => return Some(i),
+                _ => {}
             }
         }
     }
@@ -459,38 +518,38 @@ impl SchedTable {
     /// The entry of schedule `id`, made (empty) if it has none.
     #[inline(always)]
     pub(super) fn entry(&mut self, id: u32) -> &mut PerSched {
-        match self.find(id) {
-            Some(i) => self.slots[i].as_mut().unwrap_or_else(|| unreachable!()),
-            None => self.add(id),
-        }
+        let i = self.entry_at(id);
+        // SAFETY: `entry_at` returns an index in bounds.
+        unsafe { self.slots.get_unchecked_mut(i) }
     }
 
     #[cold]
     #[inline(never)]
-    fn add(&mut self, id: u32) -> &mut PerSched {
+    fn add(&mut self, id: u32) -> usize {
         if (self.len + 1) * 2 > self.slots.len() {
-            self.resize((self.slots.len() * 2).max(8));
+            self.resize(self.slots.len() * 2);
         }
         let i = self.vacant(id);
         self.len += 1;
-        self.slots[i].insert(PerSched { id, started: 0, active: Vec::new() })
+        self.slots[i].key = id.wrapping_add(1);
+        i
     }
 
     /// Rehashes the entries into a table of `cap` slots (a power of two).
     fn resize(&mut self, cap: usize) {
-        let old = std::mem::replace(&mut self.slots, (0..cap).map(|_| None).collect());
-        for p in old.into_iter().flatten() {
-            let i = self.vacant(p.id);
-            self.slots[i] = Some(p);
+        let old = std::mem::replace(&mut self.slots, (0..cap).map(|_| PerSched::default()).collect());
+        self.mask = cap - 1;
+        for p in old.into_iter().filter(|p| p.key != 0) {
+            let i = self.vacant(p.id());
+            self.slots[i] = p;
         }
     }
 
     /// The first empty slot from `id`'s home.
     fn vacant(&self, id: u32) -> usize {
-        let mask = self.slots.len() - 1;
-        let mut i = id as usize & mask;
-        while self.slots[i].is_some() {
-            i = (i + 1) & mask;
+        let mut i = id as usize & self.mask;
+        while self.slots[i].key != 0 {
+            i = (i + 1) & self.mask;
         }
         i
     }
@@ -500,31 +559,38 @@ impl SchedTable {
     /// table at most an eighth full.
     pub(super) fn remove(&mut self, id: u32) -> Option<PerSched> {
         let mut i = self.find(id)?;
-        let mask = self.slots.len() - 1;
-        let gone = self.slots[i].take();
+        let gone = std::mem::take(&mut self.slots[i]);
         self.len -= 1;
         let mut j = i;
         loop {
-            j = (j + 1) & mask;
-            let Some(p) = &self.slots[j] else { break };
-            let home = p.id as usize & mask;
+            j = (j + 1) & self.mask;
+            if self.slots[j].key == 0 {
+                break;
+            }
+            let home = self.slots[j].id() as usize & self.mask;
             // Whether `home` lies cyclically in (i, j]: then it stays.
             let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
             if !stays {
-                self.slots[i] = self.slots[j].take();
+                self.slots[i] = std::mem::take(&mut self.slots[j]);
                 i = j;
             }
         }
-        if self.slots.len() > 8 && self.len * 8 <= self.slots.len() {
+        if self.slots.len() > TABLE_MIN && self.len * 8 <= self.slots.len() {
             self.resize(self.slots.len() / 2);
         }
-        gone
+        Some(gone)
     }
 
     /// Entries held.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Slots, empty or not.
+    #[cfg(test)]
+    pub(super) fn capacity(&self) -> usize {
+        self.slots.len()
     }
 }
 
@@ -576,9 +642,9 @@ pub(super) mod tests {
     pub(in crate::engine) fn start(x: &mut Execs<Bufs>, s: &Arc<SchedInner>) -> (u32, u32) {
         let seq = s.runs.load(Ordering::Relaxed);
         s.runs.store(seq + 1, Ordering::Relaxed);
-        x.note_started(s.id, seq);
+        let at = x.note_started(s.id, seq);
         let bufs = Box::new(Bufs { counters: s.deps.to_vec(), posted: Vec::new() });
-        x.insert(SchedRef::new(s), seq, bufs, s.s.ops.len() as u32)
+        x.insert(SchedRef::new(s), seq, bufs, s.s.ops.len() as u32, at)
     }
 
     /// The operation of `s` that vertex `v` became.
@@ -660,7 +726,7 @@ pub(super) mod tests {
             assert!(!x.finished_before(id, 0), "a freed schedule is not known");
         }
         assert_eq!(x.scheds.len(), 0);
-        assert!(x.scheds.slots.len() <= 8, "the table shrinks back: {} slots", x.scheds.slots.len());
+        assert!(x.scheds.capacity() <= TABLE_MIN, "the table shrinks back: {} slots", x.scheds.capacity());
         assert_eq!(x.slots.len(), 1, "one slot, reused");
     }
 
@@ -678,7 +744,7 @@ pub(super) mod tests {
             live.push(id);
             if round % 2 == 1 {
                 let gone = live.remove((round as usize * 7) % live.len());
-                assert_eq!(t.remove(gone).map(|p| p.id), Some(gone));
+                assert_eq!(t.remove(gone).map(|p| p.id()), Some(gone));
                 assert!(t.get(gone).is_none());
             }
             for &l in &live {

@@ -16,7 +16,7 @@ impl Engine {
         sched.runs.store(seq.wrapping_add(1), Ordering::Relaxed);
         sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let id = sched.id as usize;
-        self.state.execs.note_started(sched.id, seq);
+        let at = self.state.execs.note_started(sched.id, seq);
         let s = &sched.s;
         let n = s.ops.len();
         let plain = self.kernel.is_none() && s.start_index.is_empty() && !trace_on();
@@ -62,7 +62,7 @@ impl Engine {
             shared.state.store(DONE, Ordering::Release);
             return Some(shared);
         }
-        let (slot, gen) = self.state.execs.insert(SchedRef::new(sched), seq, bufs, n as u32);
+        let (slot, gen) = self.state.execs.insert(SchedRef::new(sched), seq, bufs, n as u32, at);
         // Kernel mode: one execution of a schedule at a time (see `kpath`).
         let hold = match self.kernel.as_mut() {
             Some(kernel) => {
