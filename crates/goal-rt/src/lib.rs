@@ -93,30 +93,38 @@ pub struct Runtime {
 }
 
 /// A compiled schedule, ready to run any number of times.
-#[derive(Clone)]
 pub struct Schedule {
     inner: Arc<SchedInner>,
 }
 
+impl Clone for Schedule {
+    fn clone(&self) -> Schedule {
+        self.inner.handles.fetch_add(1, Ordering::Relaxed);
+        Schedule { inner: self.inner.clone() }
+    }
+}
+
 impl Drop for Schedule {
     fn drop(&mut self) {
-        // Executions in flight point at the compiled schedule without
-        // counting (see `engine::SchedRef`): the engine keeps it for them.
-        if self.inner.running.load(Ordering::Acquire) > 0 {
-            match runtime("dropping a schedule") {
-                Ok(rt) => rt.lock_engine().orphan(self.inner.clone()),
-                // Finalized with executions running: they can never
-                // finish, and whatever still reaches them must find the
-                // schedule, so it is never freed.
-                Err(_) => std::mem::forget(self.inner.clone()),
-            }
-        } else if Arc::strong_count(&self.inner) == 1 && self.inner.runs.load(Ordering::Acquire) > 0 {
-            // The last handle of a schedule that ran: the engine forgets
-            // its id, so that a program compiling and freeing a schedule
-            // per step runs in flat memory (an orphan is forgotten when
-            // the engine lets it go). After finalize there is no engine.
-            if let Ok(rt) = runtime("freeing a schedule") {
-                rt.lock_engine().forget(self.inner.id);
+        // Only the last handle frees the schedule (counted apart from the
+        // `Arc`, which the engine holds too).
+        if self.inner.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        match runtime("freeing a schedule") {
+            // The engine forgets its id, at once or once its executions
+            // in flight end (they point at the compiled schedule without
+            // counting, see `engine::SchedRef`): a program that compiles
+            // and frees a schedule per step runs in flat memory.
+            Ok(rt) => rt.lock_engine().free(&self.inner),
+            // Finalized with executions running: they can never finish,
+            // and whatever still reaches them must find the schedule, so
+            // it is never freed. (Without executions, the engine let go of
+            // it at finalize.)
+            Err(_) => {
+                if self.inner.running.load(Ordering::Acquire) > 0 {
+                    std::mem::forget(self.inner.clone());
+                }
             }
         }
     }
@@ -235,6 +243,7 @@ pub fn finalize() -> Result<()> {
             say!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
         }
         e.link.shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
+        e.release_idle();
     }
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
@@ -450,7 +459,9 @@ impl Runtime {
             // every rank alike: compile numbers stay in step.
             id = self.next_sched.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(Schedule { inner: Arc::new(SchedInner::new(id, s)) })
+        let inner = Arc::new(SchedInner::new(id, s));
+        self.lock_engine().adopt(inner.clone());
+        Ok(Schedule { inner })
     }
 
     /// Starts one execution of `s`.

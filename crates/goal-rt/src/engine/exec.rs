@@ -37,6 +37,15 @@ pub(crate) struct SchedInner {
     pub running: AtomicU32,
     /// Counter and scratchpad buffers of finished executions, for reuse.
     pub(super) pool: LockedPool,
+    /// Its executions in flight here, as (execution number, slot), in no
+    /// order: an execution is in the list from [`Execs::insert`] to
+    /// [`Execs::vacate`]. Kept here rather than in a table by id, so that
+    /// a Run and a completion reach it through their schedule, without a
+    /// lookup.
+    pub(super) active: LockedActive,
+    /// [`Schedule`](crate::Schedule) handles of it: the last one to go
+    /// frees it (see `Engine::free`).
+    pub(crate) handles: AtomicU32,
     /// Each operation's initial dependency counter, in one array that a
     /// Run copies as a block.
     pub(super) deps: Box<[u32]>,
@@ -73,7 +82,7 @@ impl SchedInner {
         recv_keys.sort_unstable();
         recv_keys.dedup();
         let recv_keys = recv_keys.into_boxed_slice();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps, fuse, opening_recvs, recv_keys }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys }
     }
 
     /// Whether some receive of the schedule could take a message from
@@ -102,6 +111,17 @@ pub(super) struct LockedPool(pub(super) UnsafeCell<Vec<Box<ExecBufs>>>);
 // `&mut Engine`: the caller holds the process' one engine lock, so no two
 // threads touch a pool at once.
 unsafe impl Sync for LockedPool {}
+
+/// A schedule's active executions (see [`SchedInner::active`]), touched
+/// only by the engine, that is with the engine lock held, as
+/// [`LockedPool`] is.
+pub(super) struct LockedActive(UnsafeCell<Vec<(u32, u32)>>);
+
+// SAFETY: the list is only reached through `Execs::active` and
+// `Execs::active_mut`, and an `Execs` only through the engine (the caller
+// holds the process' one engine lock) or, in the core's tests, from one
+// thread: no two threads touch a list at once.
+unsafe impl Sync for LockedActive {}
 
 /// An execution's schedule, by pointer: an `Arc` clone and drop per
 /// execution were two of the fourteen locked instructions of a 2-rank
@@ -257,10 +277,11 @@ pub(super) struct Execs<B = ExecBufs> {
     /// Free slots, the latest freed on top (reused first: its buffers are
     /// warm in the cache).
     pub(super) free: Vec<u32>,
-    /// Per schedule that has run here and is not freed: its executions
-    /// started and in flight (see [`PerSched`]). Only live schedules have
-    /// an entry, so a program that compiles, runs and frees a schedule per
-    /// step keeps this as small as its live schedules (issue 39).
+    /// The live schedules, by id: what an arriving message's schedule id
+    /// is looked up in. A schedule is in it from its compile
+    /// (`Engine::adopt`) until it is freed (`State::forget`), so a program
+    /// that compiles, runs and frees a schedule per step keeps it as small
+    /// as its live schedules (issue 39).
     pub(super) scheds: SchedTable,
     /// Operations whose counters reached zero, to start in this order
     /// (FIFO, drained in a loop, never by recursion: a chain of a million
@@ -292,28 +313,35 @@ impl<B: Owned> Execs<B> {
         self.slots.get_mut(r.slot as usize)?.as_mut().filter(|e| e.gen == r.gen)
     }
 
-    /// Counts execution number `seq` of schedule `id` as started here;
-    /// returns where its entry is, for [`insert`](Self::insert).
+    /// `s`'s active executions.
     #[inline(always)]
-    pub(super) fn note_started(&mut self, id: u32, seq: u32) -> usize {
-        let at = self.scheds.entry_at(id);
-        // SAFETY: `entry_at` returns an index in bounds.
-        unsafe { self.scheds.slots.get_unchecked_mut(at) }.started = seq.wrapping_add(1);
-        at
+    pub(super) fn active<'a>(&'a self, s: &'a SchedInner) -> &'a Vec<(u32, u32)> {
+        // SAFETY: see `LockedActive`: `&self` of the `Execs` means the
+        // engine lock is held, and no `&mut` to the list outlives the
+        // `&mut self` it came from.
+        unsafe { &*s.active.0.get() }
+    }
+
+    /// [`active`](Self::active), mutable.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub(super) fn active_mut<'a>(&'a mut self, s: &'a SchedInner) -> &'a mut Vec<(u32, u32)> {
+        // SAFETY: as in `active`; `&mut self` excludes any other borrow of
+        // a list through this `Execs`.
+        unsafe { &mut *s.active.0.get() }
     }
 
     /// Whether execution `seq` of schedule `id` started here and is over
     /// (it is before the next one to start, and not active).
     pub(super) fn finished_before(&self, id: u32, seq: u32) -> bool {
-        self.scheds.get(id).is_some_and(|p| seq.wrapping_sub(p.started) >= 1 << 31 && !p.active.iter().any(|&(q, _)| q == seq))
+        self.scheds.get(id).is_some_and(|s| seq.wrapping_sub(s.runs.load(Ordering::Relaxed)) >= 1 << 31 && !self.active(s).iter().any(|&(q, _)| q == seq))
     }
 
     /// Puts a new execution of `sched`, number `seq`, into a free slot (or
     /// a new one) under the slot's next generation, and lists it as
-    /// active (its schedule's entry is at `at`, as `note_started` said, or
-    /// found again); returns (slot, generation).
+    /// active; returns (slot, generation).
     #[inline(always)]
-    pub(super) fn insert(&mut self, sched: SchedRef, seq: u32, bufs: Box<B>, ops: u32, at: usize) -> (u32, u32) {
+    pub(super) fn insert(&mut self, sched: SchedRef, seq: u32, bufs: Box<B>, ops: u32) -> (u32, u32) {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -324,16 +352,16 @@ impl<B: Owned> Execs<B> {
         };
         let gen = self.gens[slot as usize].wrapping_add(1);
         self.gens[slot as usize] = gen;
-        let id = sched.id;
+        self.active_mut(&sched).push((seq, slot));
         self.slots[slot as usize] = Some(Exec { sched, seq, gen, bufs, remaining: ops });
-        self.scheds.entry_hinted(id, at).active.push((seq, slot));
         (slot, gen)
     }
 
     /// The slot of execution `seq` of schedule `id`, if it is active here.
     #[inline]
     pub(super) fn active_slot(&self, id: u32, seq: u32) -> Option<u32> {
-        self.scheds.get(id)?.active.iter().find(|&&(q, _)| q == seq).map(|&(_, slot)| slot)
+        let s = self.scheds.get(id)?;
+        self.active(s).iter().find(|&&(q, _)| q == seq).map(|&(_, slot)| slot)
     }
 
     /// Counts one dependency of `r` as met; queues it when none is left.
@@ -372,10 +400,9 @@ impl<B: Owned> Execs<B> {
     pub(super) fn vacate(&mut self, slot: u32) -> Option<Exec<B>> {
         let e = self.slots[slot as usize].take()?;
         self.free.push(slot);
-        if let Some(p) = self.scheds.get_mut(e.sched.id) {
-            if let Some(i) = p.active.iter().position(|&(q, s)| q == e.seq && s == slot) {
-                p.active.swap_remove(i);
-            }
+        let list = self.active_mut(&e.sched);
+        if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
+            list.swap_remove(i);
         }
         Some(e)
     }
@@ -386,14 +413,14 @@ impl<B: Owned> Execs<B> {
         self.slots.len() > self.free.len()
     }
 
-    /// Drops the kept schedules that have no execution left; returns the
-    /// ids of those freed by it (whose last holder it was).
+    /// Drops the kept schedules that have no execution left; returns their
+    /// ids, for the engine to forget (only freed schedules are kept).
     #[cold]
     pub(super) fn release_orphans(&mut self) -> Vec<u32> {
         let mut freed = Vec::new();
         self.orphans.retain(|s| {
             let keep = s.running.load(Ordering::Relaxed) > 0;
-            if !keep && Arc::strong_count(s) == 1 {
+            if !keep {
                 freed.push(s.id);
             }
             keep
@@ -402,43 +429,27 @@ impl<B: Owned> Execs<B> {
     }
 }
 
-/// What the engine keeps of a live schedule that has run here: what a
-/// message for it is checked against.
+/// A slot of [`SchedTable`].
 #[derive(Default)]
-pub(super) struct PerSched {
-    /// The schedule's id plus one (see [`SchedInner::id`]); 0: an empty
-    /// slot of [`SchedTable`].
+struct Entry {
+    /// The schedule's id plus one; 0: an empty slot.
     key: u32,
-    /// The number of executions started here (the schedule's `runs`). A
-    /// message for an earlier execution that is not active came for one
-    /// that finished without it (see [`Execs::finished_before`]).
-    pub(super) started: u32,
-    /// Its executions in flight here, as (execution number, slot), in no
-    /// order. An execution is in the list from `insert` to `vacate`.
-    pub(super) active: Vec<(u32, u32)>,
-}
-
-impl PerSched {
-    /// The schedule's id.
-    pub(super) fn id(&self) -> u32 {
-        self.key.wrapping_sub(1)
-    }
+    sched: Option<Arc<SchedInner>>,
 }
 
 /// Slots of an empty [`SchedTable`].
 const TABLE_MIN: usize = 8;
 
-/// The live schedules that ran here, by id: an open-addressed table with
-/// linear probing whose hash is the id itself. Ids are compile numbers,
-/// consecutive, so live ones mostly sit in their home slot and a lookup
-/// costs a mask, a load and a compare, as the vectors indexed by id it
-/// replaces did; but a freed schedule's entry goes (backward-shift
-/// deletion, no tombstones), so the table is as large as the live
-/// schedules, whatever their ids. (Id `u32::MAX` is never handed out: its
-/// key would be an empty slot's.)
+/// The live schedules, by id: an open-addressed table with linear probing
+/// whose hash is the id itself. Ids are compile numbers, consecutive, so
+/// live ones mostly sit in their home slot and a lookup costs a mask, a
+/// load and a compare, as the vectors indexed by id it replaces did; but a
+/// freed schedule's entry goes (backward-shift deletion, no tombstones),
+/// so the table is as large as the live schedules, whatever their ids.
+/// (Id `u32::MAX` is never handed out: its key would be an empty slot's.)
 pub(super) struct SchedTable {
     /// A power of two long, at least [`TABLE_MIN`]; at most half full.
-    slots: Vec<PerSched>,
+    slots: Vec<Entry>,
     /// `slots.len() - 1`.
     mask: usize,
     len: usize,
@@ -446,62 +457,28 @@ pub(super) struct SchedTable {
 
 impl Default for SchedTable {
     fn default() -> Self {
-        SchedTable { slots: (0..TABLE_MIN).map(|_| PerSched::default()).collect(), mask: TABLE_MIN - 1, len: 0 }
+        SchedTable { slots: (0..TABLE_MIN).map(|_| Entry::default()).collect(), mask: TABLE_MIN - 1, len: 0 }
     }
 }
 
 impl SchedTable {
-    /// The entry of schedule `id`, if it has one.
+    /// Schedule `id`, if it is live.
     #[inline(always)]
-    pub(super) fn get(&self, id: u32) -> Option<&PerSched> {
-        let i = self.find(id)?;
-        // SAFETY: `find` returns an index in bounds.
-        Some(unsafe { self.slots.get_unchecked(i) })
-    }
-
-    /// [`get`](Self::get), mutable.
-    #[inline(always)]
-    pub(super) fn get_mut(&mut self, id: u32) -> Option<&mut PerSched> {
-        let i = self.find(id)?;
-        // SAFETY: `find` returns an index in bounds.
-        Some(unsafe { self.slots.get_unchecked_mut(i) })
-    }
-
-    /// The entry in slot `at` if it is schedule `id`'s (a slot that
-    /// [`entry_at`](Self::entry_at) returned, unless entries moved since),
-    /// else the entry of `id`, made if it has none.
-    #[inline(always)]
-    pub(super) fn entry_hinted(&mut self, id: u32, at: usize) -> &mut PerSched {
-        let at = if self.slots.get(at).is_some_and(|p| p.key == id.wrapping_add(1)) { at } else { self.entry_at(id) };
-        // SAFETY: checked above, or returned by `entry_at`: in bounds.
-        unsafe { self.slots.get_unchecked_mut(at) }
-    }
-
-    /// The slot of schedule `id`'s entry, made (empty) if it has none.
-    #[inline(always)]
-    pub(super) fn entry_at(&mut self, id: u32) -> usize {
-        match self.find(id) {
-            Some(i) => i,
-            None => self.add(id),
-        }
-    }
-
-    #[inline(always)]
-    fn find(&self, id: u32) -> Option<usize> {
+    pub(super) fn get(&self, id: u32) -> Option<&SchedInner> {
         let i = id as usize & self.mask;
         // SAFETY: `mask` is `slots.len() - 1` (kept so by `resize`), so
         // `i` is in bounds.
-        let k = unsafe { self.slots.get_unchecked(i) }.key;
-        if k == id.wrapping_add(1) {
-            Some(i)
-        } else if k == 0 {
+        let e = unsafe { self.slots.get_unchecked(i) };
+        if e.key == id.wrapping_add(1) {
+            e.sched.as_deref()
+        } else if e.key == 0 {
             None
         } else {
-            self.probe(id, i)
+            self.probe(id, i).and_then(|i| self.slots[i].sched.as_deref())
         }
     }
 
-    /// [`find`](Self::find) past a home slot that another id holds.
+    /// The slot of `id` past its home slot `i`, which another id holds.
     #[cold]
     #[inline(never)]
     fn probe(&self, id: u32, mut i: usize) -> Option<usize> {
@@ -515,33 +492,36 @@ impl SchedTable {
         }
     }
 
-    /// The entry of schedule `id`, made (empty) if it has none.
-    #[inline(always)]
-    pub(super) fn entry(&mut self, id: u32) -> &mut PerSched {
-        let i = self.entry_at(id);
-        // SAFETY: `entry_at` returns an index in bounds.
-        unsafe { self.slots.get_unchecked_mut(i) }
+    /// The slot of `id`, if it is live.
+    fn find(&self, id: u32) -> Option<usize> {
+        let i = id as usize & self.mask;
+        match self.slots[i].key {
+            0 => None,
+            k if k == id.wrapping_add(1) => Some(i),
+            _ => self.probe(id, i),
+        }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn add(&mut self, id: u32) -> usize {
+    /// Adds `s` (newly compiled), unless its id is in already.
+    pub(super) fn add(&mut self, s: Arc<SchedInner>) {
+        if self.find(s.id).is_some() {
+            return;
+        }
         if (self.len + 1) * 2 > self.slots.len() {
             self.resize(self.slots.len() * 2);
         }
-        let i = self.vacant(id);
+        let i = self.vacant(s.id);
         self.len += 1;
-        self.slots[i].key = id.wrapping_add(1);
-        i
+        self.slots[i] = Entry { key: s.id.wrapping_add(1), sched: Some(s) };
     }
 
     /// Rehashes the entries into a table of `cap` slots (a power of two).
     fn resize(&mut self, cap: usize) {
-        let old = std::mem::replace(&mut self.slots, (0..cap).map(|_| PerSched::default()).collect());
+        let old = std::mem::replace(&mut self.slots, (0..cap).map(|_| Entry::default()).collect());
         self.mask = cap - 1;
-        for p in old.into_iter().filter(|p| p.key != 0) {
-            let i = self.vacant(p.id());
-            self.slots[i] = p;
+        for e in old.into_iter().filter(|e| e.key != 0) {
+            let i = self.vacant(e.key.wrapping_sub(1));
+            self.slots[i] = e;
         }
     }
 
@@ -554,12 +534,12 @@ impl SchedTable {
         i
     }
 
-    /// Drops schedule `id`'s entry (the schedule was freed), shifting back
-    /// the entries after it that probing would no longer find; shrinks a
-    /// table at most an eighth full.
-    pub(super) fn remove(&mut self, id: u32) -> Option<PerSched> {
+    /// Takes schedule `id` out (it was freed), shifting back the entries
+    /// after it that probing would no longer find; shrinks a table at most
+    /// an eighth full.
+    pub(super) fn remove(&mut self, id: u32) -> Option<Arc<SchedInner>> {
         let mut i = self.find(id)?;
-        let gone = std::mem::take(&mut self.slots[i]);
+        let gone = std::mem::take(&mut self.slots[i]).sched;
         self.len -= 1;
         let mut j = i;
         loop {
@@ -567,7 +547,7 @@ impl SchedTable {
             if self.slots[j].key == 0 {
                 break;
             }
-            let home = self.slots[j].id() as usize & self.mask;
+            let home = self.slots[j].key.wrapping_sub(1) as usize & self.mask;
             // Whether `home` lies cyclically in (i, j]: then it stays.
             let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
             if !stays {
@@ -578,7 +558,15 @@ impl SchedTable {
         if self.slots.len() > TABLE_MIN && self.len * 8 <= self.slots.len() {
             self.resize(self.slots.len() / 2);
         }
-        Some(gone)
+        gone
+    }
+
+    /// Keeps only the schedules for which `keep` holds.
+    pub(super) fn retain(&mut self, keep: impl Fn(&SchedInner) -> bool) {
+        let gone: Vec<u32> = self.slots.iter().filter_map(|e| e.sched.as_deref()).filter(|s| !keep(s)).map(|s| s.id).collect();
+        for id in gone {
+            self.remove(id);
+        }
     }
 
     /// Entries held.
@@ -642,9 +630,9 @@ pub(super) mod tests {
     pub(in crate::engine) fn start(x: &mut Execs<Bufs>, s: &Arc<SchedInner>) -> (u32, u32) {
         let seq = s.runs.load(Ordering::Relaxed);
         s.runs.store(seq + 1, Ordering::Relaxed);
-        let at = x.note_started(s.id, seq);
+        x.scheds.add(s.clone());
         let bufs = Box::new(Bufs { counters: s.deps.to_vec(), posted: Vec::new() });
-        x.insert(SchedRef::new(s), seq, bufs, s.s.ops.len() as u32, at)
+        x.insert(SchedRef::new(s), seq, bufs, s.s.ops.len() as u32)
     }
 
     /// The operation of `s` that vertex `v` became.
@@ -740,18 +728,20 @@ pub(super) mod tests {
         for round in 0..2000u32 {
             let id = if round % 3 == 0 { next * 64 } else { next };
             next += 1;
-            t.entry(id).started = id ^ 7;
+            t.add(forward(id));
             live.push(id);
             if round % 2 == 1 {
                 let gone = live.remove((round as usize * 7) % live.len());
-                assert_eq!(t.remove(gone).map(|p| p.id()), Some(gone));
+                assert_eq!(t.remove(gone).map(|s| s.id), Some(gone));
                 assert!(t.get(gone).is_none());
             }
             for &l in &live {
-                assert_eq!(t.get(l).map(|p| p.started), Some(l ^ 7), "id {l} lost at round {round}");
+                assert_eq!(t.get(l).map(|s| s.id), Some(l), "id {l} lost at round {round}");
             }
         }
         assert_eq!(t.len(), live.len());
+        t.retain(|s| s.id % 2 == 0);
+        assert!(live.iter().all(|&l| t.get(l).is_some() == (l % 2 == 0)));
         for l in live {
             t.remove(l);
         }

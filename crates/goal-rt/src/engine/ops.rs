@@ -112,18 +112,29 @@ impl Engine {
         self.complete_slow(slot, res)
     }
 
-    /// The application freed schedule `id` (its last handle went) with no
-    /// execution of it running: the engine forgets it (see `State::forget`).
-    pub fn forget(&mut self, id: u32) {
-        self.state.forget(id);
+    /// A newly compiled schedule: from now on, messages for its id are
+    /// its own (see [`SchedTable`](super::exec::SchedTable)).
+    pub fn adopt(&mut self, sched: Arc<SchedInner>) {
+        self.state.execs.scheds.add(sched);
     }
 
-    /// Keeps a schedule whose last [`Schedule`](crate::Schedule) handle is
-    /// going while executions of it still run (they hold `SchedRef`s to it).
-    pub fn orphan(&mut self, sched: Arc<SchedInner>) {
+    /// The last [`Schedule`](crate::Schedule) handle of `sched` is going:
+    /// the engine forgets it at once (see `State::forget`), or keeps it
+    /// while executions of it still run (they hold `SchedRef`s to it) and
+    /// forgets it when the last one ends.
+    pub fn free(&mut self, sched: &Arc<SchedInner>) {
         if sched.running.load(Ordering::Relaxed) > 0 {
-            self.state.execs.orphans.push(sched);
+            self.state.execs.orphans.push(sched.clone());
+        } else {
+            self.state.forget(sched.id);
         }
+    }
+
+    /// At finalize: the engine lets go of the schedules with no execution
+    /// running (those that have one can never finish, and stay), so that
+    /// freeing them afterwards, without an engine, frees them.
+    pub fn release_idle(&mut self) {
+        self.state.execs.scheds.retain(|s| s.running.load(Ordering::Relaxed) > 0);
     }
 
     #[inline(never)]
@@ -281,11 +292,11 @@ impl State {
         }
     }
 
-    /// Schedule `id` was freed: its entry goes, and the keys of its failed
-    /// executions (what arrives for them now finds no schedule, and waits
-    /// to be reported at finalize like any message no schedule here
-    /// takes). What was said about it and not yet reported (`stale`)
-    /// stays for the report at finalize.
+    /// Schedule `id` was freed: it leaves the table of live schedules, and
+    /// the keys of its failed executions go (what arrives for them now
+    /// finds no schedule, and waits to be reported at finalize like any
+    /// message no schedule here takes). What was said about it and not yet
+    /// reported (`stale`) stays for the report at finalize.
     pub(super) fn forget(&mut self, id: u32) {
         self.execs.scheds.remove(id);
         if !self.matcher.dead.is_empty() {

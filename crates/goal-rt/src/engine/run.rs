@@ -16,8 +16,7 @@ impl Engine {
         sched.runs.store(seq.wrapping_add(1), Ordering::Relaxed);
         sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let id = sched.id as usize;
-        let at = self.state.execs.note_started(sched.id, seq);
-        let s = &sched.s;
+                let s = &sched.s;
         let n = s.ops.len();
         let plain = self.kernel.is_none() && s.start_index.is_empty() && !trace_on();
         // (Messages waiting for it, or a mismatch to report: the general path.)
@@ -62,7 +61,7 @@ impl Engine {
             shared.state.store(DONE, Ordering::Release);
             return Some(shared);
         }
-        let (slot, gen) = self.state.execs.insert(SchedRef::new(sched), seq, bufs, n as u32, at);
+        let (slot, gen) = self.state.execs.insert(SchedRef::new(sched), seq, bufs, n as u32);
         // Kernel mode: one execution of a schedule at a time (see `kpath`).
         let hold = match self.kernel.as_mut() {
             Some(kernel) => {
@@ -82,7 +81,7 @@ impl Engine {
                     });
                 }
                 // (Its own entry is there already.)
-                let hold = self.state.execs.scheds.get(sched.id).is_some_and(|p| p.active.len() > 1);
+                let hold = self.state.execs.active(sched).len() > 1;
                 if hold {
                     kernel.held[id].push_back(slot);
                 }
