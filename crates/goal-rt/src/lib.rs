@@ -460,7 +460,13 @@ impl Runtime {
             id = self.next_sched.fetch_add(1, Ordering::Relaxed);
         }
         let inner = Arc::new(SchedInner::new(id, s));
-        self.lock_engine().adopt(inner.clone());
+        if !self.lock_engine().adopt(inner.clone()) {
+            // (Dropped without a handle: nothing to free in the engine.)
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!("schedule id {id} is still held by a live schedule compiled 4,294,967,295 compiles ago (ids wrap): free it first"),
+            ));
+        }
         Ok(Schedule { inner })
     }
 

@@ -502,10 +502,11 @@ impl SchedTable {
         }
     }
 
-    /// Adds `s` (newly compiled), unless its id is in already.
-    pub(super) fn add(&mut self, s: Arc<SchedInner>) {
+    /// Adds `s` (newly compiled); false if its id is held already (by
+    /// `s` itself, or by a schedule compiled 2^32 - 1 compiles earlier).
+    pub(super) fn add(&mut self, s: Arc<SchedInner>) -> bool {
         if self.find(s.id).is_some() {
-            return;
+            return false;
         }
         if (self.len + 1) * 2 > self.slots.len() {
             self.resize(self.slots.len() * 2);
@@ -513,6 +514,7 @@ impl SchedTable {
         let i = self.vacant(s.id);
         self.len += 1;
         self.slots[i] = Entry { key: s.id.wrapping_add(1), sched: Some(s) };
+        true
     }
 
     /// Rehashes the entries into a table of `cap` slots (a power of two).
@@ -724,11 +726,10 @@ pub(super) mod tests {
         // Ids that share home slots (multiples of the capacity), and a
         // long-lived one beside many short-lived ones.
         let mut live: Vec<u32> = Vec::new();
-        let mut next = 0u32;
         for round in 0..2000u32 {
-            let id = if round % 3 == 0 { next * 64 } else { next };
-            next += 1;
-            t.add(forward(id));
+            let id = if round % 3 == 0 { round * 64 } else { round };
+            assert!(t.add(forward(id)));
+            assert!(!t.add(forward(id)), "an id held by a live schedule is not handed out twice");
             live.push(id);
             if round % 2 == 1 {
                 let gone = live.remove((round as usize * 7) % live.len());

@@ -113,9 +113,10 @@ impl Engine {
     }
 
     /// A newly compiled schedule: from now on, messages for its id are
-    /// its own (see [`SchedTable`](super::exec::SchedTable)).
-    pub fn adopt(&mut self, sched: Arc<SchedInner>) {
-        self.state.execs.scheds.add(sched);
+    /// its own (see [`SchedTable`](super::exec::SchedTable)). False if a
+    /// live schedule holds the id still (the ids wrapped around it).
+    pub fn adopt(&mut self, sched: Arc<SchedInner>) -> bool {
+        self.state.execs.scheds.add(sched)
     }
 
     /// The last [`Schedule`](crate::Schedule) handle of `sched` is going:
