@@ -474,8 +474,16 @@ impl SchedTable {
         } else if e.key == 0 {
             None
         } else {
-            self.probe(id, i).and_then(|i| self.slots[i].sched.as_deref())
+            self.get_probing(id, i)
         }
+    }
+
+    /// [`get`](Self::get) past a home slot that another id holds (kept
+    /// out of line: the arrival path inlines `get`).
+    #[cold]
+    #[inline(never)]
+    fn get_probing(&self, id: u32, i: usize) -> Option<&SchedInner> {
+        self.probe(id, i).and_then(|i| self.slots[i].sched.as_deref())
     }
 
     /// The slot of `id` past its home slot `i`, which another id holds.
