@@ -9,27 +9,15 @@
  *     FreeSchedule;
  *   - a loop of GOAL_Allreduce_init of 1 KiB / Run / Wait / FreeSchedule
  *     (every rank takes part).
- * Before schedule ids were forgotten at free, the first grew by about 74
- * bytes a cycle: the CI counts (20,000 and 10,000 cycles) see that as
- * +1.5 MB. FLAT_CYCLES=N FLAT_COLL_CYCLES=M run the full-size probe
- * (1,000,000 and 200,000: see docs/api.md).
+ * Before the engine forgot a freed schedule's id, the first grew by about
+ * 74 bytes a cycle (+50% at the CI count, 20,000 cycles) and the second by
+ * 3 to 13 MB over the CI count of 10,000 cycles on 4 ranks (and to 430 MB
+ * at 200,000: the per-id leftovers pinned freed memory in the heap).
+ * FLAT_CYCLES=N FLAT_COLL_CYCLES=M run the full-size probe (1,000,000 and
+ * 200,000: see docs/api.md).
  */
 // ranks: 1 4
 #include "helpers.h"
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    CHECKM(f != NULL, "cannot open /proc/self/status");
-    char line[256];
-    long kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    CHECKM(kib > 0, "no VmRSS in /proc/self/status");
-    return kib;
-}
 
 static long env_count(const char *name, long dflt)
 {
@@ -71,9 +59,9 @@ static void flat(const char *what, void (*cycle)(void), long n)
     for (long i = 0; i < n; i++) {
         cycle();
         if (i + 1 == 1000)
-            first = rss_kib();
+            first = h_vmrss_kib();
     }
-    long last = rss_kib();
+    long last = h_vmrss_kib();
     if (h_rank == 0)
         printf("%s: VmRSS %ld KiB after 1,000 cycles, %ld KiB after %ld\n", what, first, last, n);
     CHECKM(last * 10 <= first * 11, "rank %d: %s: VmRSS grew from %ld KiB after 1,000 cycles to %ld KiB after %ld",
