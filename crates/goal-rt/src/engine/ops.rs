@@ -169,12 +169,11 @@ impl Engine {
             }
         }
         let Some(e) = self.state.execs.vacate(slot) else { return };
-        let id = e.sched.id as usize;
         let k = key(e.sched.id, e.seq);
         let mut in_kernel = false;
         if let Some(kernel) = self.kernel.as_mut() {
             // The next held execution of this schedule may start.
-            if let Some(next) = kernel.held.get_mut(id).and_then(|h| h.pop_front()) {
+            if let Some(next) = kernel.scheds.get_mut(&e.sched.id).and_then(|k| k.held.pop_front()) {
                 if let Some(n) = self.state.execs.slots[next as usize].as_ref() {
                     for op in 0..n.sched.s.independent {
                         self.state.execs.ready.push_back(OpRef { slot: next, gen: n.gen, op });
