@@ -101,22 +101,38 @@ pub struct Runtime {
 }
 
 /// A compiled schedule, ready to run any number of times.
-#[derive(Clone)]
 pub struct Schedule {
     inner: Arc<SchedInner>,
 }
 
+impl Clone for Schedule {
+    fn clone(&self) -> Schedule {
+        self.inner.handles.fetch_add(1, Ordering::Relaxed);
+        Schedule { inner: self.inner.clone() }
+    }
+}
+
 impl Drop for Schedule {
     fn drop(&mut self) {
-        // Executions in flight point at the compiled schedule without
-        // counting (see `engine::SchedRef`): the engine keeps it for them.
-        if self.inner.running.load(Ordering::Acquire) > 0 {
-            match runtime("dropping a schedule") {
-                Ok(rt) => rt.lock_engine().orphan(self.inner.clone()),
-                // Finalized with executions running: they can never
-                // finish, and whatever still reaches them must find the
-                // schedule, so it is never freed.
-                Err(_) => std::mem::forget(self.inner.clone()),
+        // Only the last handle frees the schedule (counted apart from the
+        // `Arc`, which the engine holds too).
+        if self.inner.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        match runtime("freeing a schedule") {
+            // The engine forgets its id, at once or once its executions
+            // in flight end (they point at the compiled schedule without
+            // counting, see `engine::SchedRef`): a program that compiles
+            // and frees a schedule per step runs in flat memory.
+            Ok(rt) => rt.lock_engine().free(&self.inner),
+            // Finalized with executions running: they can never finish,
+            // and whatever still reaches them must find the schedule, so
+            // it is never freed. (Without executions, the engine let go of
+            // it at finalize.)
+            Err(_) => {
+                if self.inner.running.load(Ordering::Acquire) > 0 {
+                    std::mem::forget(self.inner.clone());
+                }
             }
         }
     }
@@ -235,6 +251,7 @@ pub fn finalize() -> Result<()> {
             say!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
         }
         e.link.shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
+        e.release_idle();
     }
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
@@ -460,8 +477,21 @@ impl Runtime {
     /// compiles its schedules in the same order.
     pub fn compile(&self, g: &goal_sched::Graph) -> Result<Schedule> {
         let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: self.size }).map_err(Error::from)?;
-        let id = self.next_sched.fetch_add(1, Ordering::Relaxed);
-        Ok(Schedule { inner: Arc::new(SchedInner::new(id, s)) })
+        let mut id = self.next_sched.fetch_add(1, Ordering::Relaxed);
+        if id == u32::MAX {
+            // Never handed out (the engine's table keys ids plus one), on
+            // every rank alike: compile numbers stay in step.
+            id = self.next_sched.fetch_add(1, Ordering::Relaxed);
+        }
+        let inner = Arc::new(SchedInner::new(id, s));
+        if !self.lock_engine().adopt(inner.clone()) {
+            // (Dropped without a handle: nothing to free in the engine.)
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!("schedule id {id} is still held by a live schedule compiled 4,294,967,295 compiles ago (ids wrap): free it first"),
+            ));
+        }
+        Ok(Schedule { inner })
     }
 
     /// Starts one execution of `s`.

@@ -37,6 +37,15 @@ pub(crate) struct SchedInner {
     pub running: AtomicU32,
     /// Counter and scratchpad buffers of finished executions, for reuse.
     pub(super) pool: LockedPool,
+    /// Its executions in flight here, as (execution number, slot), in no
+    /// order: an execution is in the list from [`Execs::insert`] to
+    /// [`Execs::vacate`]. Kept here rather than in a table by id, so that
+    /// a Run and a completion reach it through their schedule, without a
+    /// lookup.
+    pub(super) active: LockedActive,
+    /// [`Schedule`](crate::Schedule) handles of it: the last one to go
+    /// frees it (see `Engine::free`).
+    pub(crate) handles: AtomicU32,
     /// Each operation's initial dependency counter, in one array that a
     /// Run copies as a block.
     pub(super) deps: Box<[u32]>,
@@ -73,7 +82,7 @@ impl SchedInner {
         recv_keys.sort_unstable();
         recv_keys.dedup();
         let recv_keys = recv_keys.into_boxed_slice();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), deps, fuse, opening_recvs, recv_keys }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys }
     }
 
     /// Whether some receive of the schedule could take a message from
@@ -102,6 +111,17 @@ pub(super) struct LockedPool(pub(super) UnsafeCell<Vec<Box<ExecBufs>>>);
 // `&mut Engine`: the caller holds the process' one engine lock, so no two
 // threads touch a pool at once.
 unsafe impl Sync for LockedPool {}
+
+/// A schedule's active executions (see [`SchedInner::active`]), touched
+/// only by the engine, that is with the engine lock held, as
+/// [`LockedPool`] is.
+pub(super) struct LockedActive(UnsafeCell<Vec<(u32, u32)>>);
+
+// SAFETY: the list is only reached through `Execs::active` and
+// `Execs::active_mut`, and an `Execs` only through the engine (the caller
+// holds the process' one engine lock) or, in the core's tests, from one
+// thread: no two threads touch a list at once.
+unsafe impl Sync for LockedActive {}
 
 /// An execution's schedule, by pointer: an `Arc` clone and drop per
 /// execution were two of the fourteen locked instructions of a 2-rank
@@ -257,14 +277,12 @@ pub(super) struct Execs<B = ExecBufs> {
     /// Free slots, the latest freed on top (reused first: its buffers are
     /// warm in the cache).
     pub(super) free: Vec<u32>,
-    /// Per schedule id: its executions in flight here, as (execution
-    /// number, slot), in no order. An execution is in its schedule's list
-    /// from `insert` to `vacate`.
-    pub(super) active: Vec<Vec<(u32, u32)>>,
-    /// Per schedule id: the number of executions started here (the
-    /// schedule's `runs`). A message for an earlier execution that is not
-    /// active came for one that finished without it (see [`finished_before`]).
-    pub(super) started: Vec<u32>,
+    /// The live schedules, by id: what an arriving message's schedule id
+    /// is looked up in. A schedule is in it from its compile
+    /// (`Engine::adopt`) until it is freed (`State::forget`), so a program
+    /// that compiles, runs and frees a schedule per step keeps it as small
+    /// as its live schedules (issue 39).
+    pub(super) scheds: SchedTable,
     /// Operations whose counters reached zero, to start in this order
     /// (FIFO, drained in a loop, never by recursion: a chain of a million
     /// operations that each finish at once keeps the stack flat).
@@ -278,7 +296,7 @@ pub(super) struct Execs<B = ExecBufs> {
 
 impl<B> Default for Execs<B> {
     fn default() -> Self {
-        Execs { slots: Vec::new(), gens: Vec::new(), free: Vec::new(), active: Vec::new(), started: Vec::new(), ready: VecDeque::new(), orphans: Vec::new(), finished_ops: 0 }
+        Execs { slots: Vec::new(), gens: Vec::new(), free: Vec::new(), scheds: SchedTable::default(), ready: VecDeque::new(), orphans: Vec::new(), finished_ops: 0 }
     }
 }
 
@@ -295,23 +313,28 @@ impl<B: Owned> Execs<B> {
         self.slots.get_mut(r.slot as usize)?.as_mut().filter(|e| e.gen == r.gen)
     }
 
-    /// Counts execution number `seq` of schedule `id` as started here.
+    /// `s`'s active executions.
     #[inline(always)]
-    pub(super) fn note_started(&mut self, id: u32, seq: u32) {
-        let id = id as usize;
-        match self.started.get_mut(id) {
-            Some(n) => *n = seq.wrapping_add(1),
-            None => {
-                self.started.resize(id + 1, 0);
-                self.started[id] = seq.wrapping_add(1);
-            }
-        }
+    pub(super) fn active<'a>(&'a self, s: &'a SchedInner) -> &'a Vec<(u32, u32)> {
+        // SAFETY: see `LockedActive`: `&self` of the `Execs` means the
+        // engine lock is held, and no `&mut` to the list outlives the
+        // `&mut self` it came from.
+        unsafe { &*s.active.0.get() }
+    }
+
+    /// [`active`](Self::active), mutable.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub(super) fn active_mut<'a>(&'a mut self, s: &'a SchedInner) -> &'a mut Vec<(u32, u32)> {
+        // SAFETY: as in `active`; `&mut self` excludes any other borrow of
+        // a list through this `Execs`.
+        unsafe { &mut *s.active.0.get() }
     }
 
     /// Whether execution `seq` of schedule `id` started here and is over
     /// (it is before the next one to start, and not active).
     pub(super) fn finished_before(&self, id: u32, seq: u32) -> bool {
-        self.started.get(id as usize).is_some_and(|&n| seq.wrapping_sub(n) >= 1 << 31) && self.active_slot(id, seq).is_none()
+        self.scheds.get(id).is_some_and(|s| seq.wrapping_sub(s.runs.load(Ordering::Relaxed)) >= 1 << 31 && !self.active(s).iter().any(|&(q, _)| q == seq))
     }
 
     /// Puts a new execution of `sched`, number `seq`, into a free slot (or
@@ -329,19 +352,16 @@ impl<B: Owned> Execs<B> {
         };
         let gen = self.gens[slot as usize].wrapping_add(1);
         self.gens[slot as usize] = gen;
-        let id = sched.id as usize;
+        self.active_mut(&sched).push((seq, slot));
         self.slots[slot as usize] = Some(Exec { sched, seq, gen, bufs, remaining: ops });
-        if self.active.len() <= id {
-            self.active.resize_with(id + 1, Vec::new);
-        }
-        self.active[id].push((seq, slot));
         (slot, gen)
     }
 
     /// The slot of execution `seq` of schedule `id`, if it is active here.
     #[inline]
     pub(super) fn active_slot(&self, id: u32, seq: u32) -> Option<u32> {
-        self.active.get(id as usize)?.iter().find(|&&(q, _)| q == seq).map(|&(_, slot)| slot)
+        let s = self.scheds.get(id)?;
+        self.active(s).iter().find(|&&(q, _)| q == seq).map(|&(_, slot)| slot)
     }
 
     /// Counts one dependency of `r` as met; queues it when none is left.
@@ -380,10 +400,9 @@ impl<B: Owned> Execs<B> {
     pub(super) fn vacate(&mut self, slot: u32) -> Option<Exec<B>> {
         let e = self.slots[slot as usize].take()?;
         self.free.push(slot);
-        if let Some(list) = self.active.get_mut(e.sched.id as usize) {
-            if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
-                list.swap_remove(i);
-            }
+        let list = self.active_mut(&e.sched);
+        if let Some(i) = list.iter().position(|&(q, s)| q == e.seq && s == slot) {
+            list.swap_remove(i);
         }
         Some(e)
     }
@@ -394,10 +413,182 @@ impl<B: Owned> Execs<B> {
         self.slots.len() > self.free.len()
     }
 
-    /// Drops the kept schedules that have no execution left.
+    /// Drops the kept schedules that have no execution left; returns their
+    /// ids, for the engine to forget (only freed schedules are kept).
     #[cold]
-    pub(super) fn release_orphans(&mut self) {
-        self.orphans.retain(|s| s.running.load(Ordering::Relaxed) > 0);
+    pub(super) fn release_orphans(&mut self) -> Vec<u32> {
+        let mut freed = Vec::new();
+        self.orphans.retain(|s| {
+            let keep = s.running.load(Ordering::Relaxed) > 0;
+            if !keep {
+                freed.push(s.id);
+            }
+            keep
+        });
+        freed
+    }
+}
+
+/// A slot of [`SchedTable`].
+#[derive(Default)]
+struct Entry {
+    /// The schedule's id plus one; 0: an empty slot.
+    key: u32,
+    sched: Option<Arc<SchedInner>>,
+}
+
+/// Slots of an empty [`SchedTable`].
+const TABLE_MIN: usize = 8;
+
+/// The live schedules, by id: an open-addressed table with linear probing
+/// whose hash is the id itself. Ids are compile numbers, consecutive, so
+/// live ones mostly sit in their home slot and a lookup costs a mask, a
+/// load and a compare, as the vectors indexed by id it replaces did; but a
+/// freed schedule's entry goes (backward-shift deletion, no tombstones),
+/// so the table is as large as the live schedules, whatever their ids.
+/// (Id `u32::MAX` is never handed out: its key would be an empty slot's.)
+pub(super) struct SchedTable {
+    /// A power of two long, at least [`TABLE_MIN`]; at most half full.
+    slots: Vec<Entry>,
+    /// `slots.len() - 1`.
+    mask: usize,
+    len: usize,
+}
+
+impl Default for SchedTable {
+    fn default() -> Self {
+        SchedTable { slots: (0..TABLE_MIN).map(|_| Entry::default()).collect(), mask: TABLE_MIN - 1, len: 0 }
+    }
+}
+
+impl SchedTable {
+    /// Schedule `id`, if it is live.
+    #[inline(always)]
+    pub(super) fn get(&self, id: u32) -> Option<&SchedInner> {
+        let i = id as usize & self.mask;
+        // SAFETY: `mask` is `slots.len() - 1` (kept so by `resize`), so
+        // `i` is in bounds.
+        let e = unsafe { self.slots.get_unchecked(i) };
+        if e.key == id.wrapping_add(1) {
+            e.sched.as_deref()
+        } else if e.key == 0 {
+            None
+        } else {
+            self.get_probing(id, i)
+        }
+    }
+
+    /// [`get`](Self::get) past a home slot that another id holds (kept
+    /// out of line: the arrival path inlines `get`).
+    #[cold]
+    #[inline(never)]
+    fn get_probing(&self, id: u32, i: usize) -> Option<&SchedInner> {
+        self.probe(id, i).and_then(|i| self.slots[i].sched.as_deref())
+    }
+
+    /// The slot of `id` past its home slot `i`, which another id holds.
+    #[cold]
+    #[inline(never)]
+    fn probe(&self, id: u32, mut i: usize) -> Option<usize> {
+        loop {
+            i = (i + 1) & self.mask;
+            match self.slots[i].key {
+                0 => return None,
+                k if k == id.wrapping_add(1) => return Some(i),
+                _ => {}
+            }
+        }
+    }
+
+    /// The slot of `id`, if it is live.
+    fn find(&self, id: u32) -> Option<usize> {
+        let i = id as usize & self.mask;
+        match self.slots[i].key {
+            0 => None,
+            k if k == id.wrapping_add(1) => Some(i),
+            _ => self.probe(id, i),
+        }
+    }
+
+    /// Adds `s` (newly compiled); false if its id is held already (by
+    /// `s` itself, or by a schedule compiled 2^32 - 1 compiles earlier).
+    pub(super) fn add(&mut self, s: Arc<SchedInner>) -> bool {
+        if self.find(s.id).is_some() {
+            return false;
+        }
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.resize(self.slots.len() * 2);
+        }
+        let i = self.vacant(s.id);
+        self.len += 1;
+        self.slots[i] = Entry { key: s.id.wrapping_add(1), sched: Some(s) };
+        true
+    }
+
+    /// Rehashes the entries into a table of `cap` slots (a power of two).
+    fn resize(&mut self, cap: usize) {
+        let old = std::mem::replace(&mut self.slots, (0..cap).map(|_| Entry::default()).collect());
+        self.mask = cap - 1;
+        for e in old.into_iter().filter(|e| e.key != 0) {
+            let i = self.vacant(e.key.wrapping_sub(1));
+            self.slots[i] = e;
+        }
+    }
+
+    /// The first empty slot from `id`'s home.
+    fn vacant(&self, id: u32) -> usize {
+        let mut i = id as usize & self.mask;
+        while self.slots[i].key != 0 {
+            i = (i + 1) & self.mask;
+        }
+        i
+    }
+
+    /// Takes schedule `id` out (it was freed), shifting back the entries
+    /// after it that probing would no longer find; shrinks a table at most
+    /// an eighth full.
+    pub(super) fn remove(&mut self, id: u32) -> Option<Arc<SchedInner>> {
+        let mut i = self.find(id)?;
+        let gone = std::mem::take(&mut self.slots[i]).sched;
+        self.len -= 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            if self.slots[j].key == 0 {
+                break;
+            }
+            let home = self.slots[j].key.wrapping_sub(1) as usize & self.mask;
+            // Whether `home` lies cyclically in (i, j]: then it stays.
+            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
+            if !stays {
+                self.slots[i] = std::mem::take(&mut self.slots[j]);
+                i = j;
+            }
+        }
+        if self.slots.len() > TABLE_MIN && self.len * 8 <= self.slots.len() {
+            self.resize(self.slots.len() / 2);
+        }
+        gone
+    }
+
+    /// Keeps only the schedules for which `keep` holds.
+    pub(super) fn retain(&mut self, keep: impl Fn(&SchedInner) -> bool) {
+        let gone: Vec<u32> = self.slots.iter().filter_map(|e| e.sched.as_deref()).filter(|s| !keep(s)).map(|s| s.id).collect();
+        for id in gone {
+            self.remove(id);
+        }
+    }
+
+    /// Entries held.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Slots, empty or not.
+    #[cfg(test)]
+    pub(super) fn capacity(&self) -> usize {
+        self.slots.len()
     }
 }
 
@@ -449,7 +640,7 @@ pub(super) mod tests {
     pub(in crate::engine) fn start(x: &mut Execs<Bufs>, s: &Arc<SchedInner>) -> (u32, u32) {
         let seq = s.runs.load(Ordering::Relaxed);
         s.runs.store(seq + 1, Ordering::Relaxed);
-        x.note_started(s.id, seq);
+        x.scheds.add(s.clone());
         let bufs = Box::new(Bufs { counters: s.deps.to_vec(), posted: Vec::new() });
         x.insert(SchedRef::new(s), seq, bufs, s.s.ops.len() as u32)
     }
@@ -518,5 +709,52 @@ pub(super) mod tests {
         assert!(x.finished_before(0, 0), "started and over");
         assert!(!x.finished_before(0, 2), "not started yet: a message may come early");
         assert!(!x.finished_before(2, 0), "a schedule never run here");
+    }
+
+    #[test]
+    fn a_freed_schedule_leaves_nothing_behind() {
+        let mut x = Execs::<Bufs>::default();
+        for id in 0..10_000 {
+            let s = forward(id);
+            let (slot, _) = start(&mut x, &s);
+            assert_eq!(x.active_slot(id, 0), Some(slot));
+            x.vacate(slot);
+            assert!(x.finished_before(id, 0), "a live schedule's finished execution is told");
+            x.scheds.remove(id);
+            assert!(!x.finished_before(id, 0), "a freed schedule is not known");
+        }
+        assert_eq!(x.scheds.len(), 0);
+        assert!(x.scheds.capacity() <= TABLE_MIN, "the table shrinks back: {} slots", x.scheds.capacity());
+        assert_eq!(x.slots.len(), 1, "one slot, reused");
+    }
+
+    #[test]
+    fn the_schedule_table_finds_every_live_id_after_removals() {
+        let mut t = SchedTable::default();
+        // Ids that share home slots (multiples of the capacity), and a
+        // long-lived one beside many short-lived ones.
+        let mut live: Vec<u32> = Vec::new();
+        for round in 0..2000u32 {
+            let id = if round % 3 == 0 { round * 64 } else { round };
+            assert!(t.add(forward(id)));
+            assert!(!t.add(forward(id)), "an id held by a live schedule is not handed out twice");
+            live.push(id);
+            if round % 2 == 1 {
+                let gone = live.remove((round as usize * 7) % live.len());
+                assert_eq!(t.remove(gone).map(|s| s.id), Some(gone));
+                assert!(t.get(gone).is_none());
+            }
+            for &l in &live {
+                assert_eq!(t.get(l).map(|s| s.id), Some(l), "id {l} lost at round {round}");
+            }
+        }
+        assert_eq!(t.len(), live.len());
+        t.retain(|s| s.id % 2 == 0);
+        assert!(live.iter().all(|&l| t.get(l).is_some() == (l % 2 == 0)));
+        for l in live {
+            t.remove(l);
+        }
+        assert_eq!(t.len(), 0);
+        assert!(t.remove(5).is_none());
     }
 }

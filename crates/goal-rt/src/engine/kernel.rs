@@ -39,7 +39,7 @@ impl Engine {
         keys.sort_unstable();
         for k in keys {
             let (sched, seq) = ((k >> 32) as u32, k as u32);
-            if self.state.execs.active.get(sched as usize).is_some_and(|a| a.iter().any(|&(q, _)| q == seq)) {
+            if self.state.execs.active_slot(sched, seq).is_some() {
                 continue; // (its Wait will say)
             }
             let q = &self.state.matcher.unexp[&k];
@@ -176,7 +176,7 @@ impl Engine {
         let o = sched.s.ops[op as usize];
         let eligible = o.kind() == OpKind::Recv
             && self.kernel.as_ref().is_some_and(|k| {
-                k.room_for(1) && matches!(k.chan(id, op), Some(Chan::Untried)) && k.info.get(id as usize).and_then(|i| i.as_ref()).is_some_and(|i| i.deterministic(&sched.s, op as usize))
+                k.room_for(1) && matches!(k.chan(id, op), Some(Chan::Untried)) && k.scheds.get(&id).is_some_and(|k| k.info.deterministic(&sched.s, op as usize))
             });
         if !eligible {
             self.answer_offer(src, ctl, false);
@@ -229,7 +229,7 @@ impl Engine {
         let id = sched.id;
         let s = &sched.s;
         let Some(kernel) = self.kernel.as_ref() else { return };
-        let Some(info) = kernel.info.get(id as usize).and_then(|i| i.clone()) else { return };
+        let Some(info) = kernel.info(id) else { return };
         let max = kernel.ring.max_chain();
         let mut run = vec![r.op];
         if let Some((c, pos)) = info.plan.place[r.op as usize] {

@@ -181,19 +181,30 @@ pub(crate) struct Run {
 }
 
 /// The kernel mode's state, owned by the engine.
+/// What the kernel mode keeps of one schedule (see [`KPath::scheds`]).
+pub(crate) struct KSched {
+    /// Per op: its channel.
+    pub chans: Vec<Chan>,
+    /// What it allows (made at its first execution).
+    pub info: Arc<SchedInfo>,
+    /// Executions held until the previous one ends (slots).
+    pub held: VecDeque<u32>,
+    /// Whether the schedule still exists.
+    alive: Weak<SchedInner>,
+}
+
 pub(crate) struct KPath {
     pub ring: KRing,
-    /// Per schedule id, per op: its channel.
-    pub chans: Vec<Vec<Chan>>,
-    /// Per schedule id: what it allows (made at its first execution).
-    pub info: Vec<Option<Arc<SchedInfo>>>,
+    /// Per live schedule that ran here, by id: its channels, what it
+    /// allows, its held executions. Keyed rather than indexed by id, so
+    /// that a program compiling and freeing a schedule per step keeps it
+    /// as small as its live schedules (issue 39).
+    pub scheds: std::collections::HashMap<u32, KSched>,
     /// Operations in the kernel, by `user_data`.
     pub ops: Vec<Option<KRec>>,
     free_ops: Vec<u32>,
     pub runs: Vec<Option<Run>>,
     free_runs: Vec<u32>,
-    /// Executions held until the previous one of their schedule ends, per schedule id (slots).
-    pub held: Vec<VecDeque<u32>>,
     /// Completions reaped and not yet handled.
     pub reaped: Vec<(u64, i32)>,
     /// Counters for the debug line at the end.
@@ -203,8 +214,6 @@ pub(crate) struct KPath {
     /// run out because of them (past it, sends keep the user-space path).
     pub fds: usize,
     pub fd_budget: usize,
-    /// Per schedule id: whether the application still holds it.
-    alive: Vec<Option<Weak<SchedInner>>>,
     /// Peers on other machines reported lost while operations on their TCP
     /// channels were in the kernel: when to fail those that are left, and
     /// why (see [`KPath::watch_lost`]).
@@ -239,18 +248,15 @@ impl KPath {
     pub fn new(ring: KRing) -> KPath {
         KPath {
             ring,
-            chans: Vec::new(),
-            info: Vec::new(),
+            scheds: std::collections::HashMap::new(),
             ops: Vec::new(),
             free_ops: Vec::new(),
             runs: Vec::new(),
             free_runs: Vec::new(),
-            held: Vec::new(),
             reaped: Vec::new(),
             stats: Stats::default(),
             fds: 0,
             fd_budget: fd_budget(),
-            alive: Vec::new(),
             lost: Vec::new(),
             sink: Box::new(std::cell::UnsafeCell::new([0])),
         }
@@ -288,15 +294,16 @@ impl KPath {
 
     /// Closes the channels of schedules that no longer exist.
     fn sweep(&mut self) {
-        for j in 0..self.alive.len() {
-            if self.alive[j].as_ref().is_some_and(|w| w.strong_count() == 0) {
-                for ch in self.chans[j].drain(..) {
-                    self.fds -= ch.fds();
+        let fds = &mut self.fds;
+        self.scheds.retain(|_, k| {
+            let keep = k.alive.strong_count() > 0;
+            if !keep {
+                for ch in k.chans.drain(..) {
+                    *fds -= ch.fds();
                 }
-                self.info[j] = None;
-                self.alive[j] = None;
             }
-        }
+            keep
+        });
     }
 
     /// Whether channels may hold `n` more descriptors.
@@ -305,31 +312,33 @@ impl KPath {
     }
 
     /// Makes the info and channel table of `sched` at its first execution.
-    /// The channels of schedules the application has freed (ids are never
-    /// reused) are closed then.
+    /// The channels of schedules the application has freed are closed
+    /// then, and their entries go.
     pub fn prepare(&mut self, sched: &Arc<SchedInner>) {
-        let i = sched.id as usize;
-        if self.info.len() <= i {
-            self.info.resize_with(i + 1, || None);
-            self.chans.resize_with(i + 1, Vec::new);
-            self.held.resize_with(i + 1, VecDeque::new);
-            self.alive.resize_with(i + 1, || None);
-        }
-        if self.info[i].is_none() {
+        if !self.scheds.contains_key(&sched.id) {
             self.sweep();
             let s = &sched.s;
-            self.chans[i] = (0..s.ops.len()).map(|_| Chan::Untried).collect();
-            self.info[i] = Some(Arc::new(SchedInfo::new(s)));
-            self.alive[i] = Some(Arc::downgrade(sched));
+            let k = KSched {
+                chans: (0..s.ops.len()).map(|_| Chan::Untried).collect(),
+                info: Arc::new(SchedInfo::new(s)),
+                held: VecDeque::new(),
+                alive: Arc::downgrade(sched),
+            };
+            self.scheds.insert(sched.id, k);
         }
     }
 
     pub fn chan(&self, id: u32, op: u32) -> Option<&Chan> {
-        self.chans.get(id as usize)?.get(op as usize)
+        self.scheds.get(&id)?.chans.get(op as usize)
     }
 
     pub fn chan_mut(&mut self, id: u32, op: u32) -> Option<&mut Chan> {
-        self.chans.get_mut(id as usize)?.get_mut(op as usize)
+        self.scheds.get_mut(&id)?.chans.get_mut(op as usize)
+    }
+
+    /// What schedule `id` allows, if it ran here.
+    pub fn info(&self, id: u32) -> Option<Arc<SchedInfo>> {
+        self.scheds.get(&id).map(|k| k.info.clone())
     }
 
     /// Makes the channels of schedule `id`'s sends that may have one: a
@@ -338,9 +347,9 @@ impl KPath {
     /// run once costs nothing, and in one go, so that the system calls
     /// (about 30 us per channel) do not sit between two messages.
     pub fn make_channels(&mut self, id: u32, s: &Schedule, route: impl Fn(&goal_sched::OpRec) -> Option<Route>) {
-        let Some(info) = self.info.get(id as usize).and_then(|i| i.clone()) else { return };
+        let Some(info) = self.info(id) else { return };
         for (i, o) in s.ops.iter().enumerate() {
-            let Some(ch) = self.chans[id as usize].get_mut(i) else { return };
+            let Some(ch) = self.scheds.get_mut(&id).and_then(|k| k.chans.get_mut(i)) else { return };
             if !matches!(ch, Chan::Untried) || o.kind() != OpKind::Send {
                 continue;
             }

@@ -63,6 +63,21 @@
 //! poll, unless an earlier message of its sender that may match still
 //! waits for the poll's end ([`arrive`]).
 //!
+//! # Schedule ids
+//!
+//! A schedule's id is its compile number, the same on every rank (compile
+//! order is the ranks' one agreement; freeing is local and needs none: no
+//! later schedule takes a freed id, until the 32-bit ids wrap). The engine
+//! holds the live schedules in a table by id (`exec::SchedTable`) that
+//! arriving messages are looked up in; a schedule enters it at compile and
+//! leaves it when freed (at once, or when its last running execution ends),
+//! taking the keys of its failed executions with it. Everything per
+//! execution lives in the schedule (`SchedInner::active`, its `runs`), so
+//! Run and completion reach it without a lookup, and nothing outlives a
+//! freed schedule: compile/run/free loops run in flat memory (issue 39; the
+//! per-id vectors this replaced grew by ~74 bytes per schedule, and pinned
+//! the freed memory of later schedules in the heap, 200+ MB on 4 ranks).
+//!
 //! # Protocols
 //!
 //! The envelope and its kinds are `crate::proto`'s.

@@ -112,12 +112,30 @@ impl Engine {
         self.complete_slow(slot, res)
     }
 
-    /// Keeps a schedule whose last [`Schedule`](crate::Schedule) handle is
-    /// going while executions of it still run (they hold `SchedRef`s to it).
-    pub fn orphan(&mut self, sched: Arc<SchedInner>) {
+    /// A newly compiled schedule: from now on, messages for its id are
+    /// its own (see [`SchedTable`](super::exec::SchedTable)). False if a
+    /// live schedule holds the id still (the ids wrapped around it).
+    pub fn adopt(&mut self, sched: Arc<SchedInner>) -> bool {
+        self.state.execs.scheds.add(sched)
+    }
+
+    /// The last [`Schedule`](crate::Schedule) handle of `sched` is going:
+    /// the engine forgets it at once (see `State::forget`), or keeps it
+    /// while executions of it still run (they hold `SchedRef`s to it) and
+    /// forgets it when the last one ends.
+    pub fn free(&mut self, sched: &Arc<SchedInner>) {
         if sched.running.load(Ordering::Relaxed) > 0 {
-            self.state.execs.orphans.push(sched);
+            self.state.execs.orphans.push(sched.clone());
+        } else {
+            self.state.forget(sched.id);
         }
+    }
+
+    /// At finalize: the engine lets go of the schedules with no execution
+    /// running (those that have one can never finish, and stay), so that
+    /// freeing them afterwards, without an engine, frees them.
+    pub fn release_idle(&mut self) {
+        self.state.execs.scheds.retain(|s| s.running.load(Ordering::Relaxed) > 0);
     }
 
     #[inline(never)]
@@ -151,12 +169,11 @@ impl Engine {
             }
         }
         let Some(e) = self.state.execs.vacate(slot) else { return };
-        let id = e.sched.id as usize;
         let k = key(e.sched.id, e.seq);
         let mut in_kernel = false;
         if let Some(kernel) = self.kernel.as_mut() {
             // The next held execution of this schedule may start.
-            if let Some(next) = kernel.held.get_mut(id).and_then(|h| h.pop_front()) {
+            if let Some(next) = kernel.scheds.get_mut(&e.sched.id).and_then(|k| k.held.pop_front()) {
                 if let Some(n) = self.state.execs.slots[next as usize].as_ref() {
                     for op in 0..n.sched.s.independent {
                         self.state.execs.ready.push_back(OpRef { slot: next, gen: n.gen, op });
@@ -203,7 +220,7 @@ impl Engine {
             self.state.recycle(&sched, bufs);
         }
         sched_done(sched);
-        self.state.execs.release_orphans();
+        self.state.release_orphans();
         if !self.state.matcher.stray_keys.is_empty() {
             self.strays();
         }
@@ -262,7 +279,28 @@ impl State {
         self.recycle(&sched, bufs);
         sched_done(sched);
         if !self.execs.orphans.is_empty() {
-            self.execs.release_orphans();
+            self.release_orphans();
+        }
+    }
+
+    /// Drops the kept schedules that have no execution left, forgetting
+    /// those freed by it (see [`forget`](Self::forget)).
+    #[cold]
+    pub(super) fn release_orphans(&mut self) {
+        for id in self.execs.release_orphans() {
+            self.forget(id);
+        }
+    }
+
+    /// Schedule `id` was freed: it leaves the table of live schedules, and
+    /// the keys of its failed executions go (what arrives for them now
+    /// finds no schedule, and waits to be reported at finalize like any
+    /// message no schedule here takes). What was said about it and not yet
+    /// reported (`stale`) stays for the report at finalize.
+    pub(super) fn forget(&mut self, id: u32) {
+        self.execs.scheds.remove(id);
+        if !self.matcher.dead.is_empty() {
+            self.matcher.dead.retain(|&k| (k >> 32) as u32 != id);
         }
     }
 }

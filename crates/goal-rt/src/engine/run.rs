@@ -15,9 +15,7 @@ impl Engine {
         let seq = sched.runs.load(Ordering::Relaxed);
         sched.runs.store(seq.wrapping_add(1), Ordering::Relaxed);
         sched.running.store(sched.running.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        let id = sched.id as usize;
-        self.state.execs.note_started(sched.id, seq);
-        let s = &sched.s;
+                let s = &sched.s;
         let n = s.ops.len();
         let plain = self.kernel.is_none() && s.start_index.is_empty() && !trace_on();
         // (Messages waiting for it, or a mismatch to report: the general path.)
@@ -82,9 +80,11 @@ impl Engine {
                     });
                 }
                 // (Its own entry is there already.)
-                let hold = self.state.execs.active[id].len() > 1;
+                let hold = self.state.execs.active(sched).len() > 1;
                 if hold {
-                    kernel.held[id].push_back(slot);
+                    if let Some(k) = kernel.scheds.get_mut(&sched.id) {
+                        k.held.push_back(slot);
+                    }
                 }
                 hold
             }
