@@ -802,6 +802,31 @@ mod tests {
                 K::BadOp,
                 "operator 42",
             ),
+            (
+                Vertex::Local { op: ReduceOp::And as i64, dt: 3, width: 16, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
+                K::BadOp,
+                "GOAL_AND is not defined on GOAL_BFLOAT of width 16",
+            ),
+            (
+                Vertex::Local { op: ReduceOp::Xor as i64, dt: 2, width: 16, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
+                K::BadOp,
+                "GOAL_XOR is not defined on GOAL_FLOAT of width 16",
+            ),
+            (
+                Vertex::Local { op: ReduceOp::Add as i64, dt: 3, width: 32, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
+                K::BadOp,
+                "element width 32 bits does not exist for GOAL_BFLOAT (it takes 16 only)",
+            ),
+            (
+                Vertex::Local { op: ReduceOp::Add as i64, dt: 2, width: 8, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
+                K::BadOp,
+                "element width 8 bits does not exist for GOAL_FLOAT (it takes 16, 32 or 64)",
+            ),
+            (
+                Vertex::Local { op: ReduceOp::Add as i64, dt: 4, width: 16, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
+                K::BadOp,
+                "data type 4 does not exist",
+            ),
         ];
         for (v, kind, needle) in cases {
             let mut g = Graph::new();
@@ -813,6 +838,35 @@ mod tests {
             assert_eq!(e.vertex, Some(1));
             assert!(e.message.starts_with("vertex 1 ("), "{}", e.message);
             assert!(e.message.contains(needle), "{:?} lacks {needle:?}", e.message);
+        }
+    }
+
+    /// binary16 and bfloat16 take every operator a float takes, as local
+    /// operations and vectors of pieces, and their elements are 2 bytes.
+    #[test]
+    fn sixteen_bit_floats_compile_with_every_float_operator() {
+        for (dt, name) in [(DataType::Float, "binary16"), (DataType::BFloat, "bfloat16")] {
+            for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Sub, ReduceOp::Div, ReduceOp::Mul, ReduceOp::Copy] {
+                let mut g = Graph::new();
+                g.set_scratchpad(64);
+                g.local(op as i64, dt as i64, 16, 32, Buf::scratch(0), Buf::scratch(0), Buf::scratch(0));
+                let pieces = vec![(0u64, 6i64), (16, 2)];
+                g.add(Vertex::LocalVec { op: op as i64, dt: dt as i64, width: 16, lists: [(1, pieces.clone()), (1, pieces.clone()), (1, pieces)] });
+                let s = compile(&g, &opts(1)).unwrap_or_else(|e| panic!("{name} {}: {e}", op.name()));
+                assert_eq!((s.locals[0].dt(), s.locals[0].width), (dt, 16));
+                assert_eq!(s.lvecs[0].dt, dt as u8);
+            }
+            let mut g = Graph::new();
+            g.set_scratchpad(64);
+            g.local(ReduceOp::Add as i64, dt as i64, 16, 33, Buf::scratch(0), Buf::scratch(0), Buf::scratch(0));
+            let e = compile(&g, &opts(1)).unwrap_err();
+            assert!(e.message.contains("scratchpad"), "{name}: 33 elements are 66 bytes: {}", e.message);
+            let mut g = Graph::new();
+            g.set_scratchpad(64);
+            let odd = vec![(0u64, 3i64), (16, 3)];
+            g.add(Vertex::LocalVec { op: ReduceOp::Add as i64, dt: dt as i64, width: 16, lists: [(1, odd.clone()), (1, odd.clone()), (1, odd)] });
+            let e = compile(&g, &opts(1)).unwrap_err();
+            assert!(e.message.contains("splits a 16-bit element"), "{name}: {}", e.message);
         }
     }
 
