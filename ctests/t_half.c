@@ -18,10 +18,15 @@
  *     model's bits), plus NaN and infinity propagation (a NaN on one rank,
  *     +inf on one, +inf and -inf on two: NaN); allreduce's bits are the same
  *     on every rank;
+ *   - a receive combined with its local operation as it comes (large
+ *     messages through a small stream, as t_fused; an odd message first, so
+ *     elements split between two pops): ADD, SUB (theirs first and
+ *     second) and MAX, bit for bit the model;
  *   - refusals: GOAL_AND/OR/XOR on either type (a collective's _init
  *     returns NULL naming operator, type and width; GOAL_Compile refuses
  *     the LocalOp), GOAL_BFLOAT of width 32, GOAL_FLOAT of width 8.
  */
+// memcheck: 2
 // ranks: 1 2 3 4
 // modes: 2 4
 #include "helpers.h"
@@ -277,11 +282,75 @@ static void refusals(void)
     }
 }
 
+/* ------------------------------------------------- fused receive-combine */
+
+#define ODD 70001   /* an odd message first, so the vector sits at odd stream positions */
+#define NF 100003   /* 16-bit elements of the vector */
+
+/* Ring: the previous rank's vector, received into the scratchpad, combined
+ * (ADD, SUB with theirs first or second, MAX) with mine as it comes through
+ * the stream (t_fused's setting), elements split between two pops
+ * included; bit for bit the model. */
+static void fused(void)
+{
+    if (h_size < 2)
+        return;
+    int next = (h_rank + 1) % h_size, prev = (h_rank + h_size - 1) % h_size;
+    char *odd_out = malloc(ODD), *odd_in = malloc(ODD);
+    uint16_t *out = malloc(NF * 2), *mine = malloc(NF * 2), *res = malloc(NF * 2);
+    CHECK(odd_out && odd_in && out && mine && res);
+    const GOAL_Op ops[] = {GOAL_ADD, GOAL_SUB, GOAL_MAX};
+    for (int bf = 0; bf < 2; bf++)
+        for (int k = 0; k < 3; k++)
+            for (int first = 0; first < 2; first++) {
+                const uint16_t *spec = bf ? SPEC_BF16 : SPEC_F16;
+                uint64_t seed = (uint64_t)(bf * 16 + k * 2 + first);
+                h_fill(odd_out, ODD, seed);
+                for (int i = 0; i < NF; i++) {
+                    uint64_t a = h_mix(((uint64_t)h_rank << 40) ^ (seed << 32) ^ (uint64_t)i);
+                    out[i] = i % 5 == 0 ? spec[a % NSPEC] : (uint16_t)(a >> 8);
+                    mine[i] = (uint16_t)(a >> 24);
+                }
+                GOAL_Graph g = h_graph();
+                CHECK_OK(GOAL_AllocateScratchpad(g, NF * 2));
+                V(GOAL_Send(g, odd_out, ODD, next, 1, GOAL_USERSPACE));
+                V(GOAL_Send(g, out, NF * 2, next, 2, GOAL_USERSPACE));
+                V(GOAL_Recv(g, odd_in, ODD, prev, 1, GOAL_USERSPACE));
+                GOAL_Vertex r = V(GOAL_Recv(g, SP(0), NF * 2, prev, 2, GOAL_SCRATCHPAD));
+                GOAL_Vertex c = first ? V(GOAL_LocalOp(g, SP(0), mine, res, ops[k], ty(bf), 16, NF, GOAL_SCRATCHPAD,
+                                                       GOAL_USERSPACE, GOAL_USERSPACE))
+                                      : V(GOAL_LocalOp(g, mine, SP(0), res, ops[k], ty(bf), 16, NF, GOAL_USERSPACE,
+                                                       GOAL_SCRATCHPAD, GOAL_USERSPACE));
+                REQ(g, r, c);
+                GOAL_Schedule s = h_compile(g);
+                h_run(s);
+                h_free_schedule(s);
+                for (int i = 0; i < NF; i++) {
+                    uint64_t a = h_mix(((uint64_t)prev << 40) ^ (seed << 32) ^ (uint64_t)i);
+                    uint16_t theirs = i % 5 == 0 ? spec[a % NSPEC] : (uint16_t)(a >> 8);
+                    uint16_t want = first ? model(bf, ops[k], theirs, mine[i]) : model(bf, ops[k], mine[i], theirs);
+                    CHECKM(res[i] == want, "%s fused op %d (theirs %s): element %d is %#06x, want %#06x", ty_name(bf),
+                           ops[k], first ? "first" : "second", i, res[i], want);
+                }
+            }
+    free(odd_out);
+    free(odd_in);
+    free(out);
+    free(mine);
+    free(res);
+}
+
 int main(int argc, char **argv)
 {
+    /* Before GOAL_Init: every large message by stream, and a small stream
+       (as t_fused), so that the large receives are combined as they come. */
+    setenv("GOAL_SHM_STREAM_BYTES", "64K", 1);
+    setenv("GOAL_CMA_MIN", "1G", 1);
+    setenv("GOAL_CMA_MAX", "1G", 1);
     h_init(argc, argv);
     local_ops();
     refusals();
     reductions();
+    fused();
     return h_finish();
 }
