@@ -255,6 +255,16 @@ static int runwait_iters(size_t n, int quick) {
     return (int)it;
 }
 
+/* t[0..R) = microseconds of each of R Run+Waits of s, after `warm` untimed ones. */
+static void time_run_wait(GOAL_Schedule s, int R, int warm, double *t) {
+    for (int r = -warm; r < R; r++) {
+        double a = now_s();
+        run_wait(s);
+        double b = now_s();
+        if (r >= 0) t[r] = (b - a) * 1e6;
+    }
+}
+
 static void test_latency_runwait(int quick) {
     void *sbuf = g_sbuf, *rbuf = g_rbuf;
     double *t = malloc(sizeof(double) * 2000);
@@ -263,12 +273,7 @@ static void test_latency_runwait(int quick) {
         size_t n = LAT_SIZES[si];
         int R = runwait_iters(n, quick), warm = R / 10 < 2 ? 2 : R / 10;
         GOAL_Schedule s = pingpong_schedule(1, 0, sbuf, rbuf, n, NULL, NULL);
-        for (int r = -warm; r < R; r++) {
-            double a = now_s();
-            run_wait(s);
-            double b = now_s();
-            if (r >= 0) t[r] = (b - a) * 1e6;
-        }
+        time_run_wait(s, R, warm, t);
         free_sched(s);
         if (rank == 0) {
             double mn, mx;
@@ -338,12 +343,7 @@ static void test_runwait_localop(int quick) {
                       GOAL_USERSPACE, GOAL_USERSPACE),
          "GOAL_LocalOp(COPY)");
     GOAL_Schedule s = finish(g, "runwait_localop");
-    for (int r = -warm; r < R; r++) {
-        double a = now_s();
-        run_wait(s);
-        double c = now_s();
-        if (r >= 0) t[r] = (c - a) * 1e6;
-    }
+    time_run_wait(s, R, warm, t);
     free_sched(s);
     if (b[1] != b[0]) {
         fprintf(stderr, "goal_p2p (rank %d): GOAL_COPY did not copy (%llx != %llx)\n", rank,
@@ -385,12 +385,7 @@ static void localop_sum(int quick, const char *test, GOAL_DataType dt, int width
                       GOAL_USERSPACE),
          "GOAL_LocalOp(ADD)");
     GOAL_Schedule s = finish(g, test);
-    for (int k = -warm; k < R; k++) {
-        double x = now_s();
-        run_wait(s);
-        double y = now_s();
-        if (k >= 0) t[k] = (y - x) * 1e6;
-    }
+    time_run_wait(s, R, warm, t);
     free_sched(s);
     for (size_t i = 0; i < n; i++) {
         if (memcmp(r + i * esz, &two, esz) != 0) {

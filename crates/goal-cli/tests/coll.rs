@@ -820,7 +820,7 @@ fn half_input(bf: bool, seed: u64, rank: u32, count: usize) -> Vec<u8> {
     (0..count)
         .flat_map(|i| {
             let h = mix(sd(seed, rank, i as u64));
-            let x = if h % 4 == 0 {
+            let x = if h.is_multiple_of(4) {
                 (h >> 16) as u16
             } else {
                 let v = ((h >> 16) % 40_001) as f32 / 3_001.0 - 6.5;

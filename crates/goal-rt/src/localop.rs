@@ -602,8 +602,14 @@ unsafe fn apply_any(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *con
             (DataType::UInt, 64) => k_u64(op, a, b, r, n),
             (DataType::Float, 32) => k_f32(op, a, b, r, n),
             (DataType::Float, 64) => k_f64(op, a, b, r, n),
-            (DataType::Float, 16) => Ok(k_half(false, op, a, b, r, n)),
-            (DataType::BFloat, 16) => Ok(k_half(true, op, a, b, r, n)),
+            (DataType::Float, 16) => {
+                k_half(false, op, a, b, r, n);
+                Ok(())
+            }
+            (DataType::BFloat, 16) => {
+                k_half(true, op, a, b, r, n);
+                Ok(())
+            }
             _ => unreachable!("refused by the compiler"),
         }
     }

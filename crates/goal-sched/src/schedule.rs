@@ -779,6 +779,7 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_refused_with_the_vertex_named() {
+        let local = |op: i64, dt: i64, width: i64| Vertex::Local { op, dt, width, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) };
         let cases: Vec<(Vertex, K, &str)> = vec![
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: 4, tag: 0 }, K::Rank, "destination rank 4 is outside the group of 4"),
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: -1, tag: 0 }, K::Rank, "rank -1"),
@@ -787,46 +788,14 @@ mod tests {
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: 0, tag: -1 }, K::BadArgument, "tag -1"),
             (Vertex::Recv { buf: Buf::scratch(60), len: 8, peer: 0, tag: 0 }, K::Scratchpad, "[60, 68) reaches past the scratchpad of 64"),
             (Vertex::Send { buf: Buf { mem: 7, addr: 0 }, len: 1, peer: 0, tag: 0 }, K::BadOp, "memory type 7"),
-            (
-                Vertex::Local { op: ReduceOp::Xor as i64, dt: 2, width: 64, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "GOAL_XOR is not defined on GOAL_FLOAT",
-            ),
-            (
-                Vertex::Local { op: ReduceOp::Add as i64, dt: 0, width: 12, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "width 12",
-            ),
-            (
-                Vertex::Local { op: 42, dt: 0, width: 8, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "operator 42",
-            ),
-            (
-                Vertex::Local { op: ReduceOp::And as i64, dt: 3, width: 16, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "GOAL_AND is not defined on GOAL_BFLOAT of width 16",
-            ),
-            (
-                Vertex::Local { op: ReduceOp::Xor as i64, dt: 2, width: 16, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "GOAL_XOR is not defined on GOAL_FLOAT of width 16",
-            ),
-            (
-                Vertex::Local { op: ReduceOp::Add as i64, dt: 3, width: 32, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "element width 32 bits does not exist for GOAL_BFLOAT (it takes 16 only)",
-            ),
-            (
-                Vertex::Local { op: ReduceOp::Add as i64, dt: 2, width: 8, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "element width 8 bits does not exist for GOAL_FLOAT (it takes 16, 32 or 64)",
-            ),
-            (
-                Vertex::Local { op: ReduceOp::Add as i64, dt: 4, width: 16, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "data type 4 does not exist",
-            ),
+            (local(ReduceOp::Xor as i64, 2, 64), K::BadOp, "GOAL_XOR is not defined on GOAL_FLOAT"),
+            (local(ReduceOp::Add as i64, 0, 12), K::BadOp, "width 12"),
+            (local(42, 0, 8), K::BadOp, "operator 42"),
+            (local(ReduceOp::And as i64, 3, 16), K::BadOp, "GOAL_AND is not defined on GOAL_BFLOAT of width 16"),
+            (local(ReduceOp::Xor as i64, 2, 16), K::BadOp, "GOAL_XOR is not defined on GOAL_FLOAT of width 16"),
+            (local(ReduceOp::Add as i64, 3, 32), K::BadOp, "element width 32 bits does not exist for GOAL_BFLOAT (it takes 16 only)"),
+            (local(ReduceOp::Add as i64, 2, 8), K::BadOp, "element width 8 bits does not exist for GOAL_FLOAT (it takes 16, 32 or 64)"),
+            (local(ReduceOp::Add as i64, 4, 16), K::BadOp, "data type 4 does not exist"),
         ];
         for (v, kind, needle) in cases {
             let mut g = Graph::new();

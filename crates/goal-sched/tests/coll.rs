@@ -617,7 +617,7 @@ fn elements(red: Reduction, n: u64, rng: &mut Rng) -> Vec<u8> {
         (_, 16) => (0..n)
             .flat_map(|_| {
                 let r = rng.next();
-                let h = if r % 4 == 0 {
+                let h = if r.is_multiple_of(4) {
                     (r >> 8) as u16
                 } else {
                     let x = ((r >> 8) % 20001) as f32 / 997.0 - 10.0 + 1e-3;
