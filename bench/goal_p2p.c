@@ -2,7 +2,7 @@
  * the GOAL C API (shared/spec/goal-c-api.md) only.
  *
  *   goalrun -n 2 ./goal_p2p [--heap] [--name LIB] [--quick] [--pin]
- *                           [--tests latency_sched,latency_runwait,bandwidth,runwait_localop]
+ *                           [--tests latency_sched,latency_runwait,bandwidth,runwait_localop,localop_sum]
  *
  * latency_sched    the ESPGOAL thesis' method (6.3): ONE schedule of `rounds` (100; fewer
  *                  for >= 4 MiB to bound the run time, see sched_rounds()) dependent ping-pongs
@@ -16,6 +16,13 @@
  *                  GB/s = W*size / (Run+Wait time), median over repetitions.
  * runwait_localop  Run+Wait of a schedule holding one GOAL_LocalOp (GOAL_COPY of 8 bytes),
  *                  median in us (every rank runs it; rank 0 reports).
+ * localop_sum      Run+Wait of a schedule holding one GOAL_LocalOp ADD r = a + b of 524,288
+ *                  elements (LOCALOP_SUM_ELEMS) of binary16 (GOAL_FLOAT 16, tests
+ *                  localop_sum_fp16, 1 MiB per vector), bfloat16 (GOAL_BFLOAT 16,
+ *                  localop_sum_bf16, 1 MiB) and binary32 (GOAL_FLOAT 32, localop_sum_fp32,
+ *                  2 MiB): the 16-bit kernels widen, add in fp32 and round, against fp32's
+ *                  plain add of as many elements. Median in us and Gelem/s ("bytes" is one
+ *                  vector's size); the result is checked (1 + 1 = 2 in every element).
  * --heap           buffers from GOAL_Alloc (the single-copy path) instead of aligned_alloc;
  *                  lib name "goal-heap" unless --name says otherwise.
  * --pin            pins every thread of rank r to CPU r % ncpus after GOAL_Init (the harness
@@ -248,6 +255,16 @@ static int runwait_iters(size_t n, int quick) {
     return (int)it;
 }
 
+/* t[0..R) = microseconds of each of R Run+Waits of s, after `warm` untimed ones. */
+static void time_run_wait(GOAL_Schedule s, int R, int warm, double *t) {
+    for (int r = -warm; r < R; r++) {
+        double a = now_s();
+        run_wait(s);
+        double b = now_s();
+        if (r >= 0) t[r] = (b - a) * 1e6;
+    }
+}
+
 static void test_latency_runwait(int quick) {
     void *sbuf = g_sbuf, *rbuf = g_rbuf;
     double *t = malloc(sizeof(double) * 2000);
@@ -256,12 +273,7 @@ static void test_latency_runwait(int quick) {
         size_t n = LAT_SIZES[si];
         int R = runwait_iters(n, quick), warm = R / 10 < 2 ? 2 : R / 10;
         GOAL_Schedule s = pingpong_schedule(1, 0, sbuf, rbuf, n, NULL, NULL);
-        for (int r = -warm; r < R; r++) {
-            double a = now_s();
-            run_wait(s);
-            double b = now_s();
-            if (r >= 0) t[r] = (b - a) * 1e6;
-        }
+        time_run_wait(s, R, warm, t);
         free_sched(s);
         if (rank == 0) {
             double mn, mx;
@@ -331,12 +343,7 @@ static void test_runwait_localop(int quick) {
                       GOAL_USERSPACE, GOAL_USERSPACE),
          "GOAL_LocalOp(COPY)");
     GOAL_Schedule s = finish(g, "runwait_localop");
-    for (int r = -warm; r < R; r++) {
-        double a = now_s();
-        run_wait(s);
-        double c = now_s();
-        if (r >= 0) t[r] = (c - a) * 1e6;
-    }
+    time_run_wait(s, R, warm, t);
     free_sched(s);
     if (b[1] != b[0]) {
         fprintf(stderr, "goal_p2p (rank %d): GOAL_COPY did not copy (%llx != %llx)\n", rank,
@@ -356,6 +363,56 @@ static void test_runwait_localop(int quick) {
     }
     free(t);
     buf_free(b);
+}
+
+#define LOCALOP_SUM_ELEMS 524288
+
+/* One ADD of LOCALOP_SUM_ELEMS elements of dt/width (every element 1.0, given as
+ * `one`, the bits of 1.0 in that format; `two` those of 2.0), timed as Run+Wait. */
+static void localop_sum(int quick, const char *test, GOAL_DataType dt, int width, uint32_t one,
+                        uint32_t two) {
+    const int R = quick ? 200 : 2000, warm = R / 10;
+    const size_t esz = (size_t)width / 8, n = LOCALOP_SUM_ELEMS, bytes = n * esz;
+    unsigned char *a = buf_alloc(bytes, 0), *b = buf_alloc(bytes, 0), *r = buf_alloc(bytes, 0);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(a + i * esz, &one, esz); /* little-endian: the low bytes hold the value */
+        memcpy(b + i * esz, &one, esz);
+    }
+    double *t = malloc(sizeof(double) * (size_t)R);
+    if (!t) exit(1);
+    GOAL_Graph g = new_graph();
+    chkv(GOAL_LocalOp(g, a, b, r, GOAL_ADD, dt, width, (int)n, GOAL_USERSPACE, GOAL_USERSPACE,
+                      GOAL_USERSPACE),
+         "GOAL_LocalOp(ADD)");
+    GOAL_Schedule s = finish(g, test);
+    time_run_wait(s, R, warm, t);
+    free_sched(s);
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp(r + i * esz, &two, esz) != 0) {
+            fprintf(stderr, "goal_p2p (rank %d): %s: element %zu is not 2.0\n", rank, test, i);
+            exit(1);
+        }
+    }
+    if (rank == 0) {
+        double mn, mx;
+        minmax(t, R, &mn, &mx);
+        double med = median(t, R);
+        row_begin(test, bytes);
+        printf(", \"median_us\": %.4f, \"elements\": %zu, \"gelem_s\": %.4f, \"reps\": %d, "
+               "\"min_us\": %.4f, \"max_us\": %.4f",
+               med, n, (double)n / (med * 1e-6) / 1e9, R, mn, mx);
+        row_end();
+    }
+    free(t);
+    buf_free(r);
+    buf_free(b);
+    buf_free(a);
+}
+
+static void test_localop_sum(int quick) {
+    localop_sum(quick, "localop_sum_fp16", GOAL_FLOAT, 16, 0x3c00, 0x4000);
+    localop_sum(quick, "localop_sum_bf16", GOAL_BFLOAT, 16, 0x3f80, 0x4000);
+    localop_sum(quick, "localop_sum_fp32", GOAL_FLOAT, 32, 0x3f800000, 0x40000000);
 }
 
 /* rank 1 tells rank 0 where it runs (through goal itself: a first smoke test) */
@@ -391,7 +448,8 @@ static void meta(int quick) {
 
 int main(int argc, char **argv) {
     int quick = 0, pin = 0;
-    const char *name = NULL, *tests = "latency_sched,latency_runwait,bandwidth,runwait_localop";
+    const char *name = NULL,
+               *tests = "latency_sched,latency_runwait,bandwidth,runwait_localop,localop_sum";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--heap")) use_heap = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -401,7 +459,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: %s [--heap] [--name LIB] [--quick] [--pin] [--tests "
-                    "latency_sched,latency_runwait,bandwidth,runwait_localop]\n",
+                    "latency_sched,latency_runwait,bandwidth,runwait_localop,localop_sum]\n",
                     argv[0]);
             return 2;
         }
@@ -436,6 +494,7 @@ int main(int argc, char **argv) {
     if (strstr(tests, "latency_runwait")) test_latency_runwait(quick);
     if (strstr(tests, "bandwidth")) test_bandwidth(quick);
     if (strstr(tests, "runwait_localop")) test_runwait_localop(quick);
+    if (strstr(tests, "localop_sum")) test_localop_sum(quick);
 
     buf_free(g_ack);
     buf_free(g_arena);

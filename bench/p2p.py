@@ -36,6 +36,9 @@ KiB, MiB = 1 << 10, 1 << 20
 LAT_SIZES = [0, 1, 8, 64, 512, KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB]
 BW_SIZES = [64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB]
 OMPI_LIBS = ("openmpi", "openmpi-nosc")
+# goal_p2p's localop_sum: one ADD of this many elements per type (test, bytes of one vector)
+LOCALOP_SUM_ELEMS = 524288
+LOCALOP_SUM = [("fp16", 2 * LOCALOP_SUM_ELEMS), ("bf16", 2 * LOCALOP_SUM_ELEMS), ("fp32", 4 * LOCALOP_SUM_ELEMS)]
 
 # (section, bytes, relation, bound, text); latency compares goal's latency_sched with
 # MPI's ping-pong, bandwidth the streaming test, localop is absolute (us)
@@ -389,6 +392,16 @@ def report(ix, libs, targets) -> str:
                  C.fmt_num(value(ix, g, "runwait_localop", 8, "min_us")[0]),
                  verdict_cell([t for t in targets if t["lib"] == g], "runwait_localop", 8)] for g in goals]
         out.append(C.table(["lib", "median", "min", "target"], rows))
+        out.append("")
+        out.append(f"Run+Wait of a schedule with one GOAL_LocalOp ADD r = a + b of {LOCALOP_SUM_ELEMS:,} "
+                   "elements [us, median] (16-bit: widen, add in fp32, round to nearest even)")
+        rows = []
+        for g in goals:
+            us = {t: value(ix, g, f"localop_sum_{t}", n)[0] for t, n in LOCALOP_SUM}
+            rows.append([g] + [C.fmt_num(us[t]) for t, _ in LOCALOP_SUM]
+                        + [C.fmt_num(us[t] / us["fp32"], 2) if C.isnum(us[t]) and C.isnum(us["fp32"]) else "n/a"
+                           for t in ("fp16", "bf16")])
+        out.append(C.table(["lib", "fp16 (1 MiB)", "bf16 (1 MiB)", "fp32 (2 MiB)", "fp16/fp32", "bf16/fp32"], rows))
     return "\n".join(out)
 
 

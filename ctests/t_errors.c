@@ -20,8 +20,9 @@
  *   - scratchpad ranges past the allocated size (send, receive, local op
  *     result, a SendVec piece), and scratchpad use without a scratchpad:
  *     refused; a range ending exactly at the size: accepted and runs;
- *   - XOR/AND/OR on FLOAT, width 12, FLOAT of width 8 and 16, widths 0 and
- *     128, an unknown data type and op, LocalOpVec XOR on FLOAT: refused;
+ *   - XOR/AND/OR on FLOAT (binary16 and bfloat16 too), width 12, FLOAT of
+ *     width 8, BFLOAT of width 32, widths 0 and 128, an unknown data type and
+ *     op, LocalOpVec XOR on FLOAT: refused;
  *   - negative count (Send, Recv, LocalOp), negative tag on a send (-1 too:
  *     GOAL_ANY_TAG is for receives), tag -2 on a receive, a negative piece
  *     length and a negative piece count, NULL piece arrays: refused;
@@ -289,7 +290,9 @@ static void bad_types(void)
         {GOAL_OR, GOAL_FLOAT, 32, "OR on FLOAT32"},
         {GOAL_ADD, GOAL_SINT, 12, "SINT of width 12"},
         {GOAL_XOR, GOAL_UINT, 12, "UINT of width 12"},
-        {GOAL_ADD, GOAL_FLOAT, 16, "FLOAT of width 16"},
+        {GOAL_XOR, GOAL_FLOAT, 16, "XOR on FLOAT16 (binary16)"},
+        {GOAL_AND, GOAL_BFLOAT, 16, "AND on BFLOAT16"},
+        {GOAL_ADD, GOAL_BFLOAT, 32, "BFLOAT of width 32"},
         {GOAL_ADD, GOAL_FLOAT, 8, "FLOAT of width 8"},
         {GOAL_ADD, GOAL_UINT, 0, "width 0"},
         {GOAL_ADD, GOAL_UINT, 128, "width 128"},

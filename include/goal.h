@@ -217,9 +217,16 @@ typedef int GOAL_Algorithm;
 #define GOAL_UINT 1
 
 /*
- IEEE floating point.
+ IEEE floating point: width 16 (binary16, "half"), 32 or 64.
  */
 #define GOAL_FLOAT 2
+
+/*
+ bfloat16 (the upper 16 bits of an IEEE binary32), width 16 only. 16-bit
+ floats combine in fp32 and round to nearest even once per combine (see
+ docs/api.md).
+ */
+#define GOAL_BFLOAT 3
 
 /*
  Maximum.

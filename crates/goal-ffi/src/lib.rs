@@ -76,8 +76,12 @@ pub type GOAL_DataType = c_int;
 pub const GOAL_SINT: GOAL_DataType = 0;
 /// Unsigned integer.
 pub const GOAL_UINT: GOAL_DataType = 1;
-/// IEEE floating point.
+/// IEEE floating point: width 16 (binary16, "half"), 32 or 64.
 pub const GOAL_FLOAT: GOAL_DataType = 2;
+/// bfloat16 (the upper 16 bits of an IEEE binary32), width 16 only. 16-bit
+/// floats combine in fp32 and round to nearest even once per combine (see
+/// docs/api.md).
+pub const GOAL_BFLOAT: GOAL_DataType = 3;
 
 /// Operator of a local operation.
 pub type GOAL_Op = c_int;

@@ -6,8 +6,42 @@
 //! unaligned loads and stores; the compiler still vectorises the loops.
 //! Integer arithmetic wraps; integer division by zero is reported, with the
 //! index of the element, instead of trapping.
+//!
+//! # 16-bit floats
+//!
+//! IEEE binary16 (`GOAL_FLOAT`, width 16) and bfloat16 (`GOAL_BFLOAT`) take
+//! every operator a float takes. Each combine widens both operands to fp32
+//! (exactly), combines in fp32 and rounds the result once to the 16-bit
+//! format, to nearest, ties to even: the result depends on the two operands
+//! only, so every rank gets the same bits and a collective equals a
+//! sequential model of its combines in its order. A NaN result is the
+//! quiet NaN without payload (`0x7E00`, `0x7FC0`: which NaN operand an fp32
+//! operation passes on is not fixed across kernels),
+//! infinities and subnormals are what widening and rounding make of them
+//! (binary16 subnormals widen exactly; bfloat16 has fp32's exponent range);
+//! MAX and MIN give the other operand for a NaN, as the 32- and 64-bit
+//! floats do. COPY copies bits. The rule and its reference functions are in
+//! [`goal_sched::half`]; docs/api.md states it for users.
+//!
+//! The kernels that run, chosen at run time as for the other types:
+//!
+//! * AVX-512 (F, BW, DQ, VL): 16 lanes; binary16 converts with
+//!   `vcvtph2ps`/`vcvtps2ph` (round to nearest even), bfloat16 widens with
+//!   `vpmovzxwd` + `vpslld 16` and narrows with integer arithmetic on the
+//!   fp32 bits (`+ 0x7FFF + lsb`, NaNs replaced by a masked blend) and
+//!   `vpmovdw`. AVX-512 BF16's `vcvtne2ps2bf16` is not used: it flushes
+//!   subnormal inputs and results to zero, which the rule does not.
+//! * AVX2: 8 lanes; binary16 with F16C's `vcvtph2ps`/`vcvtps2ph` where the
+//!   processor has F16C (else the portable path), bfloat16 with the same
+//!   integer rounding in 256-bit registers and `vpackusdw` + `vpermq`.
+//! * Anything else: the portable loops over [`goal_sched::half`]'s scalar
+//!   functions.
+//!
+//! All give the same bits (tested), as every lane does what the scalar
+//! reference does. The rule assumes the processor's default floating-point
+//! environment (no flush-to-zero), as the other float kernels do.
 
-use goal_sched::{DataType, ReduceOp};
+use goal_sched::{half, DataType, ReduceOp};
 
 /// Why a kernel stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +197,55 @@ int_kernel!(k_u64, u64);
 float_kernel!(k_f32, f32);
 float_kernel!(k_f64, f64);
 
+/// Which 16-bit float `dt`/`width` is, if one: `Some(true)` for bfloat16,
+/// `Some(false)` for binary16.
+#[inline(always)]
+fn half_format(dt: DataType, width: u8) -> Option<bool> {
+    match (dt, width) {
+        (DataType::Float, 16) => Some(false),
+        (DataType::BFloat, 16) => Some(true),
+        _ => None,
+    }
+}
+
+/// The portable kernel of the 16-bit floats (bfloat16 if `bf`): widen,
+/// combine in fp32, round, one element at a time over
+/// [`goal_sched::half`]'s functions; also the vector kernels' tail.
+///
+/// # Safety
+/// As for the integer kernels.
+#[inline(always)]
+unsafe fn k_half(bf: bool, op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8, n: usize) {
+    if op == ReduceOp::Copy {
+        // SAFETY: valid for n elements; `copy` allows exact aliasing.
+        unsafe { std::ptr::copy(a, r, n * 2) };
+        return;
+    }
+    let (a, b, r) = (a as *const u16, b as *const u16, r as *mut u16);
+    // One loop per operator (the operator a constant in each), so that the
+    // compiler can vectorise what the target allows.
+    macro_rules! each {
+        ($to:path, $from:path) => {
+            match op {
+                ReduceOp::Add => elementwise!(u16, a, b, r, n, |x, y| $to(half::combine_f32(ReduceOp::Add, $from(x), $from(y)))),
+                ReduceOp::Sub => elementwise!(u16, a, b, r, n, |x, y| $to(half::combine_f32(ReduceOp::Sub, $from(x), $from(y)))),
+                ReduceOp::Mul => elementwise!(u16, a, b, r, n, |x, y| $to(half::combine_f32(ReduceOp::Mul, $from(x), $from(y)))),
+                ReduceOp::Div => elementwise!(u16, a, b, r, n, |x, y| $to(half::combine_f32(ReduceOp::Div, $from(x), $from(y)))),
+                ReduceOp::Max => elementwise!(u16, a, b, r, n, |x, y| $to(half::combine_f32(ReduceOp::Max, $from(x), $from(y)))),
+                ReduceOp::Min => elementwise!(u16, a, b, r, n, |x, y| $to(half::combine_f32(ReduceOp::Min, $from(x), $from(y)))),
+                ReduceOp::Copy | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor | ReduceOp::Wtime => {
+                    unreachable!("refused by the compiler")
+                }
+            }
+        };
+    }
+    if bf {
+        each!(half::f32_to_bf16, half::bf16_to_f32)
+    } else {
+        each!(half::f32_to_f16, half::f16_to_f32)
+    }
+}
+
 /// Applies `op` to `n` elements of `dt`/`width` bits: `r[i] = a[i] op b[i]`.
 ///
 /// In place (`r == a` or `r == b`, as reductions combine into an
@@ -208,6 +291,22 @@ pub unsafe fn apply(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *con
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn apply_avx2(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+    match half_format(dt, width) {
+        Some(bf) if op.is_binary() && op != ReduceOp::Wtime => {
+            if bf {
+                // SAFETY: this function runs only where the processor has AVX2;
+                // the buffers are forwarded from the caller's guarantees.
+                unsafe { x86::bf16_avx2(op, a, b, r, n) };
+                return Ok(());
+            }
+            if std::arch::is_x86_feature_detected!("f16c") {
+                // SAFETY: AVX2 as above, F16C checked just now; buffers forwarded.
+                unsafe { x86::f16_avx2(op, a, b, r, n) };
+                return Ok(());
+            }
+        }
+        _ => {}
+    }
     // SAFETY: forwarded from the caller's guarantees.
     unsafe { apply_any(op, dt, width, a, b, r, n) }
 }
@@ -231,8 +330,250 @@ fn avx512() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
 unsafe fn apply_avx512(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+    if let Some(bf) = half_format(dt, width) {
+        if op.is_binary() && op != ReduceOp::Wtime {
+            // SAFETY: this function runs only where the processor has AVX-512
+            // F, BW, DQ and VL (what the kernels need); buffers forwarded.
+            unsafe {
+                if bf {
+                    x86::bf16_avx512(op, a, b, r, n)
+                } else {
+                    x86::f16_avx512(op, a, b, r, n)
+                }
+            };
+            return Ok(());
+        }
+    }
     // SAFETY: forwarded from the caller's guarantees.
     unsafe { apply_any(op, dt, width, a, b, r, n) }
+}
+
+/// The vector kernels of the 16-bit floats (see the module documentation):
+/// whole vectors of elements, then the portable kernel for the rest.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{k_half, ReduceOp};
+    use std::arch::x86_64::*;
+
+    /// `r = a op b` over `n` elements, `$w` at a time, with `$load`/`$store`
+    /// converting to and from fp32 vectors; then the rest with
+    /// [`k_half`]`($bf, ..)`. The operator is matched once, outside the loop.
+    macro_rules! lanes {
+        ($bf:expr, $w:expr, $load:ident, $store:ident, $max:ident, $min:ident, $add:ident, $sub:ident, $mul:ident, $div:ident, $op:ident, $a:ident, $b:ident, $r:ident, $n:ident) => {{
+            macro_rules! run {
+                (|$x:ident, $y:ident| $e:expr) => {{
+                    let mut i = 0;
+                    while i + $w <= $n {
+                        // SAFETY: elements i .. i + $w are within the n valid
+                        // ones at each pointer; loading both operands before
+                        // the store keeps exact aliasing (in place) right.
+                        unsafe {
+                            let $x = $load($a.add(2 * i));
+                            let $y = $load($b.add(2 * i));
+                            $store($r.add(2 * i), $e);
+                        }
+                        i += $w;
+                    }
+                    i
+                }};
+            }
+            let done = match $op {
+                ReduceOp::Add => run!(|x, y| $add(x, y)),
+                ReduceOp::Sub => run!(|x, y| $sub(x, y)),
+                ReduceOp::Mul => run!(|x, y| $mul(x, y)),
+                ReduceOp::Div => run!(|x, y| $div(x, y)),
+                ReduceOp::Max => run!(|x, y| $max(x, y)),
+                ReduceOp::Min => run!(|x, y| $min(x, y)),
+                _ => unreachable!("COPY and the integer operators do not come here"),
+            };
+            // SAFETY: the remaining elements are within the valid ones.
+            unsafe { k_half($bf, $op, $a.add(2 * done), $b.add(2 * done), $r.add(2 * done), $n - done) }
+        }};
+    }
+
+    // ---- 256 bits -------------------------------------------------------
+
+    /// `max` as [`goal_sched::half::combine_f32`] has it: `maxps(y, x)`
+    /// (y if y > x, else x), and y where x is a NaN.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn max8(x: __m256, y: __m256) -> __m256 {
+        _mm256_blendv_ps(_mm256_max_ps(y, x), y, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
+    }
+
+    /// `min`, as [`max8`].
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn min8(x: __m256, y: __m256) -> __m256 {
+        _mm256_blendv_ps(_mm256_min_ps(y, x), y, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
+    }
+
+    /// 8 binary16 at `p`, widened.
+    ///
+    /// # Safety
+    /// 16 bytes readable at `p`; the processor has AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    unsafe fn load_f16x8(p: *const u8) -> __m256 {
+        // SAFETY: 16 readable bytes (the caller's guarantee); unaligned load.
+        _mm256_cvtph_ps(unsafe { _mm_loadu_si128(p as *const __m128i) })
+    }
+
+    /// 8 fp32 rounded to binary16 (to nearest even) at `p`; NaNs become
+    /// the quiet NaN without payload.
+    ///
+    /// # Safety
+    /// 16 writable bytes at `p`; the processor has AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    unsafe fn store_f16x8(p: *mut u8, v: __m256) {
+        let v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc0_0000)), _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        // SAFETY: 16 writable bytes (the caller's guarantee); unaligned store.
+        unsafe { _mm_storeu_si128(p as *mut __m128i, _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) }
+    }
+
+    /// 8 bfloat16 at `p`, widened (a 16-bit shift).
+    ///
+    /// # Safety
+    /// 16 bytes readable at `p`; the processor has AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn load_bf16x8(p: *const u8) -> __m256 {
+        // SAFETY: 16 readable bytes (the caller's guarantee); unaligned load.
+        let h = unsafe { _mm_loadu_si128(p as *const __m128i) };
+        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
+    }
+
+    /// 8 fp32 rounded to bfloat16 (to nearest even) at `p`:
+    /// `(bits + 0x7FFF + lsb) >> 16`, or the quiet NaN `0x7FC0` for a NaN.
+    ///
+    /// # Safety
+    /// 16 writable bytes at `p`; the processor has AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn store_bf16x8(p: *mut u8, v: __m256) {
+        let bits = _mm256_castps_si256(v);
+        let high = _mm256_srli_epi32::<16>(bits);
+        let lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
+        let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), lsb));
+        let quiet = _mm256_set1_epi32(0x7fc0);
+        let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        let out = _mm256_blendv_epi8(rounded, quiet, nan);
+        // Every lane is below 0x10000, so the saturating pack is exact; it
+        // packs per 128-bit half, the permutation joins the halves' low quadwords.
+        let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(out, out));
+        // SAFETY: 16 writable bytes (the caller's guarantee); unaligned store.
+        unsafe { _mm_storeu_si128(p as *mut __m128i, _mm256_castsi256_si128(packed)) }
+    }
+
+    /// binary16 with F16C, 8 lanes.
+    ///
+    /// # Safety
+    /// As for [`super::apply`] with a binary operator other than WTIME; the
+    /// processor has AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn f16_avx2(op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8, n: usize) {
+        lanes!(false, 8, load_f16x8, store_f16x8, max8, min8, _mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_div_ps, op, a, b, r, n)
+    }
+
+    /// bfloat16 with AVX2 integer rounding, 8 lanes.
+    ///
+    /// # Safety
+    /// As for [`super::apply`] with a binary operator other than WTIME; the
+    /// processor has AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn bf16_avx2(op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8, n: usize) {
+        lanes!(true, 8, load_bf16x8, store_bf16x8, max8, min8, _mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_div_ps, op, a, b, r, n)
+    }
+
+    // ---- 512 bits -------------------------------------------------------
+
+    /// `max` as [`max8`], 16 lanes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn max16(x: __m512, y: __m512) -> __m512 {
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), _mm512_max_ps(y, x), y)
+    }
+
+    /// `min` as [`min8`], 16 lanes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn min16(x: __m512, y: __m512) -> __m512 {
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), _mm512_min_ps(y, x), y)
+    }
+
+    /// 16 binary16 at `p`, widened.
+    ///
+    /// # Safety
+    /// 32 bytes readable at `p`; the processor has AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn load_f16x16(p: *const u8) -> __m512 {
+        // SAFETY: 32 readable bytes (the caller's guarantee); unaligned load.
+        _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(p as *const __m256i) })
+    }
+
+    /// 16 fp32 rounded to binary16 (to nearest even) at `p`, NaNs as [`store_f16x8`].
+    ///
+    /// # Safety
+    /// 32 writable bytes at `p`; the processor has AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn store_f16x16(p: *mut u8, v: __m512) {
+        let v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v), v, _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc0_0000)));
+        let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+        // SAFETY: 32 writable bytes (the caller's guarantee); unaligned store.
+        unsafe { _mm256_storeu_si256(p as *mut __m256i, h) }
+    }
+
+    /// 16 bfloat16 at `p`, widened.
+    ///
+    /// # Safety
+    /// 32 bytes readable at `p`; the processor has AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn load_bf16x16(p: *const u8) -> __m512 {
+        // SAFETY: 32 readable bytes (the caller's guarantee); unaligned load.
+        let h = unsafe { _mm256_loadu_si256(p as *const __m256i) };
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    }
+
+    /// 16 fp32 rounded to bfloat16 at `p`, as [`store_bf16x8`].
+    ///
+    /// # Safety
+    /// 32 writable bytes at `p`; the processor has AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn store_bf16x16(p: *mut u8, v: __m512) {
+        let bits = _mm512_castps_si512(v);
+        let high = _mm512_srli_epi32::<16>(bits);
+        let lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
+        let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), lsb));
+        let quiet = _mm512_set1_epi32(0x7fc0);
+        let out = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v), rounded, quiet);
+        // SAFETY: 32 writable bytes (the caller's guarantee); unaligned store.
+        unsafe { _mm256_storeu_si256(p as *mut __m256i, _mm512_cvtepi32_epi16(out)) }
+    }
+
+    /// binary16, 16 lanes.
+    ///
+    /// # Safety
+    /// As for [`super::apply`] with a binary operator other than WTIME; the
+    /// processor has AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn f16_avx512(op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8, n: usize) {
+        lanes!(false, 16, load_f16x16, store_f16x16, max16, min16, _mm512_add_ps, _mm512_sub_ps, _mm512_mul_ps, _mm512_div_ps, op, a, b, r, n)
+    }
+
+    /// bfloat16, 16 lanes.
+    ///
+    /// # Safety
+    /// As for [`super::apply`] with a binary operator other than WTIME; the
+    /// processor has AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn bf16_avx512(op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8, n: usize) {
+        lanes!(true, 16, load_bf16x16, store_bf16x16, max16, min16, _mm512_add_ps, _mm512_sub_ps, _mm512_mul_ps, _mm512_div_ps, op, a, b, r, n)
+    }
 }
 
 /// The kernels, inlined into each entry point of [`apply`].
@@ -261,6 +602,14 @@ unsafe fn apply_any(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *con
             (DataType::UInt, 64) => k_u64(op, a, b, r, n),
             (DataType::Float, 32) => k_f32(op, a, b, r, n),
             (DataType::Float, 64) => k_f64(op, a, b, r, n),
+            (DataType::Float, 16) => {
+                k_half(false, op, a, b, r, n);
+                Ok(())
+            }
+            (DataType::BFloat, 16) => {
+                k_half(true, op, a, b, r, n);
+                Ok(())
+            }
             _ => unreachable!("refused by the compiler"),
         }
     }
@@ -346,7 +695,6 @@ mod tests {
     /// zeros among the floats (the min and max of a NaN pair take their own
     /// paths). Each build is checked where the processor has it.
     /// An entry point with [`apply`]'s signature.
-    #[cfg(target_arch = "x86_64")]
     type Kernel = unsafe fn(ReduceOp, DataType, u8, *const u8, *const u8, *mut u8, usize) -> Result<(), KernelError>;
 
     #[cfg(target_arch = "x86_64")]
@@ -363,6 +711,118 @@ mod tests {
             say!("checking the {name} build");
             check_build(kernel);
         }
+    }
+
+    /// Every build of the 16-bit float kernels the processor runs (the
+    /// portable one, AVX2 with F16C or without, AVX-512) gives, for every
+    /// operator, the bits of the scalar model of the rounding rule
+    /// ([`half::combine_f16`], [`half::combine_bf16`]): out of place and in
+    /// place on either operand, over every 16-bit pattern as the first
+    /// operand (NaNs signalling and quiet, infinities, signed zeros,
+    /// subnormals, the largest finite values) against a mix of special and
+    /// other values, after every pair of special values (with sums and
+    /// products that are ties), and a length that leaves a tail after any
+    /// vector width.
+    #[test]
+    fn half_kernels_give_the_scalar_model_bits() {
+        let mut builds: Vec<(&str, Kernel)> = vec![("portable", apply_any)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                builds.push(("avx2", apply_avx2));
+            }
+            if avx512() {
+                builds.push(("avx512", apply_avx512));
+            }
+        }
+        let f16s: &[u16] = &[
+            0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7d00, 0xfe01, 0x0001, 0x8001, 0x0002, 0x03ff, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x7bfe,
+            0x3c00, 0xbc00, 0x3c01, 0x1000, 0x1001, 0x3800, 0x4000, 0x5bff, 0x0c00, 0x2e66,
+        ];
+        let bf16s: &[u16] = &[
+            0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffc1, 0x0001, 0x8001, 0x007f, 0x0080, 0x7f7f, 0xff7f, 0x7f7e, 0x3f80,
+            0xbf80, 0x3f81, 0x3b80, 0x3b81, 0x3b00, 0x4000, 0x0100, 0x3f00, 0x3eaa,
+        ];
+        let ops = [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Sub, ReduceOp::Mul, ReduceOp::Div, ReduceOp::Copy];
+        for (dt, specials, model) in [
+            (DataType::Float, f16s, half::combine_f16 as fn(ReduceOp, u16, u16) -> u16),
+            (DataType::BFloat, bf16s, half::combine_bf16),
+        ] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for &x in specials {
+                for &y in specials {
+                    a.push(x);
+                    b.push(y);
+                }
+            }
+            let mut h = 0x9E37_79B9_7F4A_7C15u64;
+            for i in 0..=u16::MAX as usize + 7 {
+                h = h.rotate_left(17).wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ i as u64;
+                a.push(i as u16);
+                b.push(if i % 3 == 0 { specials[(h % specials.len() as u64) as usize] } else { (h >> 20) as u16 });
+            }
+            let n = a.len();
+            for &op in &ops {
+                let want: Vec<u16> = a.iter().zip(&b).map(|(&x, &y)| model(op, x, y)).collect();
+                for (name, kernel) in &builds {
+                    let ctx = format!("{name} {op:?} {}/16", dt.name());
+                    let (mut out, mut on_a, mut on_b) = (vec![0u16; n], a.clone(), b.clone());
+                    // SAFETY: every vector holds n elements; each result is a vector of its own or exactly an operand.
+                    unsafe {
+                        kernel(op, dt, 16, a.as_ptr() as _, b.as_ptr() as _, out.as_mut_ptr() as _, n).unwrap();
+                        kernel(op, dt, 16, on_a.as_ptr() as _, b.as_ptr() as _, on_a.as_mut_ptr() as _, n).unwrap();
+                        kernel(op, dt, 16, a.as_ptr() as _, on_b.as_ptr() as _, on_b.as_mut_ptr() as _, n).unwrap();
+                    }
+                    for (k, got) in [("out of place", &out), ("in place on the first operand", &on_a), ("in place on the second", &on_b)] {
+                        if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                            panic!("{ctx} {k}: element {i}: {:#06x} op {:#06x} gave {:#06x}, want {:#06x}", a[i], b[i], got[i], want[i]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The scalar reference's rounding to binary16 agrees with the
+    /// processor's (F16C, round to nearest even) on a million fp32 bit
+    /// patterns spread over all of them; NaNs, which F16C passes on with
+    /// their payload, give the quiet NaN.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_scalar_binary16_rounding_is_the_processors() {
+        if !std::arch::is_x86_feature_detected!("f16c") {
+            say!("no F16C here: nothing to compare with");
+            return;
+        }
+        #[target_feature(enable = "avx,f16c")]
+        fn f16c(x: [f32; 8]) -> [u16; 8] {
+            use std::arch::x86_64::*;
+            // SAFETY: both arrays are 8 elements (32 and 16 bytes); unaligned load and store.
+            unsafe {
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(x.as_ptr()));
+                let mut out = [0u16; 8];
+                _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, h);
+                out
+            }
+        }
+        let mut bits = 0u32;
+        let mut checked = 0u64;
+        loop {
+            let x: [f32; 8] = std::array::from_fn(|k| f32::from_bits(bits.wrapping_add(k as u32)));
+            // SAFETY: the processor has F16C (checked above) and AVX with it.
+            let hw = unsafe { f16c(x) };
+            for k in 0..8 {
+                let want = if x[k].is_nan() { 0x7e00 } else { hw[k] };
+                assert_eq!(half::f32_to_f16(x[k]), want, "{:#010x}", x[k].to_bits());
+            }
+            checked += 8;
+            let (next, wrapped) = bits.overflowing_add(4099 * 8);
+            if wrapped {
+                break;
+            }
+            bits = next;
+        }
+        say!("{checked} fp32 values round as F16C rounds them");
     }
 
     #[cfg(target_arch = "x86_64")]

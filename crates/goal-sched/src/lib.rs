@@ -23,6 +23,7 @@
 pub mod coll;
 mod error;
 mod graph;
+pub mod half;
 mod ops;
 pub mod chains;
 mod schedule;

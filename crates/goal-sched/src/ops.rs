@@ -1,9 +1,10 @@
 //! Local operations: which operator, data type and element width exist.
 //!
 //! The table is the thesis' (section 2.2.3) made exact by the C API contract:
-//! signed and unsigned integers of 8, 16, 32 and 64 bits, floats of 32 and 64
-//! bits; the bitwise operators only on integers; `WTIME` ignores type and
-//! width and writes one 64-bit double.
+//! signed and unsigned integers of 8, 16, 32 and 64 bits, floats of 16 (IEEE
+//! binary16), 32 and 64 bits, bfloat16 (16 bits); the bitwise operators only
+//! on integers; `WTIME` ignores type and width and writes one 64-bit double.
+//! How a 16-bit float combines is in [`crate::half`].
 
 /// The operator of a local operation, with the C API's numbering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -85,8 +86,11 @@ pub enum DataType {
     SInt = 0,
     /// Unsigned integer.
     UInt = 1,
-    /// IEEE 754 binary floating point.
+    /// IEEE 754 binary floating point (binary16, binary32, binary64).
     Float = 2,
+    /// bfloat16: the upper half of an IEEE binary32 (8 exponent bits, 7
+    /// fraction bits); 16 bits only.
+    BFloat = 3,
 }
 
 impl DataType {
@@ -96,6 +100,7 @@ impl DataType {
             0 => Some(DataType::SInt),
             1 => Some(DataType::UInt),
             2 => Some(DataType::Float),
+            3 => Some(DataType::BFloat),
             _ => None,
         }
     }
@@ -106,6 +111,7 @@ impl DataType {
             DataType::SInt => "GOAL_SINT",
             DataType::UInt => "GOAL_UINT",
             DataType::Float => "GOAL_FLOAT",
+            DataType::BFloat => "GOAL_BFLOAT",
         }
     }
 
@@ -113,7 +119,22 @@ impl DataType {
     pub fn has_width(self, bits: i64) -> bool {
         match self {
             DataType::SInt | DataType::UInt => matches!(bits, 8 | 16 | 32 | 64),
-            DataType::Float => matches!(bits, 32 | 64),
+            DataType::Float => matches!(bits, 16 | 32 | 64),
+            DataType::BFloat => bits == 16,
+        }
+    }
+
+    /// Whether the type is a floating-point one (no bitwise operators).
+    pub fn is_float(self) -> bool {
+        matches!(self, DataType::Float | DataType::BFloat)
+    }
+
+    /// The widths this type takes, for messages.
+    fn widths(self) -> &'static str {
+        match self {
+            DataType::SInt | DataType::UInt => "8, 16, 32 or 64",
+            DataType::Float => "16, 32 or 64",
+            DataType::BFloat => "16 only",
         }
     }
 }
@@ -128,14 +149,17 @@ pub(crate) fn check_local(op: i64, dt: i64, width: i64) -> Result<(ReduceOp, Dat
         return Ok((op, DataType::Float, 64));
     }
     let Some(ty) = DataType::from_raw(dt) else {
-        return Err(format!("data type {dt} does not exist (GOAL_SINT, GOAL_UINT, GOAL_FLOAT are 0, 1, 2)"));
+        return Err(format!("data type {dt} does not exist (GOAL_SINT, GOAL_UINT, GOAL_FLOAT, GOAL_BFLOAT are 0, 1, 2, 3)"));
     };
     if !ty.has_width(width) {
-        let allowed = if ty == DataType::Float { "32 or 64" } else { "8, 16, 32 or 64" };
-        return Err(format!("element width {width} bits does not exist for {} (it takes {allowed})", ty.name()));
+        return Err(format!("element width {width} bits does not exist for {} (it takes {})", ty.name(), ty.widths()));
     }
-    if matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) && ty == DataType::Float {
-        return Err(format!("{} is not defined on GOAL_FLOAT (bitwise operators take GOAL_SINT and GOAL_UINT)", op.name()));
+    if matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) && ty.is_float() {
+        return Err(format!(
+            "{} is not defined on {} of width {width} (bitwise operators take GOAL_SINT and GOAL_UINT)",
+            op.name(),
+            ty.name()
+        ));
     }
     Ok((op, ty, width as u8))
 }

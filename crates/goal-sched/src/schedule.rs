@@ -779,6 +779,7 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_refused_with_the_vertex_named() {
+        let local = |op: i64, dt: i64, width: i64| Vertex::Local { op, dt, width, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) };
         let cases: Vec<(Vertex, K, &str)> = vec![
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: 4, tag: 0 }, K::Rank, "destination rank 4 is outside the group of 4"),
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: -1, tag: 0 }, K::Rank, "rank -1"),
@@ -787,21 +788,14 @@ mod tests {
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: 0, tag: -1 }, K::BadArgument, "tag -1"),
             (Vertex::Recv { buf: Buf::scratch(60), len: 8, peer: 0, tag: 0 }, K::Scratchpad, "[60, 68) reaches past the scratchpad of 64"),
             (Vertex::Send { buf: Buf { mem: 7, addr: 0 }, len: 1, peer: 0, tag: 0 }, K::BadOp, "memory type 7"),
-            (
-                Vertex::Local { op: ReduceOp::Xor as i64, dt: 2, width: 64, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "GOAL_XOR is not defined on GOAL_FLOAT",
-            ),
-            (
-                Vertex::Local { op: ReduceOp::Add as i64, dt: 0, width: 12, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "width 12",
-            ),
-            (
-                Vertex::Local { op: 42, dt: 0, width: 8, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) },
-                K::BadOp,
-                "operator 42",
-            ),
+            (local(ReduceOp::Xor as i64, 2, 64), K::BadOp, "GOAL_XOR is not defined on GOAL_FLOAT"),
+            (local(ReduceOp::Add as i64, 0, 12), K::BadOp, "width 12"),
+            (local(42, 0, 8), K::BadOp, "operator 42"),
+            (local(ReduceOp::And as i64, 3, 16), K::BadOp, "GOAL_AND is not defined on GOAL_BFLOAT of width 16"),
+            (local(ReduceOp::Xor as i64, 2, 16), K::BadOp, "GOAL_XOR is not defined on GOAL_FLOAT of width 16"),
+            (local(ReduceOp::Add as i64, 3, 32), K::BadOp, "element width 32 bits does not exist for GOAL_BFLOAT (it takes 16 only)"),
+            (local(ReduceOp::Add as i64, 2, 8), K::BadOp, "element width 8 bits does not exist for GOAL_FLOAT (it takes 16, 32 or 64)"),
+            (local(ReduceOp::Add as i64, 4, 16), K::BadOp, "data type 4 does not exist"),
         ];
         for (v, kind, needle) in cases {
             let mut g = Graph::new();
@@ -813,6 +807,35 @@ mod tests {
             assert_eq!(e.vertex, Some(1));
             assert!(e.message.starts_with("vertex 1 ("), "{}", e.message);
             assert!(e.message.contains(needle), "{:?} lacks {needle:?}", e.message);
+        }
+    }
+
+    /// binary16 and bfloat16 take every operator a float takes, as local
+    /// operations and vectors of pieces, and their elements are 2 bytes.
+    #[test]
+    fn sixteen_bit_floats_compile_with_every_float_operator() {
+        for (dt, name) in [(DataType::Float, "binary16"), (DataType::BFloat, "bfloat16")] {
+            for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Sub, ReduceOp::Div, ReduceOp::Mul, ReduceOp::Copy] {
+                let mut g = Graph::new();
+                g.set_scratchpad(64);
+                g.local(op as i64, dt as i64, 16, 32, Buf::scratch(0), Buf::scratch(0), Buf::scratch(0));
+                let pieces = vec![(0u64, 6i64), (16, 2)];
+                g.add(Vertex::LocalVec { op: op as i64, dt: dt as i64, width: 16, lists: [(1, pieces.clone()), (1, pieces.clone()), (1, pieces)] });
+                let s = compile(&g, &opts(1)).unwrap_or_else(|e| panic!("{name} {}: {e}", op.name()));
+                assert_eq!((s.locals[0].dt(), s.locals[0].width), (dt, 16));
+                assert_eq!(s.lvecs[0].dt, dt as u8);
+            }
+            let mut g = Graph::new();
+            g.set_scratchpad(64);
+            g.local(ReduceOp::Add as i64, dt as i64, 16, 33, Buf::scratch(0), Buf::scratch(0), Buf::scratch(0));
+            let e = compile(&g, &opts(1)).unwrap_err();
+            assert!(e.message.contains("scratchpad"), "{name}: 33 elements are 66 bytes: {}", e.message);
+            let mut g = Graph::new();
+            g.set_scratchpad(64);
+            let odd = vec![(0u64, 3i64), (16, 3)];
+            g.add(Vertex::LocalVec { op: ReduceOp::Add as i64, dt: dt as i64, width: 16, lists: [(1, odd.clone()), (1, odd.clone()), (1, odd)] });
+            let e = compile(&g, &opts(1)).unwrap_err();
+            assert!(e.message.contains("splits a 16-bit element"), "{name}: {}", e.message);
         }
     }
 

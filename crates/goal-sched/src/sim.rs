@@ -902,6 +902,16 @@ fn kernel(op: ReduceOp, dt: DataType, width: u8, a: &[u8], b: &[u8], out: &mut [
             Ok(())
         }};
     }
+    macro_rules! half {
+        ($combine:path) => {{
+            for (i, o) in out.chunks_exact_mut(2).enumerate() {
+                let x = u16::from_ne_bytes([a[2 * i], a[2 * i + 1]]);
+                let y = u16::from_ne_bytes([b[2 * i], b[2 * i + 1]]);
+                o.copy_from_slice(&$combine(op, x, y).to_ne_bytes());
+            }
+            Ok(())
+        }};
+    }
     match (dt, width) {
         (DataType::SInt, 8) => int!(i8),
         (DataType::SInt, 16) => int!(i16),
@@ -913,6 +923,8 @@ fn kernel(op: ReduceOp, dt: DataType, width: u8, a: &[u8], b: &[u8], out: &mut [
         (DataType::UInt, 64) => int!(u64),
         (DataType::Float, 32) => float!(f32),
         (DataType::Float, 64) => float!(f64),
+        (DataType::Float, 16) => half!(crate::half::combine_f16),
+        (DataType::BFloat, 16) => half!(crate::half::combine_bf16),
         _ => unreachable!("refused by the compiler"),
     }
 }

@@ -564,6 +564,13 @@ fn kernel(red: Reduction, a: &[u8], b: &[u8]) -> Vec<u8> {
             }
         };
     }
+    // 16-bit floats: the scalar reference of the rounding rule, tested on
+    // its own against the definitions in goal_sched::half.
+    macro_rules! half {
+        ($combine:path) => {
+            each!(u16, |x, y| $combine(red.op, x, y))
+        };
+    }
     match (red.dt, red.width) {
         (DataType::SInt, 8) => int!(i8),
         (DataType::SInt, 16) => int!(i16),
@@ -575,6 +582,8 @@ fn kernel(red: Reduction, a: &[u8], b: &[u8]) -> Vec<u8> {
         (DataType::UInt, 64) => int!(u64),
         (DataType::Float, 32) => float!(f32),
         (DataType::Float, 64) => float!(f64),
+        (DataType::Float, 16) => half!(goal_sched::half::combine_f16),
+        (DataType::BFloat, 16) => half!(goal_sched::half::combine_bf16),
         _ => unreachable!(),
     }
 }
@@ -589,9 +598,9 @@ fn all_reductions() -> Vec<Reduction> {
             }
         }
     }
-    for width in [32, 64] {
+    for (dt, width) in [(DataType::Float, 16), (DataType::BFloat, 16), (DataType::Float, 32), (DataType::Float, 64)] {
         for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Mul] {
-            v.push(Reduction { op, dt: DataType::Float, width });
+            v.push(Reduction { op, dt, width });
         }
     }
     v
@@ -603,6 +612,24 @@ fn elements(red: Reduction, n: u64, rng: &mut Rng) -> Vec<u8> {
     match (red.dt, red.width) {
         (DataType::Float, 32) => (0..n).flat_map(|_| ((rng.next() % 20001) as f32 / 997.0 - 10.0 + 1e-3).to_ne_bytes()).collect(),
         (DataType::Float, 64) => (0..n).flat_map(|_| ((rng.next() % 2_000_001) as f64 / 99_991.0 - 10.0 + 1e-9).to_ne_bytes()).collect(),
+        // 16-bit floats: one in four any bit pattern (NaNs, infinities,
+        // subnormals, huge values), the others of mixed magnitude around 1.
+        (_, 16) => (0..n)
+            .flat_map(|_| {
+                let r = rng.next();
+                let h = if r.is_multiple_of(4) {
+                    (r >> 8) as u16
+                } else {
+                    let x = ((r >> 8) % 20001) as f32 / 997.0 - 10.0 + 1e-3;
+                    if red.dt == DataType::BFloat {
+                        goal_sched::half::f32_to_bf16(x)
+                    } else {
+                        goal_sched::half::f32_to_f16(x)
+                    }
+                };
+                h.to_ne_bytes()
+            })
+            .collect(),
         _ => rng.bytes((n * red.width as u64 / 8) as usize),
     }
 }
@@ -806,6 +833,25 @@ fn non_associative_operators_are_refused() {
     let red = Reduction { op: ReduceOp::Xor, dt: DataType::Float, width: 64 };
     let e = reduce(&mut Graph::new(), Group { rank: 0, size: 2 }, place(), 0, 0, 4, red, 0, Algorithm::Auto).unwrap_err();
     assert!(e.to_string().contains("GOAL_XOR is not defined on GOAL_FLOAT"), "{e}");
+    // 16-bit floats: the bitwise operators and SUB/DIV are refused, naming operator, type and width.
+    for (dt, ty) in [(DataType::Float, "GOAL_FLOAT"), (DataType::BFloat, "GOAL_BFLOAT")] {
+        for op in [ReduceOp::And, ReduceOp::Or, ReduceOp::Xor] {
+            let red = Reduction { op, dt, width: 16 };
+            let e = allreduce(&mut Graph::new(), Group { rank: 0, size: 2 }, place(), 0, 0, 4, red, Algorithm::Auto).unwrap_err();
+            assert!(e.to_string().contains(&format!("{} is not defined on {ty} of width 16", op.name())), "{e}");
+            let e = Reduction::from_raw(op as i64, dt as i64, 16).unwrap_err();
+            assert!(e.to_string().contains(&format!("{} is not defined on {ty} of width 16", op.name())), "{e}");
+        }
+        for op in [ReduceOp::Sub, ReduceOp::Div] {
+            let e = Reduction::from_raw(op as i64, dt as i64, 16).unwrap_err();
+            assert!(e.to_string().contains(op.name()) && e.to_string().contains("associative"), "{e}");
+        }
+        for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Mul] {
+            assert_eq!(Reduction::from_raw(op as i64, dt as i64, 16).unwrap().check().unwrap(), 2);
+        }
+    }
+    let e = Reduction::from_raw(ReduceOp::Add as i64, DataType::BFloat as i64, 32).unwrap_err();
+    assert!(e.to_string().contains("element width 32 bits does not exist for GOAL_BFLOAT"), "{e}");
 }
 
 // ---------------------------------------------------------------------------

@@ -95,7 +95,7 @@ fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u6
         (true, 0) => (1..p).collect(),
         (true, _) => vec![],
     };
-    let up = if flat { 0 } else { parent(v) };
+    let up = if flat || v == 0 { 0 } else { parent(v) };
     let bytes = n * esz;
     if kids.is_empty() {
         b.send(input, bytes, real(up, root, p), 0, &[]);
