@@ -643,12 +643,9 @@ unsafe fn take_handle(p: GOAL_Handle) -> goal_rt::Handle {
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Run(s: GOAL_Schedule) -> GOAL_Handle {
     guard("GOAL_Run", std::ptr::null_mut(), || {
-        let sc = match registry::schedule(s, "GOAL_Run") {
-            Ok(sc) => sc,
-            Err(e) => {
-                fail(e);
-                return std::ptr::null_mut();
-            }
+        let Some(sc) = registry::find_schedule(s) else {
+            fail(registry::not_a_schedule(s as usize, "GOAL_Run"));
+            return std::ptr::null_mut();
         };
         if !goal_rt::is_initialized() {
             fail(Error::new(ErrorKind::NotInitialized, "GOAL_Run: goal is not initialized (or already finalized)"));

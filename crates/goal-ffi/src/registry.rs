@@ -121,12 +121,12 @@ struct SchedSlot {
     ptr: AtomicPtr<goal_schedule>,
 }
 
-/// Slots come in chunks that double in size (chunk `c` holds
-/// `FIRST_CHUNK << c` slots), each allocated once and never freed or
-/// moved, so a lookup needs no lock. 22 chunks: 134 million schedules at
-/// once, whose indices fit the handle's 28 bits.
-const FIRST_CHUNK: usize = 32;
-const CHUNKS: usize = 22;
+/// Slots come in chunks of [`CHUNK_SLOTS`], each allocated once and never
+/// freed or moved, so a lookup needs no lock: a shift and a mask find the
+/// slot. [`CHUNKS`] chunk pointers (512 KiB of zeros until used): 128
+/// million schedules at once, whose indices fit the handle's 28 bits.
+const CHUNK_SLOTS: usize = 1 << 12;
+const CHUNKS: usize = 1 << 15;
 /// Handle layout: slot index << INDEX_SHIFT | generation << TAG_BITS | tag.
 const INDEX_SHIFT: u32 = 36;
 
@@ -139,14 +139,12 @@ static CHUNK: [AtomicPtr<SchedSlot>; CHUNKS] = [NO_CHUNK; CHUNKS];
 static SLAB: Mutex<(Vec<u32>, u32)> = Mutex::new((Vec::new(), 0));
 
 // Handles are 64-bit values (index, generation and tag).
-const _: () = assert!(usize::BITS == 64);
+const _: () = assert!(usize::BITS == 64 && CHUNK_SLOTS * CHUNKS <= 1 << (64 - INDEX_SHIFT));
 
 /// The chunk of slot `index` and the slot's offset in it.
 #[inline(always)]
 fn place(index: usize) -> (usize, usize) {
-    let i = index + FIRST_CHUNK;
-    let c = (usize::BITS - 1 - i.leading_zeros()) as usize - FIRST_CHUNK.trailing_zeros() as usize;
-    (c, i - (FIRST_CHUNK << c))
+    (index / CHUNK_SLOTS, index % CHUNK_SLOTS)
 }
 
 /// Slot `index`, if its chunk exists.
@@ -157,7 +155,7 @@ fn slot(index: usize) -> Option<&'static SchedSlot> {
     if chunk.is_null() {
         return None;
     }
-    // SAFETY: a chunk, once published, holds `FIRST_CHUNK << c` slots and is
+    // SAFETY: a chunk, once published, holds `CHUNK_SLOTS` slots and is
     // never freed or moved; `off` is below that by `place`.
     Some(unsafe { &*chunk.add(off) })
 }
@@ -172,7 +170,7 @@ pub(crate) fn add_schedule(s: goal_schedule) -> GOAL_Schedule {
             let (c, off) = place(i);
             assert!(c < CHUNKS, "goal ran out of schedule slots");
             if off == 0 {
-                let chunk: Box<[SchedSlot]> = (0..FIRST_CHUNK << c)
+                let chunk: Box<[SchedSlot]> = (0..CHUNK_SLOTS)
                     .map(|_| SchedSlot { gen: AtomicU32::new(0), ptr: AtomicPtr::new(std::ptr::null_mut()) })
                     .collect();
                 // Leaked on purpose: chunks live as long as the process.
@@ -205,14 +203,28 @@ fn live(v: usize) -> Option<(usize, &'static SchedSlot)> {
 /// freeing a schedule that another thread uses is undefined).
 #[inline]
 pub(crate) fn schedule<'a>(s: GOAL_Schedule, what: &str) -> Result<&'a goal_schedule, Error> {
-    let v = s as usize;
-    let p = live(v).map_or(std::ptr::null_mut(), |(_, slot)| slot.ptr.load(Ordering::Acquire));
-    if p.is_null() {
-        return Err(if s.is_null() { invalid(format!("{what}: the schedule is NULL")) } else { stale(what, "schedule", v, "GOAL_Compile or a GOAL_Xxx_init") });
+    find_schedule(s).ok_or_else(|| not_a_schedule(s as usize, what))
+}
+
+/// [`schedule`] without the error: the lookup of every `GOAL_Run`.
+#[inline(always)]
+pub(crate) fn find_schedule<'a>(s: GOAL_Schedule) -> Option<&'a goal_schedule> {
+    let p = live(s as usize)?.1.ptr.load(Ordering::Acquire);
+    // SAFETY: a live slot's pointer is null or a `Box` of `add_schedule`,
+    // freed only by `remove_schedule`, which the caller does not race (see
+    // `schedule`).
+    unsafe { p.as_ref() }
+}
+
+/// Why handle value `v` given to `what` is no schedule (off the Run path).
+#[cold]
+#[inline(never)]
+pub(crate) fn not_a_schedule(v: usize, what: &str) -> Error {
+    if v == 0 {
+        invalid(format!("{what}: the schedule is NULL"))
+    } else {
+        stale(what, "schedule", v, "GOAL_Compile or a GOAL_Xxx_init")
     }
-    // SAFETY: a live slot's pointer is a `Box` of `add_schedule`, freed only
-    // by `remove_schedule`, which the caller does not race (see above).
-    Ok(unsafe { &*p })
 }
 
 /// Takes schedule `s` out of the slab if `keep` finds no reason to keep
