@@ -174,7 +174,7 @@ impl Driver {
             Event::Am { handler, head, .. } => ams.push_back((handler, head.to_vec())),
             Event::BulkDone { token, .. } => done.push_back(token),
             Event::BulkSent { token, .. } => sent.push_back(token),
-            Event::PeerLost { peer, why } => {
+            Event::PeerLost { peer, why, .. } => {
                 eprintln!("net_bench: rank {peer} lost: {why}");
                 std::process::exit(1);
             }

@@ -43,6 +43,10 @@ pub enum Event<'a> {
         peer: u32,
         /// Why, for the error message.
         why: String,
+        /// The peer closed every connection itself, in order (it finished,
+        /// or exited): not a failure of the network, and maybe none of the
+        /// job (whether it left too early is for the caller to judge).
+        orderly: bool,
     },
     /// One connection to a peer failed; traffic continues on the others.
     RailLost {
@@ -70,7 +74,7 @@ impl Queued {
             Event::Am { src, handler, head, payload } => Queued::Am { src, handler, head: head.to_vec(), payload: payload.to_vec() },
             Event::BulkDone { src, token } => Queued::Ev(Event::BulkDone { src, token }),
             Event::BulkSent { dst, token } => Queued::Ev(Event::BulkSent { dst, token }),
-            Event::PeerLost { peer, why } => Queued::Ev(Event::PeerLost { peer, why }),
+            Event::PeerLost { peer, why, orderly } => Queued::Ev(Event::PeerLost { peer, why, orderly }),
             Event::RailLost { peer, rail, why } => Queued::Ev(Event::RailLost { peer, rail, why }),
         }
     }

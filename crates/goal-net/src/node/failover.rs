@@ -72,11 +72,12 @@ impl NetNode {
         self.finish_bulks(p);
         let peer = &mut self.peers[p as usize];
         if peer.up.is_empty() {
+            let orderly = why.is_none();
             let why = match why {
                 Some(w) => format!("no rail left to rank {p}: the last one ({rail}, to {}) failed: {w}", conn.remote),
                 None => format!("rank {p} closed its connections (it finished or shut down)"),
             };
-            return self.lose_peer(p, why);
+            return self.lose_peer(p, why, orderly);
         }
         // Messages this connection carried and the peer did not acknowledge
         // go again, in order, on the others; the receiver drops duplicates.
@@ -110,7 +111,7 @@ impl NetNode {
     }
 
     /// No connection to `p` is left: drop everything about it and say so.
-    fn lose_peer(&mut self, p: u32, why: String) {
+    fn lose_peer(&mut self, p: u32, why: String, orderly: bool) {
         let peer = &mut self.peers[p as usize];
         if peer.lost.is_some() {
             return;
@@ -123,6 +124,6 @@ impl NetNode {
         for c in trying {
             self.close_conn(c, None);
         }
-        self.pending.push_back(Queued::Ev(Event::PeerLost { peer: p, why }));
+        self.pending.push_back(Queued::Ev(Event::PeerLost { peer: p, why, orderly }));
     }
 }

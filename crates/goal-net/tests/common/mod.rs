@@ -92,7 +92,7 @@ impl Log {
             Event::Am { src, handler, head, payload } => self.ams.push((src, handler, head.to_vec(), payload.to_vec())),
             Event::BulkDone { src, token } => self.done.push((src, token)),
             Event::BulkSent { dst, token } => self.sent.push((dst, token)),
-            Event::PeerLost { peer, why } => self.peer_lost.push((peer, why, Instant::now())),
+            Event::PeerLost { peer, why, .. } => self.peer_lost.push((peer, why, Instant::now())),
             Event::RailLost { peer, rail, why } => self.rail_lost.push((peer, rail, why)),
         }
     }

@@ -43,7 +43,7 @@ impl Engine {
                 // allgather, 8 ranks on 2 rails, about 1 run in 30 under load).
                 Event::BulkDone { src, token } => arrived.push(Arrival::BulkDone { src, token: token as u32 }),
                 Event::BulkSent { token, .. } => arrived.push(Arrival::BulkSent { token: token as u32 }),
-                Event::PeerLost { peer, why } => state.net_lost.push((peer, why)),
+                Event::PeerLost { peer, why, orderly } => state.net_lost.push((peer, why, orderly)),
                 Event::RailLost { peer, rail, why } => {
                     if trace_on() {
                         say!("goal: rail {rail} to rank {peer} lost: {why}");
@@ -84,8 +84,10 @@ impl Engine {
             // Losses last: goal-net may report a peer's departure in the same
             // poll before a transfer of its that had completed (the peer
             // left because we acknowledged it); that transfer did arrive.
-            for (peer, why) in std::mem::take(&mut self.state.net_lost) {
-                self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}"), finalized: None });
+            for (peer, why, orderly) in std::mem::take(&mut self.state.net_lost) {
+                // A peer that closed its connections itself most likely
+                // finished: not a death to blame later losses on.
+                self.peer_lost(PeerLost { rank: peer as usize, cause: format!("is unreachable: {why}"), finalized: None }, !orderly);
             }
             self.drain_ready();
         }

@@ -24,7 +24,7 @@ impl Engine {
         }
         gone.sort_by_key(|lost| lost.finalized.is_some());
         for lost in gone {
-            self.peer_lost(lost);
+            self.peer_lost(lost, true);
         }
         for (peer, msg) in self.kernel.as_mut().map(|k| k.overdue()).unwrap_or_default() {
             let slots = self.kernel.as_ref().map(|k| k.slots_with_peer(peer)).unwrap_or_default();
@@ -34,7 +34,11 @@ impl Engine {
         }
     }
 
-    pub(super) fn peer_lost(&mut self, lost: PeerLost) {
+    /// Peer `lost.rank` is gone: fails every execution that still needs it.
+    /// `may_be_death`: false for a peer on another machine that closed its
+    /// connections itself (it most likely finished), which is then not the
+    /// first death that later losses are blamed on.
+    pub(super) fn peer_lost(&mut self, lost: PeerLost, may_be_death: bool) {
         let r = lost.rank;
         if self.state.lost[r].is_some() {
             return;
@@ -57,7 +61,7 @@ impl Engine {
             }
         }
         self.state.lost[r] = Some(lost.cause.clone());
-        if lost.finalized.is_none() && self.state.first_death.is_none() {
+        if may_be_death && lost.finalized.is_none() && self.state.first_death.is_none() {
             self.state.first_death = Some(format!("rank {r} {}", lost.cause));
         }
         // A rank that finalized after another died most likely ended

@@ -278,9 +278,10 @@ struct State {
     fused: u64,
     /// Receives whose bytes arrive by network bulk transfer, by (source, token).
     net_in: KeyMap<(u32, u32), OpRef>,
-    /// Peers the network lost in a poll (rank, why), handled after its
-    /// messages and transfers.
-    net_lost: Vec<(u32, String)>,
+    /// Peers the network lost in a poll (rank, why, whether the peer
+    /// closed its connections itself), handled after its messages and
+    /// transfers.
+    net_lost: Vec<(u32, String, bool)>,
     /// Eager credit, per peer both ways (see [`history::Credit`]).
     credit: Credit,
     /// What each peer's writes and this rank's reads showed (see
