@@ -8,7 +8,8 @@
 A and B are install prefixes (`make install PREFIX=DIR` of each commit). The driver named after
 `--` (p2p, coll, overlap) runs once per round for each, in alternating order (A B, B A, A B,
 ...), so that a drift of the machine (another process, the host's load) falls on both alike;
-each run's own medians come from the driver's raw file through bench/summarize.py. A point's
+each run's own medians come from the driver's raw file through bench/summarize.py. Each build
+keeps its own calibration cache (XDG_CACHE_HOME under the output directory). A point's
 figure is the median over rounds of its per-run medians, and its ratio B/A is the median of the
 rounds' paired ratios (a time: above 1 is B slower; a bandwidth is inverted to read the same).
 This machine is shared and noisy: read a ratio against the spread printed beside it (the
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -52,10 +54,22 @@ def tables(summary: dict):
                     yield name, key, col, float(v), higher
 
 
-def run_driver(driver: str, prefix: Path, out: Path, args: list[str]) -> dict:
+def quartiles(xs: list[float]) -> tuple[float, float]:
+    """The first and third quartiles of `xs` (its only value, for one)."""
+    if len(xs) < 2:
+        return xs[0], xs[0]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+def run_driver(driver: str, prefix: Path, out: Path, args: list[str], cache: Path) -> dict:
     cmd = [sys.executable, str(HERE / f"{driver}.py"), "--prefix", str(prefix), "--out", str(out), *args]
     print("  $", " ".join(cmd), flush=True)
-    res = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Each build keeps its own calibration cache: two builds of different
+    # cache formats would otherwise overwrite each other's and calibrate
+    # again at every start, with thresholds that differ from run to run.
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    res = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     if res.returncode != 0:
         sys.exit(f"ab: {driver} failed (exit {res.returncode}) for {prefix}:\n{res.stderr[-2000:]}")
     return S.summarize(out.with_suffix(".json"))
@@ -83,7 +97,7 @@ def main() -> int:
         order = [("A", a.a), ("B", a.b)] if r % 2 == 0 else [("B", a.b), ("A", a.a)]
         for label, prefix in order:
             print(f"round {r + 1}/{a.rounds}: {label}", flush=True)
-            per[label].append(run_driver(a.driver, prefix, runs_dir / f"{label}-{r}", a.args))
+            per[label].append(run_driver(a.driver, prefix, runs_dir / f"{label}-{r}", a.args, a.out_dir / f"cache-{label}"))
     # Per point: the rounds' values of A and B (paired by round).
     points: dict[tuple, dict] = {}
     for label in ("A", "B"):
@@ -102,6 +116,7 @@ def main() -> int:
             "a_median": statistics.median(p["A"][r] for r in both),
             "b_median": statistics.median(p["B"][r] for r in both),
             "ratio": statistics.median(paired), "ratio_min": min(paired), "ratio_max": max(paired),
+            "ratio_q1": quartiles(paired)[0], "ratio_q3": quartiles(paired)[1],
             "rounds": len(both), "higher_is_better": p["higher"],
         })
     hdr = f"{'table':<16} {'column':<14} {'point':<28} {'A':>10} {'B':>10} {'B/A':>6}  spread"
@@ -135,23 +150,33 @@ def plot(rows: list[dict], path: Path, driver: str) -> None:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         print("WARNING: matplotlib is not installed (scripts/install-deps.sh installs it); no plot written")
         return
     if not rows:
         return
     labels = [f"{x['column']} {' '.join(map(str, x['key']))}" for x in rows]
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(rows)), 4.5))
-    xs = range(len(rows))
-    ax.bar(xs, [x["ratio"] - 1 for x in rows], bottom=1, color="tab:blue")
-    ax.errorbar(xs, [x["ratio"] for x in rows],
-                yerr=[[x["ratio"] - x["ratio_min"] for x in rows], [x["ratio_max"] - x["ratio"] for x in rows]],
-                fmt="none", ecolor="black", capsize=2, lw=0.8)
-    ax.axhline(1.0, color="black", lw=0.8)
-    ax.set_xticks(list(xs))
-    ax.set_xticklabels(labels, rotation=75, ha="right", fontsize=7)
-    ax.set_ylabel("B / A (time; above 1: B slower)")
-    ax.set_title(f"{driver}: build B against build A, paired rounds (bars: median, whiskers: min..max)")
+    # One row per point, ratios on a log scale clipped to 0.5..2: a noisy
+    # round (a ratio of 5) would otherwise flatten every bar.
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.16 * len(rows)))
+    ys = list(range(len(rows)))[::-1]
+    clip = lambda v: min(max(v, 0.5), 2.0)  # noqa: E731
+    ax.barh(ys, [clip(x["ratio"]) - 1 for x in rows], left=1, height=0.6,
+            color=["tab:red" if x["ratio"] > 1.05 else "tab:green" if x["ratio"] < 0.95 else "tab:gray" for x in rows])
+    ax.errorbar([clip(x["ratio"]) for x in rows], ys,
+                xerr=[[clip(x["ratio"]) - clip(x["ratio_q1"]) for x in rows], [clip(x["ratio_q3"]) - clip(x["ratio"]) for x in rows]],
+                fmt="none", ecolor="black", capsize=1.5, lw=0.7)
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlim(0.5, 2.0)
+    ax.set_xticks([0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0])
+    ax.set_xticklabels(["0.5", "0.8", "0.9", "1", "1.1", "1.25", "2"])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=6)
+    ax.set_xlabel("B / A (time; above 1: B slower), median of paired rounds, whiskers: quartiles")
+    ax.set_title(f"{driver}: build B against build A", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
