@@ -71,11 +71,19 @@ pub enum Kind {
     /// `MODE_SPLIT` for the sender's rendezvous `token`, its mode one of
     /// the `PUSH_*` below.
     Pushed = 8,
+    /// A receive of execution `seq` of schedule `sched` has waited long
+    /// with nothing moving: does the receiver's peer's schedule hold a send
+    /// to it with `tag` at all? (See `Engine::probe_if_stalled`.)
+    Probe = 9,
+    /// The answer to a `Probe` when it does not: that receive can never be
+    /// matched, the ranks' schedules disagree (different roots, say).
+    NoSend = 10,
 }
 
 impl Kind {
     /// Every kind a runtime sends, in wire order.
-    pub const ALL: [Kind; 8] = [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Fin, Kind::Credit, Kind::Accept, Kind::Decline, Kind::Pushed];
+    pub const ALL: [Kind; 10] =
+        [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Fin, Kind::Credit, Kind::Accept, Kind::Decline, Kind::Pushed, Kind::Probe, Kind::NoSend];
 
     /// The kind of wire byte `b` ([`Kind::Invalid`] for any other byte):
     /// one load from a table, on the path of every message (a `match`
@@ -325,7 +333,7 @@ mod tests {
             assert_eq!(Head::decode(&Head::control(k, 3).encode()).kind, k);
         }
         assert_eq!(Kind::from_wire(0), Kind::Invalid);
-        assert_eq!(Kind::from_wire(9), Kind::Invalid);
+        assert_eq!(Kind::from_wire(11), Kind::Invalid);
         assert_eq!(Kind::from_wire(0xF0), Kind::Invalid);
     }
 

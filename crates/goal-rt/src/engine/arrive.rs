@@ -241,6 +241,8 @@ impl Engine {
                 *r = (*r).max(h.credits());
             }
             Kind::Accept | Kind::Decline => self.channel_answer(h.kind == Kind::Accept, src, h.sched, h.token),
+            Kind::Probe => self.answer_probe(src, h),
+            Kind::NoSend => self.no_send(src, h),
             // Goal-net refuses unknown handlers; a ring holds what a runtime wrote.
             Kind::Invalid => {}
         }

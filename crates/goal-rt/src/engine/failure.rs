@@ -4,6 +4,14 @@
 //! it left in this rank's inbox.
 
 use super::*;
+use super::recv::{tag_words, DISAGREE};
+use std::time::Duration;
+
+/// How long nothing may finish, while executions wait on receives, before
+/// this rank asks the peers they wait on whether they will ever send (see
+/// [`Engine::probe_if_stalled`]); and how often it asks again meanwhile.
+const PROBE_AFTER: Duration = Duration::from_secs(1);
+const PROBE_EVERY: Duration = Duration::from_secs(2);
 
 impl Engine {
     /// Checks peer liveness now if 100 ms have passed since the last check.
@@ -26,12 +34,81 @@ impl Engine {
         for lost in gone {
             self.peer_lost(lost, true);
         }
+        self.probe_if_stalled();
         for (peer, msg) in self.kernel.as_mut().map(|k| k.overdue()).unwrap_or_default() {
             let slots = self.kernel.as_ref().map(|k| k.slots_with_peer(peer)).unwrap_or_default();
             for slot in slots {
                 self.fail_slot(slot, Error::new(ErrorKind::PeerLost, msg.clone()));
             }
         }
+    }
+
+    /// Asks, once nothing has finished for [`PROBE_AFTER`] while
+    /// executions wait on receives (and every [`PROBE_EVERY`] after), each
+    /// peer a receive waits on whether its schedule holds a send to this
+    /// rank with that tag at all (`Kind::Probe`). One that holds none
+    /// answers `Kind::NoSend`, and the execution fails with a mismatch
+    /// instead of waiting for ever: ranks that disagree on a collective's
+    /// root where nobody sends (every rank its own root of a gather or a
+    /// reduce) only wait, and no message ever shows the disagreement.
+    /// Wildcard receives are not asked about; a peer that has not compiled
+    /// the schedule yet does not answer. Off the path of every message:
+    /// this runs in the liveness check, every 100 ms of a wait.
+    fn probe_if_stalled(&mut self) {
+        let ops = self.state.execs.finished_ops;
+        let stall = &mut self.state.stall;
+        if ops != stall.ops_seen || !self.state.execs.busy() {
+            *stall = StallWatch { ops_seen: ops, since: Instant::now(), probed: None };
+            return;
+        }
+        if stall.since.elapsed() < PROBE_AFTER || stall.probed.is_some_and(|t| t.elapsed() < PROBE_EVERY) {
+            return;
+        }
+        stall.probed = Some(Instant::now());
+        let mut asks = Vec::new();
+        for e in self.state.execs.slots.iter().flatten() {
+            for p in &e.bufs.posted {
+                if p.peer >= 0 && p.peer as u32 != self.rank && p.tag != -1 {
+                    asks.push((p.peer as u32, e.sched.id, e.seq, p.tag));
+                }
+            }
+        }
+        asks.sort_unstable();
+        asks.dedup();
+        for (peer, sched, seq, tag) in asks {
+            if self.state.lost[peer as usize].is_none() {
+                let mut probe = Head::control(Kind::Probe, 0);
+                (probe.sched, probe.seq, probe.tag) = (sched, seq, tag);
+                self.post_message(peer as usize, probe);
+            }
+        }
+    }
+
+    /// A `Kind::Probe` from `src` (see [`probe_if_stalled`](Self::probe_if_stalled)):
+    /// answers `Kind::NoSend` if this rank's schedule `h.sched` holds no
+    /// send to `src` with `h.tag`.
+    pub(super) fn answer_probe(&mut self, src: u32, h: Head) {
+        let Some(s) = self.state.execs.scheds.get(h.sched) else { return };
+        let sends = s.s.ops.iter().any(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec) && o.peer == src as i32 && o.tag == h.tag);
+        if !sends {
+            let mut answer = Head::control(Kind::NoSend, 0);
+            (answer.sched, answer.seq, answer.tag) = (h.sched, h.seq, h.tag);
+            self.post_message(src as usize, answer);
+        }
+    }
+
+    /// A `Kind::NoSend` from `src`: the execution that probed cannot finish.
+    pub(super) fn no_send(&mut self, src: u32, h: Head) {
+        let Some(slot) = self.state.execs.active_slot(h.sched, h.seq) else { return };
+        let Some(gen) = self.state.execs.slots[slot as usize].as_ref().map(|e| e.gen) else { return };
+        let r = OpRef { slot, gen, op: u32::MAX };
+        let msg = format!(
+            "{}: it waits for a message from rank {src} with {}, and rank {src}'s schedule {} has no send to this rank with that tag: {DISAGREE}",
+            self.describe(r),
+            tag_words(h.tag),
+            h.sched
+        );
+        self.fail(r, Error::new(ErrorKind::Mismatch, msg));
     }
 
     /// Peer `lost.rank` is gone: fails every execution that still needs it.

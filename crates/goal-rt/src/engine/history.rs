@@ -5,6 +5,7 @@
 //! its bookkeeping only, no transport: a leaf module with unit tests.
 
 use super::inflight::Recent;
+use std::time::Instant;
 
 /// Eager credit: a receiver buffers at most `credit` bytes of one sender's
 /// unexpected eager messages. A sender counts what it sent and what the
@@ -106,6 +107,22 @@ impl PeerPaths {
             read_to: vec![Recent::default(); n],
             cold_writes: 0,
         }
+    }
+}
+
+/// Whether anything moves: the operations finished when last looked at,
+/// since when that count stands still, and when the stalled receives
+/// were last probed (see `Engine::probe_if_stalled`).
+pub(super) struct StallWatch {
+    pub(super) ops_seen: usize,
+    pub(super) since: Instant,
+    pub(super) probed: Option<Instant>,
+}
+
+impl StallWatch {
+    /// Nothing seen yet.
+    pub(super) fn new() -> StallWatch {
+        StallWatch { ops_seen: 0, since: Instant::now(), probed: None }
     }
 }
 

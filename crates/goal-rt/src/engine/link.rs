@@ -164,7 +164,10 @@ pub(crate) const NET_HANDLER_BASE: u8 = 16;
 
 /// The handler ids the executor accepts from the network.
 pub(crate) fn net_handlers() -> Vec<u8> {
-    [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Fin, Kind::Credit, Kind::Accept, Kind::Decline].iter().map(|&k| NET_HANDLER_BASE + k as u8).collect()
+    [Kind::Eager, Kind::Rts, Kind::Cts, Kind::Fin, Kind::Credit, Kind::Accept, Kind::Decline, Kind::Probe, Kind::NoSend]
+        .iter()
+        .map(|&k| NET_HANDLER_BASE + k as u8)
+        .collect()
 }
 
 /// Decodes a protocol message from the network; `None` if it does not fit

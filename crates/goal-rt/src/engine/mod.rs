@@ -287,6 +287,9 @@ struct State {
     /// What each peer's writes and this rank's reads showed (see
     /// [`history::PeerPaths`]).
     paths: PeerPaths,
+    /// Whether anything moves, for the stall probes (see
+    /// [`Engine::probe_if_stalled`]).
+    stall: StallWatch,
 }
 
 
@@ -300,6 +303,7 @@ impl Engine {
             matcher: Matcher::new(n),
             credit: Credit::new(n, thresholds.credit),
             paths: PeerPaths::new(n),
+            stall: StallWatch::new(),
             outq: (0..n).map(|_| VecDeque::new()).collect(),
             outq_peers: Vec::new(),
             rdv: Vec::new(),
