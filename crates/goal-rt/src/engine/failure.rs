@@ -56,7 +56,7 @@ impl Engine {
     /// this runs in the liveness check, every 100 ms of a wait.
     fn probe_if_stalled(&mut self) {
         let ops = self.state.execs.finished_ops;
-        let stall = &mut self.state.stall;
+        let stall = &mut self.stall;
         if ops != stall.ops_seen || !self.state.execs.busy() {
             *stall = StallWatch { ops_seen: ops, since: Instant::now(), probed: None };
             return;

@@ -237,7 +237,9 @@ pub(super) fn fit(len: u64, cap: u64, exact: bool) -> Fit {
 #[inline]
 pub(super) fn match_posted<B: Owned>(execs: &mut Execs<B>, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = execs.active_slot(sched, seq)?;
-    let e = execs.slots[slot as usize].as_mut()?;
+    // SAFETY: an active execution's slot is an index of `slots` (an
+    // execution is listed as active from `insert` to `vacate`).
+    let e = unsafe { execs.slots.get_unchecked_mut(slot as usize) }.as_mut()?;
     let op = take_posted(e.bufs.posted(), src, tag)?;
     Some(OpRef { slot, gen: e.gen, op })
 }

@@ -201,6 +201,10 @@ pub(crate) struct Engine {
     /// Set while an application thread polls from Wait (before it counts
     /// among `app_waiting`): a sender may take on part of a split message.
     pub in_wait: bool,
+    /// Whether anything moves, for the stall probes (see
+    /// [`Engine::probe_if_stalled`]): kept out of `State`, whose layout
+    /// the arrival path is compiled against.
+    stall: StallWatch,
 }
 
 struct State {
@@ -287,9 +291,6 @@ struct State {
     /// What each peer's writes and this rank's reads showed (see
     /// [`history::PeerPaths`]).
     paths: PeerPaths,
-    /// Whether anything moves, for the stall probes (see
-    /// [`Engine::probe_if_stalled`]).
-    stall: StallWatch,
 }
 
 
@@ -303,7 +304,6 @@ impl Engine {
             matcher: Matcher::new(n),
             credit: Credit::new(n, thresholds.credit),
             paths: PeerPaths::new(n),
-            stall: StallWatch::new(),
             outq: (0..n).map(|_| VecDeque::new()).collect(),
             outq_peers: Vec::new(),
             rdv: Vec::new(),
@@ -337,7 +337,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false, stall: StallWatch::new() }
     }
 
     /// Reaches the peers marked in `remote` through `net`.
