@@ -558,6 +558,14 @@ fn serve(shared: &Shared, stream: Conn, peer: &str) {
         .and_then(|()| Hello::decode(&hello))
     {
         Ok(h) => h,
+        // The job was aborted while this client's HELLO was on its way:
+        // `abort_locked` shut the reading side of every connection, this
+        // one's too, so its read ends early. Tell it why, as any other.
+        Err(_) if shared.lock().aborted.is_some() => {
+            let why = shared.lock().aborted.clone().unwrap_or_default();
+            send_error(STATUS_ABORTED, &why);
+            return;
+        }
         Err(e) => {
             let why = format!("dropped a connection from {peer} that sent no valid HELLO: {e}");
             log(&why);
