@@ -36,8 +36,8 @@
 //!
 //! Following the MPC multirail design (the seed article), the layer speaks
 //! *active messages*: each message names a handler and carries a small
-//! header and a payload. The executor's seven message kinds that cross
-//! machines (EAGER, RTS, CTS, FIN, CREDIT, ACCEPT, DECLINE: goal-rt's
+//! header and a payload. The executor's nine message kinds that cross
+//! machines (EAGER, RTS, CTS, FIN, CREDIT, ACCEPT, DECLINE, PROBE, NOSEND: goal-rt's
 //! `net_handlers`) are user handlers 16 and up; goal-net's own (handshake,
 //! fragments, acknowledgements) are 0..=15. One protocol endpoint per peer
 //! ([`NetNode`] keeps it) holds one transport endpoint per rail: a TCP
