@@ -133,7 +133,7 @@ def main() -> int:
               f"{time.time() - t0:.0f} s")
     out = {
         "benchmark": "ab", "driver": a.driver, "driver_args": a.args, "a": str(a.a), "b": str(a.b),
-        "rounds": a.rounds, "machine": C.machine_info() if hasattr(C, "machine_info") else None,
+        "rounds": a.rounds, "machine": C.machine_info(),
         "points": rows,
         "median_ratio": statistics.median(ratios) if ratios else None,
         "runs": per,

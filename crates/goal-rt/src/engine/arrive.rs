@@ -290,11 +290,12 @@ pub(super) fn st_arrive(state: &mut State, arrived: &mut Vec<Arrival>, poll: u64
 /// Copies an eager payload from the ring into posted receive `r` if it
 /// fits (returns whether it did).
 pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: &[u8]) -> Fit {
-    // SAFETY (both lookups): `r` was just returned by `match_posted`: its
-    // slot is an index of `slots` holding the execution, and its op an
-    // index of that execution's schedule's operations (a posted receive).
+    // SAFETY: `r` was just returned by `match_posted`: its slot is an index
+    // of `slots`, holding the execution.
     let e = unsafe { state.execs.slots.get_unchecked(r.slot as usize) }.as_ref().unwrap_or_else(|| unreachable!());
     let s = &e.sched.s;
+    // SAFETY: and its op is a posted receive of that execution's schedule,
+    // an index of the schedule's operations.
     let o = unsafe { s.ops.get_unchecked(r.op as usize) };
     let base = e.bufs.scratch.as_ptr() as *mut u8;
     let fit = fit(payload.len() as u64, o.len as u64, o.exact());

@@ -130,13 +130,13 @@ impl Engine {
     #[inline(always)]
     pub(super) fn eager_credit(&mut self, p: usize, len: u64) -> bool {
         let credit = &mut self.state.credit;
-        if credit.fits(p, len, self.thresholds.credit) {
+        if credit.allows(p, len, self.thresholds.credit) {
             return true;
         }
         // (Over the network, refreshed by CREDIT messages as they arrive.)
         let Some(returned) = self.link.credits_returned(p) else { return false };
         credit.eager_returned[p] = returned;
-        credit.fits(p, len, self.thresholds.credit)
+        credit.allows(p, len, self.thresholds.credit)
     }
 
     /// Sends a message without payload (RTS, CTS, FIN), in order behind any queued ones.

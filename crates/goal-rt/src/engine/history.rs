@@ -47,7 +47,7 @@ impl Credit {
     /// Whether `len` more bytes to `p` stay within `credit`, by what `p`
     /// is known to have returned.
     #[inline(always)]
-    pub(super) fn fits(&self, p: usize, len: u64, credit: u64) -> bool {
+    pub(super) fn allows(&self, p: usize, len: u64, credit: u64) -> bool {
         self.eager_sent[p] + len - self.eager_returned[p] <= credit
     }
 
@@ -133,12 +133,12 @@ mod tests {
     #[test]
     fn a_sender_stops_at_its_credit_and_goes_on_as_it_comes_back() {
         let mut c = Credit::new(2, 1000);
-        assert!(c.fits(1, 1000, 1000));
+        assert!(c.allows(1, 1000, 1000));
         c.eager_sent[1] += 900;
-        assert!(c.fits(1, 100, 1000));
-        assert!(!c.fits(1, 101, 1000), "past the credit: rendezvous");
+        assert!(c.allows(1, 100, 1000));
+        assert!(!c.allows(1, 101, 1000), "past the credit: rendezvous");
         c.eager_returned[1] = 500;
-        assert!(c.fits(1, 600, 1000));
+        assert!(c.allows(1, 600, 1000));
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl Links {
     pub(super) fn send_envelope(&mut self, p: usize, head: &Head, payload: &[&[u8]]) -> io::Result<bool> {
         match self.to(p) {
             Link::Local(shm, p) => shm.try_send(p, &head.encode(), payload),
-            Link::Remote(net, p) => net.send_am(p, NET_HANDLER_BASE + head.kind as u8, &head.to_bytes(), payload).map(|_| true),
+            Link::Remote(net, p) => am(net, p, head, payload).map(|_| true),
         }
     }
 
@@ -107,7 +107,7 @@ impl Links {
     /// reached that way.
     pub(super) fn send_am(&mut self, p: u32, head: &Head, payload: &[&[u8]]) -> io::Result<()> {
         match self.net.as_mut() {
-            Some(n) if self.remote[p as usize] => n.send_am(p, NET_HANDLER_BASE + head.kind as u8, &head.to_bytes(), payload),
+            Some(n) if self.remote[p as usize] => am(n, p, head, payload),
             _ => Err(io::Error::other(format!("rank {p} is not reached over the network"))),
         }
     }
@@ -127,7 +127,7 @@ impl Links {
             Link::Remote(net, p) => {
                 let h = Head::control(Kind::Credit, 0).with_credits(released);
                 // A lost peer is reported by the network itself.
-                let _ = net.send_am(p, NET_HANDLER_BASE + h.kind as u8, &h.to_bytes(), &[]);
+                let _ = am(net, p, &h, &[]);
             }
         }
     }
@@ -157,6 +157,11 @@ impl Links {
     pub(super) fn flush(&self) {
         self.shm.flush();
     }
+}
+
+/// Sends `head` and `payload` to `p` as the active message of the head's kind.
+fn am(net: &mut NetNode, p: u32, head: &Head, payload: &[&[u8]]) -> io::Result<()> {
+    net.send_am(p, NET_HANDLER_BASE + head.kind as u8, &head.to_bytes(), payload)
 }
 
 /// Network handlers are `NET_HANDLER_BASE + kind` (goal-net reserves 0..=15).
