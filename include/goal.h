@@ -135,9 +135,20 @@
 #define GOAL_COLL_TAG_BASE (1 << 30)
 
 /*
+ A colour that asks for no group in `GOAL_Group_split`, and the rank
+ `GOAL_Group_translate_ranks` gives for a rank not in the other group.
+ */
+#define GOAL_UNDEFINED (-32766)
+
+/*
  A graph under construction (opaque).
  */
 typedef struct goal_graph goal_graph;
+
+/*
+ A group of ranks (extension; opaque).
+ */
+typedef struct goal_group goal_group;
 
 /*
  One execution of a schedule (opaque: a `goal_rt::Handle` as a pointer).
@@ -190,6 +201,12 @@ typedef goal_handle *GOAL_Handle;
  A collective algorithm (`GOAL_ALG_*`).
  */
 typedef int GOAL_Algorithm;
+
+/*
+ A group of ranks (extension); NULL is invalid. An opaque handle (not an
+ address): one that was freed is refused with an error.
+ */
+typedef goal_group *GOAL_Group;
 
 /*
  No vertex: what the vertex-adding functions return on error.
@@ -716,6 +733,148 @@ GOAL_Schedule GOAL_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int c
  must stay valid while executions of the compiled schedule run.
  */
 GOAL_Vertex GOAL_Reduce_scatter_block_append(GOAL_Graph g, const void *sbuf, void *rbuf, int count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Barrier: no rank leaves before every rank has entered.
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Barrier_init_on(GOAL_Group group, GOAL_Algorithm alg);
+
+/*
+ Broadcast of `bytes` at `buf` from `root` to every rank's `buf`.
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Bcast_init_on(GOAL_Group group, void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg);
+
+/*
+ Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Gather_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+
+/*
+ Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Scatter_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+
+/*
+ Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Allgather_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+
+/*
+ All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Alltoall_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+
+/*
+ Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`.
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_init_on(GOAL_Group group, const void *sbuf, void *rbuf, int count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg);
+
+/*
+ Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `sbuf`, bit-identical on every rank.
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Allreduce_init_on(GOAL_Group group, const void *sbuf, void *rbuf, int count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction.
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_scatter_block_init_on(GOAL_Group group, const void *sbuf, void *rbuf, int count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Returns the handle of the world group (every rank, as GOAL_GroupSize and GOAL_MyRank see them), or NULL before GOAL_Init and after GOAL_Finalize. It is never freed.
+ */
+GOAL_Group GOAL_GroupWorld(void);
+
+/*
+ Splits `parent` as MPI_Comm_split does: the ranks that give the same `color` (>= 0) form a new group, ordered by `key` and then by their rank in `parent`; `*newgroup` receives it (NULL for GOAL_UNDEFINED). Collective over `parent`, in its compile order (it compiles and runs one small allgather). Returns GOAL_SUCCESS or an error code.
+
+ # Safety
+ `newgroup` must be NULL or valid for one write.
+ */
+int GOAL_Group_split(GOAL_Group parent, int color, int key, GOAL_Group *newgroup);
+
+/*
+ Creates the group of the `n` ranks of `parent` listed in `ranks` (in that order) into `*newgroup`, as MPI_Comm_create_group does: collective over the listed ranks only, which all pass the same list and `tag`; the other ranks of `parent` take no part. A list with a rank twice, a rank outside `parent`, or without the caller is refused. Returns GOAL_SUCCESS or an error code.
+
+ # Safety
+ `ranks` must hold `n` ints; `newgroup` must be NULL or valid for one write.
+ */
+int GOAL_Group_create(GOAL_Group parent, const int *ranks, int n, int tag, GOAL_Group *newgroup);
+
+/*
+ Returns the number of ranks in `g`, or an error code.
+
+ # Safety
+ None: any value is answered.
+ */
+int GOAL_Group_size(GOAL_Group g);
+
+/*
+ Returns this process' rank in `g` (0 .. GOAL_Group_size(g)-1), or an error code.
+
+ # Safety
+ None: any value is answered.
+ */
+int GOAL_Group_rank(GOAL_Group g);
+
+/*
+ Writes to `ranks_b[i]` the rank in group `b` of rank `ranks_a[i]` of group `a`, for i < n: GOAL_UNDEFINED where `b` does not hold it. Local (no communication). Returns GOAL_SUCCESS or an error code (a rank outside `a`: GOAL_ERR_RANK).
+
+ # Safety
+ `ranks_a` must hold `n` ints and `ranks_b` room for `n`.
+ */
+int GOAL_Group_translate_ranks(GOAL_Group a, int n, const int *ranks_a, GOAL_Group b, int *ranks_b);
+
+/*
+ Frees the group `*g` and sets `*g` to NULL. Its schedules stay valid to free but can no longer run; its resources go back once they are freed too. Local. Returns GOAL_SUCCESS or an error code (the world group, or a freed group: GOAL_ERR_INVALID_ARGUMENT).
+
+ # Safety
+ `g` must be NULL or point to a group handle.
+ */
+int GOAL_Group_free(GOAL_Group *g);
+
+/*
+ Returns a new, empty graph bound to group `grp`: its sends' and receives' peers, and the collectives appended to it, are ranks of `grp`; GOAL_Compile makes a schedule of `grp`, collective over its ranks. NULL (with GOAL_LastError()) for a bad or freed group.
+
+ # Safety
+ None: any value is answered.
+ */
+GOAL_Graph GOAL_CreateGraphOn(GOAL_Group grp);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -20,7 +20,7 @@
 //! per collective appended to one graph; user messages with tags below it
 //! never mix with them.
 
-use crate::{fail, graph, guard, invalid, GOAL_DataType, GOAL_Graph, GOAL_Op, GOAL_Schedule, GOAL_Vertex, GOAL_INVALID_VERTEX};
+use crate::{fail, graph, guard, invalid, GOAL_DataType, GOAL_Graph, GOAL_Group, GOAL_Op, GOAL_Schedule, GOAL_Vertex, GOAL_INVALID_VERTEX};
 use goal_rt::{Error, ErrorKind};
 use goal_sched::coll::{self, Algorithm, CollError, Group, Placement, Reduction};
 use goal_sched::Graph;
@@ -97,16 +97,27 @@ fn reduction_of(what: &str, dt: GOAL_DataType, width: c_int, op: GOAL_Op) -> Res
 }
 
 /// What `init` and `append` call: adds the collective to a graph.
-type Build<'a> = dyn Fn(&mut Graph, Group, Placement, &str) -> Result<coll::Piece, Error> + 'a;
+pub(crate) type Build<'a> = dyn Fn(&mut Graph, Group, Placement, &str) -> Result<coll::Piece, Error> + 'a;
 
-/// `_init`: builds the collective into a graph of its own and compiles it.
+/// `_init`: builds the collective into a graph of its own and compiles it
+/// on the world group.
 fn init(what: &str, build: &Build<'_>) -> GOAL_Schedule {
+    init_on(what, None, build)
+}
+
+/// `_init` and `_init_on`: builds the collective into a graph of its own
+/// over group `grp` (`None`: the world) and compiles it there.
+pub(crate) fn init_on(what: &str, grp: Option<GOAL_Group>, build: &Build<'_>) -> GOAL_Schedule {
     guard(what, std::ptr::null_mut(), || {
         let r = (|| {
             let rt = goal_rt::runtime(what)?;
+            let group = match grp {
+                None => rt.world(),
+                Some(h) => crate::registry::group(h, &rt, what)?,
+            };
             let mut g = Graph::new();
-            build(&mut g, Group { rank: rt.rank(), size: rt.size() }, Placement { tag_base: GOAL_COLL_TAG_BASE as i64 }, what)?;
-            let s = rt.compile(&g).map_err(|mut e| {
+            build(&mut g, Group { rank: group.rank(), size: group.size() }, Placement { tag_base: GOAL_COLL_TAG_BASE as i64 }, what)?;
+            let s = rt.compile_on(&group, &g).map_err(|mut e| {
                 e.message = format!("{what}: {}", e.message);
                 e
             })?;
@@ -133,7 +144,8 @@ unsafe fn append(what: &str, g: GOAL_Graph, entry: *mut GOAL_Vertex, build: &Bui
             if tag_base + coll::TAG_SPAN > i32::MAX as i64 {
                 return Err(invalid(format!("{what}: too many collectives in one graph (the tag space holds 262144)")));
             }
-            let piece = build(&mut gr.g, Group { rank: rt.rank(), size: rt.size() }, Placement { tag_base }, what)?;
+            let me = gr.group.as_ref().map_or(Group { rank: rt.rank(), size: rt.size() }, |grp| Group { rank: grp.rank(), size: grp.size() });
+            let piece = build(&mut gr.g, me, Placement { tag_base }, what)?;
             gr.next_coll_tag += coll::TAG_SPAN;
             if !entry.is_null() {
                 // SAFETY: the caller guarantees `entry` is valid for one write.
@@ -172,7 +184,7 @@ pub unsafe extern "C" fn GOAL_Barrier_append(g: GOAL_Graph, alg: GOAL_Algorithm,
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_barrier(g: &mut Graph, grp: Group, at: Placement, what: &str, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_barrier(g: &mut Graph, grp: Group, at: Placement, what: &str, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     coll::barrier(g, grp, at, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
 
@@ -200,7 +212,7 @@ pub unsafe extern "C" fn GOAL_Bcast_append(g: GOAL_Graph, buf: *mut c_void, byte
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_bcast(g: &mut Graph, grp: Group, at: Placement, what: &str, buf: *mut c_void, bytes: usize, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_bcast(g: &mut Graph, grp: Group, at: Placement, what: &str, buf: *mut c_void, bytes: usize, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let b = bytes_of(bytes as u64, false);
     let buf = buf_of(what, "buf", buf, (b.0, &b.1), true)?;
     coll::bcast(g, grp, at, buf, bytes as u64, root_of(what, root, grp.size)?, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
@@ -230,7 +242,7 @@ pub unsafe extern "C" fn GOAL_Gather_append(g: GOAL_Graph, sbuf: *const c_void, 
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_gather(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_gather(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let root = root_of(what, root, grp.size)?;
     let b = bytes_of(bytes_per_rank as u64, true);
     let sbuf = buf_of(what, "sbuf", sbuf, (b.0, &b.1), true)?;
@@ -262,7 +274,7 @@ pub unsafe extern "C" fn GOAL_Scatter_append(g: GOAL_Graph, sbuf: *const c_void,
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_scatter(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_scatter(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let root = root_of(what, root, grp.size)?;
     let b = bytes_of(bytes_per_rank as u64, true);
     let sbuf = buf_of(what, "sbuf (at the root)", sbuf, (b.0, &b.1), grp.rank == root)?;
@@ -294,7 +306,7 @@ pub unsafe extern "C" fn GOAL_Allgather_append(g: GOAL_Graph, sbuf: *const c_voi
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_allgather(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_allgather(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let b = bytes_of(bytes_per_rank as u64, true);
     let sbuf = buf_of(what, "sbuf", sbuf, (b.0, &b.1), true)?;
     let rbuf = buf_of(what, "rbuf", rbuf, (b.0, &b.1), true)?;
@@ -325,7 +337,7 @@ pub unsafe extern "C" fn GOAL_Alltoall_append(g: GOAL_Graph, sbuf: *const c_void
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_alltoall(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_alltoall(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let b = bytes_of(bytes_per_rank as u64, true);
     let sbuf = buf_of(what, "sbuf", sbuf, (b.0, &b.1), true)?;
     let rbuf = buf_of(what, "rbuf", rbuf, (b.0, &b.1), true)?;
@@ -356,7 +368,7 @@ pub unsafe extern "C" fn GOAL_Reduce_append(g: GOAL_Graph, sbuf: *const c_void, 
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_reduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_reduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let n = count_of(what, count)?;
     let root = root_of(what, root, grp.size)?;
     let c = format!("a count of {n}");
@@ -389,7 +401,7 @@ pub unsafe extern "C" fn GOAL_Allreduce_append(g: GOAL_Graph, sbuf: *const c_voi
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_allreduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_allreduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let n = count_of(what, count)?;
     let c = format!("a count of {n}");
     let sbuf = buf_of(what, "sbuf", sbuf, (n, &c), true)?;
@@ -421,7 +433,7 @@ pub unsafe extern "C" fn GOAL_Reduce_scatter_block_append(g: GOAL_Graph, sbuf: *
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_reduce_scatter_block(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_reduce_scatter_block(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let n = count_of(what, count_per_rank)?;
     let c = format!("a count of {n} per rank");
     let sbuf = buf_of(what, "sbuf", sbuf, (n, &c), true)?;

@@ -29,12 +29,18 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 mod coll;
+mod coll_on;
+mod group;
 mod registry;
 pub use coll::*;
+pub use coll_on::*;
+pub use group::*;
 
 /// A graph under construction (opaque).
 pub struct goal_graph {
     g: Graph,
+    /// The group whose ranks its peers are (`None`: the world group).
+    group: Option<goal_rt::Group>,
     /// Tag span for the next collective appended (see `coll`).
     next_coll_tag: i64,
 }
@@ -58,6 +64,13 @@ pub type GOAL_Graph = *mut goal_graph;
 pub type GOAL_Schedule = *mut goal_schedule;
 /// A running execution; NULL is invalid.
 pub type GOAL_Handle = *mut goal_handle;
+/// A group of ranks (extension; opaque).
+pub struct goal_group {
+    _opaque: [u8; 0],
+}
+/// A group of ranks (extension); NULL is invalid. An opaque handle (not an
+/// address): one that was freed is refused with an error.
+pub type GOAL_Group = *mut goal_group;
 /// The index of a vertex in its graph.
 pub type GOAL_Vertex = i64;
 /// No vertex: what the vertex-adding functions return on error.
@@ -320,11 +333,16 @@ pub extern "C" fn GOAL_IsFinalized() -> c_int {
 
 // ---- graphs ------------------------------------------------------------
 
+/// A new graph bound to `grp` (see `GOAL_CreateGraphOn`).
+fn graph_of_group(grp: goal_rt::Group) -> GOAL_Graph {
+    registry::add_graph(goal_graph { g: Graph::new(), group: Some(grp), next_coll_tag: coll::GOAL_COLL_TAG_BASE as i64 })
+}
+
 /// Returns a new, empty graph, or NULL (with GOAL_LastError()) before GOAL_Init or after GOAL_Finalize.
 #[no_mangle]
 pub extern "C" fn GOAL_CreateGraph() -> GOAL_Graph {
     guard("GOAL_CreateGraph", std::ptr::null_mut(), || match goal_rt::runtime("GOAL_CreateGraph") {
-        Ok(_) => registry::add_graph(goal_graph { g: Graph::new(), next_coll_tag: coll::GOAL_COLL_TAG_BASE as i64 }),
+        Ok(_) => registry::add_graph(goal_graph { g: Graph::new(), group: None, next_coll_tag: coll::GOAL_COLL_TAG_BASE as i64 }),
         Err(e) => {
             fail(e);
             std::ptr::null_mut()
@@ -577,7 +595,11 @@ pub unsafe extern "C" fn GOAL_Compile(g: GOAL_Graph) -> GOAL_Schedule {
             // SAFETY: forwarded caller guarantee.
             let gr = unsafe { graph(g, "GOAL_Compile") }?;
             let rt = goal_rt::runtime("GOAL_Compile")?;
-            let s = rt.compile(&gr.g).map_err(named("GOAL_Compile"))?;
+            let s = match &gr.group {
+                None => rt.compile(&gr.g),
+                Some(grp) => rt.compile_on(grp, &gr.g),
+            }
+            .map_err(named("GOAL_Compile"))?;
             Ok(registry::add_schedule(goal_schedule { s, rt }))
         })();
         r.unwrap_or_else(|e: Error| {

@@ -21,7 +21,7 @@
 //! schedule. As the header says, freeing a schedule while another thread
 //! runs it is undefined; a handle used after the free gets an error.
 
-use crate::{goal_graph, goal_schedule, invalid, GOAL_Graph, GOAL_Schedule};
+use crate::{goal_graph, goal_schedule, invalid, GOAL_Graph, GOAL_Group, GOAL_Schedule};
 use goal_rt::Error;
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
@@ -34,6 +34,11 @@ const TAG_MASK: usize = (1 << TAG_BITS) - 1;
 const GRAPH_TAG: usize = 0x5;
 /// Low bits of a schedule handle.
 const SCHEDULE_TAG: usize = 0xA;
+/// Low bits of a group handle. Id 0 is the world group, which is never
+/// in the table and never freed.
+const GROUP_TAG: usize = 0x3;
+/// The world group's handle.
+pub(crate) const WORLD_GROUP: usize = GROUP_TAG;
 
 /// The next id; ids start at 1, so no handle is NULL.
 static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
@@ -46,6 +51,45 @@ struct Slot(UnsafeCell<goal_graph>);
 // through `graph`, whose callers use a graph from one thread at a time (the
 // contract), so no two threads touch one graph at once.
 unsafe impl Sync for Slot {}
+
+/// Groups by id (the world's, id 0, is not here).
+static GROUPS: RwLock<Option<HashMap<usize, goal_rt::Group>>> = RwLock::new(None);
+
+/// Registers a new group; returns its handle.
+pub(crate) fn add_group(g: goal_rt::Group) -> GOAL_Group {
+    let id = new_id();
+    let mut t = GROUPS.write().unwrap_or_else(|p| p.into_inner());
+    t.get_or_insert_with(HashMap::new).insert(id, g);
+    (id << TAG_BITS | GROUP_TAG) as GOAL_Group
+}
+
+/// The group behind handle `g` (a clone: the same group).
+pub(crate) fn group(g: GOAL_Group, rt: &goal_rt::Runtime, what: &str) -> Result<goal_rt::Group, Error> {
+    if g.is_null() {
+        return Err(invalid(format!("{what}: the group is NULL")));
+    }
+    let v = g as usize;
+    if v == WORLD_GROUP {
+        return Ok(rt.world());
+    }
+    let t = GROUPS.read().unwrap_or_else(|p| p.into_inner());
+    id_of(v, GROUP_TAG)
+        .and_then(|id| t.as_ref()?.get(&id))
+        .cloned()
+        .ok_or_else(|| stale(what, "group", v, "GOAL_Group_split or GOAL_Group_create"))
+}
+
+/// Takes group `g` out of the table.
+pub(crate) fn remove_group(g: GOAL_Group, what: &str) -> Result<goal_rt::Group, Error> {
+    let v = g as usize;
+    if v == WORLD_GROUP {
+        return Err(invalid(format!("{what}: the world group cannot be freed")));
+    }
+    let mut t = GROUPS.write().unwrap_or_else(|p| p.into_inner());
+    id_of(v, GROUP_TAG)
+        .and_then(|id| t.as_mut()?.remove(&id))
+        .ok_or_else(|| stale(what, "group", v, "GOAL_Group_split or GOAL_Group_create"))
+}
 
 /// Graphs by id.
 static GRAPHS: RwLock<Option<HashMap<usize, Box<Slot>>>> = RwLock::new(None);

@@ -51,6 +51,7 @@ mod config;
 mod elock;
 mod engine;
 mod fuse;
+mod group;
 
 pub mod error;
 pub mod localop;
@@ -61,6 +62,7 @@ pub mod proto;
 
 pub use config::{Config, ProgressMode, Requested};
 pub use error::{Error, ErrorKind, Result};
+pub use group::{Group, CONTEXTS};
 
 use engine::{Engine, ExecShared, SchedInner, Thresholds, DONE, FAILED, RUNNING};
 pub use engine::Thresholds as ProtocolThresholds;
@@ -82,7 +84,9 @@ pub struct Runtime {
     /// An epoll set holding both, when there are both.
     _wake_set: Option<goal_net::Epoll>,
     heap: Arc<Heap>,
-    next_sched: AtomicU32,
+    /// Every rank of the job: context 0, whose compile count is the one
+    /// peers are told at finalize.
+    world: Group,
     /// Application threads inside `wait`. The helper sleeps on this word
     /// while it is non-zero (see `progress::park`).
     pub(crate) app_waiting: Arc<AtomicU32>,
@@ -103,12 +107,15 @@ pub struct Runtime {
 /// A compiled schedule, ready to run any number of times.
 pub struct Schedule {
     inner: Arc<SchedInner>,
+    /// The group it was compiled on: its context stays taken while the
+    /// schedule lives.
+    group: Group,
 }
 
 impl Clone for Schedule {
     fn clone(&self) -> Schedule {
         self.inner.handles.fetch_add(1, Ordering::Relaxed);
-        Schedule { inner: self.inner.clone() }
+        Schedule { inner: self.inner.clone(), group: self.group.clone() }
     }
 }
 
@@ -162,9 +169,13 @@ impl Schedule {
     pub fn compiled(&self) -> &goal_sched::Schedule {
         &self.inner.s
     }
-    /// The schedule's id (its position in this process' compile order).
+    /// The schedule's number in its group's compile order.
     pub fn id(&self) -> u32 {
-        self.inner.id
+        self.inner.id as u32
+    }
+    /// The group it was compiled on.
+    pub fn group(&self) -> &Group {
+        &self.group
     }
 }
 
@@ -250,7 +261,7 @@ pub fn finalize() -> Result<()> {
         for line in e.unreported() {
             say!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
         }
-        e.link.shm.mark_finalized(rt.next_sched.load(Ordering::Relaxed) as u64);
+        e.link.shm.mark_finalized(rt.world.inner.next_sched.load(Ordering::Relaxed) as u64);
         e.release_idle();
     }
     rt.shutdown.store(true, Ordering::Release);
@@ -436,7 +447,7 @@ impl Runtime {
             wake_fd,
             _wake_set: wake_set,
             heap,
-            next_sched: AtomicU32::new(0),
+            world: Group::world(size as u32, rank as u32, group::Contexts::new()),
             app_waiting,
             helper_parked: AtomicBool::new(false),
             app_mark: progress::appmark::AppMark::new(oversubscribed),
@@ -473,25 +484,53 @@ impl Runtime {
         (self.th.eager, self.th.cma)
     }
 
-    /// Checks and compiles `g`. Collective in the matching sense: every rank
-    /// compiles its schedules in the same order.
+    /// Checks and compiles `g` on the world group. Collective in the
+    /// matching sense: every rank compiles its schedules in the same order.
     pub fn compile(&self, g: &goal_sched::Graph) -> Result<Schedule> {
-        let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: self.size }).map_err(Error::from)?;
-        let mut id = self.next_sched.fetch_add(1, Ordering::Relaxed);
-        if id == u32::MAX {
-            // Never handed out (the engine's table keys ids plus one), on
-            // every rank alike: compile numbers stay in step.
-            id = self.next_sched.fetch_add(1, Ordering::Relaxed);
+        self.compile_numbered(&self.world, g, None)
+    }
+
+    /// Checks and compiles `g` on `grp`: its peers are ranks of `grp`.
+    /// Collective over `grp`'s members, which compile the group's
+    /// schedules in the same order.
+    pub fn compile_on(&self, grp: &Group, g: &goal_sched::Graph) -> Result<Schedule> {
+        self.compile_numbered(grp, g, None)
+    }
+
+    /// [`compile_on`](Self::compile_on), numbered `number` in the group if
+    /// given (else the group's next number).
+    pub(crate) fn compile_numbered(&self, grp: &Group, g: &goal_sched::Graph, number: Option<u32>) -> Result<Schedule> {
+        grp.check_live("compiling")?;
+        let mut s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: grp.size() }).map_err(Error::from)?;
+        if grp.inner.ctx != 0 {
+            // The engine speaks job ranks: each peer of the group becomes
+            // the rank it is in the job (a one-to-one map, so what the
+            // compiler derived from peers being equal still holds).
+            for o in s.ops.iter_mut().filter(|o| matches!(o.kind(), goal_sched::OpKind::Send | goal_sched::OpKind::Recv | goal_sched::OpKind::SendVec | goal_sched::OpKind::RecvVec) && o.peer >= 0) {
+                o.peer = grp.inner.members[o.peer as usize] as i32;
+            }
         }
-        let inner = Arc::new(SchedInner::new(id, s));
+        let n = match number {
+            Some(n) => n,
+            None => {
+                let mut n = grp.next_number();
+                if n == u32::MAX {
+                    // Skipped on every member alike: compile numbers stay in step.
+                    n = grp.next_number();
+                }
+                n
+            }
+        };
+        let id = proto::sched_id(grp.inner.ctx, n);
+        let inner = Arc::new(SchedInner::new(id, s, grp.inner.members.clone()));
         if !self.lock_engine().adopt(inner.clone()) {
             // (Dropped without a handle: nothing to free in the engine.)
             return Err(Error::new(
                 ErrorKind::Busy,
-                format!("schedule id {id} is still held by a live schedule compiled 4,294,967,295 compiles ago (ids wrap): free it first"),
+                format!("schedule number {n} of this group is still held by a live schedule compiled 4,294,967,295 compiles ago (numbers wrap): free it first"),
             ));
         }
-        Ok(Schedule { inner })
+        Ok(Schedule { inner, group: grp.clone() })
     }
 
     /// Starts one execution of `s`.
@@ -502,6 +541,9 @@ impl Runtime {
     /// has finished.
     #[inline]
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
+        if s.group.inner.freed.load(Ordering::Relaxed) {
+            return Err(Error::new(ErrorKind::InvalidArgument, format!("the schedule's group (context {}) was freed", s.group.inner.ctx)));
+        }
         if self.cfg.progress == ProgressMode::Manual {
             // (`run_at` is for the helper's heuristics: none here.)
             let shared = self.lock_engine().start(&s.inner, self);

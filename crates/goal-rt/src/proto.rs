@@ -31,17 +31,52 @@
 //! [`Head::this_one_only`], [`Head::offer`]).
 //!
 //! ```text
-//! w0: kind u8 | mode u8 << 8 | tag i32 << 32
-//! w1: schedule id u32 | execution number u32 << 32
+//! w0: kind u8 | mode u8 << 8 | group context u16 << 16 | tag i32 << 32
+//! w1: schedule number in its group u32 | execution number u32 << 32
 //! w2: message length u32 | rendezvous token u32 << 32
 //! w3: per kind: a buffer, a time, credits, a flag or an offer (see the accessors)
 //! ```
 //!
 //! The (schedule id, execution number, source, tag) quadruple is the
 //! matching key of the contract: the k-th execution of a schedule on one
-//! rank pairs with the k-th execution of the same schedule everywhere.
+//! rank pairs with the k-th execution of the same schedule everywhere. A
+//! schedule id ([`SchedId`]) is its group's context and its number in that
+//! group's compile order, so executions of different groups never match
+//! each other's messages.
 
 use goal_transport::Envelope;
+
+/// A schedule's id, the same on every member of its group: the group's
+/// context (bits 32..48; 0 is the world group) above the schedule's number
+/// in that group's compile order (bits 0..32).
+pub type SchedId = u64;
+
+/// The context of a schedule id.
+#[inline(always)]
+pub fn context_of(id: SchedId) -> u16 {
+    (id >> 32) as u16
+}
+
+/// A schedule id as messages name it: its number, and its group's context
+/// unless it is the world group's ("schedule 5", "schedule 5 of group
+/// context 3").
+#[derive(Clone, Copy)]
+pub struct Named(pub SchedId);
+
+impl std::fmt::Display for Named {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match context_of(self.0) {
+            0 => write!(f, "{}", self.0 as u32),
+            c => write!(f, "{} of group context {c}", self.0 as u32),
+        }
+    }
+}
+
+/// The id of schedule number `n` of the group with context `ctx`.
+#[inline(always)]
+pub fn sched_id(ctx: u16, n: u32) -> SchedId {
+    (ctx as u64) << 32 | n as u64
+}
 
 /// What a message is: the envelope's first byte, the handler it goes to.
 #[repr(u8)]
@@ -168,8 +203,8 @@ pub struct Head {
     pub mode: u8,
     /// Message tag.
     pub tag: i32,
-    /// Schedule id.
-    pub sched: u32,
+    /// Schedule id (its group's context and its number there).
+    pub sched: SchedId,
     /// Execution number of that schedule.
     pub seq: u32,
     /// Message length in bytes.
@@ -188,8 +223,8 @@ impl Head {
     #[inline]
     pub fn encode(&self) -> Envelope {
         [
-            self.kind as u8 as u64 | (self.mode as u64) << 8 | (self.tag as u32 as u64) << 32,
-            self.sched as u64 | (self.seq as u64) << 32,
+            self.kind as u8 as u64 | (self.mode as u64) << 8 | (self.sched >> 32 & 0xffff) << 16 | (self.tag as u32 as u64) << 32,
+            self.sched & 0xffff_ffff | (self.seq as u64) << 32,
             self.len as u64 | (self.token as u64) << 32,
             self.w3,
         ]
@@ -202,7 +237,7 @@ impl Head {
             kind: Kind::from_wire(e[0] as u8),
             mode: (e[0] >> 8) as u8,
             tag: (e[0] >> 32) as u32 as i32,
-            sched: e[1] as u32,
+            sched: (e[0] >> 16 & 0xffff) << 32 | (e[1] & 0xffff_ffff),
             seq: (e[1] >> 32) as u32,
             len: e[2] as u32,
             token: (e[2] >> 32) as u32,
@@ -232,7 +267,7 @@ impl Head {
 
     /// The envelope of an eager send `o` of execution `seq` of schedule
     /// `sched` (its payload follows it).
-    pub fn eager(o: &goal_sched::OpRec, sched: u32, seq: u32) -> Head {
+    pub fn eager(o: &goal_sched::OpRec, sched: SchedId, seq: u32) -> Head {
         Head { kind: Kind::Eager, mode: 0, tag: o.tag, sched, seq, len: o.len, token: 0, w3: 0 }
     }
 
@@ -319,7 +354,7 @@ mod tests {
 
     #[test]
     fn envelope_round_trips() {
-        let h = Head { kind: Kind::Rts, mode: MODE_CMA, tag: -1, sched: 7, seq: u32::MAX, len: 1 << 31, token: 99, w3: 0xdead_beef_0000 };
+        let h = Head { kind: Kind::Rts, mode: MODE_CMA, tag: -1, sched: sched_id(0xfffe, 7), seq: u32::MAX, len: 1 << 31, token: 99, w3: 0xdead_beef_0000 };
         assert_eq!(Head::decode(&h.encode()), h);
         assert_eq!(Head::from_bytes(&h.to_bytes()), Some(h));
         assert_eq!(Head::from_bytes(&h.to_bytes()[..31]), None);

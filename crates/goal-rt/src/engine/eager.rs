@@ -13,7 +13,7 @@ use super::policy::Offer;
 use super::pieces::{Pieces, byte_slice, gather, operand, slices_of};
 
 impl Engine {
-    pub(super) fn start_send(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {
+    pub(super) fn start_send(&mut self, r: OpRef, o: &OpRec, sched: SchedId, seq: u32) {
         let peer = o.peer as u32;
         let len = o.len as usize;
         let mut head = Head::eager(o, sched, seq);

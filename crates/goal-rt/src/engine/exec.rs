@@ -16,6 +16,7 @@
 
 use crate::error::Error;
 use crate::fuse;
+use crate::proto::SchedId;
 use goal_sched::OpKind;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
@@ -24,8 +25,9 @@ use std::sync::{Arc, Mutex};
 
 /// A compiled schedule as the runtime holds it.
 pub(crate) struct SchedInner {
-    /// Position in this process' compile order: the same on every rank.
-    pub id: u32,
+    /// Its group's context and its number in that group's compile order:
+    /// the same on every member of the group.
+    pub id: SchedId,
     /// The compiled form.
     pub s: goal_sched::Schedule,
     /// Executions started so far (the next execution's number). Written
@@ -59,6 +61,10 @@ pub(crate) struct SchedInner {
     /// message that no posted receive took may still be taken by one (see
     /// [`Engine::stash`]).
     pub(super) recv_keys: Box<[(i32, i32)]>,
+    /// The job rank of each member of its group, by group rank (its
+    /// operations' peers are job ranks already): who may send to its
+    /// wildcard receives.
+    pub(crate) members: Arc<[u32]>,
 }
 
 /// Receives from this size on count for [`SchedInner::opening_recvs`]
@@ -66,7 +72,7 @@ pub(crate) struct SchedInner {
 pub(super) const EXCHANGE_MIN: u64 = 64 << 10;
 
 impl SchedInner {
-    pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
+    pub fn new(id: SchedId, s: goal_sched::Schedule, members: Arc<[u32]>) -> SchedInner {
         let deps = s.ops.iter().map(|o| o.deps).collect();
         let fuse = fuse::plan(&s).into_boxed_slice();
         let mut opening_recvs: Vec<u32> = s.ops[..s.independent as usize]
@@ -82,7 +88,7 @@ impl SchedInner {
         recv_keys.sort_unstable();
         recv_keys.dedup();
         let recv_keys = recv_keys.into_boxed_slice();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys, members }
     }
 
     /// Whether some receive of the schedule could take a message from
@@ -173,7 +179,7 @@ pub(super) struct ExecBufs {
 }
 
 impl ExecShared {
-    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: u32) -> Arc<ExecShared> {
+    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: SchedId) -> Arc<ExecShared> {
         Arc::new(ExecShared { state: AtomicI32::new(RUNNING), error: Mutex::new(None), rt: rt.clone(), sched_id, run_at: AtomicU64::new(0) })
     }
 }
@@ -194,7 +200,7 @@ pub struct ExecShared {
     /// The schedule's id: with `run_at`, Wait learns from them whether the
     /// application computes after this schedule's Runs (see
     /// `progress::AppMark`).
-    pub sched_id: u32,
+    pub sched_id: SchedId,
     /// The time of this execution's Run (`ticks`), written by Run before
     /// the handle exists; only in modes with a helper, whose Wait reads it.
     pub run_at: AtomicU64,
@@ -333,7 +339,7 @@ impl<B: Owned> Execs<B> {
 
     /// Whether execution `seq` of schedule `id` started here and is over
     /// (it is before the next one to start, and not active).
-    pub(super) fn finished_before(&self, id: u32, seq: u32) -> bool {
+    pub(super) fn finished_before(&self, id: SchedId, seq: u32) -> bool {
         self.scheds.get(id).is_some_and(|s| seq.wrapping_sub(s.runs.load(Ordering::Relaxed)) >= 1 << 31 && !self.active(s).iter().any(|&(q, _)| q == seq))
     }
 
@@ -359,7 +365,7 @@ impl<B: Owned> Execs<B> {
 
     /// The slot of execution `seq` of schedule `id`, if it is active here.
     #[inline]
-    pub(super) fn active_slot(&self, id: u32, seq: u32) -> Option<u32> {
+    pub(super) fn active_slot(&self, id: SchedId, seq: u32) -> Option<u32> {
         let s = self.scheds.get(id)?;
         self.active(s).iter().find(|&&(q, _)| q == seq).map(|&(_, slot)| slot)
     }
@@ -416,7 +422,7 @@ impl<B: Owned> Execs<B> {
     /// Drops the kept schedules that have no execution left; returns their
     /// ids, for the engine to forget (only freed schedules are kept).
     #[cold]
-    pub(super) fn release_orphans(&mut self) -> Vec<u32> {
+    pub(super) fn release_orphans(&mut self) -> Vec<SchedId> {
         let mut freed = Vec::new();
         self.orphans.retain(|s| {
             let keep = s.running.load(Ordering::Relaxed) > 0;
@@ -433,20 +439,27 @@ impl<B: Owned> Execs<B> {
 #[derive(Default)]
 struct Entry {
     /// The schedule's id plus one; 0: an empty slot.
-    key: u32,
+    key: u64,
     sched: Option<Arc<SchedInner>>,
+}
+
+/// The home slot of schedule `id` in a table of `mask + 1` slots.
+#[inline(always)]
+fn home(id: SchedId, mask: usize) -> usize {
+    (id as u32 ^ ((id >> 32) as u32).wrapping_mul(0x9e37_79b9)) as usize & mask
 }
 
 /// Slots of an empty [`SchedTable`].
 const TABLE_MIN: usize = 8;
 
 /// The live schedules, by id: an open-addressed table with linear probing
-/// whose hash is the id itself. Ids are compile numbers, consecutive, so
-/// live ones mostly sit in their home slot and a lookup costs a mask, a
+/// whose hash is the id's number in its group, mixed with the group's
+/// context (the world group's ids hash to themselves). Numbers are
+/// consecutive, so live ones mostly sit in their home slot and a lookup costs a mask, a
 /// load and a compare, as the vectors indexed by id it replaces did; but a
 /// freed schedule's entry goes (backward-shift deletion, no tombstones),
 /// so the table is as large as the live schedules, whatever their ids.
-/// (Id `u32::MAX` is never handed out: its key would be an empty slot's.)
+/// (Ids are below 2^48, so a key, the id plus one, is never 0.)
 pub(super) struct SchedTable {
     /// A power of two long, at least [`TABLE_MIN`]; at most half full.
     slots: Vec<Entry>,
@@ -464,12 +477,12 @@ impl Default for SchedTable {
 impl SchedTable {
     /// Schedule `id`, if it is live.
     #[inline(always)]
-    pub(super) fn get(&self, id: u32) -> Option<&SchedInner> {
-        let i = id as usize & self.mask;
+    pub(super) fn get(&self, id: SchedId) -> Option<&SchedInner> {
+        let i = home(id, self.mask);
         // SAFETY: `mask` is `slots.len() - 1` (kept so by `resize`), so
         // `i` is in bounds.
         let e = unsafe { self.slots.get_unchecked(i) };
-        if e.key == id.wrapping_add(1) {
+        if e.key == id + 1 {
             e.sched.as_deref()
         } else if e.key == 0 {
             None
@@ -482,30 +495,30 @@ impl SchedTable {
     /// out of line: the arrival path inlines `get`).
     #[cold]
     #[inline(never)]
-    fn get_probing(&self, id: u32, i: usize) -> Option<&SchedInner> {
+    fn get_probing(&self, id: SchedId, i: usize) -> Option<&SchedInner> {
         self.probe(id, i).and_then(|i| self.slots[i].sched.as_deref())
     }
 
     /// The slot of `id` past its home slot `i`, which another id holds.
     #[cold]
     #[inline(never)]
-    fn probe(&self, id: u32, mut i: usize) -> Option<usize> {
+    fn probe(&self, id: SchedId, mut i: usize) -> Option<usize> {
         loop {
             i = (i + 1) & self.mask;
             match self.slots[i].key {
                 0 => return None,
-                k if k == id.wrapping_add(1) => return Some(i),
+                k if k == id + 1 => return Some(i),
                 _ => {}
             }
         }
     }
 
     /// The slot of `id`, if it is live.
-    fn find(&self, id: u32) -> Option<usize> {
-        let i = id as usize & self.mask;
+    fn find(&self, id: SchedId) -> Option<usize> {
+        let i = home(id, self.mask);
         match self.slots[i].key {
             0 => None,
-            k if k == id.wrapping_add(1) => Some(i),
+            k if k == id + 1 => Some(i),
             _ => self.probe(id, i),
         }
     }
@@ -521,7 +534,7 @@ impl SchedTable {
         }
         let i = self.vacant(s.id);
         self.len += 1;
-        self.slots[i] = Entry { key: s.id.wrapping_add(1), sched: Some(s) };
+        self.slots[i] = Entry { key: s.id + 1, sched: Some(s) };
         true
     }
 
@@ -530,14 +543,14 @@ impl SchedTable {
         let old = std::mem::replace(&mut self.slots, (0..cap).map(|_| Entry::default()).collect());
         self.mask = cap - 1;
         for e in old.into_iter().filter(|e| e.key != 0) {
-            let i = self.vacant(e.key.wrapping_sub(1));
+            let i = self.vacant(e.key - 1);
             self.slots[i] = e;
         }
     }
 
     /// The first empty slot from `id`'s home.
-    fn vacant(&self, id: u32) -> usize {
-        let mut i = id as usize & self.mask;
+    fn vacant(&self, id: SchedId) -> usize {
+        let mut i = home(id, self.mask);
         while self.slots[i].key != 0 {
             i = (i + 1) & self.mask;
         }
@@ -547,7 +560,7 @@ impl SchedTable {
     /// Takes schedule `id` out (it was freed), shifting back the entries
     /// after it that probing would no longer find; shrinks a table at most
     /// an eighth full.
-    pub(super) fn remove(&mut self, id: u32) -> Option<Arc<SchedInner>> {
+    pub(super) fn remove(&mut self, id: SchedId) -> Option<Arc<SchedInner>> {
         let mut i = self.find(id)?;
         let gone = std::mem::take(&mut self.slots[i]).sched;
         self.len -= 1;
@@ -557,7 +570,7 @@ impl SchedTable {
             if self.slots[j].key == 0 {
                 break;
             }
-            let home = self.slots[j].key.wrapping_sub(1) as usize & self.mask;
+            let home = home(self.slots[j].key - 1, self.mask);
             // Whether `home` lies cyclically in (i, j]: then it stays.
             let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
             if !stays {
@@ -573,7 +586,7 @@ impl SchedTable {
 
     /// Keeps only the schedules for which `keep` holds.
     pub(super) fn retain(&mut self, keep: impl Fn(&SchedInner) -> bool) {
-        let gone: Vec<u32> = self.slots.iter().filter_map(|e| e.sched.as_deref()).filter(|s| !keep(s)).map(|s| s.id).collect();
+        let gone: Vec<SchedId> = self.slots.iter().filter_map(|e| e.sched.as_deref()).filter(|s| !keep(s)).map(|s| s.id).collect();
         for id in gone {
             self.remove(id);
         }
@@ -625,7 +638,7 @@ pub(super) mod tests {
 
     /// A schedule of 4 ranks as rank 0 sees it: receive from 1 (op 0),
     /// then send to 2 and to 3 (ops 1 and 2), both after the receive.
-    pub(in crate::engine) fn forward(id: u32) -> Arc<SchedInner> {
+    pub(in crate::engine) fn forward(id: SchedId) -> Arc<SchedInner> {
         let mut g = Graph::new();
         let r = g.recv(Buf::user(0x1000), 8, 1, 0);
         let a = g.send(Buf::user(0x1000), 8, 2, 0);
@@ -633,7 +646,7 @@ pub(super) mod tests {
         g.requires(r, a).unwrap();
         g.requires(r, b).unwrap();
         let s = goal_sched::compile(&g, &CompileOptions { group_size: 4 }).unwrap();
-        Arc::new(SchedInner::new(id, s))
+        Arc::new(SchedInner::new(id, s, (0..4).collect()))
     }
 
     /// Starts an execution of `s` in `x` as the engine's Run does.
@@ -731,11 +744,12 @@ pub(super) mod tests {
     #[test]
     fn the_schedule_table_finds_every_live_id_after_removals() {
         let mut t = SchedTable::default();
-        // Ids that share home slots (multiples of the capacity), and a
-        // long-lived one beside many short-lived ones.
-        let mut live: Vec<u32> = Vec::new();
+        // Ids that share home slots (multiples of the capacity), of
+        // several groups' contexts, and a long-lived one beside many
+        // short-lived ones.
+        let mut live: Vec<SchedId> = Vec::new();
         for round in 0..2000u32 {
-            let id = if round % 3 == 0 { round * 64 } else { round };
+            let id = crate::proto::sched_id((round % 4) as u16 * 0x3fff, if round % 3 == 0 { round * 64 } else { round });
             assert!(t.add(forward(id)));
             assert!(!t.add(forward(id)), "an id held by a live schedule is not handed out twice");
             live.push(id);

@@ -106,7 +106,7 @@ impl Engine {
             "{}: it waits for a message from rank {src} with {}, and rank {src}'s schedule {} has no send to this rank with that tag: {DISAGREE}",
             self.describe(r),
             tag_words(h.tag),
-            h.sched
+            proto::Named(h.sched)
         );
         self.fail(r, Error::new(ErrorKind::Mismatch, msg));
     }
@@ -152,13 +152,16 @@ impl Engine {
             ),
             None => format!("rank {r} {} while this execution still needed it", lost.cause),
         };
-        // A wildcard receive fails only once no other peer is left to send it.
-        let others_left = (0..self.size as usize).any(|p| p != self.rank as usize && self.state.lost[p].is_none());
+        // A wildcard receive fails only once no other member of its
+        // schedule's group is left to send it.
+        let me = self.rank;
+        let gone = &self.state.lost;
+        let others_left = |members: &[u32]| members.iter().any(|&p| p != me && gone[p as usize].is_none());
         // Fail every execution that still waits on that peer.
         let mut victims = Vec::new();
         for (slot, e) in self.state.execs.slots.iter().enumerate() {
             let Some(e) = e else { continue };
-            let waits_recv = e.bufs.posted.iter().any(|p| p.peer == r as i32 || (p.peer == -1 && !others_left));
+            let waits_recv = e.bufs.posted.iter().any(|p| p.peer == r as i32 || (p.peer == -1 && !others_left(&e.sched.members)));
             if waits_recv {
                 victims.push(slot as u32);
             }
@@ -223,7 +226,11 @@ impl Engine {
             let hint = match (lost.finalized.filter(|_| after_death.is_none()), self.state.execs.slots.get(slot as usize).and_then(|e| e.as_ref())) {
                 // The peer's program ended normally: the ranks' programs
                 // disagree on what to run.
-                (Some(n), Some(e)) if e.sched.id as u64 >= n => format!(
+                (Some(_), Some(e)) if proto::context_of(e.sched.id) != 0 => format!(
+                    "; this is execution {} of schedule {} of the group with context {} here: rank {r} did not compile or run it as often (a group's members compile its schedules in the same order and run each as often)",
+                    e.seq, e.sched.id as u32, proto::context_of(e.sched.id)
+                ),
+                (Some(n), Some(e)) if e.sched.id >= n => format!(
                     "; rank {r} never compiled this schedule (number {} here): every rank must compile the same schedules in the same order",
                     e.sched.id
                 ),

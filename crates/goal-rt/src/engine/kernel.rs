@@ -33,12 +33,12 @@ impl Engine {
     /// finalize.
     pub fn unreported(&mut self) -> Vec<String> {
         self.poll_messages();
-        let mut out: Vec<(u32, String)> =
-            self.state.matcher.stale.drain().map(|(id, e)| (id, format!("{}; no later execution of schedule {id} ran here to report it", e.message))).collect();
-        let mut keys: Vec<u64> = self.state.matcher.unexp.keys().copied().collect();
+        let mut out: Vec<(SchedId, String)> =
+            self.state.matcher.stale.drain().map(|(id, e)| (id, format!("{}; no later execution of schedule {} ran here to report it", e.message, proto::Named(id)))).collect();
+        let mut keys: Vec<ExecKey> = self.state.matcher.unexp.keys().copied().collect();
         keys.sort_unstable();
         for k in keys {
-            let (sched, seq) = ((k >> 32) as u32, k as u32);
+            let (sched, seq) = ((k >> 32) as SchedId, k as u32);
             if self.state.execs.active_slot(sched, seq).is_some() {
                 continue; // (its Wait will say)
             }
@@ -47,9 +47,10 @@ impl Engine {
             out.push((
                 sched,
                 format!(
-                    "{} message(s) for schedule {sched} execution {seq} found no receive here (the first from rank {}, {}, {} bytes): \
+                    "{} message(s) for schedule {} execution {seq} found no receive here (the first from rank {}, {}, {} bytes): \
                      this rank never ran that execution; the ranks' programs disagree on what to compile or run",
                     q.len(),
+                    proto::Named(sched),
                     u.src,
                     tag_words(u.tag),
                     u.len
@@ -70,7 +71,7 @@ impl Engine {
     }
 
     /// Whether op `op` of schedule `id` travels on its channel now.
-    pub(super) fn on_channel(&self, id: u32, op: u32) -> bool {
+    pub(super) fn on_channel(&self, id: SchedId, op: u32) -> bool {
         self.kernel.as_ref().is_some_and(|k| matches!(k.chan(id, op), Some(Chan::Sending { .. } | Chan::Receiving { .. })))
     }
 
@@ -107,7 +108,7 @@ impl Engine {
     }
 
     /// Sender: the receiver's answer to an offer.
-    pub(super) fn channel_answer(&mut self, accept: bool, src: u32, sched: u32, op: u32) {
+    pub(super) fn channel_answer(&mut self, accept: bool, src: u32, sched: SchedId, op: u32) {
         let secret = self.link.net.as_ref().map(|n| n.config().secret);
         let me = self.rank;
         let Some(kernel) = self.kernel.as_mut() else { return };
@@ -116,7 +117,7 @@ impl Engine {
             kernel.stats.declined += 1;
             kernel.fds -= fds;
             if trace_on() {
-                say!("goal: rank {src} declined the channel of schedule {sched} op {op}");
+                say!("goal: rank {src} declined the channel of schedule {} op {op}", proto::Named(sched));
             }
         };
         match std::mem::replace(ch, Chan::Never) {
@@ -136,7 +137,7 @@ impl Engine {
                         kernel.fds -= 1;
                         if trace_on() {
                             let why = got.err().map_or_else(|| "a hello without the job's MAC".to_string(), |e| e.to_string());
-                            say!("goal: rank {me}: no channel to rank {src} for schedule {sched} op {op}: {why}");
+                            say!("goal: rank {me}: no channel to rank {src} for schedule {} op {op}: {why}", proto::Named(sched));
                         }
                     }
                 }

@@ -58,6 +58,7 @@
 //! never waits for a later one of its schedule).
 
 use super::exec::SchedInner;
+use crate::proto::SchedId;
 use crate::error::{Error, ErrorKind};
 use goal_sched::chains::ChainPlan;
 use goal_sched::{OpKind, Schedule};
@@ -199,7 +200,7 @@ pub(crate) struct KPath {
     /// allows, its held executions. Keyed rather than indexed by id, so
     /// that a program compiling and freeing a schedule per step keeps it
     /// as small as its live schedules (issue 39).
-    pub scheds: std::collections::HashMap<u32, KSched>,
+    pub scheds: std::collections::HashMap<SchedId, KSched>,
     /// Operations in the kernel, by `user_data`.
     pub ops: Vec<Option<KRec>>,
     free_ops: Vec<u32>,
@@ -328,16 +329,16 @@ impl KPath {
         }
     }
 
-    pub fn chan(&self, id: u32, op: u32) -> Option<&Chan> {
+    pub fn chan(&self, id: SchedId, op: u32) -> Option<&Chan> {
         self.scheds.get(&id)?.chans.get(op as usize)
     }
 
-    pub fn chan_mut(&mut self, id: u32, op: u32) -> Option<&mut Chan> {
+    pub fn chan_mut(&mut self, id: SchedId, op: u32) -> Option<&mut Chan> {
         self.scheds.get_mut(&id)?.chans.get_mut(op as usize)
     }
 
     /// What schedule `id` allows, if it ran here.
-    pub fn info(&self, id: u32) -> Option<Arc<SchedInfo>> {
+    pub fn info(&self, id: SchedId) -> Option<Arc<SchedInfo>> {
         self.scheds.get(&id).map(|k| k.info.clone())
     }
 
@@ -346,7 +347,7 @@ impl KPath {
     /// to. Called at the schedule's second execution, so that a schedule
     /// run once costs nothing, and in one go, so that the system calls
     /// (about 30 us per channel) do not sit between two messages.
-    pub fn make_channels(&mut self, id: u32, s: &Schedule, route: impl Fn(&goal_sched::OpRec) -> Option<Route>) {
+    pub fn make_channels(&mut self, id: SchedId, s: &Schedule, route: impl Fn(&goal_sched::OpRec) -> Option<Route>) {
         let Some(info) = self.info(id) else { return };
         for (i, o) in s.ops.iter().enumerate() {
             let Some(ch) = self.scheds.get_mut(&id).and_then(|k| k.chans.get_mut(i)) else { return };
@@ -491,10 +492,10 @@ pub(crate) const HELLO_LEN: usize = 64;
 
 /// The hello of receiver `to` for the channel of sender `from`'s
 /// operation `op` of schedule `sched`, offered with `nonce`.
-pub(crate) fn hello(secret: &[u8], from: u32, to: u32, sched: u32, op: u32, nonce: u32) -> [u8; HELLO_LEN] {
+pub(crate) fn hello(secret: &[u8], from: u32, to: u32, sched: SchedId, op: u32, nonce: u32) -> [u8; HELLO_LEN] {
     let mut h = [0u8; HELLO_LEN];
     h[..8].copy_from_slice(b"goalkcn1");
-    for (i, v) in [from, to, sched, op, nonce].into_iter().enumerate() {
+    for (i, v) in [from, to, sched as u32, op, nonce, (sched >> 32) as u32].into_iter().enumerate() {
         h[8 + 4 * i..12 + 4 * i].copy_from_slice(&v.to_le_bytes());
     }
     let mac = goal_auth::hmac_sha256(secret, &[&h[..32]]);

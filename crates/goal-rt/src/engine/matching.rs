@@ -6,6 +6,7 @@
 
 use super::exec::{Execs, OpRef, Owned, Posted};
 use crate::error::Error;
+use crate::proto::SchedId;
 use std::collections::{HashMap, VecDeque};
 
 pub(super) enum UnexpKind {
@@ -27,7 +28,7 @@ pub(super) struct Ctl {
     pub(super) fd: u32,
     /// The sender's operation and schedule.
     pub(super) op: u32,
-    pub(super) sched: u32,
+    pub(super) sched: SchedId,
     /// The offer's nonce (over TCP).
     pub(super) nonce: u32,
 }
@@ -46,9 +47,12 @@ pub(super) const SPARE_BUF_BYTES: usize = 64 << 10;
 
 /// An execution's key: its schedule id and execution number.
 #[inline]
-pub(super) fn key(sched: u32, seq: u32) -> u64 {
-    (sched as u64) << 32 | seq as u64
+pub(super) fn key(sched: SchedId, seq: u32) -> ExecKey {
+    (sched as u128) << 32 | seq as u128
 }
+
+/// An execution's key ([`key`]): 80 bits.
+pub(super) type ExecKey = u128;
 
 /// The hasher of the engine's maps, whose keys are small integers from the
 /// group's own ranks (execution keys, transfer tokens): a rotate, a xor and
@@ -73,6 +77,10 @@ impl std::hash::Hasher for KeyHasher {
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
+    fn write_u128(&mut self, n: u128) {
+        self.write_u64(n as u64);
+        self.write_u64((n >> 64) as u64);
+    }
 }
 
 pub(super) type KeyHash = std::hash::BuildHasherDefault<KeyHasher>;
@@ -95,7 +103,7 @@ pub(super) struct Matcher {
     /// Unexpected messages by execution key ([`key`]), each queue in
     /// arrival order. Invariant: no queue is empty (an emptied one goes
     /// to `spare_queues`).
-    pub(super) unexp: KeyMap<u64, VecDeque<Unexp>>,
+    pub(super) unexp: KeyMap<ExecKey, VecDeque<Unexp>>,
     /// Emptied queues of `unexp`, and payload buffers of unexpected eager
     /// messages already delivered, for the next ones: an unexpected message
     /// cost a malloc and a free for each (callgrind: 130 instructions of
@@ -105,15 +113,15 @@ pub(super) struct Matcher {
     /// Per schedule id, what a stray message for an execution that had
     /// finished here showed: the schedule's next execution here fails with
     /// it (see `Engine::stale`).
-    pub(super) stale: HashMap<u32, Error>,
+    pub(super) stale: HashMap<SchedId, Error>,
     /// Executions (by slot) that end with an earlier one's mismatch.
     pub(super) poisoned: HashMap<u32, Error>,
     /// Keys of executions that finished while messages waited for them
     /// (strays, reported by `Engine::strays`).
-    pub(super) stray_keys: Vec<u64>,
+    pub(super) stray_keys: Vec<ExecKey>,
     /// Keys of executions that failed here: what still arrives for them is
     /// released at once (a failed execution drains).
-    pub(super) dead: std::collections::HashSet<u64, KeyHash>,
+    pub(super) dead: std::collections::HashSet<ExecKey, KeyHash>,
     /// Per source: the number of the last poll in which a message of it
     /// that may match a receive (an RTS, or an eager message not copied
     /// straight into a posted receive) was queued for the poll's end. A
@@ -134,7 +142,7 @@ impl Matcher {
     /// Takes the first message waiting for execution `k` that a receive
     /// from `peer` with `tag` takes (either -1: any), in arrival order.
     #[inline]
-    pub(super) fn take_unexpected(&mut self, k: u64, peer: i32, tag: i32) -> Option<Unexp> {
+    pub(super) fn take_unexpected(&mut self, k: ExecKey, peer: i32, tag: i32) -> Option<Unexp> {
         if self.unexp.is_empty() {
             return None; // the common case: no hashing
         }
@@ -152,7 +160,7 @@ impl Matcher {
     }
 
     /// Keeps `u` for execution `k`, behind what waits for it already.
-    pub(super) fn keep(&mut self, k: u64, u: Unexp) {
+    pub(super) fn keep(&mut self, k: ExecKey, u: Unexp) {
         let spare = &mut self.spare_queues;
         self.unexp.entry(k).or_insert_with(|| spare.pop().unwrap_or_default()).push_back(u);
     }
@@ -160,14 +168,14 @@ impl Matcher {
     /// Execution `k` failed here: what still arrives for it is released at
     /// once (see [`is_dead`](Self::is_dead)); returns what waited for it,
     /// for the engine to release.
-    pub(super) fn bury(&mut self, k: u64) -> VecDeque<Unexp> {
+    pub(super) fn bury(&mut self, k: ExecKey) -> VecDeque<Unexp> {
         self.dead.insert(k);
         self.unexp.remove(&k).unwrap_or_default()
     }
 
     /// Whether execution `k` failed here.
     #[inline]
-    pub(super) fn is_dead(&self, k: u64) -> bool {
+    pub(super) fn is_dead(&self, k: ExecKey) -> bool {
         !self.dead.is_empty() && self.dead.contains(&k)
     }
 
@@ -175,7 +183,7 @@ impl Matcher {
     /// wait for it are strays, for the engine to report (see
     /// `Engine::strays`).
     #[cold]
-    pub(super) fn note_strays(&mut self, k: u64) {
+    pub(super) fn note_strays(&mut self, k: ExecKey) {
         if self.unexp.contains_key(&k) {
             self.stray_keys.push(k);
         }
@@ -235,7 +243,7 @@ pub(super) fn fit(len: u64, cap: u64, exact: bool) -> Fit {
 /// that takes a message from `src` with `tag` (a free function so the
 /// poll callback can use it while the transport is borrowed).
 #[inline]
-pub(super) fn match_posted<B: Owned>(execs: &mut Execs<B>, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
+pub(super) fn match_posted<B: Owned>(execs: &mut Execs<B>, sched: SchedId, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = execs.active_slot(sched, seq)?;
     // SAFETY: an active execution's slot is an index of `slots` (an
     // execution is listed as active from `insert` to `vacate`).

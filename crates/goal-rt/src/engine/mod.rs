@@ -138,7 +138,7 @@ use crate::adapt;
 use crate::error::{Error, ErrorKind};
 use self::kpath::{Chan, KPath, KRec, IN_KERNEL};
 use crate::localop::{self, KernelError};
-use crate::proto::{self, Head, Kind};
+use crate::proto::{self, Head, Kind, SchedId};
 use goal_sched::{OpKind, OpRec, ReduceOp};
 use goal_net::{Event, NetNode};
 use goal_transport::kchain::{KOp, KOpKind, KRing, Link, SockType};

@@ -230,13 +230,13 @@ impl Engine {
 
 /// The state of a [`Engine::start_done`] whose message to `peer` did not go.
 #[cold]
-pub(super) fn failed_done(rt: &Arc<crate::Runtime>, sched: u32, peer: i32) -> Arc<ExecShared> {
+pub(super) fn failed_done(rt: &Arc<crate::Runtime>, sched: SchedId, peer: i32) -> Arc<ExecShared> {
     let msg = format!("goal: a send to rank {peer} found its ring full after it fit (please report)");
     failed_with(rt, sched, Error::new(ErrorKind::System, msg))
 }
 
 /// The state of an execution that ended in Run with `err`.
-pub(super) fn failed_with(rt: &Arc<crate::Runtime>, sched: u32, err: Error) -> Arc<ExecShared> {
+pub(super) fn failed_with(rt: &Arc<crate::Runtime>, sched: SchedId, err: Error) -> Arc<ExecShared> {
     let shared = ExecShared::new(rt, sched);
     *shared.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err);
     shared.state.store(FAILED, Ordering::Release);
@@ -297,10 +297,10 @@ impl State {
     /// finds no schedule, and waits to be reported at finalize like any
     /// message no schedule here takes). What was said about it and not yet
     /// reported (`stale`) stays for the report at finalize.
-    pub(super) fn forget(&mut self, id: u32) {
+    pub(super) fn forget(&mut self, id: SchedId) {
         self.execs.scheds.remove(id);
         if !self.matcher.dead.is_empty() {
-            self.matcher.dead.retain(|&k| (k >> 32) as u32 != id);
+            self.matcher.dead.retain(|&k| (k >> 32) as SchedId != id);
         }
     }
 }

@@ -14,7 +14,7 @@ impl Engine {
         while let Some(k) = self.state.matcher.stray_keys.pop() {
             if let Some(q) = self.state.matcher.unexp.remove(&k) {
                 for u in q {
-                    self.stale((k >> 32) as u32, k as u32, u);
+                    self.stale((k >> 32) as SchedId, k as u32, u);
                 }
             }
         }
@@ -35,7 +35,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn start_recv(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) {
+    pub(super) fn start_recv(&mut self, r: OpRef, o: &OpRec, sched: SchedId, seq: u32) {
         if let Some(u) = self.state.matcher.take_unexpected(key(sched, seq), o.peer, o.tag) {
             return self.deliver(r, u);
         }
@@ -49,7 +49,7 @@ impl Engine {
     }
 
     /// Finds and removes the first posted receive of execution (sched, seq) matching src/tag.
-    pub(super) fn match_posted(&mut self, sched: u32, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
+    pub(super) fn match_posted(&mut self, sched: SchedId, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
         match_posted(&mut self.state.execs, sched, seq, src, tag)
     }
 
@@ -59,7 +59,7 @@ impl Engine {
     /// could ever take the message (it fails, see
     /// [`mismatch`](Self::mismatch)), or if it finished here already (see
     /// [`stale`](Self::stale)).
-    pub(super) fn stash(&mut self, sched: u32, seq: u32, u: Unexp) {
+    pub(super) fn stash(&mut self, sched: SchedId, seq: u32, u: Unexp) {
         if self.state.matcher.is_dead(key(sched, seq)) {
             return self.drop_unexpected(u);
         }
@@ -91,8 +91,8 @@ impl Engine {
         let e = self.exec(r)?;
         let id = e.sched.id;
         let msg = format!(
-            "{}: rank {} sent it a message with {} ({} bytes), and schedule {id} has no receive from rank {} with that tag here: {DISAGREE}",
-            self.describe(r), u.src, tag_words(u.tag), u.len, u.src
+            "{}: rank {} sent it a message with {} ({} bytes), and schedule {} has no receive from rank {} with that tag here: {DISAGREE}",
+            self.describe(r), u.src, tag_words(u.tag), u.len, proto::Named(id), u.src
         );
         Some(Error::new(ErrorKind::Mismatch, msg))
     }
@@ -103,11 +103,11 @@ impl Engine {
     /// whose executions all finish, say a broadcast whose ranks disagree on
     /// the root, would otherwise go unseen), and the sender is released.
     #[cold]
-    pub(super) fn stale(&mut self, sched: u32, seq: u32, u: Unexp) {
+    pub(super) fn stale(&mut self, sched: SchedId, seq: u32, u: Unexp) {
         let msg = format!(
-            "schedule {sched} execution {seq} had finished here when rank {} sent it a message with {} ({} bytes) \
+            "schedule {} execution {seq} had finished here when rank {} sent it a message with {} ({} bytes) \
              that none of its receives took: {DISAGREE}",
-            u.src, tag_words(u.tag), u.len
+            proto::Named(sched), u.src, tag_words(u.tag), u.len
         );
         self.drop_unexpected(u);
         self.state.matcher.stale.entry(sched).or_insert_with(|| Error::new(ErrorKind::Mismatch, msg));
@@ -115,7 +115,7 @@ impl Engine {
 
     /// The news [`stale`](Self::stale) kept for schedule `sched`, for its
     /// next execution to end with.
-    pub(super) fn take_stale(&mut self, sched: u32) -> Option<Error> {
+    pub(super) fn take_stale(&mut self, sched: SchedId) -> Option<Error> {
         let mut err = self.state.matcher.stale.remove(&sched)?;
         err.message.push_str("; reported by the schedule's next execution, this one");
         Some(err)
@@ -133,7 +133,7 @@ impl Engine {
     /// [`stash`](Self::stash)); with an earlier execution's news it runs
     /// to its end.
     #[cold]
-    pub(super) fn check_waiting(&mut self, sched: u32, seq: u32, slot: u32, gen: u32) -> bool {
+    pub(super) fn check_waiting(&mut self, sched: SchedId, seq: u32, slot: u32, gen: u32) -> bool {
         if let Some(err) = self.take_stale(sched) {
             self.state.matcher.poisoned.insert(slot, err);
             return false;

@@ -63,7 +63,7 @@ impl Engine {
         }
         for (&k, q) in &self.state.matcher.unexp {
             let what: Vec<String> = q.iter().map(|u| format!("from rank {} tag {} ({} B)", u.src, u.tag, u.len)).collect();
-            lines.push(format!("unexpected for schedule {} execution {}: [{}]", k >> 32, k & 0xffff_ffff, what.join(", ")));
+            lines.push(format!("unexpected for schedule {} execution {}: [{}]", proto::Named((k >> 32) as SchedId), k & 0xffff_ffff, what.join(", ")));
         }
         for (p, (o, i)) in self.state.stream_out.iter().zip(&self.state.stream_in).enumerate() {
             if let Some(s) = o.front() {
@@ -90,7 +90,7 @@ impl Engine {
         let Some(e) = self.exec(r) else { return String::from("a finished execution") };
         let s = &e.sched.s;
         if r.op == u32::MAX {
-            return format!("schedule {} execution {}", e.sched.id, e.seq);
+            return format!("schedule {} execution {}", proto::Named(e.sched.id), e.seq);
         }
         let o = &s.ops[r.op as usize];
         let v = s.origin[r.op as usize];

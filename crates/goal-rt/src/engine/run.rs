@@ -264,7 +264,7 @@ impl Engine {
     /// receiver has it that much sooner. (A schedule of nothing but such
     /// sends and small copies takes [`start_done`](Self::start_done) instead.)
     #[inline]
-    pub(super) fn send_early(&mut self, o: &OpRec, sched: u32, seq: u32) -> bool {
+    pub(super) fn send_early(&mut self, o: &OpRec, sched: SchedId, seq: u32) -> bool {
         !o.in_scratch() && self.ring_ready(o) && self.ring_write(o, sched, seq, o.addr as usize as *const u8)
     }
 
@@ -286,7 +286,7 @@ impl Engine {
     /// Writes `o` ([`ring_ready`](Self::ring_ready)), whose buffer starts at
     /// `ptr`, into its peer's ring if there is room; whether it did.
     #[inline(always)]
-    pub(super) fn ring_write(&mut self, o: &OpRec, sched: u32, seq: u32, ptr: *const u8) -> bool {
+    pub(super) fn ring_write(&mut self, o: &OpRec, sched: SchedId, seq: u32, ptr: *const u8) -> bool {
         let (p, len) = (o.peer as usize, o.len as usize);
         let head = Head::eager(o, sched, seq);
         // SAFETY: the callers pass a send buffer's start, valid for its
@@ -303,7 +303,7 @@ impl Engine {
     /// the ring included. Whether it did; if not, `start_op` starts it from
     /// the beginning (a full ring or an error included).
     #[inline(always)]
-    pub(super) fn send_plain(&mut self, r: OpRef, o: &OpRec, sched: u32, seq: u32) -> bool {
+    pub(super) fn send_plain(&mut self, r: OpRef, o: &OpRec, sched: SchedId, seq: u32) -> bool {
         if !self.ring_ready(o) {
             return false;
         }

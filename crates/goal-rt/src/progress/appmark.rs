@@ -165,7 +165,7 @@ impl AppMark {
     /// `unpark` wakes a helper that sleeps in [`park`]. Returns the clock
     /// it read, for Wait.
     #[inline(always)]
-    pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: u32, unpark: impl FnOnce()) -> u64 {
+    pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: crate::proto::SchedId, unpark: impl FnOnce()) -> u64 {
         let now = crate::ticks::now();
         // Since the last Run, or since the end of the last Wait: a loop of
         // long Waits (a 1 MiB scatter, a 4 MiB gather) is no computation,
@@ -193,7 +193,7 @@ impl AppMark {
         } else {
             now.saturating_sub(last_run.max(self.last_wait.load(Ordering::Relaxed)))
         };
-        let gap = if word & (1 << (sched_id % 64)) != 0 { u64::MAX } else { gap };
+        let gap = if word & (1 << bit_of(sched_id)) != 0 { u64::MAX } else { gap };
         if gap < self.tight_loop {
             self.touch(bell, true);
             return now;
@@ -241,11 +241,11 @@ impl AppMark {
     /// after Run read `run_at`: notes whether the application computed in
     /// between. Stores only on a change, so that a steady loop leaves the
     /// word's cache line alone.
-    pub(super) fn note_wait(&self, sched_id: u32, run_at: u64, now: u64) {
+    pub(super) fn note_wait(&self, sched_id: crate::proto::SchedId, run_at: u64, now: u64) {
         if self.short_wait.load(Ordering::Relaxed) != 0 {
             self.short_wait.store(0, Ordering::Relaxed);
         }
-        let bit = 1u64 << (sched_id % 64);
+        let bit = 1u64 << bit_of(sched_id);
         let computed = now.saturating_sub(run_at) >= self.tight_loop;
         let word = self.computes.load(Ordering::Relaxed);
         if (word & bit != 0) != computed {
@@ -260,8 +260,8 @@ impl AppMark {
     /// tell from its own clock whether the application computed between
     /// this Run and this Wait (see `short_wait`).
     #[inline]
-    pub(super) fn note_short_wait(&self, sched_id: u32, run_at: u64) {
-        let v = if run_at == self.last_run.load(Ordering::Relaxed) { sched_id % 64 + 1 } else { 0 };
+    pub(super) fn note_short_wait(&self, sched_id: crate::proto::SchedId, run_at: u64) {
+        let v = if run_at == self.last_run.load(Ordering::Relaxed) { bit_of(sched_id) + 1 } else { 0 };
         if self.short_wait.load(Ordering::Relaxed) != v {
             self.short_wait.store(v, Ordering::Relaxed);
         }
@@ -284,4 +284,11 @@ impl AppMark {
     pub(super) fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Relaxed)
     }
+}
+
+/// The bit of a schedule in the marks' 64-bit words: its number in its
+/// group, mixed with the group's context.
+#[inline(always)]
+pub(crate) fn bit_of(id: crate::proto::SchedId) -> u32 {
+    (id as u32 ^ (id >> 32) as u32) % 64
 }
