@@ -214,7 +214,7 @@ fn c_acceptance_programs_across_hosts() {
     if in_job() {
         return;
     }
-    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &["t_coll"]);
+    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &["t_coll", "t_groups"]);
     for rails in [1, 2] {
         let Some(c) = cluster(rails) else { break };
         for bin in &bins {
