@@ -15,7 +15,7 @@ mod util;
 
 use goal_sched::coll::{self, Algorithm, Group, Placement, Reduction};
 use goal_sched::{run_addr, Buf, DataType, Graph, ReduceOp};
-use util::{in_job, launch, pattern};
+use util::{in_job, kernel_ops, launch, pattern};
 
 const NAME: &str = "run_time_buffers_work_in_every_progress_mode";
 
@@ -80,12 +80,7 @@ fn run_time_buffers_work_in_every_progress_mode() {
             let job = launch(NAME, n, &[("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1")]);
             assert!(job.status == 0, "{what}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
             if mode == "kernel" && job.stderr.contains("progress mode 'kernel'") {
-                let ran: Vec<u64> = job
-                    .stderr
-                    .split("offer(s) declined; ")
-                    .skip(1)
-                    .filter_map(|t| t.split_once(" operation(s) in ")?.0.trim().parse().ok())
-                    .collect();
+                let ran = kernel_ops(&job.stderr);
                 assert!(
                     ran.iter().filter(|&&k| k > 0).count() >= 2,
                     "{what}: ranks 0 and 1 should report operations run in the kernel\n--- stderr\n{}",
