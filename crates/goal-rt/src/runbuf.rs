@@ -68,7 +68,7 @@ fn check(id: u32, need: &[u64], bufs: &[(*mut u8, usize)]) -> Result<()> {
     }
     for (i, (&n, &(p, len))) in need.iter().zip(bufs).enumerate() {
         if (len as u64) < n {
-            return bad(format!("run-time buffer {i} holds {len} bytes; {} (the first {n} of buffer {i})", needs(id, need)));
+            return bad(format!("run-time buffer {i} holds {len} bytes, fewer than the {n} the schedule uses of it; {}", needs(id, need)));
         }
         if p.is_null() && n > 0 {
             return bad(format!("run-time buffer {i} is NULL; {}", needs(id, need)));
@@ -92,7 +92,7 @@ mod tests {
         assert_eq!(msg(&[64, 8], &[(p, 64)]), "schedule 7 takes 2 run-time buffers (0: 64 bytes, 1: 8 bytes); 1 given");
         assert_eq!(
             msg(&[64, 8], &[(p, 64), (p, 4)]),
-            "run-time buffer 1 holds 4 bytes; schedule 7 takes 2 run-time buffers (0: 64 bytes, 1: 8 bytes) (the first 8 of buffer 1)"
+            "run-time buffer 1 holds 4 bytes, fewer than the 8 the schedule uses of it; schedule 7 takes 2 run-time buffers (0: 64 bytes, 1: 8 bytes)"
         );
         assert_eq!(msg(&[16], &[(std::ptr::null_mut(), 16)]), "run-time buffer 0 is NULL; schedule 7 takes 1 run-time buffer (0: 16 bytes)");
         // enough: extra buffers, larger ones, NULL where nothing is used
