@@ -35,8 +35,10 @@ impl Engine {
             bases[0] = scratch.as_ptr() as usize;
             Box::new(ExecBufs { counters: Vec::with_capacity(n), scratch, bases, posted: Vec::new(), shared: ExecShared::new(rt, sched.id) })
         });
-        for (b, &at) in bufs.bases[1..].iter_mut().zip(run) {
-            *b = at;
+        if !run.is_empty() {
+            for (b, &at) in bufs.bases[1..].iter_mut().zip(run) {
+                *b = at;
+            }
         }
         bufs.counters.clear();
         bufs.counters.extend_from_slice(&sched.deps);
