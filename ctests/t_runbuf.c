@@ -23,6 +23,7 @@
  */
 // ranks: 1 2 3 4
 // modes: 2 3
+// memcheck: 2
 #include "helpers.h"
 
 #define OFF 24   /* where buffer 1 takes the message */
