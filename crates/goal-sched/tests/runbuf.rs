@@ -1,4 +1,6 @@
-//! Run-time buffers in the collective builders: every collective x
+//! Run-time buffers in the compiler: the memory type and the run address
+//! compile alike, the schedule records each buffer's bytes, and what makes
+//! no sense is refused. And in the collective builders: every collective x
 //! algorithm, built with its buffers given at run (`run_addr(0, 0)` for
 //! `sbuf`, `run_addr(1, 0)` for `rbuf`), compiles to exactly the schedule
 //! it compiles to with two real addresses, each operand in those buffers
@@ -12,7 +14,54 @@ use goal_sched::coll::{
     algorithms, allgather, allreduce, alltoall, barrier, bcast, gather, reduce, reduce_scatter_block, scatter, Coll, CollError, Group,
     Piece, Placement, Reduction,
 };
-use goal_sched::{compile, run_addr, CompileOptions, DataType, Graph, OpKind, ReduceOp, Schedule, FLAG_REL};
+use goal_sched::{compile, run_addr, Buf, CompileOptions, DataType, Graph, OpKind, ReduceOp, Schedule, Vertex, FLAG_REL, MEM_RUN0};
+
+fn opts(n: u32) -> CompileOptions {
+    CompileOptions { group_size: n }
+}
+
+/// Run-time buffers: the memory type and the run address compile alike,
+/// to relative addresses with the slot in the top byte, and the schedule
+/// records the bytes each slot must hold.
+#[test]
+fn run_time_buffers_compile_to_relative_addresses_and_their_sizes() {
+    let mut g = Graph::new();
+    g.set_scratchpad(16);
+    g.send(Buf::run(0, 8), 24, 1, 0);
+    g.recv(Buf::user(run_addr(2, 100)), 4, 1, 0);
+    g.recv(Buf::scratch(8), 8, 1, 1);
+    g.send(Buf::user(0x1000), 8, 1, 2);
+    g.local(ReduceOp::Add as i64, 1, 32, 2, Buf::run(2, 0), Buf::scratch(0), Buf::user(run_addr(2, 200)));
+    g.add(Vertex::SendVec { mem: 0, pieces: vec![(run_addr(0, 40), 8), (0, 0), (run_addr(1, 0), 3)], peer: 1, tag: 3 });
+    let s = compile(&g, &opts(2)).unwrap();
+    assert_eq!(s.run, vec![48, 3, 208]);
+    let ops: Vec<(bool, u64)> = s.ops.iter().take(4).map(|o| (o.relative(), o.addr)).collect();
+    assert_eq!(ops, vec![(true, run_addr(0, 8)), (true, run_addr(2, 100)), (true, 8), (false, 0x1000)]);
+    assert_eq!((s.locals[0].mem, s.locals[0].b1, s.locals[0].b2, s.locals[0].b3), (7, run_addr(2, 0), 0, run_addr(2, 200)));
+    assert!(s.ops[5].relative());
+    let at: Vec<u64> = s.pieces.iter().map(|p| p.addr).collect();
+    assert_eq!(at, vec![run_addr(0, 40), 0, run_addr(1, 0)]);
+    assert_eq!(s.to_bytes().len(), s.byte_size());
+    // a schedule without them records none
+    let mut g = Graph::new();
+    g.send(Buf::user(0x1000), 8, 0, 0);
+    assert!(compile(&g, &opts(1)).unwrap().run.is_empty());
+    // refused: a slot past the last, a range past 2^56, a list in both kinds of memory
+    let bad: Vec<(Vertex, &str)> = vec![
+        (Vertex::Send { buf: Buf { mem: MEM_RUN0 + 16, addr: 0 }, len: 1, peer: 0, tag: 0 }, "memory type 18 does not exist"),
+        (Vertex::Send { buf: Buf::run(3, (1 << 56) - 4), len: 8, peer: 0, tag: 0 }, "of run-time buffer 3 reaches past 2^56"),
+        (
+            Vertex::SendVec { mem: 0, pieces: vec![(run_addr(0, 0), 8), (0x1000, 8)], peer: 0, tag: 0 },
+            "list piece 1 is in the process' memory, others in run-time buffers",
+        ),
+    ];
+    for (v, needle) in bad {
+        let mut g = Graph::new();
+        g.add(v);
+        let e = compile(&g, &opts(1)).unwrap_err();
+        assert!(e.message.contains(needle), "{:?} lacks {needle:?}", e.message);
+    }
+}
 
 /// Where the absolute build's buffers lie (far apart, below 2^56).
 const A: u64 = 1 << 40;
