@@ -6,7 +6,8 @@
 //! given at each run, a new pair every run (the old ones kept, so no run
 //! finds its predecessor's addresses), at 8 B (in kernel mode a channel
 //! carries it from the fourth run, into each run's buffer) and 64 KiB
-//! (rendezvous); then an allreduce built with its buffers at run. Every
+//! (rendezvous), and three executions in flight with a pair each; then
+//! an allreduce built with its buffers at run. Every
 //! byte is checked against a direct computation; a Run without the
 //! buffers is refused. In kernel mode ranks 0 and 1 must report operations
 //! run in the kernel (`GOAL_DEBUG`), so the channels were used.
@@ -42,6 +43,24 @@ fn body() {
             let bad = (0..len).find(|&i| rb[i] != pattern(seed(from), i));
             assert_eq!(bad, None, "rank {me}, {len} B, run {run}: byte received wrong");
             kept.push((sb, rb));
+        }
+        // Three executions in flight at once, each with its own buffers
+        // (in kernel mode the later ones are held until the earlier end).
+        let seed = |rank: usize, k: u64| rank as u64 * 1000 + 500 + k * 10 + len as u64;
+        let sbs: Vec<Vec<u8>> = (0..3).map(|k| (0..len).map(|i| pattern(seed(me, k), i)).collect()).collect();
+        let mut rbs: Vec<Vec<u8>> = (0..3).map(|_| vec![0u8; len]).collect();
+        let handles: Vec<_> = sbs
+            .iter()
+            .zip(rbs.iter_mut())
+            // SAFETY: every buffer lives (untouched) until the waits below return.
+            .map(|(sb, rb)| unsafe { rt.run_with(&s, &[(sb.as_ptr() as *mut u8, len), (rb.as_mut_ptr(), len)]) }.expect("RunWith"))
+            .collect();
+        for (k, h) in handles.into_iter().enumerate() {
+            h.wait().unwrap_or_else(|e| panic!("rank {me}, {len} B, execution {k} of 3 in flight: {e}"));
+        }
+        for (k, rb) in rbs.iter().enumerate() {
+            let bad = (0..len).find(|&i| rb[i] != pattern(seed(from, k as u64), i));
+            assert_eq!(bad, None, "rank {me}, {len} B, execution {k} of 3 in flight: byte received wrong");
         }
     }
     let grp = Group { rank: me as u32, size: n as u32 };
