@@ -13,6 +13,8 @@
  *   - GOAL_Allreduce_init, GOAL_Bcast_init and GOAL_Alltoall_init with
  *     GOAL_BUF_AT_RUN(0) and (1) (allreduce also in place, one buffer),
  *     every run with new buffers, at a small and a large size;
+ *   - GOAL_Allreduce_append with buffers at run, in a graph that then copies
+ *     the result to memory given when the graph was built;
  *   - three executions of one schedule in flight at once, each with its own
  *     buffers;
  *   - errors, each a NULL handle and a message naming the schedule's needs,
@@ -264,6 +266,39 @@ static void collectives(int count, int runs)
     h_free_schedule(aa);
 }
 
+/* An allreduce appended to a graph with its buffers at run, then a copy of
+ * its result into `out`, an address bound at build time. */
+static void appended(void)
+{
+    enum { COUNT = 5 };
+    int64_t out[COUNT];
+    GOAL_Graph g = h_graph();
+    GOAL_Vertex entry;
+    GOAL_Vertex done = V(GOAL_Allreduce_append(g, GOAL_BUF_AT_RUN(0), GOAL_BUF_AT_RUN(1), COUNT, GOAL_SINT, 64, GOAL_MAX, GOAL_ALG_AUTO, &entry));
+    GOAL_Vertex copy = V(GOAL_LocalOp(g, (void *)0, (void *)0, out, GOAL_COPY, GOAL_SINT, 64, COUNT, GOAL_RUNBUF(1), GOAL_RUNBUF(1), GOAL_USERSPACE));
+    REQ(g, done, copy);
+    GOAL_Schedule s = h_compile(g);
+    for (int run = 0; run < 4; run++) {
+        int64_t in[COUNT], res[COUNT];
+        for (int i = 0; i < COUNT; i++)
+            in[i] = (int64_t)((h_rank * 7 + i * 3 + run) % 11) - 5;
+        memset(out, 0, sizeof out);
+        void *b[2] = { in, res };
+        size_t n[2] = { sizeof in, sizeof res };
+        CHECK_OK(GOAL_Wait(run_with(s, b, n, 2)));
+        for (int i = 0; i < COUNT; i++) {
+            int64_t want = INT64_MIN;
+            for (int p = 0; p < h_size; p++) {
+                int64_t v = (int64_t)((p * 7 + i * 3 + run) % 11) - 5;
+                want = v > want ? v : want;
+            }
+            CHECKM(res[i] == want && out[i] == want, "appended allreduce, run %d, element %d: %lld and %lld, not %lld", run, i,
+                   (long long)res[i], (long long)out[i], (long long)want);
+        }
+    }
+    h_free_schedule(s);
+}
+
 int main(int argc, char **argv)
 {
     h_init(argc, argv);
@@ -275,6 +310,7 @@ int main(int argc, char **argv)
     errors();
     collectives(3, 6);
     collectives(20000, 4);
+    appended();
     if (h_rank == 0)
         printf("t_runbuf: ok (%d ranks)\n", h_size);
     return h_finish();
