@@ -11,6 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Run-time buffer i as a memory type (its offset cast to a pointer, as for
+ * GOAL_SCRATCHPAD), and as a whole buffer where a collective takes one. */
+#define GOAL_RUNBUF(i) (GOAL_RUNBUF0 + (i))
+#define GOAL_BUF_AT_RUN(i) ((void *)((uintptr_t)((i) + 1) << 56))
+
+
 /*
  Success; every error code is negative.
  */
@@ -141,6 +147,12 @@
 #define GOAL_UNDEFINED (-32766)
 
 /*
+ Number of run-time buffers a schedule may have (`GOAL_RUNBUF(0)` ..
+ `GOAL_RUNBUF(15)`).
+ */
+#define GOAL_RUNBUF_SLOTS 16
+
+/*
  A graph under construction (opaque).
  */
 typedef struct goal_graph goal_graph;
@@ -172,7 +184,8 @@ typedef goal_graph *GOAL_Graph;
 typedef int64_t GOAL_Vertex;
 
 /*
- Where a buffer lives: `GOAL_USERSPACE` or `GOAL_SCRATCHPAD`.
+ Where a buffer lives: `GOAL_USERSPACE`, `GOAL_SCRATCHPAD` or
+ `GOAL_RUNBUF(i)` (run-time buffer `i`, given by each `GOAL_RunWith`).
  */
 typedef int GOAL_MemType;
 
@@ -347,6 +360,12 @@ typedef goal_group *GOAL_Group;
  */
 #define GOAL_ALG_RABENSEIFNER 8
 
+/*
+ Memory type of run-time buffer 0: `GOAL_RUNBUF(i)` is `GOAL_RUNBUF0 + i`,
+ a byte offset into the buffer the run gives as its `i`-th.
+ */
+#define GOAL_RUNBUF0 2
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -492,7 +511,8 @@ void GOAL_MakeScheduleReusable(GOAL_Schedule s);
 int GOAL_FreeSchedule(GOAL_Schedule s);
 
 /*
- Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why.
+ Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why
+ (a schedule with run-time buffers starts with GOAL_RunWith only).
 
  # Safety
  The buffers the schedule's graph names must be valid until the execution
@@ -875,6 +895,32 @@ int GOAL_Group_free(GOAL_Group *g);
  None: any value is answered.
  */
 GOAL_Graph GOAL_CreateGraphOn(GOAL_Group grp);
+
+/*
+ Starts one execution of `s` with run-time buffer `i` at `bufs[i]`,
+ holding `sizes[i]` bytes, for `i < n`. Returns its handle, or NULL with
+ GOAL_LastError() saying why: fewer buffers than the schedule has, one
+ smaller than the bytes the schedule uses of it, NULL where it uses
+ bytes (the message names the buffer and the schedule's needs). Buffers
+ past those the schedule has are ignored, so a schedule without run-time
+ buffers runs as with GOAL_Run.
+
+ # Safety
+ `bufs` and `sizes` are NULL with `n` = 0, or valid for `n` reads; each
+ buffer, and every buffer the schedule's graph names, must stay valid
+ until the execution has finished.
+ */
+GOAL_Handle GOAL_RunWith(GOAL_Schedule s, void *const *bufs, const uintptr_t *sizes, int n);
+
+/*
+ The run-time buffers of `s`: writes the bytes each must hold to
+ `sizes[0 .. min(n, count)]` and returns their count (0 for a schedule
+ with all its buffers), or a negative error code.
+
+ # Safety
+ `sizes` is NULL with `n` = 0, or valid for `n` writes.
+ */
+int GOAL_RunBufferSizes(GOAL_Schedule s, uintptr_t *sizes, int n);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -15,7 +15,7 @@ mod util;
 use goal_sched::coll::{self, Algorithm, Group, Placement, Reduction, TAG_SPAN};
 use goal_sched::{Buf, DataType, Graph, ReduceOp};
 use std::sync::Arc;
-use util::{helper_switches, helper_task, in_job, launch, open_gate, pattern, report, until_asleep, wait_gate};
+use util::{helper_switches, helper_task, in_job, kernel_ops, launch, open_gate, pattern, report, until_asleep, wait_gate};
 
 type Rt = Arc<goal_rt::Runtime>;
 
@@ -203,13 +203,7 @@ fn every_mode_gives_the_same_results() {
                 job.stderr
             );
             if expect == "kernel" {
-                // (the ranks' lines may interleave: parse each occurrence)
-                let ran: Vec<u64> = job
-                    .stderr
-                    .split("offer(s) declined; ")
-                    .skip(1)
-                    .filter_map(|t| t.split_once(" operation(s) in ")?.0.trim().parse().ok())
-                    .collect();
+                let ran = kernel_ops(&job.stderr);
                 // Ranks 0 and 1 certainly: in their ping-pong each ACCEPT
                 // travels ahead of the reply that ends the offering
                 // execution, so the next execution switches. Elsewhere the

@@ -32,9 +32,11 @@ mod coll;
 mod coll_on;
 mod group;
 mod registry;
+mod runbuf;
 pub use coll::*;
 pub use coll_on::*;
 pub use group::*;
+pub use runbuf::*;
 
 /// A graph under construction (opaque).
 pub struct goal_graph {
@@ -76,7 +78,8 @@ pub type GOAL_Vertex = i64;
 /// No vertex: what the vertex-adding functions return on error.
 pub const GOAL_INVALID_VERTEX: GOAL_Vertex = -1;
 
-/// Where a buffer lives: `GOAL_USERSPACE` or `GOAL_SCRATCHPAD`.
+/// Where a buffer lives: `GOAL_USERSPACE`, `GOAL_SCRATCHPAD` or
+/// `GOAL_RUNBUF(i)` (run-time buffer `i`, given by each `GOAL_RunWith`).
 pub type GOAL_MemType = c_int;
 /// A pointer into the process' memory.
 pub const GOAL_USERSPACE: GOAL_MemType = 0;
@@ -657,7 +660,8 @@ unsafe fn take_handle(p: GOAL_Handle) -> goal_rt::Handle {
     unsafe { goal_rt::Handle::from_raw(p as *const c_void) }
 }
 
-/// Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why.
+/// Starts one execution. Returns its handle, or NULL with GOAL_LastError() saying why
+/// (a schedule with run-time buffers starts with GOAL_RunWith only).
 ///
 /// # Safety
 /// The buffers the schedule's graph names must be valid until the execution
@@ -674,7 +678,7 @@ pub unsafe extern "C" fn GOAL_Run(s: GOAL_Schedule) -> GOAL_Handle {
             return std::ptr::null_mut();
         }
         // SAFETY: the caller guarantees the buffers stay valid until the execution finishes.
-        match unsafe { sc.rt.run(&sc.s) } {
+        match unsafe { sc.rt.run(&sc.s) }.map_err(named("GOAL_Run")) {
             Ok(h) => new_handle(h),
             Err(e) => {
                 fail(e);

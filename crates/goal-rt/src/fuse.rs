@@ -29,7 +29,11 @@
 //! - the operation's other operand does not overlap the received buffer;
 //! - no other operation of the schedule reads or writes any byte of the
 //!   received buffer (a buffer reused for several receives, or a result
-//!   sent on from it, rules fusion out).
+//!   sent on from it, rules fusion out);
+//! - it is not a receive into a run-time buffer, nor into the application's
+//!   memory in a schedule with run-time buffers: buffers given at each run
+//!   may be any memory, so whether another operation touches the same
+//!   bytes is not known when the schedule is compiled.
 //!
 //! At run time the engine fuses a marked receive only when the message
 //! fills the receive exactly and the operation's other prerequisites have
@@ -61,7 +65,10 @@ pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
         if o.kind() != OpKind::Recv || o.len == 0 || !s.start_dependents(i).is_empty() {
             continue;
         }
-        let scratch = o.in_scratch();
+        let scratch = o.relative();
+        if (scratch && o.addr >> goal_sched::RUN_SHIFT != 0) || (!scratch && !s.run.is_empty()) {
+            continue;
+        }
         let &[d] = s.dependents(i) else { continue };
         let od = &s.ops[d as usize];
         if od.kind() != OpKind::Local || !s.start_dependents(d as usize).is_empty() {
@@ -100,7 +107,7 @@ pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
     }
     let mut ranges = [None, None];
     for want in [true, false] {
-        if found.iter().any(|f| s.ops[f.recv as usize].in_scratch() == want) {
+        if found.iter().any(|f| s.ops[f.recv as usize].relative() == want) {
             let r = ranges_in(s, want);
             if found.len().saturating_mul(r.len()) > MAX_CHECKS {
                 return Vec::new();
@@ -111,21 +118,22 @@ pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
     found.retain(|f| {
         let o = &s.ops[f.recv as usize];
         let (lo, hi) = (o.addr, o.addr + o.len as u64);
-        let ranges = ranges[o.in_scratch() as usize].as_deref().unwrap_or_default();
+        let ranges = ranges[o.relative() as usize].as_deref().unwrap_or_default();
         ranges.iter().all(|&(op, a, b)| op == f.recv || op == f.op || b <= lo || a >= hi)
     });
     found
 }
 
-/// Every range of the scratchpad (`scratch`) or of the application's
+/// Every range of relative addresses (`scratch`: the scratchpad's and the
+/// run-time buffers', apart by their top byte) or of the application's
 /// memory that any operation reads or writes: (op, start, end).
 fn ranges_in(s: &Schedule, scratch: bool) -> Vec<(u32, u64, u64)> {
     let mut out = Vec::new();
     for (i, o) in s.ops.iter().enumerate() {
         let i = i as u32;
         match o.kind() {
-            OpKind::Send | OpKind::Recv if o.in_scratch() == scratch => out.push((i, o.addr, o.addr + o.len as u64)),
-            OpKind::SendVec | OpKind::RecvVec if o.in_scratch() == scratch => {
+            OpKind::Send | OpKind::Recv if o.relative() == scratch => out.push((i, o.addr, o.addr + o.len as u64)),
+            OpKind::SendVec | OpKind::RecvVec if o.relative() == scratch => {
                 for p in s.pieces_of(s.vecs[o.addr as usize]) {
                     out.push((i, p.addr, p.addr + p.len as u64));
                 }

@@ -56,6 +56,7 @@ mod group;
 pub mod error;
 pub mod localop;
 mod progress;
+mod runbuf;
 mod slice;
 mod ticks;
 pub mod proto;
@@ -533,7 +534,8 @@ impl Runtime {
         Ok(Schedule { inner, group: grp.clone() })
     }
 
-    /// Starts one execution of `s`.
+    /// Starts one execution of `s`, which must have all its buffers (see
+    /// [`run_with`](Self::run_with) for one with run-time buffers).
     ///
     /// # Safety
     /// Every user-space buffer named in the schedule must stay valid (and
@@ -541,12 +543,27 @@ impl Runtime {
     /// has finished.
     #[inline]
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
+        if !s.inner.s.run.is_empty() {
+            return Err(runbuf::left_open(s));
+        }
+        // SAFETY: forwarded caller guarantee; no run-time buffer to give.
+        unsafe { self.start_run(s, &[]) }
+    }
+
+    /// Starts one execution of `s` with run-time buffer `i` at `run[i]`
+    /// (each one the schedule has, checked by the caller).
+    ///
+    /// # Safety
+    /// As [`run`](Self::run), for the run-time buffers too, which must
+    /// hold the bytes the schedule needs.
+    #[inline(always)]
+    unsafe fn start_run(self: &Arc<Self>, s: &Schedule, run: &[usize]) -> Result<Handle> {
         if s.group.inner.freed.load(Ordering::Relaxed) {
             return Err(Error::new(ErrorKind::InvalidArgument, format!("the schedule's group (context {}) was freed", s.group.inner.ctx)));
         }
         if self.cfg.progress == ProgressMode::Manual {
             // (`run_at` is for the helper's heuristics: none here.)
-            let shared = self.lock_engine().start(&s.inner, self);
+            let shared = self.lock_engine().start(&s.inner, self, run);
             return Ok(Handle { shared });
         }
         // Whether the application computes from here on, and arriving data
@@ -554,7 +571,7 @@ impl Runtime {
         let run_at = self.app_mark.at_run(&self.bell, s.inner.id, || progress::unpark(self));
         let mut e = self.lock_engine();
         let long = e.long_end();
-        let shared = e.start(&s.inner, self);
+        let shared = e.start(&s.inner, self, run);
         let long = (e.long_end() != long).then(|| e.long_end());
         drop(e);
         // A Run that copied a large message itself (its data was there)

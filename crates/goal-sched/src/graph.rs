@@ -21,14 +21,41 @@ pub enum MemType {
     User,
     /// A byte offset in the execution's scratchpad.
     Scratch,
+    /// A byte offset in run-time buffer `i` (`0..RUN_SLOTS`): memory the
+    /// caller gives at each run, not when the schedule is compiled.
+    Run(u8),
+}
+
+/// Number of run-time buffer slots a schedule may leave open.
+pub const RUN_SLOTS: usize = 16;
+
+/// C API number of the first run-time buffer memory type
+/// ([`MemType::Run`]`(0)`); slot `i` is `MEM_RUN0 + i`.
+pub const MEM_RUN0: i64 = 2;
+
+/// Bits of a run-time buffer address below the slot: a *run address*
+/// (see [`run_addr`]) keeps its offset there.
+pub const RUN_SHIFT: u32 = 56;
+
+/// The user-space address that stands for byte `offset` of run-time buffer
+/// `slot`: `(slot + 1) << 56 | offset`. No process has memory there (on
+/// x86-64 such an address is not canonical; elsewhere Linux gives user space
+/// at most 2^56 bytes), so a user address from `1 << 56` up names a run-time
+/// buffer wherever a user address goes: the collective builders of
+/// [`coll`](crate::coll) take buffers as addresses and need no other change,
+/// and the C API's `GOAL_BUF_AT_RUN(i)` is `run_addr(i, 0)`.
+pub const fn run_addr(slot: u8, offset: u64) -> u64 {
+    ((slot as u64 + 1) << RUN_SHIFT) | offset
 }
 
 impl MemType {
-    /// The memory type with C API number `v` (0 user space, 1 scratchpad).
+    /// The memory type with C API number `v` (0 user space, 1 scratchpad,
+    /// `MEM_RUN0 + i` run-time buffer `i`).
     pub fn from_raw(v: i64) -> Option<MemType> {
         match v {
             0 => Some(MemType::User),
             1 => Some(MemType::Scratch),
+            _ if (MEM_RUN0..MEM_RUN0 + RUN_SLOTS as i64).contains(&v) => Some(MemType::Run((v - MEM_RUN0) as u8)),
             _ => None,
         }
     }
@@ -40,9 +67,10 @@ impl MemType {
 /// compile time with the vertex named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Buf {
-    /// C API memory type (0 user, 1 scratchpad; anything else is refused).
+    /// C API memory type (0 user, 1 scratchpad, [`MEM_RUN0`]` + i` run-time
+    /// buffer `i`; anything else is refused).
     pub mem: i64,
-    /// Address (user) or byte offset (scratchpad).
+    /// Address (user) or byte offset (scratchpad, run-time buffer).
     pub addr: u64,
 }
 
@@ -54,6 +82,10 @@ impl Buf {
     /// A scratchpad offset.
     pub fn scratch(offset: u64) -> Buf {
         Buf { mem: 1, addr: offset }
+    }
+    /// Byte `offset` of run-time buffer `slot`.
+    pub fn run(slot: u8, offset: u64) -> Buf {
+        Buf { mem: MEM_RUN0 + slot as i64, addr: offset }
     }
 }
 

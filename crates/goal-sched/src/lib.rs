@@ -30,6 +30,6 @@ mod schedule;
 pub mod sim;
 
 pub use error::{CompileError, CompileErrorKind};
-pub use graph::{Buf, Graph, MemType, Vertex, VertexId, ANY_SOURCE, ANY_TAG};
+pub use graph::{run_addr, Buf, Graph, MemType, Vertex, VertexId, ANY_SOURCE, ANY_TAG, MEM_RUN0, RUN_SHIFT, RUN_SLOTS};
 pub use ops::{DataType, ReduceOp};
-pub use schedule::{compile, CompileOptions, LocalRec, OpKind, OpRec, Piece, Schedule, VecRec};
+pub use schedule::{compile, CompileOptions, LocalRec, OpKind, OpRec, Piece, Schedule, VecRec, FLAG_EXACT, FLAG_REL};

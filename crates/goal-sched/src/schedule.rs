@@ -17,27 +17,42 @@
 //! pieces: [Piece]           16 bytes per piece (address or offset, length)
 //! start_index, start_edges  only for graphs with "irequires" edges: CSR of
 //!                           the operations that wait for op i to *start*
+//! run:    [u64; r]          bytes each run-time buffer slot must hold (see below)
 //! origin: [u32; n]          the graph vertex each op came from (for messages)
 //! ```
 //!
 //! `OpRec`:
 //!
 //! ```text
-//!  0  kind u8   (OpKind)       1  flags u8 (bit 0: buffer in scratchpad; bit 1: exact-length receive)
+//!  0  kind u8   (OpKind)       1  flags u8 (bit 0: relative buffer; bit 1: exact-length receive)
 //!  2  reserved u16             4  deps u32 (initial dependency counter)
 //!  8  peer i32 (-1: any)      12  tag i32 (-1: any)
-//! 16  addr u64: address or scratchpad offset (Send/Recv), index into
+//! 16  addr u64: address or relative address (Send/Recv), index into
 //!     vecs (SendVec/RecvVec), locals (Local), lvecs (LocalVec), or units (Calc)
 //! 24  len u32: bytes (total bytes for vectors)
 //! 28  first_dep u32: index of the first dependent in `edges`
 //! ```
+//!
+//! # Relative addresses
+//!
+//! A buffer is either an address in the process' memory or *relative* to
+//! the execution (flag bit 0 of an op, the `mem` bits of a local operation):
+//! then its top byte says relative to what, and the 56 bits below are the
+//! offset. Top byte 0 is the execution's scratchpad; `k` in `1..=16` is
+//! run-time buffer `k - 1`, memory given by each run
+//! ([`run_addr`](crate::run_addr)), so a compiled address is the same
+//! number the collective builders use for it. The runtime resolves a
+//! relative address with one table of bases per execution (scratchpad and
+//! run-time buffers). `run[i]` is the largest end (offset + length) of any
+//! operand in run-time buffer `i`; a schedule whose `run` is not empty must
+//! be given that many buffers, each at least that large, at every run.
 //!
 //! A send or receive costs 32 bytes plus 4 per outgoing edge. An execution
 //! copies only the `deps` counters (4 bytes per op); the schedule itself is
 //! never written, so any number of executions of one schedule can run at once.
 
 use crate::error::{CompileError, CompileErrorKind as K};
-use crate::graph::{Graph, MemType, Vertex};
+use crate::graph::{run_addr, Graph, MemType, Vertex, RUN_SHIFT, RUN_SLOTS};
 use crate::ops::check_local;
 use crate::{DataType, ReduceOp};
 use std::collections::VecDeque;
@@ -85,7 +100,8 @@ impl OpKind {
 pub struct OpRec {
     /// [`OpKind`] as a byte.
     pub kind: u8,
-    /// Bit 0: the buffer (`addr`) is a scratchpad offset.
+    /// Bit 0 ([`FLAG_REL`]): the buffer (`addr`) is a relative address;
+    /// bit 1 ([`FLAG_EXACT`]): an exact-length receive.
     pub flags: u8,
     /// Reserved, zero.
     pub reserved: u16,
@@ -95,7 +111,7 @@ pub struct OpRec {
     pub peer: i32,
     /// Tag, -1 for any tag.
     pub tag: i32,
-    /// Address, scratchpad offset, or index of the operation's extra record.
+    /// Address, relative address, or index of the operation's extra record.
     pub addr: u64,
     /// Bytes moved (total for vectors).
     pub len: u32,
@@ -103,8 +119,9 @@ pub struct OpRec {
     pub first_dep: u32,
 }
 
-/// Flag bit of [`OpRec::flags`]: the buffer is a scratchpad offset.
-pub const FLAG_SCRATCH: u8 = 1;
+/// Flag bit of [`OpRec::flags`]: the buffer is a relative address
+/// (scratchpad or run-time buffer; see the module documentation).
+pub const FLAG_REL: u8 = 1;
 /// Flag bit of [`OpRec::flags`]: a receive that takes only a message of
 /// exactly `len` bytes (see [`Graph::require_exact`](crate::Graph::require_exact)).
 pub const FLAG_EXACT: u8 = 2;
@@ -114,9 +131,10 @@ impl OpRec {
     pub fn kind(&self) -> OpKind {
         OpKind::from_u8(self.kind)
     }
-    /// Whether the buffer is a scratchpad offset.
-    pub fn in_scratch(&self) -> bool {
-        self.flags & FLAG_SCRATCH != 0
+    /// Whether the buffer is a relative address (scratchpad or run-time buffer).
+    #[inline(always)]
+    pub fn relative(&self) -> bool {
+        self.flags & FLAG_REL != 0
     }
     /// Whether a receive takes only a message of exactly `len` bytes.
     pub fn exact(&self) -> bool {
@@ -134,7 +152,7 @@ pub struct LocalRec {
     pub dt: u8,
     /// Element width in bits.
     pub width: u8,
-    /// Bit i: buffer i (0 = b1, 1 = b2, 2 = b3) is a scratchpad offset.
+    /// Bit i: buffer i (0 = b1, 1 = b2, 2 = b3) is a relative address.
     pub mem: u8,
     /// Number of elements.
     pub count: u32,
@@ -177,7 +195,7 @@ pub struct LocalVecRec {
     pub dt: u8,
     /// Element width in bits.
     pub width: u8,
-    /// Bit i: list i's pieces are scratchpad offsets.
+    /// Bit i: list i's pieces are relative addresses.
     pub mem: u8,
     /// The three lists: operand 1, operand 2, result.
     pub lists: [VecRec; 3],
@@ -187,7 +205,7 @@ pub struct LocalVecRec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct Piece {
-    /// Address or scratchpad offset.
+    /// Address or relative address.
     pub addr: u64,
     /// Bytes.
     pub len: u32,
@@ -218,6 +236,9 @@ pub struct Schedule {
     pub independent: u32,
     /// Scratchpad bytes per execution.
     pub scratch: u64,
+    /// Bytes each run-time buffer must hold, by slot; empty when the
+    /// schedule has all its buffers (see the module documentation).
+    pub run: Vec<u64>,
     /// Graph vertex of each op.
     pub origin: Vec<u32>,
 }
@@ -256,11 +277,13 @@ impl Schedule {
             + self.vecs.len() * 8
             + self.lvecs.len() * 28
             + self.pieces.len() * 16
+            + self.run.len() * 8
     }
 
     /// The binary form: a 96-byte header (magic `GOALSCH1`, then as
     /// little-endian u64 the element count of each array in the order below,
-    /// the number of independent operations, the scratchpad size, and a zero),
+    /// the number of independent operations, the scratchpad size, and the
+    /// number of run-time buffers),
     /// followed by the arrays in the order of the module documentation, each
     /// record little-endian and packed. `origin` is not part of it.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -277,7 +300,7 @@ impl Schedule {
             self.pieces.len() as u64,
             self.independent as u64,
             self.scratch,
-            0,
+            self.run.len() as u64,
         ] {
             b.extend_from_slice(&n.to_le_bytes());
         }
@@ -317,6 +340,9 @@ impl Schedule {
             b.extend_from_slice(&p.len.to_le_bytes());
             b.extend_from_slice(&p.reserved.to_le_bytes());
         }
+        for r in &self.run {
+            b.extend_from_slice(&r.to_le_bytes());
+        }
         b
     }
 }
@@ -331,9 +357,10 @@ pub struct CompileOptions {
 /// Checks `g` and compiles it into a [`Schedule`].
 ///
 /// Refuses, naming the vertex and the reason: a dependency cycle, a rank
-/// outside the group, a scratchpad range past the scratchpad's size, an
-/// operator, type, width or memory type that does not exist, a negative count
-/// or tag.
+/// outside the group, a scratchpad range past the scratchpad's size, a
+/// run-time buffer range past 2^56 bytes, an operator, type, width or memory
+/// type that does not exist, a negative count or tag, a list that mixes
+/// process memory with run-time buffers.
 pub fn compile(g: &Graph, opts: &CompileOptions) -> Result<Schedule, CompileError> {
     if let Some((reduced, kept)) = elide_nops(g) {
         // Errors are reported against the graph the user wrote: on any
@@ -578,16 +605,45 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
         u32::try_from(len).map_err(|_| err(K::TooLarge, format!("{name} {len} is larger than 4 GiB - 1")))
     };
     let check_mem = |mem: i64| -> Result<MemType, CompileError> {
-        MemType::from_raw(mem).ok_or_else(|| err(K::BadOp, format!("memory type {mem} does not exist (GOAL_USERSPACE 0, GOAL_SCRATCHPAD 1)")))
+        MemType::from_raw(mem).ok_or_else(|| {
+            err(K::BadOp, format!("memory type {mem} does not exist (GOAL_USERSPACE 0, GOAL_SCRATCHPAD 1, GOAL_RUNBUF(0 .. 15) 2 .. 17)"))
+        })
     };
-    let check_range = |mem: MemType, addr: u64, len: u64, name: &str| -> Result<(), CompileError> {
-        if mem == MemType::Scratch && len > 0 && addr.checked_add(len).is_none_or(|end| end > scratch) {
+    // Where an operand of `len` bytes at `addr` in `mem` lies: whether its
+    // compiled address is relative, and that address (see "Relative
+    // addresses"). A user address from 2^56 up is a run-time buffer's.
+    let place = |run: &mut Vec<u64>, mem: MemType, addr: u64, len: u64, name: &str| -> Result<(bool, u64), CompileError> {
+        let limit = 1u64 << RUN_SHIFT;
+        let slot = match mem {
+            MemType::User => match addr >> RUN_SHIFT {
+                k @ 1..=16 => Some(((k - 1) as u8, addr & (limit - 1))),
+                _ => return Ok((false, addr)),
+            },
+            MemType::Run(i) => Some((i, addr)),
+            MemType::Scratch => None,
+        };
+        let end = addr.checked_add(len).filter(|&e| e <= limit);
+        let Some((i, off)) = slot else {
+            if len > 0 && end.is_none_or(|end| end > scratch) {
+                return Err(err(
+                    K::Scratchpad,
+                    format!("{name} range [{addr}, {}) reaches past the scratchpad of {scratch} bytes", addr.saturating_add(len)),
+                ));
+            }
+            // (An empty range's offset is never read: kept below the slots.)
+            return Ok((true, addr & (limit - 1)));
+        };
+        let Some(end) = off.checked_add(len).filter(|&e| e <= limit) else {
             return Err(err(
-                K::Scratchpad,
-                format!("{name} range [{addr}, {}) reaches past the scratchpad of {scratch} bytes", addr.saturating_add(len)),
+                K::BadArgument,
+                format!("{name} range [{off}, {}) of run-time buffer {i} reaches past 2^56 bytes", off.saturating_add(len)),
             ));
+        };
+        if run.len() <= i as usize {
+            run.resize(i as usize + 1, 0);
         }
-        Ok(())
+        run[i as usize] = run[i as usize].max(end);
+        Ok((true, run_addr(i, off)))
     };
     let check_peer = |peer: i64, wildcard: bool| -> Result<i32, CompileError> {
         if wildcard && peer == -1 {
@@ -608,16 +664,29 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
         }
         Ok(tag as i32)
     };
-    let push_list = |s: &mut Schedule, mem: MemType, pieces: &[(u64, i64)], name: &str| -> Result<(VecRec, u64), CompileError> {
+    // A list is relative as a whole: in user memory, only if one of its
+    // pieces lies in a run-time buffer, and then every piece with bytes must.
+    let push_list = |s: &mut Schedule, mem: MemType, pieces: &[(u64, i64)], name: &str| -> Result<(VecRec, u64, bool), CompileError> {
         let first = s.pieces.len() as u32;
+        let rel = mem != MemType::User || pieces.iter().any(|p| (1..=RUN_SLOTS as u64).contains(&(p.0 >> RUN_SHIFT)));
         let mut total = 0u64;
         for (k, &(addr, len)) in pieces.iter().enumerate() {
             let len = check_len(len, &format!("{name} piece {k} length"))?;
-            check_range(mem, addr, len as u64, &format!("{name} piece {k}"))?;
+            let (r, mut at) = place(&mut s.run, mem, addr, len as u64, &format!("{name} piece {k}"))?;
+            if r != rel {
+                if len > 0 {
+                    return Err(err(
+                        K::BadArgument,
+                        format!("{name} piece {k} is in the process' memory, others in run-time buffers: a list lies in one or the other"),
+                    ));
+                }
+                // (Never read: an empty piece, resolved to an address that is valid.)
+                at = 0;
+            }
             total += len as u64;
-            s.pieces.push(Piece { addr, len, reserved: 0 });
+            s.pieces.push(Piece { addr: at, len, reserved: 0 });
         }
-        Ok((VecRec { first, count: pieces.len() as u32 }, total))
+        Ok((VecRec { first, count: pieces.len() as u32 }, total, rel))
     };
     match v {
         Vertex::Send { buf, len, peer, tag } | Vertex::Recv { buf, len, peer, tag } => {
@@ -627,9 +696,9 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
             rec.len = check_len(*len, "count")?;
             rec.peer = check_peer(*peer, is_recv)?;
             rec.tag = check_tag(*tag, is_recv)?;
-            check_range(mem, buf.addr, rec.len as u64, "buffer")?;
-            rec.flags = if mem == MemType::Scratch { FLAG_SCRATCH } else { 0 };
-            rec.addr = buf.addr;
+            let (rel, at) = place(&mut s.run, mem, buf.addr, rec.len as u64, "buffer")?;
+            rec.flags = if rel { FLAG_REL } else { 0 };
+            rec.addr = at;
         }
         Vertex::SendVec { mem, pieces, peer, tag } | Vertex::RecvVec { mem, pieces, peer, tag } => {
             let is_recv = matches!(v, Vertex::RecvVec { .. });
@@ -637,9 +706,9 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
             rec.kind = if is_recv { OpKind::RecvVec } else { OpKind::SendVec } as u8;
             rec.peer = check_peer(*peer, is_recv)?;
             rec.tag = check_tag(*tag, is_recv)?;
-            let (vr, total) = push_list(s, m, pieces, "list")?;
+            let (vr, total, rel) = push_list(s, m, pieces, "list")?;
             rec.len = u32::try_from(total).map_err(|_| err(K::TooLarge, format!("total of {total} bytes is larger than 4 GiB - 1")))?;
-            rec.flags = if m == MemType::Scratch { FLAG_SCRATCH } else { 0 };
+            rec.flags = if rel { FLAG_REL } else { 0 };
             rec.addr = s.vecs.len() as u64;
             s.vecs.push(vr);
         }
@@ -649,6 +718,7 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
             let bytes = count as u64 * (width as u64 / 8);
             let mut mem = 0u8;
             let bufs = [(b1, "b1"), (b2, "b2"), (b3, "bres")];
+            let mut at = [b1.addr, b2.addr, b3.addr];
             for (i, (b, name)) in bufs.iter().enumerate() {
                 let used = match op {
                     ReduceOp::Wtime => i == 2,
@@ -660,8 +730,9 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
                 }
                 let m = check_mem(b.mem)?;
                 let n = if op == ReduceOp::Wtime { 8 } else { bytes };
-                check_range(m, b.addr, n, name)?;
-                if m == MemType::Scratch {
+                let (rel, a) = place(&mut s.run, m, b.addr, n, name)?;
+                at[i] = a;
+                if rel {
                     mem |= 1 << i;
                 }
             }
@@ -669,7 +740,7 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
             rec.addr = s.locals.len() as u64;
             rec.len = bytes.min(u32::MAX as u64) as u32;
             rec.peer = -1;
-            s.locals.push(LocalRec { op: op as u8, dt: dt as u8, width, mem, count, b1: b1.addr, b2: b2.addr, b3: b3.addr });
+            s.locals.push(LocalRec { op: op as u8, dt: dt as u8, width, mem, count, b1: at[0], b2: at[1], b3: at[2] });
         }
         Vertex::LocalVec { op, dt, width, lists } => {
             let (op, dt, width) = check_local(*op, *dt, *width).map_err(|m| err(K::BadOp, m))?;
@@ -687,10 +758,10 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
                     continue;
                 }
                 let mt = check_mem(*m)?;
-                let (r, t) = push_list(s, mt, pieces, ["buf1", "buf2", "buf3"][i])?;
+                let (r, t, rel) = push_list(s, mt, pieces, ["buf1", "buf2", "buf3"][i])?;
                 recs[i] = r;
                 totals[i] = t;
-                if mt == MemType::Scratch {
+                if rel {
                     mem |= 1 << i;
                 }
             }
@@ -779,7 +850,8 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_refused_with_the_vertex_named() {
-        let local = |op: i64, dt: i64, width: i64| Vertex::Local { op, dt, width, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) };
+        let local =
+            |op: i64, dt: i64, width: i64| Vertex::Local { op, dt, width, count: 1, b1: Buf::user(8), b2: Buf::user(8), b3: Buf::user(8) };
         let cases: Vec<(Vertex, K, &str)> = vec![
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: 4, tag: 0 }, K::Rank, "destination rank 4 is outside the group of 4"),
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: -1, tag: 0 }, K::Rank, "rank -1"),
@@ -787,7 +859,7 @@ mod tests {
             (Vertex::Send { buf: Buf::user(8), len: -1, peer: 0, tag: 0 }, K::BadArgument, "count -1 is negative"),
             (Vertex::Send { buf: Buf::user(8), len: 1, peer: 0, tag: -1 }, K::BadArgument, "tag -1"),
             (Vertex::Recv { buf: Buf::scratch(60), len: 8, peer: 0, tag: 0 }, K::Scratchpad, "[60, 68) reaches past the scratchpad of 64"),
-            (Vertex::Send { buf: Buf { mem: 7, addr: 0 }, len: 1, peer: 0, tag: 0 }, K::BadOp, "memory type 7"),
+            (Vertex::Send { buf: Buf { mem: 42, addr: 0 }, len: 1, peer: 0, tag: 0 }, K::BadOp, "memory type 42"),
             (local(ReduceOp::Xor as i64, 2, 64), K::BadOp, "GOAL_XOR is not defined on GOAL_FLOAT"),
             (local(ReduceOp::Add as i64, 0, 12), K::BadOp, "width 12"),
             (local(42, 0, 8), K::BadOp, "operator 42"),
@@ -820,7 +892,12 @@ mod tests {
                 g.set_scratchpad(64);
                 g.local(op as i64, dt as i64, 16, 32, Buf::scratch(0), Buf::scratch(0), Buf::scratch(0));
                 let pieces = vec![(0u64, 6i64), (16, 2)];
-                g.add(Vertex::LocalVec { op: op as i64, dt: dt as i64, width: 16, lists: [(1, pieces.clone()), (1, pieces.clone()), (1, pieces)] });
+                g.add(Vertex::LocalVec {
+                    op: op as i64,
+                    dt: dt as i64,
+                    width: 16,
+                    lists: [(1, pieces.clone()), (1, pieces.clone()), (1, pieces)],
+                });
                 let s = compile(&g, &opts(1)).unwrap_or_else(|e| panic!("{name} {}: {e}", op.name()));
                 assert_eq!((s.locals[0].dt(), s.locals[0].width), (dt, 16));
                 assert_eq!(s.lvecs[0].dt, dt as u8);
@@ -833,7 +910,12 @@ mod tests {
             let mut g = Graph::new();
             g.set_scratchpad(64);
             let odd = vec![(0u64, 3i64), (16, 3)];
-            g.add(Vertex::LocalVec { op: ReduceOp::Add as i64, dt: dt as i64, width: 16, lists: [(1, odd.clone()), (1, odd.clone()), (1, odd)] });
+            g.add(Vertex::LocalVec {
+                op: ReduceOp::Add as i64,
+                dt: dt as i64,
+                width: 16,
+                lists: [(1, odd.clone()), (1, odd.clone()), (1, odd)],
+            });
             let e = compile(&g, &opts(1)).unwrap_err();
             assert!(e.message.contains("splits a 16-bit element"), "{name}: {}", e.message);
         }

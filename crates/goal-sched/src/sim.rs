@@ -261,6 +261,12 @@ pub fn simulate_with(graphs: &[Graph], mem: &mut [Vec<u8>], opts: &SimOptions) -
     let mut ranks = Vec::with_capacity(graphs.len());
     for (r, g) in graphs.iter().enumerate() {
         let s = compile(g, &CompileOptions { group_size: n }).map_err(|error| SimError::Compile { rank: r as u32, error })?;
+        if !s.run.is_empty() {
+            return Err(SimError::Setup(format!(
+                "rank {r}'s graph leaves {} run-time buffer(s) open: the model runs graphs whose buffers are all bound",
+                s.run.len()
+            )));
+        }
         ranks.push(RankState::new(s, &mut rng));
     }
     let sim = Sim {
@@ -459,10 +465,10 @@ impl Sim<'_> {
             }
         };
         match o.kind() {
-            OpKind::Send | OpKind::Recv => add(o.in_scratch(), o.addr, o.len as u64, o.kind() == OpKind::Recv),
+            OpKind::Send | OpKind::Recv => add(o.relative(), o.addr, o.len as u64, o.kind() == OpKind::Recv),
             OpKind::SendVec | OpKind::RecvVec => {
                 for p in s.pieces_of(s.vecs[o.addr as usize]) {
-                    add(o.in_scratch(), p.addr, p.len as u64, o.kind() == OpKind::RecvVec);
+                    add(o.relative(), p.addr, p.len as u64, o.kind() == OpKind::RecvVec);
                 }
             }
             OpKind::Local => {
@@ -670,11 +676,11 @@ impl Sim<'_> {
         let s = &self.ranks[r as usize].s;
         let o = s.ops[op as usize];
         match o.kind() {
-            OpKind::Send => self.bytes_at(r, o.in_scratch(), o.addr, o.len as u64).to_vec(),
+            OpKind::Send => self.bytes_at(r, o.relative(), o.addr, o.len as u64).to_vec(),
             _ => {
                 let mut data = Vec::with_capacity(o.len as usize);
                 for p in s.pieces_of(s.vecs[o.addr as usize]) {
-                    data.extend_from_slice(self.bytes_at(r, o.in_scratch(), p.addr, p.len as u64));
+                    data.extend_from_slice(self.bytes_at(r, o.relative(), p.addr, p.len as u64));
                 }
                 data
             }
@@ -716,14 +722,14 @@ impl Sim<'_> {
         }
         if o.kind() == OpKind::Recv {
             let n = msg.data.len() as u64;
-            self.bytes_at_mut(r, o.in_scratch(), o.addr, n).copy_from_slice(&msg.data);
+            self.bytes_at_mut(r, o.relative(), o.addr, n).copy_from_slice(&msg.data);
         } else {
             let s = &self.ranks[r as usize].s;
             let pieces: Vec<(u64, u64)> = s.pieces_of(s.vecs[o.addr as usize]).iter().map(|p| (p.addr, p.len as u64)).collect();
             let mut at = 0usize;
             for (addr, len) in pieces {
                 let take = (len as usize).min(msg.data.len() - at);
-                self.bytes_at_mut(r, o.in_scratch(), addr, take as u64).copy_from_slice(&msg.data[at..at + take]);
+                self.bytes_at_mut(r, o.relative(), addr, take as u64).copy_from_slice(&msg.data[at..at + take]);
                 at += take;
             }
         }

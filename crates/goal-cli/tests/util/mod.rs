@@ -431,3 +431,10 @@ pub fn debug_count(stderr: &str, what: &str) -> u64 {
     let number = |t: &str| t.split_once(what)?.0.rsplit([' ', '(']).next()?.parse().ok();
     stderr.split("; ").filter_map(number).max().unwrap_or(0)
 }
+
+/// The operations each rank reports to have run in the kernel (kernel mode,
+/// `GOAL_DEBUG=1`), one number per rank that reported (the ranks' lines may
+/// interleave: each occurrence is parsed).
+pub fn kernel_ops(stderr: &str) -> Vec<u64> {
+    stderr.split("offer(s) declined; ").skip(1).filter_map(|t| t.split_once(" operation(s) in ")?.0.trim().parse().ok()).collect()
+}

@@ -297,10 +297,10 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
     // SAFETY: and its op is a posted receive of that execution's schedule,
     // an index of the schedule's operations.
     let o = unsafe { s.ops.get_unchecked(r.op as usize) };
-    let base = e.bufs.scratch.as_ptr() as *mut u8;
+    let base = e.bufs.bases();
     let fit = fit(payload.len() as u64, o.len as u64, o.exact());
     if fit == Fit::Ok {
-        let resolve = |addr: u64| operand(base, addr, o.in_scratch());
+        let resolve = |addr: u64| operand(base, addr, o.relative());
         match o.kind() {
             OpKind::Recv => {
                 // SAFETY: the receive buffer is valid for o.len >= payload.len() bytes

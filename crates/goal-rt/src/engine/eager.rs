@@ -10,7 +10,7 @@
 
 use super::*;
 use super::policy::Offer;
-use super::pieces::{Pieces, byte_slice, gather, operand, slices_of};
+use super::pieces::{Bases, Pieces, byte_slice, gather, operand, slices_of};
 
 impl Engine {
     pub(super) fn start_send(&mut self, r: OpRef, o: &OpRec, sched: SchedId, seq: u32) {
@@ -27,8 +27,8 @@ impl Engine {
         let p = peer as usize;
         let pieces = if o.kind() == OpKind::Send {
             // One buffer: resolved here, without the general `pieces`.
-            let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
-            Some(Pieces::One([(operand(base, o.addr, o.in_scratch()), len)]))
+            let base = self.exec(r).map_or(Bases::none(), |e| e.bufs.bases());
+            Some(Pieces::One([(operand(base, o.addr, o.relative()), len)]))
         } else {
             self.pieces(r)
         };

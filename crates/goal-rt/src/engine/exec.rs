@@ -171,7 +171,14 @@ pub(super) struct Line(pub(super) [u8; 64]);
 /// allocates nothing.
 pub(super) struct ExecBufs {
     pub(super) counters: Vec<u32>,
+    /// The scratchpad, owned here and reached through `bases[0]` (it is
+    /// never reallocated).
+    #[allow(dead_code)]
     pub(super) scratch: Vec<Line>,
+    /// The scratchpad and this execution's run-time buffers (see
+    /// [`Bases`](super::pieces::Bases)); entries past the schedule's
+    /// run-time buffers are never read.
+    pub(super) bases: [usize; super::pieces::BASES],
     /// Posted receives, in posting order.
     pub(super) posted: Vec<Posted>,
     /// The state the handle watches; reused once no handle holds it.
@@ -254,6 +261,14 @@ pub(super) trait Owned {
     fn counters(&mut self) -> &mut [u32];
     /// The posted receives, in posting order.
     fn posted(&mut self) -> &mut Vec<Posted>;
+}
+
+impl ExecBufs {
+    /// What this execution's relative addresses resolve against.
+    #[inline(always)]
+    pub(super) fn bases(&self) -> super::pieces::Bases {
+        super::pieces::Bases::of(&self.bases)
+    }
 }
 
 impl Owned for ExecBufs {

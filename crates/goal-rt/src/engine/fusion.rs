@@ -89,7 +89,7 @@ impl Engine {
         let esize = l.width as usize / 8;
         let whole = theirs.len() / esize;
         if let (Some(e), None) = (self.exec(r), f.err) {
-            let base = e.bufs.scratch.as_ptr() as *mut u8;
+            let base = e.bufs.bases();
             let off = f.elems * esize;
             // SAFETY: the operation's other operand and result hold
             // `count` elements (API contract, compile-time checks for the

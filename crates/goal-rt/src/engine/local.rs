@@ -3,7 +3,7 @@
 //! the pauses, vector operations over lists of pieces.
 
 use super::*;
-use super::pieces::{operand, scatter};
+use super::pieces::{operand, scatter, Bases};
 
 /// A local operation of at least twice this many bytes runs in pieces of
 /// this size (some shorter copies in four, see [`LOCAL_PIECES_FROM`]), and
@@ -40,8 +40,8 @@ impl Engine {
         } else {
             let l = e.sched.s.locals[o.addr as usize];
             // SAFETY: `l` is an operation of `r`'s execution, whose
-            // scratchpad starts at the base given.
-            if unsafe { copy_small(&l, e.bufs.scratch.as_ptr() as *mut u8) } {
+            // bases are given.
+            if unsafe { copy_small(&l, e.bufs.bases()) } {
                 return self.finish(r);
             }
             bytes = (l.count as u64 * l.width as u64 / 8) as usize;
@@ -58,7 +58,7 @@ impl Engine {
                 // or reduction, not after it.
                 self.link.flush();
             }
-            let base = e.bufs.scratch.as_ptr() as *mut u8;
+            let base = e.bufs.bases();
             let at = |i: u8, a: u64| operand(base, a, l.mem & (1 << i) != 0);
             // SAFETY: user buffers are valid for the operation's extent by the API
             // contract; scratchpad ranges were checked at compile time.
@@ -95,7 +95,7 @@ impl Engine {
             // to the pool): then there is nothing more to compute.
             let Some(e) = self.exec(r) else { break Ok(()) };
             let n = step.min(count - done);
-            let base = e.bufs.scratch.as_ptr() as *mut u8;
+            let base = e.bufs.bases();
             let off = done * esize;
             // SAFETY: `operand` resolves to the operation's buffers, valid for
             // `count` elements (API contract for user buffers, compile-time
@@ -141,7 +141,7 @@ impl Engine {
         let l = s.lvecs[o.addr as usize];
         let op = ReduceOp::ALL[l.op as usize];
         let dt = goal_sched::DataType::from_raw(l.dt as i64).unwrap_or(goal_sched::DataType::UInt);
-        let base = self.exec(r).map_or(std::ptr::null_mut(), |e| e.bufs.scratch.as_ptr() as *mut u8);
+        let base = self.exec(r).map_or(Bases::none(), |e| e.bufs.bases());
         let list = |i: usize| -> Vec<(*mut u8, usize)> {
             s.pieces_of(l.lists[i])
                 .iter()
@@ -212,9 +212,10 @@ pub(super) fn is_small_copy(l: &goal_sched::LocalRec) -> bool {
 /// us, scatter 0.40 -> 0.33).
 ///
 /// # Safety
-/// `l` is an operation of an execution whose scratchpad starts at `base`.
+/// `l` is an operation of an execution whose relative addresses resolve
+/// against `base`.
 #[inline(always)]
-pub(super) unsafe fn copy_small(l: &goal_sched::LocalRec, base: *mut u8) -> bool {
+pub(super) unsafe fn copy_small(l: &goal_sched::LocalRec, base: Bases) -> bool {
     if !is_small_copy(l) {
         return false;
     }

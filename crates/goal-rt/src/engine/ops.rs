@@ -24,18 +24,18 @@ impl Engine {
         self.exec(r).map(|e| e.sched.s.ops[r.op as usize])
     }
 
-    /// The buffer pieces of op `r` (its scratchpad offsets resolved).
+    /// The buffer pieces of op `r` (its relative addresses resolved).
     pub(super) fn pieces(&self, r: OpRef) -> Option<Pieces> {
         let e = self.exec(r)?;
         let s = &e.sched.s;
         let o = &s.ops[r.op as usize];
-        let base = e.bufs.scratch.as_ptr() as *mut u8;
-        let resolve = |addr: u64, scratch: bool| operand(base, addr, scratch);
+        let base = e.bufs.bases();
+        let resolve = |addr: u64| operand(base, addr, o.relative());
         Some(match o.kind() {
-            OpKind::Send | OpKind::Recv => Pieces::One([(resolve(o.addr, o.in_scratch()), o.len as usize)]),
+            OpKind::Send | OpKind::Recv => Pieces::One([(resolve(o.addr), o.len as usize)]),
             OpKind::SendVec | OpKind::RecvVec => {
                 let v = s.vecs[o.addr as usize];
-                Pieces::Many(s.pieces_of(v).iter().map(|p| (resolve(p.addr, o.in_scratch()), p.len as usize)).collect())
+                Pieces::Many(s.pieces_of(v).iter().map(|p| (resolve(p.addr), p.len as usize)).collect())
             }
             _ => Pieces::Many(Vec::new()),
         })

@@ -18,14 +18,53 @@ impl Pieces {
     }
 }
 
-/// An operand's address: `addr` itself, or, with `scratch`, an offset into
-/// the execution's scratchpad that starts at `base`.
+/// A relative address as (entry of its table of [`Bases`], offset).
 #[inline(always)]
-pub(super) fn operand(base: *mut u8, addr: u64, scratch: bool) -> *mut u8 {
-    if scratch {
-        // SAFETY: `base` is the start of the execution's scratchpad, and the
-        // compiler checked that scratchpad ranges lie inside it.
-        unsafe { base.add(addr as usize) }
+pub(super) fn split(addr: u64) -> (usize, usize) {
+    ((addr >> goal_sched::RUN_SHIFT) as usize, (addr & ((1 << goal_sched::RUN_SHIFT) - 1)) as usize)
+}
+
+/// Entries of a table of [`Bases`]: the scratchpad, then each run-time buffer.
+pub(super) const BASES: usize = 1 + goal_sched::RUN_SLOTS;
+
+/// What an execution's relative addresses are resolved against (see
+/// `goal_sched::schedule`'s "Relative addresses"): a table of [`BASES`]
+/// addresses, entry 0 its scratchpad, entry `1 + i` run-time buffer `i` as
+/// its Run gave it. Per execution, so that executions of one schedule in
+/// flight together each use their own buffers.
+#[derive(Clone, Copy)]
+pub(super) struct Bases(*const usize);
+
+/// The table of an execution that has none (it ended): every base 0.
+static NO_BASES: [usize; BASES] = [0; BASES];
+
+impl Bases {
+    /// The table `t`, which must outlive every use of the result.
+    #[inline(always)]
+    pub(super) fn of(t: &[usize; BASES]) -> Bases {
+        Bases(t.as_ptr())
+    }
+
+    /// A table of zeros, for an execution that is gone.
+    pub(super) fn none() -> Bases {
+        Bases(NO_BASES.as_ptr())
+    }
+}
+
+/// An operand's address: `addr` itself, or, if `rel`, the relative address
+/// `addr` resolved against `b` (the base its top byte selects, plus the
+/// offset below).
+#[inline(always)]
+pub(super) fn operand(b: Bases, addr: u64, rel: bool) -> *mut u8 {
+    if rel {
+        let (entry, off) = split(addr);
+        // SAFETY: `b` points to a table of `BASES` entries (`Bases::of`,
+        // `Bases::none`), and the compiler lets through only top bytes
+        // 0 ..= RUN_SLOTS.
+        let base = unsafe { *b.0.add(entry) };
+        // (Wrapping: an empty operand of a gone execution resolves to a
+        // number, never used as memory.)
+        (base as *mut u8).wrapping_add(off)
     } else {
         addr as usize as *mut u8
     }

@@ -5,12 +5,15 @@
 use super::*;
 use super::local::{copy_small, is_small_copy};
 use super::ops::{failed_done, failed_with};
-use super::pieces::{byte_slice, operand};
+use super::pieces::{byte_slice, operand, split, BASES};
 
 impl Engine {
-    /// Starts an execution of `sched`; returns its shared state, or
-    /// `None` if it finished within (see [`start_done`](Self::start_done)).
-    pub fn start(&mut self, sched: &Arc<SchedInner>, rt: &Arc<crate::Runtime>) -> Option<Arc<ExecShared>> {
+    /// Starts an execution of `sched` with run-time buffer `i` at address
+    /// `run[i]` (the caller checked that `run` holds each one the schedule
+    /// has, large enough; see `Runtime::run_with`); returns its shared
+    /// state, or `None` if it finished within (see
+    /// [`start_done`](Self::start_done)).
+    pub fn start(&mut self, sched: &Arc<SchedInner>, rt: &Arc<crate::Runtime>, run: &[usize]) -> Option<Arc<ExecShared>> {
         // Both counters change only here and in `complete`, under the lock.
         let seq = sched.runs.load(Ordering::Relaxed);
         sched.runs.store(seq.wrapping_add(1), Ordering::Relaxed);
@@ -21,17 +24,22 @@ impl Engine {
         // (Messages waiting for it, or a mismatch to report: the general path.)
         let quiet = self.state.matcher.stale.is_empty() && (self.state.matcher.unexp.is_empty() || !self.state.matcher.unexp.contains_key(&key(sched.id, seq)));
         if plain && quiet && s.independent as usize == n && n <= DONE_AT_ONCE {
-            if let Some(done) = self.start_done(sched, rt, seq) {
+            if let Some(done) = self.start_done(sched, rt, seq, run) {
                 return done;
             }
         }
-        let early = plain && s.independent > 0 && self.send_early(&s.ops[0], sched.id, seq);
-        let mut bufs = self.state.pool(sched).pop().unwrap_or_else(|| Box::new(ExecBufs {
-            counters: Vec::with_capacity(n),
-            scratch: vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)],
-            posted: Vec::new(),
-            shared: ExecShared::new(rt, sched.id),
-        }));
+        let early = plain && s.independent > 0 && self.send_early(&s.ops[0], sched.id, seq, run);
+        let mut bufs = self.state.pool(sched).pop().unwrap_or_else(|| {
+            let scratch = vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)];
+            let mut bases = [0; BASES];
+            bases[0] = scratch.as_ptr() as usize;
+            Box::new(ExecBufs { counters: Vec::with_capacity(n), scratch, bases, posted: Vec::new(), shared: ExecShared::new(rt, sched.id) })
+        });
+        if !run.is_empty() {
+            for (b, &at) in bufs.bases[1..].iter_mut().zip(run) {
+                *b = at;
+            }
+        }
         bufs.counters.clear();
         bufs.counters.extend_from_slice(&sched.deps);
         bufs.posted.clear();
@@ -182,9 +190,9 @@ impl Engine {
             return false;
         }
         let Some(e) = self.exec(r) else { return false };
-        // SAFETY: `o` is an operation of `r`'s execution, whose scratchpad
-        // starts at the base given.
-        if unsafe { copy_small(&e.sched.s.locals[o.addr as usize], e.bufs.scratch.as_ptr() as *mut u8) } {
+        // SAFETY: `o` is an operation of `r`'s execution, whose bases are
+        // given.
+        if unsafe { copy_small(&e.sched.s.locals[o.addr as usize], e.bufs.bases()) } {
             self.finish(r);
             return true;
         }
@@ -209,7 +217,7 @@ impl Engine {
     /// Run 200; Open MPI's leaf returns some 100 ns sooner than goal's
     /// did).
     #[inline]
-    pub(super) fn start_done(&mut self, sched: &Arc<SchedInner>, rt: &Arc<crate::Runtime>, seq: u32) -> Option<Option<Arc<ExecShared>>> {
+    pub(super) fn start_done(&mut self, sched: &Arc<SchedInner>, rt: &Arc<crate::Runtime>, seq: u32, run: &[usize]) -> Option<Option<Arc<ExecShared>>> {
         let s = &sched.s;
         let mut peers = 0u64;
         // With one message, its write tells whether it fits (nothing is
@@ -219,14 +227,16 @@ impl Engine {
             match o.kind() {
                 OpKind::Send => {
                     let p = o.peer as usize;
-                    if o.in_scratch() || p >= 64 || peers & 1 << p != 0 || !self.ring_ready(o) || !(one || self.link.shm.fits(p, o.len as usize)) {
+                    let bound = early_operand(o.addr, o.relative(), run).is_some();
+                    if !bound || p >= 64 || peers & 1 << p != 0 || !self.ring_ready(o) || !(one || self.link.shm.fits(p, o.len as usize)) {
                         return None;
                     }
                     peers |= 1 << p;
                 }
                 OpKind::Local => {
                     let l = &s.locals[o.addr as usize];
-                    if !is_small_copy(l) || l.mem & 5 != 0 {
+                    let bound = |a: u64, bit: u8| early_operand(a, l.mem & bit != 0, run).is_some();
+                    if !is_small_copy(l) || !bound(l.b1, 1) || !bound(l.b3, 4) {
                         return None;
                     }
                 }
@@ -235,7 +245,8 @@ impl Engine {
         }
         let mut broken = None;
         for o in &s.ops {
-            if o.kind() == OpKind::Send && !self.ring_write(o, sched.id, seq, o.addr as usize as *const u8) {
+            let at = |o: &OpRec| early_operand(o.addr, o.relative(), run).unwrap_or(std::ptr::null_mut());
+            if o.kind() == OpKind::Send && !self.ring_write(o, sched.id, seq, at(o)) {
                 if one {
                     // Full: the general path queues it.
                     return None;
@@ -245,9 +256,14 @@ impl Engine {
         }
         for o in &s.ops {
             if o.kind() == OpKind::Local {
-                // SAFETY: both operands are user buffers (checked above),
-                // valid by the API contract; no scratchpad is read.
-                unsafe { copy_small(&s.locals[o.addr as usize], std::ptr::null_mut()) };
+                let l = &s.locals[o.addr as usize];
+                let at = |a: u64, bit: u8| early_operand(a, l.mem & bit != 0, run).unwrap_or(std::ptr::null_mut());
+                // SAFETY: a small copy (checked above) between buffers of
+                // the application, given with the schedule or by this Run,
+                // valid by the API contract for the copy's length (compiled
+                // ranges of run-time buffers were checked by `run_with`); a
+                // copy's result may be its operand exactly (`ptr::copy`).
+                unsafe { std::ptr::copy(at(l.b1, 1) as *const u8, at(l.b3, 4), l.count as usize * l.width as usize / 8) };
             }
         }
         self.state.execs.finished_ops += s.ops.len();
@@ -264,8 +280,11 @@ impl Engine {
     /// receiver has it that much sooner. (A schedule of nothing but such
     /// sends and small copies takes [`start_done`](Self::start_done) instead.)
     #[inline]
-    pub(super) fn send_early(&mut self, o: &OpRec, sched: SchedId, seq: u32) -> bool {
-        !o.in_scratch() && self.ring_ready(o) && self.ring_write(o, sched, seq, o.addr as usize as *const u8)
+    pub(super) fn send_early(&mut self, o: &OpRec, sched: SchedId, seq: u32, run: &[usize]) -> bool {
+        match early_operand(o.addr, o.relative(), run) {
+            Some(at) => self.ring_ready(o) && self.ring_write(o, sched, seq, at),
+            None => false,
+        }
     }
 
     /// Whether `o` is an eager send that can go through the ring at once:
@@ -310,7 +329,7 @@ impl Engine {
         // An earlier operation may have failed the execution: `start_op`
         // then does nothing, and nor does this.
         let Some(e) = self.exec(r) else { return true };
-        let ptr = operand(e.bufs.scratch.as_ptr() as *mut u8, o.addr, o.in_scratch());
+        let ptr = operand(e.bufs.bases(), o.addr, o.relative());
         if self.ring_write(o, sched, seq, ptr) {
             self.finish(r);
             return true;
@@ -318,6 +337,20 @@ impl Engine {
         false
     }
 
+}
+
+/// The address of an operand of an operation that Run starts before its
+/// execution has a table of bases ([`Engine::start_done`],
+/// [`Engine::send_early`]): an address of the application, given with the
+/// schedule or by this Run in `run`; `None` for the scratchpad, which the
+/// execution does not have yet.
+#[inline(always)]
+fn early_operand(addr: u64, rel: bool, run: &[usize]) -> Option<*mut u8> {
+    if !rel {
+        return Some(addr as usize as *mut u8);
+    }
+    let (entry, off) = split(addr);
+    Some((*run.get(entry.checked_sub(1)?)? as *mut u8).wrapping_add(off))
 }
 
 /// The most operations [`Engine::start_done`] takes a schedule of.
