@@ -111,7 +111,7 @@ fn bruck(b: &mut Builder, sbuf: u64, bytes: u64, rbuf: u64) {
 }
 
 /// Joins adjacent pieces.
-fn merge(pieces: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+pub(crate) fn merge(pieces: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(pieces.len());
     for (a, l) in pieces {
         match out.last_mut() {

@@ -52,27 +52,39 @@
 #![allow(clippy::too_many_arguments)]
 
 mod allgather;
+mod allgatherv;
 mod allreduce;
 mod alltoall;
+mod alltoallv;
 mod barrier;
 mod bcast;
+mod blocks;
 mod butterfly;
 mod gather;
+mod gatherv;
 mod reduce;
+mod reduce_scatter;
 mod reduce_scatter_block;
 mod scatter;
+mod scatterv;
 
 mod auto_table;
 
 pub use allgather::allgather;
+pub use allgatherv::allgatherv;
 pub use allreduce::allreduce;
 pub use alltoall::alltoall;
+pub use alltoallv::alltoallv;
 pub use barrier::barrier;
 pub use bcast::{bcast, bcast_pipeline, DEFAULT_SEGMENT};
+pub use blocks::auto_v;
 pub use gather::gather;
+pub use gatherv::gatherv;
 pub use reduce::reduce;
+pub use reduce_scatter::reduce_scatter;
 pub use reduce_scatter_block::reduce_scatter_block;
 pub use scatter::scatter;
+pub use scatterv::scatterv;
 
 use crate::graph::{Buf, Graph, Vertex, VertexId};
 use crate::ops::check_local;
@@ -164,11 +176,21 @@ pub enum Coll {
     Allreduce,
     /// [`reduce_scatter_block()`]
     ReduceScatterBlock,
+    /// [`gatherv()`]
+    Gatherv,
+    /// [`scatterv()`]
+    Scatterv,
+    /// [`allgatherv()`]
+    Allgatherv,
+    /// [`alltoallv()`]
+    Alltoallv,
+    /// [`reduce_scatter()`]
+    ReduceScatter,
 }
 
 impl Coll {
     /// All collectives.
-    pub const ALL: [Coll; 9] = [
+    pub const ALL: [Coll; 14] = [
         Coll::Barrier,
         Coll::Bcast,
         Coll::Gather,
@@ -178,6 +200,11 @@ impl Coll {
         Coll::Reduce,
         Coll::Allreduce,
         Coll::ReduceScatterBlock,
+        Coll::Gatherv,
+        Coll::Scatterv,
+        Coll::Allgatherv,
+        Coll::Alltoallv,
+        Coll::ReduceScatter,
     ];
 
     /// The name used in messages ("barrier").
@@ -192,6 +219,11 @@ impl Coll {
             Coll::Reduce => "reduce",
             Coll::Allreduce => "allreduce",
             Coll::ReduceScatterBlock => "reduce_scatter_block",
+            Coll::Gatherv => "gatherv",
+            Coll::Scatterv => "scatterv",
+            Coll::Allgatherv => "allgatherv",
+            Coll::Alltoallv => "alltoallv",
+            Coll::ReduceScatter => "reduce_scatter",
         }
     }
 }
@@ -208,6 +240,9 @@ pub fn algorithms(coll: Coll) -> &'static [Algorithm] {
         Coll::Reduce => &[Linear, Binomial, Rabenseifner],
         Coll::Allreduce => &[RecursiveDoubling, Ring, Rabenseifner],
         Coll::ReduceScatterBlock => &[RecursiveDoubling, Ring],
+        Coll::Gatherv | Coll::Scatterv => &[Linear, Binomial],
+        Coll::Allgatherv | Coll::ReduceScatter => &[Linear, Ring],
+        Coll::Alltoallv => &[Linear, LinearSync],
     }
 }
 
@@ -216,8 +251,9 @@ pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
     use Algorithm::*;
     match (coll, alg) {
         (_, Auto) => "automatic choice",
-        (Coll::Alltoall, Linear) => "linear (every message at once)",
-        (Coll::Alltoall, LinearSync) => "pairwise exchange",
+        (Coll::Alltoall | Coll::Alltoallv | Coll::Allgatherv, Linear) => "linear (every message at once)",
+        (Coll::Alltoall | Coll::Alltoallv, LinearSync) => "pairwise exchange",
+        (Coll::ReduceScatter, Linear) => "binomial reduce + linear scatterv",
         (_, Linear) => "linear",
         (_, LinearSync) => "linear_sync",
         (_, Binomial) => "binomial tree",
@@ -257,6 +293,10 @@ pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
 /// | reduce | binomial up to 64 KiB or when the vector has fewer bytes than ranks; else Rabenseifner |
 /// | allreduce | recursive doubling up to 16 KiB or fewer bytes than ranks; Rabenseifner up to 1 MiB; ring above |
 /// | reduce_scatter_block | recursive halving up to 12 KiB in total, up to 256 KiB on powers of two, or when `size >= 0.0012 * total + 8`; else ring (Open MPI) |
+///
+/// The collectives with per-rank counts (gatherv ... reduce_scatter) take
+/// `bytes` as their total and decide by [`auto_v`], as if the blocks were
+/// equal.
 pub fn auto(coll: Coll, size: u32, bytes: u64) -> Algorithm {
     // The table measured on this machine (`bench/tune.py`) first; the rules
     // below cover what it does not.
@@ -334,6 +374,9 @@ fn builtin(coll: Coll, size: u32, bytes: u64) -> Algorithm {
             } else {
                 Ring
             }
+        }
+        Coll::Gatherv | Coll::Scatterv | Coll::Allgatherv | Coll::Alltoallv | Coll::ReduceScatter => {
+            auto_v(coll, size, bytes, bytes.div_ceil(p))
         }
         Coll::ReduceScatterBlock => {
             let total = p.saturating_mul(bytes);
