@@ -29,8 +29,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 mod coll;
+mod coll_v;
 mod registry;
 pub use coll::*;
+pub use coll_v::*;
 
 /// A graph under construction (opaque).
 pub struct goal_graph {
