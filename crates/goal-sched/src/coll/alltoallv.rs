@@ -6,9 +6,8 @@
 //! by `rcounts` and `rdispls`, hold what is sent and are overwritten with
 //! what is received, as MPI's `MPI_IN_PLACE` does.
 
-use super::alltoall::merge;
 use super::blocks::{check_layout, resolve_v, Layout};
-use super::{scr, user, Algorithm, Builder, Coll, CollError, Group, Piece, Placement, SCRATCH, USER};
+use super::{merge, scr, user, Algorithm, Builder, Coll, CollError, Group, Piece, Placement, SCRATCH, USER};
 use crate::graph::{Buf, Graph, VertexId};
 
 /// Appends an alltoallv.

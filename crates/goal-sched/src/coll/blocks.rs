@@ -15,8 +15,7 @@
 //!
 //! [`auto_v`] is `GOAL_ALG_AUTO`'s choice for them.
 
-use super::alltoall::merge;
-use super::{real, resolve, Algorithm, Coll, CollError};
+use super::{merge, real, resolve, Algorithm, Coll, CollError};
 
 /// The largest byte a block may reach, exclusive: a message holds at most 4 GiB − 1 bytes.
 const LIMIT: u64 = u32::MAX as u64;
