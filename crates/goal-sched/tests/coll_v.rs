@@ -443,6 +443,7 @@ fn bad_layouts_are_refused_with_what_is_wrong() {
     bad(alltoallv(&mut g, grp, place(), 0, &[1, 2, 3], &[0, 0, 0], 64, &[1, 3, 3], &[0, 1, 4], Algorithm::Auto), "scounts[1] = 2 differs from rcounts[1] = 3");
     bad(reduce_scatter(&mut g, grp, place(), 0, 64, &[1 << 30, 1 << 30, 0], red, Algorithm::Auto), "more than 4 GiB - 1");
     bad(reduce_scatter(&mut g, grp, place(), 0, 64, &[1, 2], red, Algorithm::Auto), "rcounts has 2 entries");
+    bad(scatterv(&mut g, grp, place(), 0, &[], &[], 64, 1 << 32, 0, Algorithm::Linear), "rcount 4294967296 is larger than 4 GiB - 1");
     // Linear needs no counts off the root, as in MPI; scatterv's blocks may overlap.
     assert!(gatherv(&mut g, grp, place(), 0, 8, 64, &[], &[], 0, Algorithm::Linear).is_ok());
     assert!(scatterv(&mut g, root, place(), 0, &[8, 8, 8], &[0, 4, 0], 64, 8, 0, Algorithm::Linear).is_ok());

@@ -89,6 +89,14 @@ pub(crate) fn total(counts_name: &str, counts: &[u64], unit: u64) -> Result<u64,
     }
 }
 
+/// Refuses a single block (`name`, bytes) that a message could not hold.
+pub(crate) fn check_count(name: &str, count: u64) -> Result<(), CollError> {
+    if count > LIMIT {
+        return Err(CollError::BadArgument(format!("{name} {count} is larger than 4 GiB - 1 bytes, the largest message of a schedule")));
+    }
+    Ok(())
+}
+
 /// Refuses a count that differs from the layout's entry for this rank.
 pub(crate) fn check_own(name: &str, count: u64, counts_name: &str, counts: &[u64], rank: u32) -> Result<(), CollError> {
     match counts.get(rank as usize) {

@@ -9,7 +9,7 @@
 //! [`Algorithm::Auto`], whose choice must be the same on every rank) needs
 //! `rcounts` on every rank.
 
-use super::blocks::{check_layout, check_len, check_own, relative_pieces, relative_sum, resolve_v, total};
+use super::blocks::{check_count, check_layout, check_len, check_own, relative_pieces, relative_sum, resolve_v, total};
 use super::{check_root, children, parent, real, scr, subtree, user, vrank, Algorithm, Builder, Coll, CollError, Group, Piece, Placement, SCRATCH, USER};
 use crate::graph::Graph;
 
@@ -37,7 +37,7 @@ pub fn gatherv(
     if !in_place {
         check_own("scount", scount, "rcounts", rcounts, grp.rank)?;
     }
-    total("scount", &[scount], 1)?;
+    check_count("scount", scount)?;
     let mut b = Builder::new(g, grp, at)?;
     if grp.size > 1 {
         match alg {

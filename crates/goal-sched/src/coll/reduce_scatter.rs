@@ -8,7 +8,7 @@
 use super::blocks::{check_len, resolve_v, total};
 use super::butterfly::at;
 use super::reduce::tree;
-use super::{check_total, scr, user, Algorithm, Builder, Coll, CollError, Group, Piece, Placement, Reduction};
+use super::{scr, user, Algorithm, Builder, Coll, CollError, Group, Piece, Placement, Reduction};
 use crate::graph::{Buf, Graph, VertexId};
 
 /// Appends a reduce_scatter with `rcounts[r]` elements for rank `r`.
@@ -25,7 +25,6 @@ pub fn reduce_scatter(g: &mut Graph, grp: Group, at: Placement, sbuf: u64, rbuf:
     let esz = red.check()?;
     check_len("rcounts", rcounts, grp.size)?;
     let n = total("rcounts", rcounts, esz)?;
-    check_total("the reduction vector", n, esz)?;
     let largest = rcounts.iter().copied().max().unwrap_or(0);
     let alg = resolve_v(Coll::ReduceScatter, alg, grp.size, n * esz, largest * esz)?;
     let mut b = Builder::new(g, grp, at)?;

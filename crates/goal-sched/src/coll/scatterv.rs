@@ -7,7 +7,7 @@
 //! the linear algorithm; the binomial tree and [`Algorithm::Auto`] need
 //! `scounts` on every rank (see [`gatherv`](super::gatherv())).
 
-use super::blocks::{check_layout, check_own, relative_pieces, relative_sum, total};
+use super::blocks::{check_count, check_layout, check_own, relative_pieces, relative_sum};
 use super::gatherv::v_algorithm;
 use super::{check_root, children, parent, real, scr, subtree, user, vrank, Algorithm, Builder, Coll, CollError, Group, Piece, Placement, USER};
 use crate::graph::Graph;
@@ -36,7 +36,7 @@ pub fn scatterv(
     if !in_place {
         check_own("rcount", rcount, "scounts", scounts, grp.rank)?;
     }
-    total("rcount", &[rcount], 1)?;
+    check_count("rcount", rcount)?;
     let mut b = Builder::new(g, grp, at)?;
     if grp.size > 1 {
         match alg {
