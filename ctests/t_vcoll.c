@@ -19,6 +19,7 @@
  *     that does not apply;
  *   - _append: an allgatherv and a reduce_scatter chained in one graph.
  */
+// memcheck: 2
 // ranks: 1 2 3 4 7
 // modes: 3
 #include "helpers.h"
