@@ -60,10 +60,11 @@ pub(crate) fn v_algorithm(coll: Coll, name: &str, counts: &[u64], grp: Group, ro
         if alg == Algorithm::Linear {
             return Ok(alg);
         }
-        let has = if alg == Algorithm::Auto { "GOAL_ALG_AUTO" } else { alg.c_name() };
+        // An algorithm that does not apply at all says so first.
         resolve_v(coll, alg, grp.size, 0, 0)?;
         return Err(CollError::BadArgument(format!(
-            "{has} needs {name} on every rank (the binomial tree forwards other ranks' blocks, and AUTO must choose alike everywhere); without them, as MPI gives them (at the root only), use GOAL_ALG_LINEAR"
+            "{} needs {name} on every rank (the binomial tree forwards other ranks' blocks, and AUTO must choose alike everywhere); without them, as MPI gives them (at the root only), use GOAL_ALG_LINEAR",
+            alg.c_name()
         )));
     }
     check_len(name, counts, grp.size)?;
