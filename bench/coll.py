@@ -19,7 +19,8 @@ each library's own barrier orders its ranks differently (bench/separator.h has t
 figures); --separator own measures with each library's barrier instead.
 
 Every collective (barrier, bcast, gather, scatter, allgather, alltoall, reduce, allreduce,
-reduce_scatter_block), every goal algorithm and GOAL_ALG_AUTO, sizes 8 B .. 4 MiB per rank
+reduce_scatter_block, and allgatherv and alltoallv with equal blocks against MPI_Allgatherv and
+MPI_Alltoallv), every goal algorithm and GOAL_ALG_AUTO, sizes 8 B .. 4 MiB per rank
 (gather also 500 KiB per rank), with 2 and 4 ranks, against:
 
     goal               DIR/bin/goalrun -n N build/bench/goal_coll --pin
@@ -62,7 +63,7 @@ import common as C  # noqa: E402
 
 KiB, MiB = 1 << 10, 1 << 20
 COLLS = ["barrier", "bcast", "gather", "scatter", "allgather", "alltoall", "reduce", "allreduce",
-         "reduce_scatter_block"]
+         "reduce_scatter_block", "allgatherv", "alltoallv"]
 SIZES = [8, 64, 512, 4 * KiB, 32 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB]
 GATHER_EXTRA = 500 * KiB
 QUICK_SIZES = [8, 4 * KiB, 64 * KiB, MiB]
@@ -543,11 +544,14 @@ def plot(summary, ranks_list, libs, path: Path, title: str, footnote: str) -> bo
     mpis = [l for l in MPI_LIBS if l in libs]
     goal_extra = [l for l in libs if l.startswith("goal") and l != "goal"]
     alg_colors = ["#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"]
-    nr = 3 * len(ranks_list)
+    rows = -(-len(COLLS) // 3)  # per group size: the collectives, three a row
+    nr = rows * len(ranks_list)
     fig, axes = plt.subplots(nr, 3, figsize=(16, 4.6 * nr), constrained_layout=True)
     for ri, n in enumerate(ranks_list):
+        for ci in range(len(COLLS), 3 * rows):
+            axes[rows * ri + ci // 3][ci % 3].set_visible(False)
         for ci, coll in enumerate(COLLS):
-            ax = axes[3 * ri + ci // 3][ci % 3]
+            ax = axes[rows * ri + ci // 3][ci % 3]
             sizes = sorted({nb for (c, nb) in points(summary, n) if c == coll})
             if not sizes:
                 ax.set_visible(False)

@@ -20,12 +20,16 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { BARRIER, BCAST, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE, ALLREDUCE, RSB, NCOLL };
+enum { BARRIER, BCAST, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE, ALLREDUCE, RSB, ALLGATHERV, ALLTOALLV, NCOLL };
 static const char *COLL[NCOLL] = {"barrier",  "bcast",  "gather",    "scatter",
                                   "allgather", "alltoall", "reduce", "allreduce",
-                                  "reduce_scatter_block"};
+                                  "reduce_scatter_block", "allgatherv", "alltoallv"};
 /* collectives after which every rank has heard from every other: no barrier needed */
-static const int SYNCS[NCOLL] = {1, 0, 0, 0, 1, 1, 0, 1, 1};
+static const int SYNCS[NCOLL] = {1, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1};
+
+/* allgatherv and alltoallv are measured with equal blocks (n bytes per rank, displacements
+ * i * n), the layout of allgather and alltoall, so that the per-rank-count calls show what
+ * their generality costs against the plain ones and against MPI_Allgatherv/MPI_Alltoallv. */
 
 static const size_t DEFAULT_SIZES[] = {8, 64, 512, 4 * KiB, 32 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB};
 #define GATHER_EXTRA ((size_t)500 * KiB) /* "500 KiB per rank", as in the thesis (6.5) */
@@ -40,7 +44,7 @@ static inline size_t result_of(int c, size_t n, int rank, int nranks, char *sbuf
     case BCAST: *at = sbuf; return rank == 0 ? 0 : n;
     case GATHER: return rank == 0 ? n * p : 0;
     case SCATTER: return n;
-    case ALLGATHER: case ALLTOALL: return n * p;
+    case ALLGATHER: case ALLTOALL: case ALLGATHERV: case ALLTOALLV: return n * p;
     case REDUCE: return rank == 0 ? n & ~(size_t)7 : 0;
     case ALLREDUCE: case RSB: return n & ~(size_t)7;
     default: return 0;

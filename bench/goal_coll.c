@@ -22,7 +22,8 @@
  * as rank_median_us).
  *
  * Size = one rank's contribution in bytes: the message of bcast, one block of gather,
- * scatter, allgather, alltoall and reduce_scatter_block, the vector of reduce and
+ * scatter, allgather, alltoall, reduce_scatter_block, allgatherv and alltoallv (equal
+ * blocks, see coll_common.h), the vector of reduce and
  * allreduce (the same meaning as `bytes` in goal_sched::coll::auto).
  *
  * Iterations: after a warm-up, a few iterations estimate the time per iteration (the
@@ -56,6 +57,8 @@ static const int ALGS[NCOLL][5] = {
     {GOAL_ALG_LINEAR, GOAL_ALG_BINOMIAL, GOAL_ALG_RABENSEIFNER, -1},
     {GOAL_ALG_RECURSIVE_DOUBLING, GOAL_ALG_RING, GOAL_ALG_RABENSEIFNER, -1},
     {GOAL_ALG_RECURSIVE_DOUBLING, GOAL_ALG_RING, -1},
+    {GOAL_ALG_LINEAR, GOAL_ALG_RING, -1},
+    {GOAL_ALG_LINEAR, GOAL_ALG_LINEAR_SYNC, -1},
 };
 
 
@@ -115,10 +118,10 @@ static void prepare(int c, size_t n, uint64_t seed) {
     case BCAST:
         for (size_t i = 0; i < n; i++) g_sbuf[i] = rank == 0 ? (char)vpat(seed, i) : 0;
         break;
-    case GATHER: case ALLGATHER:
+    case GATHER: case ALLGATHER: case ALLGATHERV:
         for (size_t i = 0; i < n; i++) g_sbuf[i] = (char)vpat(seed + (uint64_t)rank, i);
         break;
-    case SCATTER: case ALLTOALL:
+    case SCATTER: case ALLTOALL: case ALLTOALLV:
         for (size_t j = 0; j < p; j++)
             for (size_t i = 0; i < n; i++) g_sbuf[j * n + i] = (char)vpat(seed + 1000 * (uint64_t)rank + j, i);
         break;
@@ -140,7 +143,7 @@ static int verify(int c, size_t n, uint64_t seed) {
     case BCAST:
         for (size_t i = 0; i < n; i++) if ((uint8_t)g_sbuf[i] != vpat(seed, i)) return 0;
         return 1;
-    case GATHER: case ALLGATHER:
+    case GATHER: case ALLGATHER: case ALLGATHERV:
         if (c == GATHER && rank != 0) return 1;
         for (size_t q = 0; q < p; q++)
             for (size_t i = 0; i < n; i++) if ((uint8_t)g_rbuf[q * n + i] != vpat(seed + q, i)) return 0;
@@ -148,7 +151,7 @@ static int verify(int c, size_t n, uint64_t seed) {
     case SCATTER:
         for (size_t i = 0; i < n; i++) if ((uint8_t)g_rbuf[i] != vpat(seed + (uint64_t)rank, i)) return 0;
         return 1;
-    case ALLTOALL:
+    case ALLTOALL: case ALLTOALLV:
         for (size_t q = 0; q < p; q++)
             for (size_t i = 0; i < n; i++) if ((uint8_t)g_rbuf[q * n + i] != vpat(seed + 1000 * q + (uint64_t)rank, i)) return 0;
         return 1;
@@ -188,6 +191,17 @@ static GOAL_Schedule make(int c, int alg, size_t n) {
     case REDUCE: s = GOAL_Reduce_init(g_sbuf, g_rbuf, cnt, GOAL_FLOAT, 64, GOAL_ADD, 0, alg); break;
     case ALLREDUCE: s = GOAL_Allreduce_init(g_sbuf, g_rbuf, cnt, GOAL_FLOAT, 64, GOAL_ADD, alg); break;
     case RSB: s = GOAL_Reduce_scatter_block_init(g_sbuf, g_rbuf, cnt, GOAL_FLOAT, 64, GOAL_ADD, alg); break;
+    case ALLGATHERV: case ALLTOALLV: {
+        /* equal blocks; the schedule keeps its own copy of the arrays */
+        size_t *counts = malloc(sizeof(size_t) * (size_t)nranks), *displs = malloc(sizeof(size_t) * (size_t)nranks);
+        if (!counts || !displs) fail("malloc", 0);
+        for (int i = 0; i < nranks; i++) counts[i] = n, displs[i] = (size_t)i * n;
+        if (c == ALLGATHERV) s = GOAL_Allgatherv_init(g_sbuf, n, g_rbuf, counts, displs, alg);
+        else s = GOAL_Alltoallv_init(g_sbuf, counts, displs, g_rbuf, counts, displs, alg);
+        free(counts);
+        free(displs);
+        break;
+    }
     }
     if (!s) {
         char what[160];

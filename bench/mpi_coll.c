@@ -72,6 +72,13 @@ static int rank, nranks;
 static const char *lib;
 static char *g_sbuf, *g_rbuf;
 static double *g_t, *g_all;
+static int *g_counts, *g_displs; /* allgatherv, alltoallv: equal blocks (vlayout) */
+
+/* The counts and displacements of allgatherv and alltoallv with n bytes per rank (set
+ * before a point, outside the timed region; they live as long as its requests). */
+static void vlayout(size_t n) {
+    for (int i = 0; i < nranks; i++) g_counts[i] = (int)n, g_displs[i] = i * (int)n;
+}
 
 static void die(const char *what) {
     fprintf(stderr, "mpi_coll (rank %d): %s\n", rank, what);
@@ -97,10 +104,10 @@ static void prepare(int c, size_t n, uint64_t seed) {
     case BCAST:
         for (size_t i = 0; i < n; i++) g_sbuf[i] = rank == 0 ? (char)vpat(seed, i) : 0;
         break;
-    case GATHER: case ALLGATHER:
+    case GATHER: case ALLGATHER: case ALLGATHERV:
         for (size_t i = 0; i < n; i++) g_sbuf[i] = (char)vpat(seed + (uint64_t)rank, i);
         break;
-    case SCATTER: case ALLTOALL:
+    case SCATTER: case ALLTOALL: case ALLTOALLV:
         for (size_t j = 0; j < p; j++)
             for (size_t i = 0; i < n; i++) g_sbuf[j * n + i] = (char)vpat(seed + 1000 * (uint64_t)rank + j, i);
         break;
@@ -122,7 +129,7 @@ static int verify(int c, size_t n, uint64_t seed) {
     case BCAST:
         for (size_t i = 0; i < n; i++) if ((uint8_t)g_sbuf[i] != vpat(seed, i)) return 0;
         return 1;
-    case GATHER: case ALLGATHER:
+    case GATHER: case ALLGATHER: case ALLGATHERV:
         if (c == GATHER && rank != 0) return 1;
         for (size_t q = 0; q < p; q++)
             for (size_t i = 0; i < n; i++) if ((uint8_t)g_rbuf[q * n + i] != vpat(seed + q, i)) return 0;
@@ -130,7 +137,7 @@ static int verify(int c, size_t n, uint64_t seed) {
     case SCATTER:
         for (size_t i = 0; i < n; i++) if ((uint8_t)g_rbuf[i] != vpat(seed + (uint64_t)rank, i)) return 0;
         return 1;
-    case ALLTOALL:
+    case ALLTOALL: case ALLTOALLV:
         for (size_t q = 0; q < p; q++)
             for (size_t i = 0; i < n; i++) if ((uint8_t)g_rbuf[q * n + i] != vpat(seed + 1000 * q + (uint64_t)rank, i)) return 0;
         return 1;
@@ -171,6 +178,8 @@ static void blocking(int c, size_t n) {
     case REDUCE: MPI_Reduce(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, 0, w); break;
     case ALLREDUCE: MPI_Allreduce(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, w); break;
     case RSB: MPI_Reduce_scatter_block(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, w); break;
+    case ALLGATHERV: MPI_Allgatherv(g_sbuf, b, MPI_BYTE, g_rbuf, g_counts, g_displs, MPI_BYTE, w); break;
+    case ALLTOALLV: MPI_Alltoallv(g_sbuf, g_counts, g_displs, MPI_BYTE, g_rbuf, g_counts, g_displs, MPI_BYTE, w); break;
     }
 }
 
@@ -187,6 +196,8 @@ static void nonblocking(int c, size_t n, MPI_Request *r) {
     case REDUCE: MPI_Ireduce(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, 0, w, r); break;
     case ALLREDUCE: MPI_Iallreduce(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, w, r); break;
     case RSB: MPI_Ireduce_scatter_block(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, w, r); break;
+    case ALLGATHERV: MPI_Iallgatherv(g_sbuf, b, MPI_BYTE, g_rbuf, g_counts, g_displs, MPI_BYTE, w, r); break;
+    case ALLTOALLV: MPI_Ialltoallv(g_sbuf, g_counts, g_displs, MPI_BYTE, g_rbuf, g_counts, g_displs, MPI_BYTE, w, r); break;
     }
 }
 
@@ -205,6 +216,8 @@ static void persistent_init(int c, size_t n, MPI_Request *r) {
     case REDUCE: PINIT(Reduce)(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, 0, w, i, r); break;
     case ALLREDUCE: PINIT(Allreduce)(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, w, i, r); break;
     case RSB: PINIT(Reduce_scatter_block)(g_sbuf, g_rbuf, cnt, MPI_DOUBLE, MPI_SUM, w, i, r); break;
+    case ALLGATHERV: PINIT(Allgatherv)(g_sbuf, b, MPI_BYTE, g_rbuf, g_counts, g_displs, MPI_BYTE, w, i, r); break;
+    case ALLTOALLV: PINIT(Alltoallv)(g_sbuf, g_counts, g_displs, MPI_BYTE, g_rbuf, g_counts, g_displs, MPI_BYTE, w, i, r); break;
     }
 }
 #endif
@@ -235,6 +248,7 @@ static void separate(void) {
 static void point(int v, int c, size_t n, double budget_s, int min_it, int max_it) {
     int bar = !SYNCS[c] && nranks > 1;
     MPI_Request preq = MPI_REQUEST_NULL;
+    vlayout(n);
 #if HAVE_PERSISTENT
     if (v == PERSISTENT) persistent_init(c, n, &preq);
 #endif
@@ -377,6 +391,9 @@ int main(int argc, char **argv) {
     size_t cap = maxn * (size_t)nranks;
     g_sbuf = alloc_pages(cap, 0);
     g_rbuf = alloc_pages(cap, 0);
+    g_counts = malloc(sizeof(int) * (size_t)nranks);
+    g_displs = malloc(sizeof(int) * (size_t)nranks);
+    if (!g_counts || !g_displs) die("malloc");
     for (size_t i = 0; i + 8 <= cap; i += 8) {
         double one = 1.0;
         memcpy(g_sbuf + i, &one, 8);

@@ -137,8 +137,9 @@ def measure(a) -> dict:
                    "--sizes", ",".join(map(str, sizes)), "--budget-ms", str(a.budget_ms),
                    "--min-iters", "5" if a.quick else "9", "--max-iters", "200" if a.quick else "600",
                    "--sep-file", C.SEP_FILE]
-            if a.colls:
-                cmd += ["--colls", a.colls]
+            # goal_coll measures more collectives than the table has rows for (allgatherv,
+            # alltoallv): only those the table decides.
+            cmd += ["--colls", a.colls or ",".join(COLLS)]
             if not a.no_pin:
                 cmd.append("--pin")
             if a.wait_idle > 0:

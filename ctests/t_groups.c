@@ -8,7 +8,8 @@
  *     colour GOAL_UNDEFINED that gets no group, rank translation both ways;
  *   - a process grid's rows and columns at once (two groups per rank): every
  *     collective x every algorithm (and AUTO) on the rows and on the
- *     columns, the two groups' schedules in flight together, data checked
+ *     columns, the per-rank-count ones (gatherv ... reduce_scatter) with
+ *     counts that include zeros and blocks laid out in reverse rank order, the two groups' schedules in flight together, data checked
  *     against a model computed here;
  *   - GOAL_Group_create, collective over the listed ranks only: the even
  *     ranks in reverse order while the odd ranks make a group of their own
@@ -55,7 +56,29 @@ struct pend {
     size_t cnt;
     int32_t *sb, *rb;
     int *wr;
+    size_t *sc, *sd, *rc, *rd; /* v-collectives: counts and displacements (bytes; elements for reduce_scatter) */
 };
+
+/* v-collectives: elements rank r gives in case c (zeros among them), and
+   alltoallv's elements from i to j. */
+static size_t vc(int c, int r) { return (size_t)((c + 3 * r) % 4); }
+static size_t vm(int c, int i, int j) { return (size_t)((c + i + 2 * j) % 3); }
+/* Packed displacements (bytes) of counts e[0..n) elements, in reverse rank
+   order with one element of gap before each block. */
+static void rev_displs(const size_t *e, int n, size_t *d)
+{
+    size_t at = 0;
+    for (int r = n - 1; r >= 0; r--)
+        at += 4, d[r] = at, at += e[r] * 4;
+}
+/* Packed forward, no gaps (bytes). */
+static size_t fwd_displ(int c, int i, int j)
+{
+    size_t at = 0;
+    for (int k = 0; k < j; k++)
+        at += vm(c, i, k) * 4;
+    return at;
+}
 
 static int start_case(GOAL_Group g, int k, int a, int c, struct pend *p)
 {
@@ -65,11 +88,32 @@ static int start_case(GOAL_Group g, int k, int a, int c, struct pend *p)
     p->k = k, p->c = c, p->n = n, p->me = me, p->cnt = cnt, p->root = (c % n);
     p->wr = malloc(sizeof(int) * (size_t)n);
     world_ranks(g, p->wr);
-    p->sb = calloc(cnt * (size_t)n, sizeof(int32_t));
-    p->rb = calloc(cnt * (size_t)n, sizeof(int32_t));
+    size_t room = (cnt + 8) * (size_t)n;
+    p->sb = calloc(room, sizeof(int32_t));
+    p->rb = calloc(room, sizeof(int32_t));
     int w = p->wr[me];
-    for (size_t i = 0; i < cnt * (size_t)n; i++)
+    for (size_t i = 0; i < room; i++)
         p->sb[i] = val(c, w, i);
+    size_t *e = malloc(sizeof(size_t) * (size_t)n);
+    p->sc = calloc((size_t)n, sizeof(size_t)), p->sd = calloc((size_t)n, sizeof(size_t));
+    p->rc = calloc((size_t)n, sizeof(size_t)), p->rd = calloc((size_t)n, sizeof(size_t));
+    for (int r = 0; r < n; r++)
+        e[r] = vc(c, r), p->rc[r] = e[r] * 4;
+    rev_displs(e, n, p->rd);
+    memcpy(p->sc, p->rc, sizeof(size_t) * (size_t)n);
+    memcpy(p->sd, p->rd, sizeof(size_t) * (size_t)n);
+    if (k == 12)
+        for (int r = 0; r < n; r++) {
+            p->sc[r] = vm(c, me, r) * 4, p->sd[r] = fwd_displ(c, me, r);
+            e[r] = vm(c, r, me);
+            p->rc[r] = e[r] * 4;
+        }
+    if (k == 12)
+        rev_displs(e, n, p->rd);
+    if (k == 13)
+        for (int r = 0; r < n; r++)
+            p->rc[r] = vc(c, r);
+    free(e);
     size_t b = cnt * sizeof(int32_t);
     GOAL_Schedule s = NULL;
     switch (k) {
@@ -85,12 +129,17 @@ static int start_case(GOAL_Group g, int k, int a, int c, struct pend *p)
     case 6: s = GOAL_Reduce_init_on(g, p->sb, p->rb, (int)cnt, GOAL_SINT, 32, GOAL_ADD, p->root, alg_list[a]); break;
     case 7: s = GOAL_Allreduce_init_on(g, p->sb, p->rb, (int)cnt, GOAL_SINT, 32, GOAL_ADD, alg_list[a]); break;
     case 8: s = GOAL_Reduce_scatter_block_init_on(g, p->sb, p->rb, (int)cnt, GOAL_SINT, 32, GOAL_ADD, alg_list[a]); break;
+    case 9: s = GOAL_Gatherv_init_on(g, p->sb, p->rc[me], p->rb, p->rc, p->rd, p->root, alg_list[a]); break;
+    case 10: s = GOAL_Scatterv_init_on(g, p->sb, p->sc, p->sd, p->rb, p->rc[me], p->root, alg_list[a]); break;
+    case 11: s = GOAL_Allgatherv_init_on(g, p->sb, p->rc[me], p->rb, p->rc, p->rd, alg_list[a]); break;
+    case 12: s = GOAL_Alltoallv_init_on(g, p->sb, p->sc, p->sd, p->rb, p->rc, p->rd, alg_list[a]); break;
+    case 13: s = GOAL_Reduce_scatter_init_on(g, p->sb, p->rb, p->rc, GOAL_SINT, 32, GOAL_ADD, alg_list[a]); break;
     }
     if (!s) {
         const char *e = GOAL_LastError();
         CHECKM(a != 0, "AUTO refused collective %d on a group of %d: %s", k, n, e);
         CHECKM(strstr(e, "algorithm") || strstr(e, "does not apply") || strstr(e, "not"), "collective %d alg %d: %s", k, alg_list[a], e);
-        free(p->sb), free(p->rb), free(p->wr);
+        free(p->sb), free(p->rb), free(p->wr), free(p->sc), free(p->sd), free(p->rc), free(p->rd);
         return 0;
     }
     p->s = s;
@@ -145,13 +194,41 @@ static void check_case(struct pend *p)
             CHECKM(rb[i] == sum, "reduce_scatter_block case %d elem %zu", c, i);
         }
         break;
+    case 9:
+    case 11:
+        if (p->k == 11 || me == p->root)
+            for (int r = 0; r < n; r++)
+                for (size_t i = 0; i < vc(c, r); i++)
+                    CHECKM(rb[p->rd[r] / 4 + i] == val(c, p->wr[r], i), "gatherv/allgatherv case %d from %d elem %zu", c, r, i);
+        break;
+    case 10:
+        for (size_t i = 0; i < vc(c, me); i++)
+            CHECKM(rb[i] == val(c, p->wr[p->root], p->sd[me] / 4 + i), "scatterv case %d elem %zu", c, i);
+        break;
+    case 12:
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < vm(c, r, me); i++)
+                CHECKM(rb[p->rd[r] / 4 + i] == val(c, p->wr[r], fwd_displ(c, r, me) / 4 + i), "alltoallv case %d from %d elem %zu", c, r, i);
+        break;
+    case 13: {
+        size_t off = 0;
+        for (int r = 0; r < me; r++)
+            off += vc(c, r);
+        for (size_t i = 0; i < vc(c, me); i++) {
+            int32_t sum = 0;
+            for (int r = 0; r < n; r++)
+                sum += val(c, p->wr[r], off + i);
+            CHECKM(rb[i] == sum, "reduce_scatter case %d elem %zu", c, i);
+        }
+        break;
+    }
     }
 }
 
 static void end_case(struct pend *p)
 {
     CHECK_OK(GOAL_FreeSchedule(p->s));
-    free(p->sb), free(p->rb), free(p->wr);
+    free(p->sb), free(p->rb), free(p->wr), free(p->sc), free(p->sd), free(p->rc), free(p->rd);
 }
 
 /* Every collective x algorithm on two groups at once (g1's and g2's
@@ -162,7 +239,7 @@ static int cases_run;
 
 static void every_collective(GOAL_Group g1, GOAL_Group g2, int base)
 {
-    for (int k = 0; k < 9; k++)
+    for (int k = 0; k < 14; k++)
         for (int a = 0; a < NALGS; a++) {
             struct pend p1, p2;
             int c = base + k * 16 + a;
@@ -275,7 +352,7 @@ static void check_grid(void)
     every_collective(row, col, 100000);
     /* AUTO and at least one more algorithm of each collective, on each
        group of more than one rank */
-    CHECKM(cases_run >= 2 * 9 + (cols > 1) * 9 + (h_size / cols > 1) * 9, "only %d collective cases ran", cases_run);
+    CHECKM(cases_run >= 2 * 14 + (cols > 1) * 14 + (h_size / cols > 1) * 14, "only %d collective cases ran", cases_run);
     CHECK_OK(GOAL_Group_free(&row));
     CHECK_OK(GOAL_Group_free(&col));
 }

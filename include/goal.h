@@ -759,7 +759,7 @@ GOAL_Vertex GOAL_Reduce_scatter_block_append(GOAL_Graph g, const void *sbuf, voi
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Barrier_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Barrier_init_on(GOAL_Group group, GOAL_Algorithm alg);
 
@@ -768,7 +768,7 @@ GOAL_Schedule GOAL_Barrier_init_on(GOAL_Group group, GOAL_Algorithm alg);
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Bcast_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Bcast_init_on(GOAL_Group group, void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg);
 
@@ -777,7 +777,7 @@ GOAL_Schedule GOAL_Bcast_init_on(GOAL_Group group, void *buf, uintptr_t bytes, i
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Gather_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Gather_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
 
@@ -786,7 +786,7 @@ GOAL_Schedule GOAL_Gather_init_on(GOAL_Group group, const void *sbuf, uintptr_t 
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Scatter_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Scatter_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
 
@@ -795,7 +795,7 @@ GOAL_Schedule GOAL_Scatter_init_on(GOAL_Group group, const void *sbuf, uintptr_t
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Allgather_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Allgather_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
 
@@ -804,7 +804,7 @@ GOAL_Schedule GOAL_Allgather_init_on(GOAL_Group group, const void *sbuf, uintptr
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Alltoall_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Alltoall_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
 
@@ -813,7 +813,7 @@ GOAL_Schedule GOAL_Alltoall_init_on(GOAL_Group group, const void *sbuf, uintptr_
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Reduce_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Reduce_init_on(GOAL_Group group, const void *sbuf, void *rbuf, int count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg);
 
@@ -822,7 +822,7 @@ GOAL_Schedule GOAL_Reduce_init_on(GOAL_Group group, const void *sbuf, void *rbuf
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Allreduce_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Allreduce_init_on(GOAL_Group group, const void *sbuf, void *rbuf, int count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
 
@@ -831,9 +831,174 @@ GOAL_Schedule GOAL_Allreduce_init_on(GOAL_Group group, const void *sbuf, void *r
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
  # Safety
- The buffers must stay valid while executions of the schedule run.
+ As `GOAL_Reduce_scatter_block_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Reduce_scatter_block_init_on(GOAL_Group group, const void *sbuf, void *rbuf, int count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Gatherv: `rbuf + rdispls[i]` at `root` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
+ Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ As `GOAL_Gatherv_init`; `group` is any value (a bad one is refused).
+ */
+GOAL_Schedule GOAL_Gatherv_init_on(GOAL_Group group, const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, int root, GOAL_Algorithm alg);
+
+/*
+ Scatterv: rank i's `rbuf` receives `rcount` bytes, the `scounts[i]` bytes at `sbuf + sdispls[i]` at `root` (`sbuf == rbuf` at the root: in place).
+ Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ As `GOAL_Scatterv_init`; `group` is any value (a bad one is refused).
+ */
+GOAL_Schedule GOAL_Scatterv_init_on(GOAL_Group group, const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, uintptr_t rcount, int root, GOAL_Algorithm alg);
+
+/*
+ Allgatherv: every rank's `rbuf + rdispls[i]` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
+ Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ As `GOAL_Allgatherv_init`; `group` is any value (a bad one is refused).
+ */
+GOAL_Schedule GOAL_Allgatherv_init_on(GOAL_Group group, const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg);
+
+/*
+ All-to-all with per-rank counts: rank i's `scounts[j]` bytes at `sbuf + sdispls[j]` land in rank j's `rbuf + rdispls[i]` (`rcounts[i]` bytes there).
+ Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ As `GOAL_Alltoallv_init`; `group` is any value (a bad one is refused).
+ */
+GOAL_Schedule GOAL_Alltoallv_init_on(GOAL_Group group, const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg);
+
+/*
+ Reduce-scatter with per-rank counts: rank i's `rbuf` receives block i (`rcounts[i]` elements, from element `rcounts[0] + ... + rcounts[i-1]`) of the element-wise `op` of every rank's `sbuf` (`sum(rcounts)` elements; `sbuf == rbuf`: in place).
+ Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ As `GOAL_Reduce_scatter_init`; `group` is any value (a bad one is refused).
+ */
+GOAL_Schedule GOAL_Reduce_scatter_init_on(GOAL_Group group, const void *sbuf, void *rbuf, const uintptr_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Gatherv: `rbuf + rdispls[i]` at `root` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
+ `rdispls` matters at the root only, and so do `rcounts` for GOAL_ALG_LINEAR
+ (they may be NULL elsewhere, as in MPI); GOAL_ALG_BINOMIAL and
+ GOAL_ALG_AUTO need `rcounts` on every rank.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ Each non-NULL array holds one entry per rank; the buffers must stay
+ valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Gatherv_init(const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, int root, GOAL_Algorithm alg);
+
+/*
+ Gatherv: `rbuf + rdispls[i]` at `root` receives rank i's `scount` bytes at `sbuf` (as GOAL_Gatherv_init).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable, each
+ non-NULL array one entry per rank; the buffers must stay valid while
+ executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Gatherv_append(GOAL_Graph g, const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Scatterv: rank i's `rbuf` receives `rcount` bytes, the `scounts[i]` bytes at `sbuf + sdispls[i]` at `root` (`sbuf == rbuf` at the root: in place).
+ `sdispls` matters at the root only, and so do `scounts` for GOAL_ALG_LINEAR
+ (they may be NULL elsewhere, as in MPI); GOAL_ALG_BINOMIAL and
+ GOAL_ALG_AUTO need `scounts` on every rank.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ Each non-NULL array holds one entry per rank; the buffers must stay
+ valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Scatterv_init(const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, uintptr_t rcount, int root, GOAL_Algorithm alg);
+
+/*
+ Scatterv: rank i's `rbuf` receives `rcount` bytes from `sbuf + sdispls[i]` at `root` (as GOAL_Scatterv_init).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable, each
+ non-NULL array one entry per rank; the buffers must stay valid while
+ executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Scatterv_append(GOAL_Graph g, const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, uintptr_t rcount, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Allgatherv: every rank's `rbuf + rdispls[i]` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
+ Every rank gives the same `rcounts` and `rdispls`.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ Each array holds one entry per rank; the buffers must stay valid while
+ executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Allgatherv_init(const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg);
+
+/*
+ Allgatherv: every rank's `rbuf + rdispls[i]` receives rank i's `scount` bytes at `sbuf` (as GOAL_Allgatherv_init).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable, each array
+ one entry per rank; the buffers must stay valid while executions of the
+ compiled schedule run.
+ */
+GOAL_Vertex GOAL_Allgatherv_append(GOAL_Graph g, const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ All-to-all with per-rank counts: rank i's `scounts[j]` bytes at `sbuf + sdispls[j]` land in rank j's `rbuf + rdispls[i]` (`rcounts[i]` bytes there).
+ In place (`sbuf == rbuf`) `scounts` and `sdispls` are ignored and may be
+ NULL: `rbuf`'s blocks (by `rcounts`, `rdispls`) are sent and overwritten.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ Each non-NULL array holds one entry per rank; the buffers must stay
+ valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Alltoallv_init(const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg);
+
+/*
+ All-to-all with per-rank counts (as GOAL_Alltoallv_init).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable, each
+ non-NULL array one entry per rank; the buffers must stay valid while
+ executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Alltoallv_append(GOAL_Graph g, const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Reduce-scatter with per-rank counts: rank i's `rbuf` receives block i (`rcounts[i]` elements, from element `rcounts[0] + ... + rcounts[i-1]`) of the element-wise `op` of every rank's `sbuf` (`sum(rcounts)` elements; `sbuf == rbuf`: in place).
+ Every rank gives the same `rcounts`; any may be zero.
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ `rcounts` holds one entry per rank; the buffers must stay valid while
+ executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_scatter_init(const void *sbuf, void *rbuf, const uintptr_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Reduce-scatter with per-rank counts (as GOAL_Reduce_scatter_init).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable, `rcounts`
+ one entry per rank; the buffers must stay valid while executions of the
+ compiled schedule run.
+ */
+GOAL_Vertex GOAL_Reduce_scatter_append(GOAL_Graph g, const void *sbuf, void *rbuf, const uintptr_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Returns the handle of the world group (every rank, as GOAL_GroupSize and GOAL_MyRank see them), or NULL before GOAL_Init and after GOAL_Finalize. It is never freed.

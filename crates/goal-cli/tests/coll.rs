@@ -994,7 +994,7 @@ fn persistent_collectives_run_many_times() {
                     Coll::Reduce => coll::reduce(&mut g, g0, at(0), sa, ra, n as u64, ar, root, alg),
                     Coll::Allreduce => coll::allreduce(&mut g, g0, at(0), sa, ra, n as u64, ar, alg),
                     Coll::ReduceScatterBlock => coll::reduce_scatter_block(&mut g, g0, at(0), sa, ra, (n / pz) as u64, ar, alg),
-                    Coll::Barrier => unreachable!(),
+                    _ => unreachable!("{c:?} is not in this list"),
                 }
                 .unwrap();
                 let sched = rt.compile(&g).unwrap();

@@ -206,15 +206,16 @@ fn kernel_chains_rank() {
 }
 
 /// The C acceptance programs of `ctests/` that run at 8 ranks and expect
-/// success, and `t_coll` (every collective and algorithm; its `ranks:`
-/// directive stops at 7 for the local suite's time), built against this
-/// build's library, across the hosts, on 1 and 2 rails.
+/// success, and `t_coll` and `t_vcoll` (every collective and algorithm, with
+/// per-rank counts too; their `ranks:` directives stop at 7 for the local
+/// suite's time), built against this build's library, across the hosts, on
+/// 1 and 2 rails.
 #[test]
 fn c_acceptance_programs_across_hosts() {
     if in_job() {
         return;
     }
-    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &["t_coll", "t_groups"]);
+    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &["t_coll", "t_groups", "t_vcoll"]);
     for rails in [1, 2] {
         let Some(c) = cluster(rails) else { break };
         for bin in &bins {

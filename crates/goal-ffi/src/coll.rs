@@ -51,18 +51,18 @@ pub const GOAL_ALG_RABENSEIFNER: GOAL_Algorithm = 8;
 /// First tag collectives use; user tags below it never mix with theirs.
 pub const GOAL_COLL_TAG_BASE: c_int = 1 << 30;
 
-fn coll_error(what: &str, e: CollError) -> Error {
+pub(crate) fn coll_error(what: &str, e: CollError) -> Error {
     match e {
         CollError::Unsupported(m) => Error::new(ErrorKind::Unsupported, format!("{what}: {m}")),
         CollError::BadArgument(m) => Error::new(ErrorKind::InvalidArgument, format!("{what}: {m}")),
     }
 }
 
-fn alg_of(what: &str, alg: GOAL_Algorithm) -> Result<Algorithm, Error> {
+pub(crate) fn alg_of(what: &str, alg: GOAL_Algorithm) -> Result<Algorithm, Error> {
     Algorithm::from_raw(alg as i64).ok_or_else(|| invalid(format!("{what}: algorithm {alg} does not exist (GOAL_ALG_AUTO .. GOAL_ALG_RABENSEIFNER are 0 .. 8)")))
 }
 
-fn root_of(what: &str, root: c_int, size: u32) -> Result<u32, Error> {
+pub(crate) fn root_of(what: &str, root: c_int, size: u32) -> Result<u32, Error> {
     if root < 0 || root as u32 >= size {
         return Err(Error::new(ErrorKind::Rank, format!("{what}: root {root} is outside the group of {size} ranks")));
     }
@@ -81,7 +81,7 @@ fn count_of(what: &str, count: c_int) -> Result<u64, Error> {
 /// root uses (gather's `rbuf`, scatter's `sbuf`, reduce's `rbuf`) may be
 /// NULL on the other ranks.
 /// `amount` says how much, for the message ("8 bytes", "a count of 2").
-fn buf_of(what: &str, name: &str, p: *const c_void, amount: (u64, &str), used_here: bool) -> Result<u64, Error> {
+pub(crate) fn buf_of(what: &str, name: &str, p: *const c_void, amount: (u64, &str), used_here: bool) -> Result<u64, Error> {
     if p.is_null() && amount.0 > 0 && used_here {
         return Err(invalid(format!("{what}: {name} is NULL with {}", amount.1)));
     }
@@ -92,7 +92,7 @@ fn bytes_of(n: u64, per_rank: bool) -> (u64, String) {
     (n, format!("{n} bytes{}", if per_rank { " per rank" } else { "" }))
 }
 
-fn reduction_of(what: &str, dt: GOAL_DataType, width: c_int, op: GOAL_Op) -> Result<Reduction, Error> {
+pub(crate) fn reduction_of(what: &str, dt: GOAL_DataType, width: c_int, op: GOAL_Op) -> Result<Reduction, Error> {
     Reduction::from_raw(op as i64, dt as i64, width as i64).map_err(|e| coll_error(what, e))
 }
 
@@ -101,7 +101,7 @@ pub(crate) type Build<'a> = dyn Fn(&mut Graph, Group, Placement, &str) -> Result
 
 /// `_init`: builds the collective into a graph of its own and compiles it
 /// on the world group.
-fn init(what: &str, build: &Build<'_>) -> GOAL_Schedule {
+pub(crate) fn init(what: &str, build: &Build<'_>) -> GOAL_Schedule {
     init_on(what, None, build)
 }
 
@@ -134,7 +134,7 @@ pub(crate) fn init_on(what: &str, grp: Option<GOAL_Group>, build: &Build<'_>) ->
 ///
 /// # Safety
 /// `g` NULL or a live graph; `entry` NULL or valid for one write.
-unsafe fn append(what: &str, g: GOAL_Graph, entry: *mut GOAL_Vertex, build: &Build<'_>) -> GOAL_Vertex {
+pub(crate) unsafe fn append(what: &str, g: GOAL_Graph, entry: *mut GOAL_Vertex, build: &Build<'_>) -> GOAL_Vertex {
     guard(what, GOAL_INVALID_VERTEX, || {
         let r = (|| {
             // SAFETY: forwarded caller guarantee.

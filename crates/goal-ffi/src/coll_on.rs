@@ -1,13 +1,14 @@
 //! Collectives on a group (extension): `GOAL_Xxx_init_on(group, ...)` is
-//! `GOAL_Xxx_init(...)` over the ranks of `group`, with roots and blocks
-//! numbered by rank in the group. Collective over the group's ranks only,
-//! which compile the group's schedules in the same order. (On a graph bound
-//! to a group, `GOAL_CreateGraphOn`, every `GOAL_Xxx_append` is over that
-//! group already.)
+//! `GOAL_Xxx_init(...)` over the ranks of `group`, with roots, blocks and
+//! per-rank arrays by rank in the group. Collective over the group's ranks
+//! only, which compile the group's schedules in the same order. (On a graph
+//! bound to a group, `GOAL_CreateGraphOn`, every `GOAL_Xxx_append` is over
+//! that group already.)
 
 #![allow(clippy::too_many_arguments)]
 
 use crate::coll::*;
+use crate::coll_v::*;
 use crate::{GOAL_DataType, GOAL_Group, GOAL_Op, GOAL_Schedule};
 use std::ffi::{c_int, c_void};
 
@@ -15,7 +16,7 @@ use std::ffi::{c_int, c_void};
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Barrier_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Barrier_init_on(group: GOAL_Group, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Barrier_init_on", Some(group), &|g, grp, at, what| build_barrier(g, grp, at, what, alg))
@@ -25,7 +26,7 @@ pub unsafe extern "C" fn GOAL_Barrier_init_on(group: GOAL_Group, alg: GOAL_Algor
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Bcast_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Bcast_init_on(group: GOAL_Group, buf: *mut c_void, bytes: usize, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Bcast_init_on", Some(group), &|g, grp, at, what| build_bcast(g, grp, at, what, buf, bytes, root, alg))
@@ -35,7 +36,7 @@ pub unsafe extern "C" fn GOAL_Bcast_init_on(group: GOAL_Group, buf: *mut c_void,
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Gather_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Gather_init_on(group: GOAL_Group, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Gather_init_on", Some(group), &|g, grp, at, what| build_gather(g, grp, at, what, sbuf, bytes_per_rank, rbuf, root, alg))
@@ -45,7 +46,7 @@ pub unsafe extern "C" fn GOAL_Gather_init_on(group: GOAL_Group, sbuf: *const c_v
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Scatter_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Scatter_init_on(group: GOAL_Group, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Scatter_init_on", Some(group), &|g, grp, at, what| build_scatter(g, grp, at, what, sbuf, bytes_per_rank, rbuf, root, alg))
@@ -55,7 +56,7 @@ pub unsafe extern "C" fn GOAL_Scatter_init_on(group: GOAL_Group, sbuf: *const c_
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Allgather_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Allgather_init_on(group: GOAL_Group, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Allgather_init_on", Some(group), &|g, grp, at, what| build_allgather(g, grp, at, what, sbuf, bytes_per_rank, rbuf, alg))
@@ -65,7 +66,7 @@ pub unsafe extern "C" fn GOAL_Allgather_init_on(group: GOAL_Group, sbuf: *const 
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Alltoall_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Alltoall_init_on(group: GOAL_Group, sbuf: *const c_void, bytes_per_rank: usize, rbuf: *mut c_void, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Alltoall_init_on", Some(group), &|g, grp, at, what| build_alltoall(g, grp, at, what, sbuf, bytes_per_rank, rbuf, alg))
@@ -75,7 +76,7 @@ pub unsafe extern "C" fn GOAL_Alltoall_init_on(group: GOAL_Group, sbuf: *const c
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Reduce_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Reduce_init_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Reduce_init_on", Some(group), &|g, grp, at, what| build_reduce(g, grp, at, what, sbuf, rbuf, count, dt, element_width, op, root, alg))
@@ -85,7 +86,7 @@ pub unsafe extern "C" fn GOAL_Reduce_init_on(group: GOAL_Group, sbuf: *const c_v
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Allreduce_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Allreduce_init_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Allreduce_init_on", Some(group), &|g, grp, at, what| build_allreduce(g, grp, at, what, sbuf, rbuf, count, dt, element_width, op, alg))
@@ -95,8 +96,63 @@ pub unsafe extern "C" fn GOAL_Allreduce_init_on(group: GOAL_Group, sbuf: *const 
 /// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 ///
 /// # Safety
-/// The buffers must stay valid while executions of the schedule run.
+/// As `GOAL_Reduce_scatter_block_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Reduce_scatter_block_init_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
     init_on("GOAL_Reduce_scatter_block_init_on", Some(group), &|g, grp, at, what| build_reduce_scatter_block(g, grp, at, what, sbuf, rbuf, count_per_rank, dt, element_width, op, alg))
+}
+
+/// Gatherv: `rbuf + rdispls[i]` at `root` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
+/// Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// As `GOAL_Gatherv_init`; `group` is any value (a bad one is refused).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Gatherv_init_on(group: GOAL_Group, sbuf: *const c_void, scount: usize, rbuf: *mut c_void, rcounts: *const usize, rdispls: *const usize, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
+    // SAFETY: forwarded caller guarantees.
+    init_on("GOAL_Gatherv_init_on", Some(group), &|g, grp, at, what| unsafe { build_gatherv(g, grp, at, what, sbuf, scount, rbuf, rcounts, rdispls, root, alg) })
+}
+
+/// Scatterv: rank i's `rbuf` receives `rcount` bytes, the `scounts[i]` bytes at `sbuf + sdispls[i]` at `root` (`sbuf == rbuf` at the root: in place).
+/// Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// As `GOAL_Scatterv_init`; `group` is any value (a bad one is refused).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Scatterv_init_on(group: GOAL_Group, sbuf: *const c_void, scounts: *const usize, sdispls: *const usize, rbuf: *mut c_void, rcount: usize, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
+    // SAFETY: forwarded caller guarantees.
+    init_on("GOAL_Scatterv_init_on", Some(group), &|g, grp, at, what| unsafe { build_scatterv(g, grp, at, what, sbuf, scounts, sdispls, rbuf, rcount, root, alg) })
+}
+
+/// Allgatherv: every rank's `rbuf + rdispls[i]` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
+/// Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// As `GOAL_Allgatherv_init`; `group` is any value (a bad one is refused).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Allgatherv_init_on(group: GOAL_Group, sbuf: *const c_void, scount: usize, rbuf: *mut c_void, rcounts: *const usize, rdispls: *const usize, alg: GOAL_Algorithm) -> GOAL_Schedule {
+    // SAFETY: forwarded caller guarantees.
+    init_on("GOAL_Allgatherv_init_on", Some(group), &|g, grp, at, what| unsafe { build_allgatherv(g, grp, at, what, sbuf, scount, rbuf, rcounts, rdispls, alg) })
+}
+
+/// All-to-all with per-rank counts: rank i's `scounts[j]` bytes at `sbuf + sdispls[j]` land in rank j's `rbuf + rdispls[i]` (`rcounts[i]` bytes there).
+/// Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// As `GOAL_Alltoallv_init`; `group` is any value (a bad one is refused).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Alltoallv_init_on(group: GOAL_Group, sbuf: *const c_void, scounts: *const usize, sdispls: *const usize, rbuf: *mut c_void, rcounts: *const usize, rdispls: *const usize, alg: GOAL_Algorithm) -> GOAL_Schedule {
+    // SAFETY: forwarded caller guarantees.
+    init_on("GOAL_Alltoallv_init_on", Some(group), &|g, grp, at, what| unsafe { build_alltoallv(g, grp, at, what, sbuf, scounts, sdispls, rbuf, rcounts, rdispls, alg) })
+}
+
+/// Reduce-scatter with per-rank counts: rank i's `rbuf` receives block i (`rcounts[i]` elements, from element `rcounts[0] + ... + rcounts[i-1]`) of the element-wise `op` of every rank's `sbuf` (`sum(rcounts)` elements; `sbuf == rbuf`: in place).
+/// Over the ranks of `group` (extension). Arrays of one entry per rank have one per rank of `group`. Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// As `GOAL_Reduce_scatter_init`; `group` is any value (a bad one is refused).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Reduce_scatter_init_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const usize, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
+    // SAFETY: forwarded caller guarantees.
+    init_on("GOAL_Reduce_scatter_init_on", Some(group), &|g, grp, at, what| unsafe { build_reduce_scatter(g, grp, at, what, sbuf, rbuf, rcounts, dt, element_width, op, alg) })
 }

@@ -30,11 +30,13 @@ use std::sync::Arc;
 
 mod coll;
 mod coll_on;
+mod coll_v;
 mod group;
 mod registry;
 mod runbuf;
 pub use coll::*;
 pub use coll_on::*;
+pub use coll_v::*;
 pub use group::*;
 pub use runbuf::*;
 

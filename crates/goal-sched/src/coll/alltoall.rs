@@ -2,7 +2,7 @@
 //! on rank `j`, `bytes` each. In place (`sbuf == rbuf`) `rbuf` holds the
 //! blocks to send and is overwritten with the blocks received.
 
-use super::{check_total, resolve, scr, user, Algorithm, Builder, Coll, CollError, Group, Piece, Placement, SCRATCH, USER};
+use super::{check_total, merge, resolve, scr, user, Algorithm, Builder, Coll, CollError, Group, Piece, Placement, SCRATCH, USER};
 use crate::graph::{Buf, Graph, VertexId};
 
 /// Appends an alltoall of `bytes` per pair of ranks.
@@ -108,16 +108,4 @@ fn bruck(b: &mut Builder, sbuf: u64, bytes: u64, rbuf: u64) {
     after.extend(&recvs);
     let all = b.join(&after);
     b.copy_vec((SCRATCH, merge(from)), (USER, merge(to)), &all);
-}
-
-/// Joins adjacent pieces.
-fn merge(pieces: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(pieces.len());
-    for (a, l) in pieces {
-        match out.last_mut() {
-            Some(last) if last.0 + last.1 == a => last.1 += l,
-            _ => out.push((a, l)),
-        }
-    }
-    out
 }

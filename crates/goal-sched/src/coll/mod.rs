@@ -52,27 +52,42 @@
 #![allow(clippy::too_many_arguments)]
 
 mod allgather;
+mod allgatherv;
 mod allreduce;
 mod alltoall;
+mod alltoallv;
 mod barrier;
 mod bcast;
+mod blocks;
 mod butterfly;
 mod gather;
+mod gatherv;
 mod reduce;
+mod reduce_scatter;
 mod reduce_scatter_block;
 mod scatter;
+mod scatterv;
 
+mod arith;
 mod auto_table;
 
+pub(crate) use arith::*;
+
 pub use allgather::allgather;
+pub use allgatherv::allgatherv;
 pub use allreduce::allreduce;
 pub use alltoall::alltoall;
+pub use alltoallv::alltoallv;
 pub use barrier::barrier;
 pub use bcast::{bcast, bcast_pipeline, DEFAULT_SEGMENT};
+pub use blocks::auto_v;
 pub use gather::gather;
+pub use gatherv::gatherv;
 pub use reduce::reduce;
+pub use reduce_scatter::reduce_scatter;
 pub use reduce_scatter_block::reduce_scatter_block;
 pub use scatter::scatter;
+pub use scatterv::scatterv;
 
 use crate::graph::{Buf, Graph, Vertex, VertexId};
 use crate::ops::check_local;
@@ -164,11 +179,21 @@ pub enum Coll {
     Allreduce,
     /// [`reduce_scatter_block()`]
     ReduceScatterBlock,
+    /// [`gatherv()`]
+    Gatherv,
+    /// [`scatterv()`]
+    Scatterv,
+    /// [`allgatherv()`]
+    Allgatherv,
+    /// [`alltoallv()`]
+    Alltoallv,
+    /// [`reduce_scatter()`]
+    ReduceScatter,
 }
 
 impl Coll {
     /// All collectives.
-    pub const ALL: [Coll; 9] = [
+    pub const ALL: [Coll; 14] = [
         Coll::Barrier,
         Coll::Bcast,
         Coll::Gather,
@@ -178,6 +203,11 @@ impl Coll {
         Coll::Reduce,
         Coll::Allreduce,
         Coll::ReduceScatterBlock,
+        Coll::Gatherv,
+        Coll::Scatterv,
+        Coll::Allgatherv,
+        Coll::Alltoallv,
+        Coll::ReduceScatter,
     ];
 
     /// The name used in messages ("barrier").
@@ -192,6 +222,11 @@ impl Coll {
             Coll::Reduce => "reduce",
             Coll::Allreduce => "allreduce",
             Coll::ReduceScatterBlock => "reduce_scatter_block",
+            Coll::Gatherv => "gatherv",
+            Coll::Scatterv => "scatterv",
+            Coll::Allgatherv => "allgatherv",
+            Coll::Alltoallv => "alltoallv",
+            Coll::ReduceScatter => "reduce_scatter",
         }
     }
 }
@@ -208,6 +243,9 @@ pub fn algorithms(coll: Coll) -> &'static [Algorithm] {
         Coll::Reduce => &[Linear, Binomial, Rabenseifner],
         Coll::Allreduce => &[RecursiveDoubling, Ring, Rabenseifner],
         Coll::ReduceScatterBlock => &[RecursiveDoubling, Ring],
+        Coll::Gatherv | Coll::Scatterv => &[Linear, Binomial],
+        Coll::Allgatherv | Coll::ReduceScatter => &[Linear, Ring],
+        Coll::Alltoallv => &[Linear, LinearSync],
     }
 }
 
@@ -216,8 +254,9 @@ pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
     use Algorithm::*;
     match (coll, alg) {
         (_, Auto) => "automatic choice",
-        (Coll::Alltoall, Linear) => "linear (every message at once)",
-        (Coll::Alltoall, LinearSync) => "pairwise exchange",
+        (Coll::Alltoall | Coll::Alltoallv | Coll::Allgatherv, Linear) => "linear (every message at once)",
+        (Coll::Alltoall | Coll::Alltoallv, LinearSync) => "pairwise exchange",
+        (Coll::ReduceScatter, Linear) => "binomial reduce + linear scatterv",
         (_, Linear) => "linear",
         (_, LinearSync) => "linear_sync",
         (_, Binomial) => "binomial tree",
@@ -257,6 +296,10 @@ pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
 /// | reduce | binomial up to 64 KiB or when the vector has fewer bytes than ranks; else Rabenseifner |
 /// | allreduce | recursive doubling up to 16 KiB or fewer bytes than ranks; Rabenseifner up to 1 MiB; ring above |
 /// | reduce_scatter_block | recursive halving up to 12 KiB in total, up to 256 KiB on powers of two, or when `size >= 0.0012 * total + 8`; else ring (Open MPI) |
+///
+/// The collectives with per-rank counts (gatherv ... reduce_scatter) take
+/// `bytes` as their total and decide by [`auto_v`], as if the blocks were
+/// equal.
 pub fn auto(coll: Coll, size: u32, bytes: u64) -> Algorithm {
     // The table measured on this machine (`bench/tune.py`) first; the rules
     // below cover what it does not.
@@ -334,6 +377,9 @@ fn builtin(coll: Coll, size: u32, bytes: u64) -> Algorithm {
             } else {
                 Ring
             }
+        }
+        Coll::Gatherv | Coll::Scatterv | Coll::Allgatherv | Coll::Alltoallv | Coll::ReduceScatter => {
+            auto_v(coll, size, bytes, bytes.div_ceil(p))
         }
         Coll::ReduceScatterBlock => {
             let total = p.saturating_mul(bytes);
@@ -452,110 +498,6 @@ fn check_total(what: &str, n: u64, bytes: u64) -> Result<u64, CollError> {
         _ => Err(CollError::BadArgument(format!(
             "{what} of {n} x {bytes} bytes is larger than 4 GiB - 1, the largest message of a schedule"
         ))),
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Shared arithmetic of the algorithms.
-
-/// Block `i` of `total` split into `parts`: (offset, length); the first
-/// `total % parts` blocks are one longer.
-pub(crate) fn split(total: u64, parts: u32, i: u32) -> (u64, u64) {
-    let (q, r) = (total / parts as u64, total % parts as u64);
-    let i = i as u64;
-    (i * q + i.min(r), q + u64::from(i < r))
-}
-
-/// Rank relative to `root` (the root is 0).
-pub(crate) fn vrank(rank: u32, root: u32, size: u32) -> u32 {
-    (rank + size - root) % size
-}
-
-/// Rank of relative rank `v`.
-pub(crate) fn real(v: u32, root: u32, size: u32) -> u32 {
-    (v + root) % size
-}
-
-/// In an in-order binomial tree of `size` nodes rooted at 0 (thesis 5.3),
-/// the number of nodes in the subtree of `v`: `v .. v + subtree(v)`.
-pub(crate) fn subtree(v: u32, size: u32) -> u32 {
-    if v == 0 {
-        size
-    } else {
-        (1u32 << v.trailing_zeros()).min(size - v)
-    }
-}
-
-/// Children of `v` in the in-order binomial tree, nearest first: `v + 1, v + 2, v + 4, ...`.
-pub(crate) fn children(v: u32, size: u32) -> Vec<u32> {
-    let limit = if v == 0 { u64::MAX } else { 1u64 << v.trailing_zeros() };
-    let mut out = Vec::new();
-    let mut m = 1u64;
-    while m < limit && v as u64 + m < size as u64 {
-        out.push(v + m as u32);
-        m <<= 1;
-    }
-    out
-}
-
-/// Parent of `v > 0` in the in-order binomial tree: `v` without its lowest set bit.
-pub(crate) fn parent(v: u32) -> u32 {
-    v & (v - 1)
-}
-
-/// The blocks of relative ranks `first .. first + count` as at most two
-/// address ranges of `base` (rank order), for rank-ordered buffers of
-/// `bytes`-byte blocks: relative rank `v` is rank `(v + root) % size`.
-pub(crate) fn rank_pieces(base: u64, bytes: u64, first: u32, count: u32, root: u32, size: u32) -> Vec<(u64, u64)> {
-    let start = (first + root) % size;
-    let until_wrap = size - start;
-    if count <= until_wrap {
-        vec![(base + start as u64 * bytes, count as u64 * bytes)]
-    } else {
-        vec![(base + start as u64 * bytes, until_wrap as u64 * bytes), (base, (count - until_wrap) as u64 * bytes)]
-    }
-}
-
-/// The largest power of two `<= size` and how to fold the rest onto it, as
-/// MPICH does for recursive doubling: the first `2 * extras` ranks pair up,
-/// even rank `2i` hands its data to odd rank `2i + 1`, which continues as
-/// virtual rank `i`; ranks from `2 * extras` on continue as `rank - extras`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Fold {
-    /// The largest power of two `<= size`.
-    pub p2: u32,
-    /// `size - p2`.
-    pub extras: u32,
-}
-
-impl Fold {
-    pub fn new(size: u32) -> Fold {
-        let p2 = 1u32 << (31 - size.leading_zeros());
-        Fold { p2, extras: size - p2 }
-    }
-    /// Virtual rank of `rank`, `None` for the even ranks that fold away.
-    pub fn virt(&self, rank: u32) -> Option<u32> {
-        if rank < 2 * self.extras {
-            (rank % 2 == 1).then_some(rank / 2)
-        } else {
-            Some(rank - self.extras)
-        }
-    }
-    /// The rank that plays virtual rank `v`.
-    pub fn rank_of(&self, v: u32) -> u32 {
-        if v < self.extras {
-            2 * v + 1
-        } else {
-            v + self.extras
-        }
-    }
-    /// The ranks whose data virtual rank `v` stands for: `first ..= last`.
-    pub fn ranks_of(&self, v: u32) -> (u32, u32) {
-        if v < self.extras {
-            (2 * v, 2 * v + 1)
-        } else {
-            (v + self.extras, v + self.extras)
-        }
     }
 }
 

@@ -50,7 +50,7 @@ pub fn reduce(
                 b.copy(input, user(rbuf), count * esz, &[]);
             }
         } else if alg == Algorithm::Binomial || alg == Algorithm::Linear {
-            tree(&mut b, &red, esz, count, input, rbuf, root, alg == Algorithm::Linear);
+            tree(&mut b, &red, esz, count, input, user(rbuf), root, alg == Algorithm::Linear);
         } else {
             rabenseifner(&mut b, &red, esz, count, input, rbuf, root);
         }
@@ -86,8 +86,12 @@ pub(crate) const SLOT_BUDGET: u64 = 1 << 20;
 /// Order of operations: `T(v) = (((x_v op T(c1)) op T(c2)) op ...)` over
 /// the children `c1 < c2 < ...` of `v`; the result is `T(0)`, in relative
 /// rank order starting at the root.
+///
+/// `rbuf` is where the root's result goes (a user buffer for reduce, the
+/// scratchpad for reduce_scatter's reduce + scatterv). Returns the last
+/// operation: the root's last combine, another rank's send.
 #[allow(clippy::too_many_arguments)] // the reduction's operands, and the tree's shape
-fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u64, root: u32, flat: bool) {
+pub(crate) fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: Buf, root: u32, flat: bool) -> VertexId {
     let p = b.size;
     let v = vrank(b.rank, root, p);
     let kids = match (flat, v) {
@@ -98,10 +102,9 @@ fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u6
     let up = if flat || v == 0 { 0 } else { parent(v) };
     let bytes = n * esz;
     if kids.is_empty() {
-        b.send(input, bytes, real(up, root, p), 0, &[]);
-        return;
+        return b.send(input, bytes, real(up, root, p), 0, &[]);
     }
-    let acc = if v == 0 { user(rbuf) } else { scr(b.scratch(bytes)) };
+    let acc = if v == 0 { rbuf } else { scr(b.scratch(bytes)) };
     let slots: Vec<Buf> = if v == 0 && kids.len() == 1 && input != acc {
         vec![acc]
     } else if bytes * kids.len() as u64 <= SLOT_BUDGET {
@@ -120,10 +123,11 @@ fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u6
         combines.push(b.combine(red, n, so_far, theirs, acc, &after));
         so_far = acc;
     }
-    let prev: Vec<VertexId> = combines.last().copied().into_iter().collect();
+    let last = *combines.last().expect("a rank with children combines");
     if v != 0 {
-        b.send(acc, bytes, real(up, root, p), 0, &prev);
+        return b.send(acc, bytes, real(up, root, p), 0, &[last]);
     }
+    last
 }
 
 /// Rabenseifner: reduce-scatter by recursive halving, then a binomial gather.

@@ -4,8 +4,9 @@
 //! the input and the result goes to its start.
 
 use super::butterfly::{at, fold_in, recursive_halving};
+use super::reduce_scatter::{ring, Blocks};
 use super::{check_total, resolve, scr, user, Algorithm, Builder, Coll, CollError, Fold, Group, Piece, Placement, Reduction};
-use crate::graph::{Buf, Graph, VertexId};
+use crate::graph::{Buf, Graph};
 
 /// Appends a reduce_scatter_block of `count` elements per rank.
 ///
@@ -36,7 +37,9 @@ pub fn reduce_scatter_block(
                 b.copy(input, user(rbuf), count * esz, &[]);
             }
         } else if alg == Algorithm::Ring {
-            ring(&mut b, &red, esz, count, input, user(rbuf), sbuf == rbuf);
+            // The ring of reduce_scatter, with equal blocks.
+            let blocks = Blocks::new(&vec![count; grp.size as usize]);
+            ring(&mut b, &red, esz, &blocks, input, user(rbuf), sbuf == rbuf);
         } else {
             recursive_halving_rs(&mut b, &red, esz, count, input, user(rbuf));
         }
@@ -78,57 +81,5 @@ fn recursive_halving_rs(b: &mut Builder, red: &Reduction, esz: u64, n: u64, inpu
     b.copy(at(h.result, r as u64 * n, esz), rbuf, block, &halved);
     if v < fold.extras {
         b.send(at(h.result, (r - 1) as u64 * n, esz), block, r - 1, FOLD_OUT, &h.ready);
-    }
-}
-
-/// Ring, for long blocks: the reduce-scatter half of the ring allreduce.
-///
-/// In step `k` (`0 .. size-1`) rank `r` sends its partial of block `(r - k
-/// - 1) mod size` to its *next* `r + 1`, receives the partial of block `(r
-/// - k - 2) mod size` from its *previous* `r - 1` and combines it with its
-/// own input in place (`received = received op own`); that is what it
-/// sends in the next step. Two receive buffers take turns. The last step's
-/// block is `r` itself, and its combine writes straight into `rbuf`.
-///
-/// Order of operations: block `b` is the left fold over the ranks in ring
-/// order starting after it, `(((x_(b+1) op x_(b+2)) op ...) op x_(b-1)) op
-/// x_b` (indices mod size).
-fn ring(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: Buf, in_place: bool) {
-    let (p, r) = (b.size, b.rank);
-    let block = n * esz;
-    let (next, prev_rank) = ((r + 1) % p, (r + p - 1) % p);
-    let partial = [scr(b.scratch(block)), scr(b.scratch(block))];
-    let mut sends: Vec<VertexId> = Vec::new();
-    let mut sums: Vec<VertexId> = Vec::new();
-    let mut all: Vec<VertexId> = Vec::new();
-    for k in 0..p - 1 {
-        let tag = k % 4096;
-        let (out, inc) = ((r + 2 * p - k - 1) % p, (r + 2 * p - k - 2) % p);
-        let sent = if k == 0 {
-            b.send(at(input, out as u64 * n, esz), block, next, tag, &[])
-        } else {
-            b.send(partial[((k - 1) % 2) as usize], block, next, tag, &[sums[k as usize - 1]])
-        };
-        // The buffer was last read by the previous step's send.
-        let reuse: Vec<VertexId> = if k >= 2 { vec![sends[k as usize - 1]] } else { vec![] };
-        let theirs = partial[(k % 2) as usize];
-        let got = b.recv(theirs, block, prev_rank, tag, &reuse);
-        let own = at(input, inc as u64 * n, esz);
-        let sum = if k + 2 < p {
-            b.combine(red, n, theirs, own, theirs, &[got])
-        } else {
-            // In place, the result overwrites input block 0: wait for every reader.
-            let mut after = vec![got];
-            if in_place {
-                after.extend(&all);
-                after.push(sent);
-            }
-            let after = b.join(&after);
-            b.combine(red, n, theirs, own, rbuf, &after)
-        };
-        sends.push(sent);
-        sums.push(sum);
-        // The combine stands for its receive (see the ring allreduce).
-        all.extend([sent, sum]);
     }
 }
