@@ -181,7 +181,8 @@ def program_args(a, ranks: int) -> list[str]:
 def build_and_configure(a) -> tuple[list[Config], dict]:
     configs: list[Config] = []
     libinfo: dict = {}
-    deps = [C.BENCH / "p2p_common.h", C.BENCH / "coll_common.h", C.BENCH / "separator.h"]
+    deps = [C.BENCH / "p2p_common.h", C.BENCH / "coll_common.h", C.BENCH / "separator.h",
+            C.BENCH / "mpi_persistent.h"]
     if not a.no_goal:
         try:
             goal = C.find_goal(a.prefix)
@@ -236,7 +237,9 @@ def build_and_configure(a) -> tuple[list[Config], dict]:
 
 # ---------------------------------------------------------------------------------------
 
-def run_all(a, configs: list[Config]):
+def run_all(a, configs: list[Config], tests=("coll",)):
+    """Runs every configuration once per round (rotating the order; see run_once) and returns
+    (rows whose "test" is one of `tests`, run records, failed (config, result) pairs)."""
     rows, runs, failures = [], [], []
     by_ranks: dict[int, list[Config]] = {}
     for c in configs:
@@ -259,7 +262,7 @@ def run_all(a, configs: list[Config]):
                 got = C.parse_rows(res.stdout)
                 meta = next((x for x in got if x.get("test") == "meta"), {})
                 skips = [x for x in got if x.get("test") == "skip"]
-                data = [x for x in got if x.get("test") == "coll"]
+                data = [x for x in got if x.get("test") in tests]
                 for x in data:
                     x["lib"] = cfg.name
                     x["round"] = r
