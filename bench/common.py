@@ -456,6 +456,22 @@ def build_mpi_program(mpi: MPI, src: Path, out: Path, extra_deps: Sequence[Path]
     return out
 
 
+def build_with_each_mpi(src: Path, stem: str, extra_deps: Sequence[Path] = ()) -> dict[str, tuple[MPI, Path]]:
+    """src built with each MPI found (BUILD/STEM.openmpi, BUILD/STEM.mpich): name -> (MPI,
+    program); an MPI that is missing or fails to build it is left out with a warning."""
+    mpis = find_mpis()
+    for name in ("openmpi", "mpich"):
+        if name not in mpis:
+            warn(f"{name} not found (run scripts/install-deps.sh); continuing without it")
+    built = {}
+    for name, mpi in mpis.items():
+        try:
+            built[name] = (mpi, build_mpi_program(mpi, src, BUILD / f"{stem}.{name}", extra_deps))
+        except BenchError as e:
+            warn(f"{name}: build failed, skipping it:\n{e}")
+    return built
+
+
 def build_c_program(src: Path, out: Path, extra: Sequence[str] = (), extra_deps: Sequence[Path] = ()) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     if _newer(out, [src, *extra_deps]):

@@ -152,16 +152,7 @@ def build_and_configure(a):
         for n in a.ranks:
             configs.append(coll.Config("goal", "goal", n, [str(goal.goalrun), "-n", str(n), str(exe),
                                                            "--name", "goal", *pargs]))
-    mpis = C.find_mpis()
-    for name in ("openmpi", "mpich"):
-        if name not in mpis:
-            C.warn(f"{name} not found (run scripts/install-deps.sh); continuing without it")
-    for name, mpi in mpis.items():
-        try:
-            exe = C.build_mpi_program(mpi, C.BENCH / "mpi_groups.c", C.BUILD / f"mpi_groups.{name}", deps)
-        except C.BenchError as e:
-            C.warn(f"{name}: build failed, skipping it:\n{e}")
-            continue
+    for name, (mpi, exe) in C.build_with_each_mpi(C.BENCH / "mpi_groups.c", "mpi_groups", deps).items():
         f16 = defines_float16(mpi)
         libinfo[name] = {"mpicc": mpi.mpicc, "mpirun": mpi.mpirun, "float16": f16}
         variants = [(name, {}, [])]
