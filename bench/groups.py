@@ -225,7 +225,27 @@ def ratio(x, y) -> str:
 # ---------------------------------------------------------------------------------------
 # report
 
-def report(summary, ranks_list, libs, f16_state: dict) -> str:
+# Issue 40's targets: goal's AUTO against the best MPI setting, on the sub-group and the world.
+TARGETS = {"allgatherv": ((8, 1.2), (64 * KiB, 1.0)), "alltoallv": ((8, 1.2), (64 * KiB, 1.0))}
+
+
+def evaluate(summary, ranks_list):
+    """Issue 40's ratio targets (TARGETS: 8 B within the first bound, 64 KiB and up within the
+    second) at every point measured, as dicts with the verdict."""
+    out = []
+    for n in ranks_list:
+        for pt in points(summary, n, "coll"):
+            c, scope, _, nb = pt
+            bounds = [b for lo, b in TARGETS.get(c, ()) if (nb == lo if lo == 8 else nb >= lo)]
+            g = best(summary, n, "coll", pt, ["goal"])[0]
+            ref, rl, rs = best(summary, n, "coll", pt, [m for m in MPI_LIBS if m != "mpich-f16"])
+            if bounds and C.isnum(g) and C.isnum(ref) and ref > 0:
+                out.append({"ranks": n, "coll": c, "scope": scope, "bytes": nb, "bound": bounds[0], "value": g / ref,
+                            "goal_us": g, "ref_us": ref, "ref_lib": rl, "ref_setting": rs, "ok": g / ref <= bounds[0]})
+    return out
+
+
+def report(summary, ranks_list, libs, f16_state: dict, targets) -> str:
     out = []
     mpis = [m for m in MPI_LIBS if m in libs and m != "mpich-f16"]
     cols = [{"openmpi": "ompi", "openmpi-nosc": "ompi-nosc"}.get(m, m) for m in mpis]
@@ -264,9 +284,11 @@ def report(summary, ranks_list, libs, f16_state: dict) -> str:
                 row.append(f"{C.fmt_num(v)} {VAR_SHORT.get(st, '')}" if st else "-")
             b, bl, bs = best(summary, n, "coll", pt, mpis)
             row += [f"{C.fmt_num(b)} {label(bl, bs)}", ratio(g, b)]
+            t = next((t for t in targets if (t["ranks"], t["coll"], t["scope"], t["bytes"]) == (n, c, scope, nb)), None)
+            row.append(f"<={t['bound']:g}x {'ok' if t['ok'] else 'MISS'}" if t else "")
             rows.append(row)
-        out.append(C.table(["collective", "bytes", "group", "goal AUTO"] + cols + ["best MPI", "goal/best"], rows,
-                           "lrl" + "r" * (len(cols) + 3)))
+        out.append(C.table(["collective", "bytes", "group", "goal AUTO"] + cols + ["best MPI", "goal/best", "target"],
+                           rows, "lrl" + "r" * (len(cols) + 3) + "l"))
         out.append("")
 
     rows = []
@@ -420,7 +442,8 @@ def main() -> int:
 
     keep, state_note = coll.select_runs(runs, a.all_states)
     summary = summarize(rows, keep)
-    text = report(summary, a.ranks, libs, f16_state)
+    targets = evaluate(summary, a.ranks)
+    text = report(summary, a.ranks, libs, f16_state, targets)
     notes.insert(0, state_note)
     dist = [f"{r['lib']}/{r['ranks']}#{r['round'] + 1} ({r['foreign_pct']}%)" for r in runs if r.get("disturbed")]
     if dist:
@@ -451,6 +474,9 @@ def main() -> int:
             print(f"{lib}: {C.short_version(libinfo[lib]['version'])}")
     for nt in notes:
         print(f"NOTE: {nt}")
+    if targets:
+        print(f"targets (issue 40: allgatherv, alltoallv within 1.2x of the best MPI setting at 8 B, no slower from "
+              f"64 KiB): {sum(t['ok'] for t in targets)}/{len(targets)} met")
     print(f"{len(runs)} runs in {elapsed:.0f} s" + (" [quick: a smoke test, not a measurement]" if a.quick else ""))
 
     result = {
@@ -463,6 +489,7 @@ def main() -> int:
         "machine": machine,
         "binding": binding,
         "libraries": libinfo,
+        "targets": targets,
         "summary": [dict(zip(("ranks", "test", "coll", "scope", "dtype", "bytes", "lib", "setting"), k), **v)
                     for k, v in sorted(summary.items(), key=lambda kv: tuple(str(x) for x in kv[0]))],
         "runs": runs,
