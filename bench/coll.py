@@ -576,18 +576,7 @@ def plot(summary, ranks_list, libs, path: Path, title: str, footnote: str) -> bo
                         labels.append(label)
                         vals.append(v)
                         colors.append(sty.get("color", "grey"))
-                ax.barh(range(len(vals)), vals, color=colors)
-                ax.set_yticks(range(len(vals)))
-                ax.set_yticklabels(labels, fontsize=8)
-                ax.invert_yaxis()
-                ax.set_xscale("log")
-                ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
-                ax.xaxis.set_minor_formatter(mt.NullFormatter())
-                for i, v in enumerate(vals):
-                    ax.text(v, i, f" {C.fmt_num(v)}", va="center", fontsize=8)
-                ax.set_xlabel("time [µs] (log)")
-                ax.set_title(f"barrier, {n} ranks", fontsize=11)
-                ax.grid(True, axis="x", alpha=0.3)
+                C.log_bars(ax, labels, vals, colors, f"barrier, {n} ranks")
                 continue
             for lib, st, label, sty in series:
                 xs, ys = [], []

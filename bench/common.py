@@ -694,6 +694,24 @@ def style(lib: str) -> dict:
     return s
 
 
+def log_bars(ax, labels: Sequence[str], vals: Sequence[float], colors: Sequence[str], title: str,
+             fontsize: int = 8) -> None:
+    """Horizontal bars of times in us on a log axis, top to bottom, each with its value."""
+    import matplotlib.ticker as mt
+    ax.barh(range(len(vals)), vals, color=colors)
+    ax.set_yticks(range(len(vals)))
+    ax.set_yticklabels(labels, fontsize=fontsize)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(mt.NullFormatter())
+    for i, v in enumerate(vals):
+        ax.text(v, i, f" {fmt_num(v)}", va="center", fontsize=fontsize)
+    ax.set_xlabel("time [µs] (log)")
+    ax.set_title(title, fontsize=fontsize + 3)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
 def bytes_axis(ax, sizes: Sequence[int], min_step: int = 4) -> None:
     """log2 x axis: a tick at every size, labels (1, 8, 64, 512, 4K, 1M...) only where they
     are at least min_step apart, so they do not overlap."""

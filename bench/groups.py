@@ -368,18 +368,7 @@ def plot(summary, ranks_list, libs, path: Path, title: str, footnote: str) -> bo
             if not vals:
                 ax.set_visible(False)
                 continue
-            ax.barh(range(len(vals)), vals, color=colors)
-            ax.set_yticks(range(len(vals)))
-            ax.set_yticklabels(labels, fontsize=7)
-            ax.invert_yaxis()
-            ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.xaxis.set_minor_formatter(mt.NullFormatter())
-            for i, v in enumerate(vals):
-                ax.text(v, i, f" {C.fmt_num(v)}", va="center", fontsize=7)
-            ax.set_xlabel("time [µs] (log)")
-            ax.set_title(f"{what}, {n} ranks", fontsize=10)
-            ax.grid(True, axis="x", alpha=0.3)
+            C.log_bars(ax, labels, vals, colors, f"{what}, {n} ranks", fontsize=7)
     fig.suptitle(title, fontsize=13)
     fig.text(0.5, -0.003, footnote, ha="center", va="top", fontsize=8, wrap=True)
     path.parent.mkdir(parents=True, exist_ok=True)
