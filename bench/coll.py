@@ -182,7 +182,8 @@ def program_args(a, ranks: int) -> list[str]:
 def build_and_configure(a) -> tuple[list[Config], dict]:
     configs: list[Config] = []
     libinfo: dict = {}
-    deps = [C.BENCH / "p2p_common.h", C.BENCH / "coll_common.h", C.BENCH / "separator.h"]
+    deps = [C.BENCH / "p2p_common.h", C.BENCH / "coll_common.h", C.BENCH / "separator.h",
+            C.BENCH / "mpi_persistent.h"]
     if not a.no_goal:
         try:
             goal = C.find_goal(a.prefix)
@@ -237,7 +238,9 @@ def build_and_configure(a) -> tuple[list[Config], dict]:
 
 # ---------------------------------------------------------------------------------------
 
-def run_all(a, configs: list[Config]):
+def run_all(a, configs: list[Config], tests=("coll",)):
+    """Runs every configuration once per round (rotating the order; see run_once) and returns
+    (rows whose "test" is one of `tests`, run records, failed (config, result) pairs)."""
     rows, runs, failures = [], [], []
     by_ranks: dict[int, list[Config]] = {}
     for c in configs:
@@ -260,7 +263,7 @@ def run_all(a, configs: list[Config]):
                 got = C.parse_rows(res.stdout)
                 meta = next((x for x in got if x.get("test") == "meta"), {})
                 skips = [x for x in got if x.get("test") == "skip"]
-                data = [x for x in got if x.get("test") == "coll"]
+                data = [x for x in got if x.get("test") in tests]
                 for x in data:
                     x["lib"] = cfg.name
                     x["round"] = r
@@ -282,13 +285,14 @@ def run_once(a, cfg: Config, label: str):
     while other processes disturbed it or the vCPUs changed state. (result, run record)."""
     for attempt in range(a.retries + 1):
         idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
-        p0 = C.cpu_probe()
+        probe = C.cpu_probe if getattr(a, "probe", True) else dict  # a driver's smoke run may skip it
+        p0 = probe()
         c2c0 = p0.get("oneway_ns")
         C.log(f"{label} ..." + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
         with C.SeparatorFile() as sep, C.CpuMeter() as meter:
             res = C.run(sep.put_in(cfg.cmd), env=cfg.env, timeout=a.timeout, cwd=C.REPO)
         st = meter.result
-        p1 = C.cpu_probe()
+        p1 = probe()
         c2c1 = p1.get("oneway_ns")
         disturbed = st["foreign_pct"] > C.DISTURBED_PCT
         unstable = bool(c2c0 and c2c1 and not C.same_state(c2c0, c2c1))
@@ -576,18 +580,7 @@ def plot(summary, ranks_list, libs, path: Path, title: str, footnote: str) -> bo
                         labels.append(label)
                         vals.append(v)
                         colors.append(sty.get("color", "grey"))
-                ax.barh(range(len(vals)), vals, color=colors)
-                ax.set_yticks(range(len(vals)))
-                ax.set_yticklabels(labels, fontsize=8)
-                ax.invert_yaxis()
-                ax.set_xscale("log")
-                ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
-                ax.xaxis.set_minor_formatter(mt.NullFormatter())
-                for i, v in enumerate(vals):
-                    ax.text(v, i, f" {C.fmt_num(v)}", va="center", fontsize=8)
-                ax.set_xlabel("time [µs] (log)")
-                ax.set_title(f"barrier, {n} ranks", fontsize=11)
-                ax.grid(True, axis="x", alpha=0.3)
+                C.log_bars(ax, labels, vals, colors, f"barrier, {n} ranks")
                 continue
             for lib, st, label, sty in series:
                 xs, ys = [], []

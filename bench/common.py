@@ -456,6 +456,22 @@ def build_mpi_program(mpi: MPI, src: Path, out: Path, extra_deps: Sequence[Path]
     return out
 
 
+def build_with_each_mpi(src: Path, stem: str, extra_deps: Sequence[Path] = ()) -> dict[str, tuple[MPI, Path]]:
+    """src built with each MPI found (BUILD/STEM.openmpi, BUILD/STEM.mpich): name -> (MPI,
+    program); an MPI that is missing or fails to build it is left out with a warning."""
+    mpis = find_mpis()
+    for name in ("openmpi", "mpich"):
+        if name not in mpis:
+            warn(f"{name} not found (run scripts/install-deps.sh); continuing without it")
+    built = {}
+    for name, mpi in mpis.items():
+        try:
+            built[name] = (mpi, build_mpi_program(mpi, src, BUILD / f"{stem}.{name}", extra_deps))
+        except BenchError as e:
+            warn(f"{name}: build failed, skipping it:\n{e}")
+    return built
+
+
 def build_c_program(src: Path, out: Path, extra: Sequence[str] = (), extra_deps: Sequence[Path] = ()) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     if _newer(out, [src, *extra_deps]):
@@ -676,6 +692,24 @@ def style(lib: str) -> dict:
     s["color"] = _EXTRA_COLORS[hash(lib) % len(_EXTRA_COLORS)] if not base else s["color"]
     s["linestyle"] = "--" if base else "-"
     return s
+
+
+def log_bars(ax, labels: Sequence[str], vals: Sequence[float], colors: Sequence[str], title: str,
+             fontsize: int = 8) -> None:
+    """Horizontal bars of times in us on a log axis, top to bottom, each with its value."""
+    import matplotlib.ticker as mt
+    ax.barh(range(len(vals)), vals, color=colors)
+    ax.set_yticks(range(len(vals)))
+    ax.set_yticklabels(labels, fontsize=fontsize)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(mt.NullFormatter())
+    for i, v in enumerate(vals):
+        ax.text(v, i, f" {fmt_num(v)}", va="center", fontsize=fontsize)
+    ax.set_xlabel("time [µs] (log)")
+    ax.set_title(title, fontsize=fontsize + 3)
+    ax.grid(True, axis="x", alpha=0.3)
 
 
 def bytes_axis(ax, sizes: Sequence[int], min_step: int = 4) -> None:

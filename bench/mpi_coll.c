@@ -31,38 +31,12 @@
  * plus a {"test": "meta"} line first (library version).
  */
 #include "coll_common.h"
+#include "mpi_persistent.h"
 #include "separator.h"
-
-#include <mpi.h>
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
 
 /* GCC 12 misreads MPICH's MPI_STATUSES_IGNORE as a zero-size array */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 
-#if MPI_VERSION >= 4
-#define HAVE_PERSISTENT 1
-#define PINIT(name) MPI_##name##_init
-#define PERSISTENT_NOTE "MPI-4 MPI_Xxx_init"
-#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define HAVE_PERSISTENT 1
-#define PINIT(name) MPIX_##name##_init
-#define PERSISTENT_NOTE "Open MPI extension MPIX_Xxx_init (mpi-ext.h, pcollreq)"
-#else
-#define HAVE_PERSISTENT 0
-#define PERSISTENT_NOTE "not available (neither MPI-4 nor the pcollreq extension)"
-#endif
-
-/* MPICH 4.0's persistent collectives give wrong data (gather, scatter, allgather: non-root
- * ranks complete from the second MPI_Start on without receiving) and then abort with "Invalid
- * communicator" (seen with 4.0.2); they are skipped unless --force-persistent. */
-#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION < 40100000
-#define BROKEN_PERSISTENT "MPICH 4.0 persistent collectives are broken (wrong data from the second " \
-                          "MPI_Start of gather/scatter/allgather, then 'Invalid communicator' aborts)"
-#else
-#define BROKEN_PERSISTENT NULL
-#endif
 
 enum { BLOCKING, NONBLOCKING, PERSISTENT, NVAR };
 static const char *VAR[NVAR] = {"blocking", "nonblocking", "persistent"};

@@ -47,6 +47,10 @@ const BENCHMARKS: &[(&str, &str)] = &[
         "overlap",
         "overlap with computation and the CPU cost of progress",
     ),
+    (
+        "groups",
+        "group creation, collectives on a sub-group, half-precision allreduce",
+    ),
 ];
 
 fn benchmark_list() -> String {

@@ -37,7 +37,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "bench",
         args: "BENCHMARK [ARGS...]",
-        summary: "run a benchmark (p2p, coll, net, overlap) beside the MPIs",
+        summary: "run a benchmark (p2p, coll, net, overlap, groups) beside the MPIs",
         run: drivers::bench,
     },
     Subcommand {
