@@ -11,7 +11,7 @@
 //! buffers by `ctests/t_runbuf.c`.)
 
 use goal_sched::coll::{
-    algorithms, allgather, allreduce, alltoall, barrier, bcast, gather, reduce, reduce_scatter_block, scatter, Coll, CollError, Group,
+    algorithms, allgather, allgatherv, allreduce, alltoall, alltoallv, barrier, bcast, gather, gatherv, reduce, reduce_scatter, reduce_scatter_block, scatter, scatterv, Coll, CollError, Group,
     Piece, Placement, Reduction,
 };
 use goal_sched::{compile, run_addr, Buf, CompileOptions, DataType, Graph, OpKind, ReduceOp, Schedule, Vertex, FLAG_REL, MEM_RUN0};
@@ -75,6 +75,11 @@ fn build(coll: Coll, alg: goal_sched::coll::Algorithm, grp: Group, s: u64, r: u6
     let red = Reduction::from_raw(ReduceOp::Add as i64, DataType::Float as i64, 64).unwrap();
     let root = grp.size - 1;
     let n = 24;
+    // Per-rank counts (bytes; zeros among them) and packed displacements.
+    let counts: Vec<u64> = (0..grp.size as u64).map(|r| (r % 3) * 8).collect();
+    let displs: Vec<u64> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
+    let mine = counts[grp.rank as usize];
+    let elems: Vec<u64> = (0..grp.size as u64).map(|r| 3 * (r % 2)).collect();
     let piece = match coll {
         Coll::Barrier => barrier(&mut g, grp, at, alg),
         Coll::Bcast => bcast(&mut g, grp, at, r, n, root, alg),
@@ -85,6 +90,11 @@ fn build(coll: Coll, alg: goal_sched::coll::Algorithm, grp: Group, s: u64, r: u6
         Coll::Reduce => reduce(&mut g, grp, at, s, r, 3, red, root, alg),
         Coll::Allreduce => allreduce(&mut g, grp, at, s, r, 3, red, alg),
         Coll::ReduceScatterBlock => reduce_scatter_block(&mut g, grp, at, s, r, 3, red, alg),
+        Coll::Gatherv => gatherv(&mut g, grp, at, s, mine, r, &counts, &displs, root, alg),
+        Coll::Scatterv => scatterv(&mut g, grp, at, s, &counts, &displs, r, mine, root, alg),
+        Coll::Allgatherv => allgatherv(&mut g, grp, at, s, mine, r, &counts, &displs, alg),
+        Coll::Alltoallv => alltoallv(&mut g, grp, at, s, &counts, &displs, r, &counts, &displs, alg),
+        Coll::ReduceScatter => reduce_scatter(&mut g, grp, at, s, r, &elems, red, alg),
     }?;
     Ok((g, piece))
 }
