@@ -192,6 +192,13 @@ typedef goal_handle *GOAL_Handle;
 typedef int GOAL_Algorithm;
 
 /*
+ A user reduction: sets `inout[i] = input[i] OP inout[i]` for `count`
+ elements; `ctx` is the pointer given to GOAL_Op_create. It may run on
+ goal's helper thread (see docs/api.md), and must not call goal.
+ */
+typedef void (*GOAL_UserFunction)(const void *input, void *inout, int count, void *ctx);
+
+/*
  No vertex: what the vertex-adding functions return on error.
  */
 #define GOAL_INVALID_VERTEX ((GOAL_Vertex)-1)
@@ -227,6 +234,12 @@ typedef int GOAL_Algorithm;
  docs/api.md).
  */
 #define GOAL_BFLOAT 3
+
+/*
+ Opaque elements of `element_width / 8` bytes (any positive multiple of
+ 8 bits): only user operations (GOAL_Op_create) and GOAL_COPY take them.
+ */
+#define GOAL_BYTES 4
 
 /*
  Maximum.
@@ -282,6 +295,12 @@ typedef int GOAL_Algorithm;
  Writes the time in seconds as one 64-bit double into the result.
  */
 #define GOAL_WTIME 10
+
+/*
+ No operator: what GOAL_Op_free leaves. User operators (GOAL_Op_create)
+ are values from 65536 up, never a built-in one's.
+ */
+#define GOAL_OP_NULL (-1)
 
 /*
  Pick from the group size and message size (a table measured on this machine).
@@ -716,6 +735,31 @@ GOAL_Schedule GOAL_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int c
  must stay valid while executions of the compiled schedule run.
  */
 GOAL_Vertex GOAL_Reduce_scatter_block_append(GOAL_Graph g, const void *sbuf, void *rbuf, int count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Registers `func` as a reduction operator usable wherever a GOAL_Op goes
+ (GOAL_LocalOp, GOAL_LocalOpVec, every reducing collective), on any
+ data type and width, and on GOAL_BYTES elements. `commutative` (0 or
+ not) says whether `a OP b == b OP a`; the operator is taken to be
+ associative. Writes the new operator to `*op`. May be called before
+ GOAL_Init. Returns GOAL_SUCCESS or an error code.
+
+ # Safety
+ `op` must be NULL or valid for a write; `func` and `ctx` as docs/api.md
+ says (callable from any thread while a schedule using the operator lives).
+ */
+int GOAL_Op_create(GOAL_UserFunction func, int commutative, void *ctx, GOAL_Op *op);
+
+/*
+ Frees a user operator and sets `*op` to GOAL_OP_NULL. Schedules compiled
+ with it keep working; graphs and calls that name it afterwards fail.
+ Returns GOAL_SUCCESS or an error code (a built-in operator, or one freed
+ already: GOAL_ERR_INVALID_ARGUMENT).
+
+ # Safety
+ `op` must be NULL or valid for reading and writing.
+ */
+int GOAL_Op_free(GOAL_Op *op);
 
 #ifdef __cplusplus
 }  // extern "C"

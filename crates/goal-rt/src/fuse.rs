@@ -22,7 +22,8 @@
 //! - it is a plain receive into the scratchpad, or into application memory
 //!   that the operation writes its result to, with exactly one dependent
 //!   and no operation waiting for it to start;
-//! - that dependent is a plain binary local operation (not COPY or WTIME)
+//! - that dependent is a plain binary local operation (not COPY or WTIME,
+//!   nor a user operator, whose function is called once per operation)
 //!   with no start dependents either, whose first or second operand (not
 //!   both) is exactly the received buffer, over as many bytes as the
 //!   receive takes;
@@ -68,7 +69,9 @@ pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
             continue;
         }
         let l = s.locals[od.addr as usize];
-        if !l.op().is_binary() {
+        // A user operator's function takes whole calls, not elements as
+        // they come (and may be slow): never fused.
+        if !l.op().is_binary() || l.op().builtin().is_none() {
             continue;
         }
         if l.count as u64 * l.width as u64 / 8 != o.len as u64 {

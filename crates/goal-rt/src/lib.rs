@@ -55,6 +55,7 @@ mod fuse;
 pub mod error;
 pub mod localop;
 mod progress;
+pub mod userop;
 mod slice;
 mod ticks;
 pub mod proto;
@@ -476,14 +477,16 @@ impl Runtime {
     /// Checks and compiles `g`. Collective in the matching sense: every rank
     /// compiles its schedules in the same order.
     pub fn compile(&self, g: &goal_sched::Graph) -> Result<Schedule> {
+        refuse_inside_user_op()?;
         let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: self.size }).map_err(Error::from)?;
+        let users = user_functions(&s)?;
         let mut id = self.next_sched.fetch_add(1, Ordering::Relaxed);
         if id == u32::MAX {
             // Never handed out (the engine's table keys ids plus one), on
             // every rank alike: compile numbers stay in step.
             id = self.next_sched.fetch_add(1, Ordering::Relaxed);
         }
-        let inner = Arc::new(SchedInner::new(id, s));
+        let inner = Arc::new(SchedInner::new(id, s, users));
         if !self.lock_engine().adopt(inner.clone()) {
             // (Dropped without a handle: nothing to free in the engine.)
             return Err(Error::new(
@@ -502,6 +505,7 @@ impl Runtime {
     /// has finished.
     #[inline]
     pub unsafe fn run(self: &Arc<Self>, s: &Schedule) -> Result<Handle> {
+        refuse_inside_user_op()?;
         if self.cfg.progress == ProgressMode::Manual {
             // (`run_at` is for the helper's heuristics: none here.)
             let shared = self.lock_engine().start(&s.inner, self);
@@ -560,6 +564,7 @@ impl Runtime {
 impl Handle {
     /// `Ok(true)` once finished, `Ok(false)` while running, `Err` if it failed.
     pub fn test(&self) -> Result<bool> {
+        refuse_inside_user_op()?;
         let Some(shared) = &self.shared else { return Ok(true) };
         if shared.state.load(Ordering::Acquire) == RUNNING {
             shared.rt.try_progress();
@@ -570,6 +575,7 @@ impl Handle {
     /// Blocks until the execution has finished.
     #[inline]
     pub fn wait(self) -> Result<()> {
+        refuse_inside_user_op()?;
         let Some(shared) = &self.shared else { return Ok(()) };
         progress::wait(shared);
         state(shared).map(|_| ())
@@ -613,6 +619,41 @@ fn state(shared: &ExecShared) -> Result<bool> {
 #[cold]
 fn failure(shared: &ExecShared) -> Error {
     shared.error.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| Error::new(ErrorKind::System, "execution failed"))
+}
+
+/// The functions of the user operators `s` names, each once; an error
+/// names the first one that was freed or never created, and its vertex.
+fn user_functions(s: &goal_sched::Schedule) -> Result<Vec<Arc<userop::UserFn>>> {
+    let mut out: Vec<Arc<userop::UserFn>> = Vec::new();
+    for (i, o) in s.ops.iter().enumerate() {
+        let op = match o.kind() {
+            goal_sched::OpKind::Local => s.locals[o.addr as usize].op(),
+            goal_sched::OpKind::LocalVec => s.lvecs[o.addr as usize].op(),
+            _ => continue,
+        };
+        let goal_sched::Op::User(u) = op else { continue };
+        if out.iter().any(|f| f.op == u) {
+            continue;
+        }
+        let f = userop::resolve(u).map_err(|mut e| {
+            e.message = format!("vertex {} (a local operation): {}", s.origin.get(i).copied().unwrap_or(i as u32), e.message);
+            e
+        })?;
+        out.push(f);
+    }
+    Ok(out)
+}
+
+/// Refuses a call from inside a user operator's function: the engine's
+/// lock is held there, by this very thread.
+fn refuse_inside_user_op() -> Result<()> {
+    if userop::inside() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "called from inside a user operation's function, while goal runs it: a user function must not call goal",
+        ));
+    }
+    Ok(())
 }
 
 /// Seconds on the clock `GOAL_WTIME` uses.

@@ -16,6 +16,7 @@
 
 use crate::error::Error;
 use crate::fuse;
+use crate::userop::UserFn;
 use goal_sched::OpKind;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
@@ -59,6 +60,9 @@ pub(crate) struct SchedInner {
     /// message that no posted receive took may still be taken by one (see
     /// [`Engine::stash`]).
     pub(super) recv_keys: Box<[(i32, i32)]>,
+    /// The functions of the user operators it names, kept alive with it
+    /// (see [`crate::userop`]).
+    pub(super) users: Box<[Arc<UserFn>]>,
 }
 
 /// Receives from this size on count for [`SchedInner::opening_recvs`]
@@ -66,7 +70,7 @@ pub(crate) struct SchedInner {
 pub(super) const EXCHANGE_MIN: u64 = 64 << 10;
 
 impl SchedInner {
-    pub fn new(id: u32, s: goal_sched::Schedule) -> SchedInner {
+    pub fn new(id: u32, s: goal_sched::Schedule, users: Vec<Arc<UserFn>>) -> SchedInner {
         let deps = s.ops.iter().map(|o| o.deps).collect();
         let fuse = fuse::plan(&s).into_boxed_slice();
         let mut opening_recvs: Vec<u32> = s.ops[..s.independent as usize]
@@ -82,7 +86,7 @@ impl SchedInner {
         recv_keys.sort_unstable();
         recv_keys.dedup();
         let recv_keys = recv_keys.into_boxed_slice();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys, users: users.into_boxed_slice() }
     }
 
     /// Whether some receive of the schedule could take a message from
@@ -91,6 +95,11 @@ impl SchedInner {
         let has = |k: (i32, i32)| self.recv_keys.binary_search(&k).is_ok();
         let src = src as i32;
         has((src, tag)) || has((src, -1)) || has((-1, tag)) || has((-1, -1))
+    }
+
+    /// The function of user operator `op`, which compiling resolved.
+    pub(super) fn user_fn(&self, op: goal_sched::UserOp) -> &UserFn {
+        self.users.iter().find(|f| f.op == op).expect("compile resolved every user operator of the schedule")
     }
 
     /// The fusion plan of receive `op`, if it has one.
@@ -633,7 +642,7 @@ pub(super) mod tests {
         g.requires(r, a).unwrap();
         g.requires(r, b).unwrap();
         let s = goal_sched::compile(&g, &CompileOptions { group_size: 4 }).unwrap();
-        Arc::new(SchedInner::new(id, s))
+        Arc::new(SchedInner::new(id, s, Vec::new()))
     }
 
     /// Starts an execution of `s` in `x` as the engine's Run does.

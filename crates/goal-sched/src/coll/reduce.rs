@@ -4,7 +4,7 @@
 
 use super::butterfly::{at, even_units, fold_in, recursive_halving};
 use super::{
-    check_root, check_total, children, parent, real, resolve, scr, user, vrank, Algorithm, Builder, Coll, CollError, Fold, Group, Piece,
+    check_root, check_total, children, parent, real, resolve_for, scr, user, vrank, Algorithm, Builder, Coll, CollError, Fold, Group, Piece,
     Placement, Reduction,
 };
 use crate::graph::{Buf, Graph, VertexId};
@@ -27,6 +27,10 @@ use crate::graph::{Buf, Graph, VertexId};
 ///   ...` below `v`'s lowest set bit); the result is `T(0)`;
 /// * Rabenseifner: as [`allreduce()`](super::allreduce())'s Rabenseifner (the fold, then
 ///   butterfly steps `d = p2/2, ..., 1`), independent of the root.
+///
+/// For an operator that does not commute, linear and binomial run on the
+/// ranks themselves (`v = i`, rooted at rank 0, which then sends the result
+/// to the root: see [`in_rank_order`]); Rabenseifner is refused.
 pub fn reduce(
     g: &mut Graph,
     grp: Group,
@@ -39,7 +43,7 @@ pub fn reduce(
     alg: Algorithm,
 ) -> Result<Piece, CollError> {
     let esz = red.check()?;
-    let alg = resolve(Coll::Reduce, alg, grp.size, count.saturating_mul(esz))?;
+    let alg = resolve_for(Coll::Reduce, alg, grp.size, count.saturating_mul(esz), &red)?;
     check_root(root, grp.size)?;
     check_total("the reduction vector", count, esz)?;
     let mut b = Builder::new(g, grp, at)?;
@@ -49,8 +53,10 @@ pub fn reduce(
             if sbuf != rbuf {
                 b.copy(input, user(rbuf), count * esz, &[]);
             }
+        } else if (alg == Algorithm::Binomial || alg == Algorithm::Linear) && (root == 0 || red.commutative()) {
+            tree(&mut b, &red, esz, count, input, user(rbuf), root, alg == Algorithm::Linear);
         } else if alg == Algorithm::Binomial || alg == Algorithm::Linear {
-            tree(&mut b, &red, esz, count, input, rbuf, root, alg == Algorithm::Linear);
+            in_rank_order(&mut b, &red, esz, count, input, rbuf, root, alg == Algorithm::Linear);
         } else {
             rabenseifner(&mut b, &red, esz, count, input, rbuf, root);
         }
@@ -86,8 +92,10 @@ pub(crate) const SLOT_BUDGET: u64 = 1 << 20;
 /// Order of operations: `T(v) = (((x_v op T(c1)) op T(c2)) op ...)` over
 /// the children `c1 < c2 < ...` of `v`; the result is `T(0)`, in relative
 /// rank order starting at the root.
+///
+/// The root's accumulator is `top`; returns this rank's last operation.
 #[allow(clippy::too_many_arguments)] // the reduction's operands, and the tree's shape
-fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u64, root: u32, flat: bool) {
+fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, top: Buf, root: u32, flat: bool) -> Vec<VertexId> {
     let p = b.size;
     let v = vrank(b.rank, root, p);
     let kids = match (flat, v) {
@@ -98,10 +106,9 @@ fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u6
     let up = if flat || v == 0 { 0 } else { parent(v) };
     let bytes = n * esz;
     if kids.is_empty() {
-        b.send(input, bytes, real(up, root, p), 0, &[]);
-        return;
+        return vec![b.send(input, bytes, real(up, root, p), 0, &[])];
     }
-    let acc = if v == 0 { user(rbuf) } else { scr(b.scratch(bytes)) };
+    let acc = if v == 0 { top } else { scr(b.scratch(bytes)) };
     let slots: Vec<Buf> = if v == 0 && kids.len() == 1 && input != acc {
         vec![acc]
     } else if bytes * kids.len() as u64 <= SLOT_BUDGET {
@@ -122,7 +129,31 @@ fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u6
     }
     let prev: Vec<VertexId> = combines.last().copied().into_iter().collect();
     if v != 0 {
-        b.send(acc, bytes, real(up, root, p), 0, &prev);
+        return vec![b.send(acc, bytes, real(up, root, p), 0, &prev)];
+    }
+    prev
+}
+
+/// The tree (binomial, or with `flat` linear) for an operator that does
+/// not commute and a root other than rank 0: [`tree`] over the ranks
+/// themselves, rooted at rank 0, whose relative order is the ranks' own;
+/// rank 0 then hands the result to the root. One message more than the
+/// commutative tree (whose relative ranks start at the root, out of rank
+/// order), the price of the order.
+///
+/// Order of operations: [`tree`]'s, rooted at 0: `T(0)` over `x_0, x_1,
+/// ..., x_(size-1)` in rank order.
+#[allow(clippy::too_many_arguments)] // as `tree`
+fn in_rank_order(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u64, root: u32, flat: bool) {
+    const HANDOVER: u32 = 1;
+    let bytes = n * esz;
+    let top = if b.rank == 0 { scr(b.scratch(bytes)) } else { input };
+    let last = tree(b, red, esz, n, input, top, 0, flat);
+    if b.rank == 0 {
+        b.send(top, bytes, root, HANDOVER, &last);
+    } else if b.rank == root {
+        // After this rank's own part, which reads `input` (`rbuf` in place).
+        b.recv(user(rbuf), bytes, 0, HANDOVER, &last);
     }
 }
 
