@@ -21,7 +21,10 @@
  *     elements (1.2 MB, long messages, the local operation in pieces) run
  *     five times;
  *   - where the function runs: with GOAL_PROGRESS=manual always on the
- *     application's thread (inside a goal call); ctx reaches it; a function
+ *     application's thread (inside a goal call); with a helper thread
+ *     (thread, spin, kernel) an allreduce whose messages come while the
+ *     application sleeps between Run and Wait combines on the helper (2
+ *     ranks); ctx reaches it; a function
  *     that calls goal (GOAL_Progress, GOAL_Run, GOAL_LastError aside) is
  *     refused with GOAL_ERR_INVALID_ARGUMENT and its execution still ends;
  *   - lifetime and refusals: a schedule compiled with an operator keeps
@@ -288,7 +291,12 @@ static void lifetime_and_refusals(void)
     GOAL_Schedule s = GOAL_Allreduce_init(x, y, 4, GOAL_UINT, 32, op, GOAL_ALG_AUTO);
     CHECKM(s != NULL, "%s", GOAL_LastError());
     GOAL_Op copy = op;
+    GOAL_Graph before = h_graph(); /* built before the free, compiled after it */
+    V(GOAL_LocalOp(before, x, x, y, op, GOAL_UINT, 32, 4, GOAL_USERSPACE, GOAL_USERSPACE, GOAL_USERSPACE));
     CHECK_OK(GOAL_Op_free(&op));
+    CHECK(GOAL_Compile(before) == NULL);
+    CHECKM(h_contains_ci(GOAL_LastError(), "GOAL_Compile: vertex 0") && h_contains_ci(GOAL_LastError(), "was freed"), "%s", GOAL_LastError());
+    CHECK_OK(GOAL_FreeGraph(before));
     CHECK_EQ(op, GOAL_OP_NULL);
     /* The compiled schedule keeps the function. */
     h_run(s);
@@ -344,6 +352,33 @@ static void reentry(void)
     CHECK_OK(GOAL_Op_free(&op));
 }
 
+/* While the application computes (sleeps) between Run and Wait, the
+ * combines of an allreduce whose messages arrive then run elsewhere than
+ * the application's thread, except in manual mode. Returns the calls made
+ * off the application's thread during this phase. */
+static long in_background(void)
+{
+    enum { N = 4096 };
+    heis_t *in = malloc(N * sizeof *in), *out = malloc(N * sizeof *out);
+    input(HEIS, h_rank, 99, N, in);
+    GOAL_Schedule s = GOAL_Allreduce_init(in, out, N, GOAL_BYTES, 96, OP[HEIS], GOAL_ALG_AUTO);
+    CHECKM(s != NULL, "%s", GOAL_LastError());
+    long before = CTX.calls_off_main;
+    for (int i = 0; i < 3; i++) {
+        h_sync();
+        GOAL_Handle h = GOAL_Run(s);
+        CHECK(h != NULL);
+        h_sleep_ms(100);
+        CHECK_OK(GOAL_Wait(h));
+    }
+    heis_t *want = malloc(N * sizeof *want);
+    model(HEIS, 99, N, want);
+    CHECK_MEM(out, want, N * sizeof *want, "allreduce while the application sleeps");
+    h_free_schedule(s);
+    free(in), free(out), free(want);
+    return CTX.calls_off_main - before;
+}
+
 int main(int argc, char **argv)
 {
     CTX.main_tid = syscall(SYS_gettid);
@@ -355,13 +390,18 @@ int main(int argc, char **argv)
     collectives();
     lifetime_and_refusals();
     reentry();
+    long background = in_background();
     const char *mode = getenv("GOAL_PROGRESS");
     CHECKM(CTX.calls > 0, "no user function ran");
     if (mode && strcmp(mode, "manual") == 0)
         CHECKM(CTX.calls_off_main == 0, "manual mode: %ld of %ld calls ran off the application's thread", CTX.calls_off_main, CTX.calls);
+    /* With a helper thread, the combines whose data came while the
+     * application slept ran there (2 ranks: both combine in every step). */
+    if (mode && strcmp(mode, "manual") != 0 && h_size == 2)
+        CHECKM(background > 0, "GOAL_PROGRESS=%s: no combine ran on the helper while the application slept", mode);
     if (h_rank == 0)
-        printf("user functions: %ld calls, %ld on another thread than the application's (GOAL_PROGRESS=%s)\n", CTX.calls,
-               CTX.calls_off_main, mode ? mode : "unset");
+        printf("user functions: %ld calls, %ld on another thread than the application's, %ld of them while it slept "
+               "(GOAL_PROGRESS=%s)\n", CTX.calls, CTX.calls_off_main, background, mode ? mode : "unset");
     for (int k = 0; k < NOPS; k++)
         CHECK_OK(GOAL_Op_free(&OP[k]));
     return h_finish();

@@ -137,7 +137,7 @@ impl Op {
     pub fn name(self) -> String {
         match self {
             Op::Builtin(o) => o.name().to_string(),
-            Op::User(u) => format!("user operation {} ({})", u.raw(), if u.commutative { "commutative" } else { "not commutative" }),
+            Op::User(u) => format!("user operation {}", u.raw()),
         }
     }
 

@@ -491,7 +491,7 @@ fn resolve_for(coll: Coll, alg: Algorithm, size: u32, bytes: u64, red: &Reductio
     }
     let has: Vec<&str> = ordered.iter().map(|&a| a.c_name()).collect();
     Err(CollError::Unsupported(format!(
-        "{} ({}) does not combine the ranks in rank order, which the {} needs as it does not commute; for {} use {} or GOAL_ALG_AUTO",
+        "{} ({}) does not combine the ranks in rank order, and {} does not commute: for {} use {} or GOAL_ALG_AUTO",
         alg.c_name(),
         describe(coll, alg),
         red.op.name(),
