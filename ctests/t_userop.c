@@ -11,7 +11,8 @@
  *     (GOAL_BYTES; commutative);
  *   - GOAL_LocalOp out of place and in place on either operand, and
  *     GOAL_LocalOpVec on pieces: `res = b1 OP b2` with b1 as the function's
- *     `in`;
+ *     `in`; elements of 100000 bytes (longer than the pieces a long local
+ *     operation runs in);
  *   - reduce (every root), allreduce and reduce_scatter_block, GOAL_ALG_AUTO
  *     and every algorithm, counts 1, 7 and 2000, in place and not, each
  *     run twice: bit for bit the sequential model x_0 OP x_1 OP ... OP
@@ -216,6 +217,36 @@ static void local_ops(void)
     }
 }
 
+/* Elements larger than the pieces a long local operation runs in: each is
+ * `*(size_t *)ctx` bytes, combined word by word as in*3 + inout. */
+static void f_big(const void *in, void *inout, int count, void *ctx)
+{
+    size_t words = *(size_t *)ctx / 4 * (size_t)count;
+    for (size_t w = 0; w < words; w++)
+        ((uint32_t *)inout)[w] += 3 * ((const uint32_t *)in)[w];
+}
+
+static void big_elements(void)
+{
+    static size_t esz = 100000; /* bytes per element */
+    enum { N = 3 };
+    GOAL_Op op;
+    CHECK_OK(GOAL_Op_create(f_big, 0, &esz, &op));
+    uint32_t *a = malloc(N * esz), *b = malloc(N * esz), *want = malloc(N * esz);
+    input(SUM, 1, 5, N * esz / 4, a);
+    input(SUM, 2, 6, N * esz / 4, b);
+    for (size_t w = 0; w < N * esz / 4; w++)
+        want[w] = b[w] + 3 * a[w];
+    GOAL_Graph g = h_graph();
+    V(GOAL_LocalOp(g, a, b, b, op, GOAL_BYTES, (int)(8 * esz), N, GOAL_USERSPACE, GOAL_USERSPACE, GOAL_USERSPACE));
+    GOAL_Schedule s = h_compile(g);
+    h_run(s);
+    h_free_schedule(s);
+    CHECK_MEM(b, want, N * esz, "LocalOp on %d elements of %zu bytes", N, esz);
+    CHECK_OK(GOAL_Op_free(&op));
+    free(a), free(b), free(want);
+}
+
 enum { RED_REDUCE, RED_ALLREDUCE, RED_RSB };
 static const char *KIND[] = {"reduce", "allreduce", "reduce_scatter_block"};
 /* Every algorithm of each collective, AUTO first; whether it keeps rank order. */
@@ -387,6 +418,7 @@ int main(int argc, char **argv)
         CHECK_OK(GOAL_Op_create(FN[k], COMMUTES[k], &CTX, &OP[k]));
     h_init(argc, argv);
     local_ops();
+    big_elements();
     collectives();
     lifetime_and_refusals();
     reentry();

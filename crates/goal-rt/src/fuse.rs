@@ -195,6 +195,22 @@ mod tests {
         }
     }
 
+    /// A user operator's function is called on whole operations, never as
+    /// the message comes: its step is not fused (the same step with a
+    /// built-in operator is).
+    #[test]
+    fn a_user_operator_is_never_fused() {
+        let user = goal_sched::UserOp { id: 1, commutative: true }.raw();
+        for (op, fused) in [(ReduceOp::Add as i64, 1), (user, 0)] {
+            let mut g = Graph::new();
+            g.set_scratchpad(4096);
+            let got = g.recv(Buf::scratch(0), 4096, 1, 0);
+            let sum = g.local(op, DataType::UInt as i64, 32, 1024, Buf::scratch(0), Buf::user(0x1000), Buf::user(0x1000));
+            g.requires(got, sum).unwrap();
+            assert_eq!(plan(&compile(&g)).len(), fused, "operator {op}");
+        }
+    }
+
     #[test]
     fn other_users_of_the_buffer_a_second_dependent_or_a_short_operation_rule_it_out() {
         // Part of the received buffer is sent on as well.
