@@ -134,7 +134,7 @@ pub unsafe fn apply(f: &UserFn, esize: usize, a: *const u8, b: *const u8, r: *mu
         return Ok(());
     }
     let call = |input: &[u8]| {
-        if r as *const u8 != b {
+        if !std::ptr::eq(r, b) {
             // SAFETY: both valid for `bytes` (caller); `copy` allows exact
             // aliasing, and `r != b` here, so they do not overlap.
             unsafe { std::ptr::copy(b, r, bytes) };
@@ -147,7 +147,7 @@ pub unsafe fn apply(f: &UserFn, esize: usize, a: *const u8, b: *const u8, r: *mu
         INSIDE.with(|c| c.set(false));
         res.map_err(|_| crate::localop::KernelError::UserPanic)
     };
-    if a == r as *const u8 {
+    if std::ptr::eq(a, r) {
         // The result overwrites the first operand: hand the function a copy.
         let mut spare = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
         spare.clear();
