@@ -36,6 +36,7 @@
 // ranks: 1 2 3 4 5
 // modes: 3
 // all-modes: 2
+// memcheck: 2
 #include "helpers.h"
 
 #include <pthread.h>
