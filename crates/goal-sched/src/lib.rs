@@ -32,4 +32,4 @@ pub mod sim;
 pub use error::{CompileError, CompileErrorKind};
 pub use graph::{Buf, Graph, MemType, Vertex, VertexId, ANY_SOURCE, ANY_TAG};
 pub use ops::{DataType, Op, ReduceOp, UserOp, USER_OP_FIRST};
-pub use schedule::{compile, CompileOptions, LocalRec, LocalVecRec, OpKind, OpRec, Piece, Schedule, VecRec};
+pub use schedule::{compile, CompileOptions, LocalRec, LocalVecRec, OpKind, OpRec, Piece, Schedule, VecRec, OP_USER};

@@ -67,6 +67,7 @@ mod reduce_scatter_block;
 mod scatter;
 
 mod auto_table;
+mod reduction;
 
 pub use allgather::allgather;
 pub use allreduce::allreduce;
@@ -77,10 +78,11 @@ pub use gather::gather;
 pub use reduce::reduce;
 pub use reduce_scatter_block::reduce_scatter_block;
 pub use scatter::scatter;
+pub use reduction::{keeps_order, Reduction};
+pub(crate) use reduction::resolve_for;
 
 use crate::graph::{Buf, Graph, Vertex, VertexId};
-use crate::ops::check_local;
-use crate::{DataType, Op, ReduceOp};
+use crate::{DataType, ReduceOp};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -360,61 +362,6 @@ pub struct Group {
     pub size: u32,
 }
 
-/// The element-wise operation of a reduction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reduction {
-    /// The operator: MAX, MIN, ADD, MUL, AND, OR, XOR or a user operator.
-    pub op: Op,
-    /// The element type.
-    pub dt: DataType,
-    /// The element width in bits.
-    pub width: u32,
-}
-
-impl Reduction {
-    /// The reduction of `op` over `dt` elements of `width` bits (not checked).
-    pub fn new(op: impl Into<Op>, dt: DataType, width: u32) -> Reduction {
-        Reduction { op: op.into(), dt, width }
-    }
-
-    /// The reduction with C API numbers (operator, data type, width in
-    /// bits), checked as [`check`](Self::check) does.
-    pub fn from_raw(op: i64, dt: i64, width: i64) -> Result<Reduction, CollError> {
-        let (op, dt, width) = check_local(op, dt, width).map_err(CollError::BadArgument)?;
-        let red = Reduction { op, dt, width };
-        red.check()?;
-        Ok(red)
-    }
-
-    /// Checks the triple and returns the element size in bytes.
-    ///
-    /// SUB and DIV are refused because they are not associative (the result
-    /// would depend on the algorithm), COPY and WTIME because they do not
-    /// combine two values. A user operator is taken to be associative.
-    pub fn check(&self) -> Result<u64, CollError> {
-        let (op, _, width) = check_local(self.op.raw(), self.dt as i64, self.width as i64).map_err(CollError::BadArgument)?;
-        if !matches!(
-            op,
-            Op::User(_) | Op::Builtin(ReduceOp::Max | ReduceOp::Min | ReduceOp::Add | ReduceOp::Mul | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor)
-        ) {
-            return Err(CollError::BadArgument(format!(
-                "{} cannot reduce: a reduction takes an associative operator (GOAL_MAX, GOAL_MIN, GOAL_ADD, GOAL_MUL, GOAL_AND, GOAL_OR, GOAL_XOR, or a user operation)",
-                op.name()
-            )));
-        }
-        Ok(width as u64 / 8)
-    }
-
-    /// Whether the operands may be combined in any order: every built-in
-    /// reducing operator, and the user operators created commutative.
-    pub fn commutative(&self) -> bool {
-        match self.op {
-            Op::Builtin(_) => true,
-            Op::User(u) => u.commutative,
-        }
-    }
-}
-
 /// Where a collective's messages live in a graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
@@ -458,46 +405,6 @@ fn resolve(coll: Coll, alg: Algorithm, size: u32, bytes: u64) -> Result<Algorith
     }
     let has: Vec<&str> = algorithms(coll).iter().map(|&a| describe(coll, a)).collect();
     Err(CollError::Unsupported(format!("{} does not apply to {} (it has: {})", alg.c_name(), coll.name(), has.join(", "))))
-}
-
-/// Whether `alg` combines the ranks' contributions of reducing collective
-/// `coll` in rank order, `x_0 op x_1 op ... op x_(size-1)` (bracketed some
-/// way), for every group size and root: what a non-commutative operator
-/// needs. Those that do not reorder the operands (a ring starts each block
-/// after it, a halving pairs distant ranks first).
-pub fn keeps_order(coll: Coll, alg: Algorithm) -> bool {
-    use Algorithm::*;
-    matches!(
-        (coll, alg),
-        (Coll::Reduce, Linear | Binomial) | (Coll::Allreduce, RecursiveDoubling) | (Coll::ReduceScatterBlock, Linear)
-    )
-}
-
-/// [`resolve`] for a reducing collective: for an operator that does not
-/// commute, `GOAL_ALG_AUTO` picks among the algorithms that keep rank
-/// order ([`keeps_order`]) and any other is refused.
-fn resolve_for(coll: Coll, alg: Algorithm, size: u32, bytes: u64, red: &Reduction) -> Result<Algorithm, CollError> {
-    if red.commutative() || size <= 1 {
-        return resolve(coll, alg, size, bytes);
-    }
-    let ordered: Vec<Algorithm> = algorithms(coll).iter().copied().filter(|&a| keeps_order(coll, a)).collect();
-    if alg == Algorithm::Auto {
-        let pick = auto(coll, size, bytes);
-        return Ok(if ordered.contains(&pick) { pick } else { ordered[0] });
-    }
-    let alg = resolve(coll, alg, size, bytes)?;
-    if ordered.contains(&alg) {
-        return Ok(alg);
-    }
-    let has: Vec<&str> = ordered.iter().map(|&a| a.c_name()).collect();
-    Err(CollError::Unsupported(format!(
-        "{} ({}) does not combine the ranks in rank order, and {} does not commute: for {} use {} or GOAL_ALG_AUTO",
-        alg.c_name(),
-        describe(coll, alg),
-        red.op.name(),
-        coll.name(),
-        has.join(" or ")
-    )))
 }
 
 fn check_root(root: u32, size: u32) -> Result<(), CollError> {

@@ -30,7 +30,7 @@ use crate::graph::{Buf, Graph, VertexId};
 ///
 /// For an operator that does not commute, linear and binomial run on the
 /// ranks themselves (`v = i`, rooted at rank 0, which then sends the result
-/// to the root: see [`in_rank_order`]); Rabenseifner is refused.
+/// to the root: see `in_rank_order`); Rabenseifner is refused.
 pub fn reduce(
     g: &mut Graph,
     grp: Group,
