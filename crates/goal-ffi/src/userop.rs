@@ -112,6 +112,7 @@ pub(crate) fn live_op(what: &str, op: GOAL_Op) -> Result<(), Error> {
 pub(crate) const PURE: [&str; 4] = ["GOAL_MyRank", "GOAL_GroupSize", "GOAL_IsInitialized", "GOAL_IsFinalized"];
 
 /// The refusal of a call from inside a user function, if this is one.
+#[inline(always)]
 pub(crate) fn refused_inside(what: &str) -> Option<Error> {
     (goal_rt::userop::inside() && !PURE.contains(&what)).then(|| {
         invalid(format!("{what}: called from inside a user operation's function (GOAL_Op_create), which must not call goal"))

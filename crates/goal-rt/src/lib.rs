@@ -646,6 +646,7 @@ fn user_functions(s: &goal_sched::Schedule) -> Result<Vec<Arc<userop::UserFn>>> 
 
 /// Refuses a call from inside a user operator's function: the engine's
 /// lock is held there, by this very thread.
+#[inline(always)]
 fn refuse_inside_user_op() -> Result<()> {
     if userop::inside() {
         return Err(Error::new(

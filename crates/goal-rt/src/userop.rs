@@ -118,7 +118,9 @@ pub fn resolve(op: UserOp) -> Result<Arc<UserFn>> {
     }
 }
 
-/// Whether this thread is running a user operator's function now.
+/// Whether this thread is running a user operator's function now (one
+/// thread-local load: every C call asks).
+#[inline]
 pub fn inside() -> bool {
     INSIDE.with(|c| c.get())
 }
