@@ -10,7 +10,9 @@
 //! engine between the application's calls: only the application
 //! (`manual`), or a helper thread that sleeps in the kernel until data
 //! arrives (`thread`), polls (`spin`), or also hands runs of small messages
-//! to the kernel (`kernel`); `auto` picks `spin` or `thread`.
+//! to the kernel (`kernel`); `auto` picks `spin` or `thread`. `userop`
+//! holds the application's reduction functions (user operators), which
+//! local operations call wherever the engine runs.
 //!
 //! In the layer picture of `docs/design.md` this crate is the middle: the
 //! application calls it (Rust directly, C through goal-ffi), and it calls
