@@ -53,6 +53,7 @@ RUST_ALG = {"LINEAR": "Linear", "LINEAR_SYNC": "LinearSync", "BINOMIAL": "Binomi
 DESCRIBE_SPECIAL = {("alltoall", "LINEAR"): "linear (every message at once)",
                     ("alltoall", "LINEAR_SYNC"): "pairwise exchange",
                     ("reduce_scatter_block", "RECURSIVE_DOUBLING"): "recursive halving",
+                    ("reduce_scatter_block", "LINEAR"): "linear (every block straight to its rank)",
                     ("barrier", "BRUCK"): "Bruck (dissemination)",
                     ("bcast", "RING"): "scatter + ring allgather"}
 DESCRIBE = {"LINEAR": "linear", "LINEAR_SYNC": "linear_sync", "BINOMIAL": "binomial tree",

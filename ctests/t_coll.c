@@ -43,7 +43,7 @@ static const int ALG_ALLGATHER[] = {GOAL_ALG_RECURSIVE_DOUBLING, GOAL_ALG_BRUCK,
 static const int ALG_ALLTOALL[] = {GOAL_ALG_LINEAR, GOAL_ALG_LINEAR_SYNC, GOAL_ALG_BRUCK, -1};
 static const int ALG_REDUCE[] = {GOAL_ALG_LINEAR, GOAL_ALG_BINOMIAL, GOAL_ALG_RABENSEIFNER, -1};
 static const int ALG_ALLREDUCE[] = {GOAL_ALG_RECURSIVE_DOUBLING, GOAL_ALG_RING, GOAL_ALG_RABENSEIFNER, -1};
-static const int ALG_RSB[] = {GOAL_ALG_RECURSIVE_DOUBLING, GOAL_ALG_RING, -1};
+static const int ALG_RSB[] = {GOAL_ALG_LINEAR, GOAL_ALG_RECURSIVE_DOUBLING, GOAL_ALG_RING, -1};
 
 /* algs[] with AUTO in front, into out (at most 10). */
 static int with_auto(const int *algs, int *out)

@@ -222,6 +222,13 @@ typedef int GOAL_Algorithm;
 typedef goal_group *GOAL_Group;
 
 /*
+ A user reduction: sets `inout[i] = input[i] OP inout[i]` for `count`
+ elements; `ctx` is the pointer given to GOAL_Op_create. It may run on
+ goal's helper thread (see docs/api.md), and must not call goal.
+ */
+typedef void (*GOAL_UserFunction)(const void *input, void *inout, int count, void *ctx);
+
+/*
  No vertex: what the vertex-adding functions return on error.
  */
 #define GOAL_INVALID_VERTEX ((GOAL_Vertex)-1)
@@ -257,6 +264,12 @@ typedef goal_group *GOAL_Group;
  docs/api.md).
  */
 #define GOAL_BFLOAT 3
+
+/*
+ Opaque elements of `element_width / 8` bytes (any positive multiple of
+ 8 bits): only user operations (GOAL_Op_create) and GOAL_COPY take them.
+ */
+#define GOAL_BYTES 4
 
 /*
  Maximum.
@@ -312,6 +325,12 @@ typedef goal_group *GOAL_Group;
  Writes the time in seconds as one 64-bit double into the result.
  */
 #define GOAL_WTIME 10
+
+/*
+ No operator: what GOAL_Op_free leaves. User operators (GOAL_Op_create)
+ are values from 65536 up, never a built-in one's.
+ */
+#define GOAL_OP_NULL (-1)
 
 /*
  Pick from the group size and message size (a table measured on this machine).
@@ -1086,6 +1105,31 @@ GOAL_Handle GOAL_RunWith(GOAL_Schedule s, void *const *bufs, const uintptr_t *si
  `sizes` is NULL with `n` = 0, or valid for `n` writes.
  */
 int GOAL_RunBufferSizes(GOAL_Schedule s, uintptr_t *sizes, int n);
+
+/*
+ Registers `func` as a reduction operator usable wherever a GOAL_Op goes
+ (GOAL_LocalOp, GOAL_LocalOpVec, every reducing collective), on any
+ data type and width, and on GOAL_BYTES elements. `commutative` (0 or
+ not) says whether `a OP b == b OP a`; the operator is taken to be
+ associative. Writes the new operator to `*op`. May be called before
+ GOAL_Init. Returns GOAL_SUCCESS or an error code.
+
+ # Safety
+ `op` must be NULL or valid for a write; `func` and `ctx` as docs/api.md
+ says (callable from any thread while a schedule using the operator lives).
+ */
+int GOAL_Op_create(GOAL_UserFunction func, int commutative, void *ctx, GOAL_Op *op);
+
+/*
+ Frees a user operator and sets `*op` to GOAL_OP_NULL. Schedules compiled
+ with it keep working; graphs and calls that name it afterwards fail.
+ Returns GOAL_SUCCESS or an error code (a built-in operator, or one freed
+ already: GOAL_ERR_INVALID_ARGUMENT).
+
+ # Safety
+ `op` must be NULL or valid for reading and writing.
+ */
+int GOAL_Op_free(GOAL_Op *op);
 
 #ifdef __cplusplus
 }  // extern "C"

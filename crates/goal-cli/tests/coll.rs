@@ -607,7 +607,7 @@ fn reduced(ty: Ty, op: ReduceOp, seed: u64, p: u32, count: usize) -> Vec<u8> {
 }
 
 fn red(ty: Ty, op: ReduceOp) -> Reduction {
-    Reduction { op, dt: ty.dt, width: ty.width }
+    Reduction::new(op, ty.dt, ty.width as u32)
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -876,7 +876,7 @@ fn half_floats_are_bit_exact_against_the_model() {
         let mut case = 0u64;
         for (dt, bf) in [(DataType::Float, false), (DataType::BFloat, true)] {
             for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Mul] {
-                let red = Reduction { op, dt, width: 16 };
+                let red = Reduction::new(op, dt, 16);
                 for (which, c) in red_colls(p) {
                     for alg in algs(c) {
                         let counts: &[usize] = if op == ReduceOp::Add { &[1, 7, 1001, 64 * KIB] } else { &[7, 1001] };

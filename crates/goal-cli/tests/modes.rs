@@ -135,7 +135,7 @@ fn body() {
     digest.add(&buf);
 
     // Float allreduce (sum), 1 and 64 Ki elements: every rank the same bits.
-    let red = Reduction { op: ReduceOp::Add, dt: DataType::Float, width: 64 };
+    let red = Reduction::new(ReduceOp::Add, DataType::Float, 64);
     for (i, count) in [1usize, 64 << 10].into_iter().enumerate() {
         let sb: Vec<f64> = (0..count).map(|k| 0.1 * (k + 1) as f64 + me as f64 / 3.0).collect();
         let mut rb = vec![0f64; count];

@@ -93,6 +93,7 @@ fn bytes_of(n: u64, per_rank: bool) -> (u64, String) {
 }
 
 pub(crate) fn reduction_of(what: &str, dt: GOAL_DataType, width: c_int, op: GOAL_Op) -> Result<Reduction, Error> {
+    crate::userop::live_op(what, op)?;
     Reduction::from_raw(op as i64, dt as i64, width as i64).map_err(|e| coll_error(what, e))
 }
 

@@ -34,11 +34,13 @@ mod coll_v;
 mod group;
 mod registry;
 mod runbuf;
+mod userop;
 pub use coll::*;
 pub use coll_on::*;
 pub use coll_v::*;
 pub use group::*;
 pub use runbuf::*;
+pub use userop::*;
 
 /// A graph under construction (opaque).
 pub struct goal_graph {
@@ -100,6 +102,9 @@ pub const GOAL_FLOAT: GOAL_DataType = 2;
 /// floats combine in fp32 and round to nearest even once per combine (see
 /// docs/api.md).
 pub const GOAL_BFLOAT: GOAL_DataType = 3;
+/// Opaque elements of `element_width / 8` bytes (any positive multiple of
+/// 8 bits): only user operations (GOAL_Op_create) and GOAL_COPY take them.
+pub const GOAL_BYTES: GOAL_DataType = 4;
 
 /// Operator of a local operation.
 pub type GOAL_Op = c_int;
@@ -125,6 +130,9 @@ pub const GOAL_OR: GOAL_Op = 8;
 pub const GOAL_XOR: GOAL_Op = 9;
 /// Writes the time in seconds as one 64-bit double into the result.
 pub const GOAL_WTIME: GOAL_Op = 10;
+/// No operator: what GOAL_Op_free leaves. User operators (GOAL_Op_create)
+/// are values from 65536 up, never a built-in one's.
+pub const GOAL_OP_NULL: GOAL_Op = -1;
 
 /// Success; every error code is negative.
 pub const GOAL_SUCCESS: c_int = 0;
@@ -234,6 +242,10 @@ fn invalid(msg: String) -> Error {
 
 /// The panic boundary: runs `f`, turning a panic into `on_panic` and a message.
 fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
+    if let Some(e) = userop::refused_inside(what) {
+        fail(e);
+        return on_panic;
+    }
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(p) => {
@@ -245,6 +257,9 @@ fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
 }
 
 fn code_result(what: &str, f: impl FnOnce() -> Result<c_int, Error>) -> c_int {
+    if let Some(e) = userop::refused_inside(what) {
+        return fail(e);
+    }
     guard(what, GOAL_ERR_INTERNAL, || f().unwrap_or_else(fail))
 }
 
@@ -485,6 +500,7 @@ pub unsafe extern "C" fn GOAL_LocalOp(
     vertex_result("GOAL_LocalOp", || {
         // SAFETY: forwarded caller guarantee.
         let gr = unsafe { graph(g, "GOAL_LocalOp") }?;
+        userop::live_op("GOAL_LocalOp", op)?;
         let n = num_elements as i64;
         // COPY does not read b2; WTIME writes one double to bres and reads nothing.
         if op != GOAL_WTIME {
@@ -525,6 +541,7 @@ pub unsafe extern "C" fn GOAL_LocalOpVec(
     vertex_result("GOAL_LocalOpVec", || {
         // SAFETY: forwarded caller guarantees.
         let gr = unsafe { graph(g, "GOAL_LocalOpVec") }?;
+        userop::live_op("GOAL_LocalOpVec", op)?;
         // SAFETY: forwarded caller guarantees.
         let (l1, l2, l3) = unsafe {
             (

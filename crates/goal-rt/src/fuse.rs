@@ -22,7 +22,8 @@
 //! - it is a plain receive into the scratchpad, or into application memory
 //!   that the operation writes its result to, with exactly one dependent
 //!   and no operation waiting for it to start;
-//! - that dependent is a plain binary local operation (not COPY or WTIME)
+//! - that dependent is a plain binary local operation (not COPY or WTIME,
+//!   nor a user operator, whose function is called once per operation)
 //!   with no start dependents either, whose first or second operand (not
 //!   both) is exactly the received buffer, over as many bytes as the
 //!   receive takes;
@@ -75,7 +76,9 @@ pub(crate) fn plan(s: &Schedule) -> Vec<Plan> {
             continue;
         }
         let l = s.locals[od.addr as usize];
-        if !l.op().is_binary() {
+        // A user operator's function takes whole calls, not elements as
+        // they come (and may be slow): never fused.
+        if !l.op().is_binary() || l.op().builtin().is_none() {
             continue;
         }
         if l.count as u64 * l.width as u64 / 8 != o.len as u64 {
@@ -197,6 +200,22 @@ mod tests {
             assert_eq!(p[0].first, first);
             assert_eq!(s.origin[p[0].recv as usize] as u64, got);
             assert_eq!(s.origin[p[0].op as usize] as u64, sum);
+        }
+    }
+
+    /// A user operator's function is called on whole operations, never as
+    /// the message comes: its step is not fused (the same step with a
+    /// built-in operator is).
+    #[test]
+    fn a_user_operator_is_never_fused() {
+        let user = goal_sched::UserOp { id: 1, commutative: true }.raw();
+        for (op, fused) in [(ReduceOp::Add as i64, 1), (user, 0)] {
+            let mut g = Graph::new();
+            g.set_scratchpad(4096);
+            let got = g.recv(Buf::scratch(0), 4096, 1, 0);
+            let sum = g.local(op, DataType::UInt as i64, 32, 1024, Buf::scratch(0), Buf::user(0x1000), Buf::user(0x1000));
+            g.requires(got, sum).unwrap();
+            assert_eq!(plan(&compile(&g)).len(), fused, "operator {op}");
         }
     }
 

@@ -10,7 +10,9 @@
 //! engine between the application's calls: only the application
 //! (`manual`), or a helper thread that sleeps in the kernel until data
 //! arrives (`thread`), polls (`spin`), or also hands runs of small messages
-//! to the kernel (`kernel`); `auto` picks `spin` or `thread`.
+//! to the kernel (`kernel`); `auto` picks `spin` or `thread`. `userop`
+//! holds the application's reduction functions (user operators), which
+//! local operations call wherever the engine runs.
 //!
 //! In the layer picture of `docs/design.md` this crate is the middle: the
 //! application calls it (Rust directly, C through goal-ffi), and it calls
@@ -57,6 +59,7 @@ pub mod error;
 pub mod localop;
 mod progress;
 mod runbuf;
+pub mod userop;
 mod slice;
 mod ticks;
 pub mod proto;
@@ -501,8 +504,10 @@ impl Runtime {
     /// [`compile_on`](Self::compile_on), numbered `number` in the group if
     /// given (else the group's next number).
     pub(crate) fn compile_numbered(&self, grp: &Group, g: &goal_sched::Graph, number: Option<u32>) -> Result<Schedule> {
+        refuse_inside_user_op()?;
         grp.check_live("compiling")?;
         let mut s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: grp.size() }).map_err(Error::from)?;
+        let users = user_functions(&s)?;
         if grp.inner.ctx != 0 {
             // The engine speaks job ranks: each peer of the group becomes
             // the rank it is in the job (a one-to-one map, so what the
@@ -523,7 +528,7 @@ impl Runtime {
             }
         };
         let id = proto::sched_id(grp.inner.ctx, n);
-        let inner = Arc::new(SchedInner::new(id, s, grp.inner.members.clone()));
+        let inner = Arc::new(SchedInner::new(id, s, grp.inner.members.clone(), users));
         if !self.lock_engine().adopt(inner.clone()) {
             // (Dropped without a handle: nothing to free in the engine.)
             return Err(Error::new(
@@ -558,6 +563,7 @@ impl Runtime {
     /// hold the bytes the schedule needs.
     #[inline(always)]
     unsafe fn start_run(self: &Arc<Self>, s: &Schedule, run: &[usize]) -> Result<Handle> {
+        refuse_inside_user_op()?;
         if s.group.inner.freed.load(Ordering::Relaxed) {
             return Err(Error::new(ErrorKind::InvalidArgument, format!("the schedule's group (context {}) was freed", s.group.inner.ctx)));
         }
@@ -619,6 +625,7 @@ impl Runtime {
 impl Handle {
     /// `Ok(true)` once finished, `Ok(false)` while running, `Err` if it failed.
     pub fn test(&self) -> Result<bool> {
+        refuse_inside_user_op()?;
         let Some(shared) = &self.shared else { return Ok(true) };
         if shared.state.load(Ordering::Acquire) == RUNNING {
             shared.rt.try_progress();
@@ -629,6 +636,7 @@ impl Handle {
     /// Blocks until the execution has finished.
     #[inline]
     pub fn wait(self) -> Result<()> {
+        refuse_inside_user_op()?;
         let Some(shared) = &self.shared else { return Ok(()) };
         progress::wait(shared);
         state(shared).map(|_| ())
@@ -672,6 +680,42 @@ fn state(shared: &ExecShared) -> Result<bool> {
 #[cold]
 fn failure(shared: &ExecShared) -> Error {
     shared.error.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| Error::new(ErrorKind::System, "execution failed"))
+}
+
+/// The functions of the user operators `s` names, each once; an error
+/// names the first one that was freed or never created, and its vertex.
+fn user_functions(s: &goal_sched::Schedule) -> Result<Vec<Arc<userop::UserFn>>> {
+    let mut out: Vec<Arc<userop::UserFn>> = Vec::new();
+    for (i, o) in s.ops.iter().enumerate() {
+        let op = match o.kind() {
+            goal_sched::OpKind::Local => s.locals[o.addr as usize].op(),
+            goal_sched::OpKind::LocalVec => s.lvecs[o.addr as usize].op(),
+            _ => continue,
+        };
+        let goal_sched::Op::User(u) = op else { continue };
+        if out.iter().any(|f| f.op == u) {
+            continue;
+        }
+        let f = userop::resolve(u).map_err(|mut e| {
+            e.message = format!("vertex {} (a local operation): {}", s.origin.get(i).copied().unwrap_or(i as u32), e.message);
+            e
+        })?;
+        out.push(f);
+    }
+    Ok(out)
+}
+
+/// Refuses a call from inside a user operator's function: the engine's
+/// lock is held there, by this very thread.
+#[inline(always)]
+fn refuse_inside_user_op() -> Result<()> {
+    if userop::inside() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "called from inside a user operation's function, while goal runs it: a user function must not call goal",
+        ));
+    }
+    Ok(())
 }
 
 /// Seconds on the clock `GOAL_WTIME` uses.

@@ -263,7 +263,7 @@ mod tests {
                     assert!(p.chains.iter().all(|c| c.len() == 2), "n={n} rank={rank}: {:?}", p.chains);
                 }
                 let mut g = Graph::new();
-                let red = coll::Reduction { op: crate::ReduceOp::Add, dt: crate::DataType::Float, width: 32 };
+                let red = coll::Reduction::new(crate::ReduceOp::Add, crate::DataType::Float, 32);
                 coll::allreduce(&mut g, grp, at, 0x10_0000, 0x20_0000, 1024, red, Algorithm::Auto).unwrap();
                 let s = compiled(&g, n);
                 check_paths(&s, &plan(&s));

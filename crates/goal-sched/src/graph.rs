@@ -179,7 +179,7 @@ impl Vertex {
             Vertex::Recv { peer, tag, .. } => format!("Recv from {peer}, tag {tag}"),
             Vertex::SendVec { peer, tag, .. } => format!("SendVec to {peer}, tag {tag}"),
             Vertex::RecvVec { peer, tag, .. } => format!("RecvVec from {peer}, tag {tag}"),
-            Vertex::Local { op, .. } | Vertex::LocalVec { op, .. } => match crate::ReduceOp::from_raw(*op) {
+            Vertex::Local { op, .. } | Vertex::LocalVec { op, .. } => match crate::Op::from_raw(*op) {
                 Some(o) => format!("LocalOp {}", o.name()),
                 None => format!("LocalOp {op}"),
             },

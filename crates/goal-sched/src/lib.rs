@@ -31,5 +31,5 @@ pub mod sim;
 
 pub use error::{CompileError, CompileErrorKind};
 pub use graph::{run_addr, Buf, Graph, MemType, Vertex, VertexId, ANY_SOURCE, ANY_TAG, MEM_RUN0, RUN_SHIFT, RUN_SLOTS};
-pub use ops::{DataType, ReduceOp};
-pub use schedule::{compile, CompileOptions, LocalRec, OpKind, OpRec, Piece, Schedule, VecRec, FLAG_EXACT, FLAG_REL};
+pub use ops::{DataType, Op, ReduceOp, UserOp, USER_OP_FIRST};
+pub use schedule::{compile, CompileOptions, LocalRec, LocalVecRec, OpKind, OpRec, Piece, Schedule, VecRec, FLAG_EXACT, FLAG_REL, OP_USER};

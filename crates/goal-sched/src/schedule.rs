@@ -11,9 +11,9 @@
 //!                           `independent` operations (no prerequisite) first
 //! edges:  [u32; e]          dependents of op i: edges[ops[i].first_dep .. ops[i+1].first_dep]
 //!                           (the last op's run ends at e)
-//! locals: [LocalRec]        32 bytes per local operation (op, type, width, 3 buffers)
+//! locals: [LocalRec]        40 bytes per local operation (op, type, width, user op, 3 buffers)
 //! vecs:   [VecRec]          8 bytes per vector send/receive: a run of `pieces`
-//! lvecs:  [LocalVecRec]     28 bytes per vector local operation: three runs of `pieces`
+//! lvecs:  [LocalVecRec]     36 bytes per vector local operation: three runs of `pieces`
 //! pieces: [Piece]           16 bytes per piece (address or offset, length)
 //! start_index, start_edges  only for graphs with "irequires" edges: CSR of
 //!                           the operations that wait for op i to *start*
@@ -54,7 +54,7 @@
 use crate::error::{CompileError, CompileErrorKind as K};
 use crate::graph::{run_addr, Graph, MemType, Vertex, RUN_SHIFT, RUN_SLOTS};
 use crate::ops::check_local;
-use crate::{DataType, ReduceOp};
+use crate::{DataType, Op, ReduceOp, UserOp};
 use std::collections::VecDeque;
 
 /// Bytes of the header of [`Schedule::to_bytes`].
@@ -142,20 +142,27 @@ impl OpRec {
     }
 }
 
-/// A local operation's parameters (32 bytes).
+/// [`LocalRec::op`]'s byte for a user operator (whose number is in `user`).
+pub const OP_USER: u8 = 0xFF;
+
+/// A local operation's parameters (40 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct LocalRec {
-    /// [`ReduceOp`] as a byte.
+    /// [`ReduceOp`] as a byte, or [`OP_USER`].
     pub op: u8,
     /// [`DataType`] as a byte.
     pub dt: u8,
-    /// Element width in bits.
-    pub width: u8,
     /// Bit i: buffer i (0 = b1, 1 = b2, 2 = b3) is a relative address.
     pub mem: u8,
+    /// Reserved, zero.
+    pub reserved: u8,
+    /// Element width in bits.
+    pub width: u32,
     /// Number of elements.
     pub count: u32,
+    /// The user operator (`2 * id + commutative`) when `op` is [`OP_USER`], else 0.
+    pub user: u32,
     /// First operand.
     pub b1: u64,
     /// Second operand.
@@ -164,10 +171,29 @@ pub struct LocalRec {
     pub b3: u64,
 }
 
+/// `(op, user)` bytes of a record for `op`.
+fn op_bytes(op: Op) -> (u8, u32) {
+    match op {
+        Op::Builtin(o) => (o as u8, 0),
+        Op::User(u) => (OP_USER, 2 * u.id + u.commutative as u32),
+    }
+}
+
+/// The operator of a record's `(op, user)`.
+#[inline(always)]
+fn op_of(op: u8, user: u32) -> Op {
+    if op == OP_USER {
+        Op::User(UserOp { id: user / 2, commutative: user % 2 == 1 })
+    } else {
+        Op::Builtin(ReduceOp::ALL[op as usize])
+    }
+}
+
 impl LocalRec {
     /// The operator.
-    pub fn op(&self) -> ReduceOp {
-        ReduceOp::ALL[self.op as usize]
+    #[inline(always)]
+    pub fn op(&self) -> Op {
+        op_of(self.op, self.user)
     }
     /// The element type.
     pub fn dt(&self) -> DataType {
@@ -185,20 +211,35 @@ pub struct VecRec {
     pub count: u32,
 }
 
-/// A local operation over three lists (28 bytes).
+/// A local operation over three lists (36 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct LocalVecRec {
-    /// [`ReduceOp`] as a byte.
+    /// [`ReduceOp`] as a byte, or [`OP_USER`].
     pub op: u8,
     /// [`DataType`] as a byte.
     pub dt: u8,
-    /// Element width in bits.
-    pub width: u8,
     /// Bit i: list i's pieces are relative addresses.
     pub mem: u8,
+    /// Reserved, zero.
+    pub reserved: u8,
+    /// Element width in bits.
+    pub width: u32,
+    /// The user operator, as in [`LocalRec::user`].
+    pub user: u32,
     /// The three lists: operand 1, operand 2, result.
     pub lists: [VecRec; 3],
+}
+
+impl LocalVecRec {
+    /// The operator.
+    pub fn op(&self) -> Op {
+        op_of(self.op, self.user)
+    }
+    /// The element type.
+    pub fn dt(&self) -> DataType {
+        DataType::from_raw(self.dt as i64).unwrap_or(DataType::UInt)
+    }
 }
 
 /// One piece of a gather/scatter list (16 bytes).
@@ -273,9 +314,9 @@ impl Schedule {
             + self.edges.len() * 4
             + self.start_index.len() * 4
             + self.start_edges.len() * 4
-            + self.locals.len() * 32
+            + self.locals.len() * 40
             + self.vecs.len() * 8
-            + self.lvecs.len() * 28
+            + self.lvecs.len() * 36
             + self.pieces.len() * 16
             + self.run.len() * 8
     }
@@ -318,8 +359,10 @@ impl Schedule {
             b.extend_from_slice(&e.to_le_bytes());
         }
         for l in &self.locals {
-            b.extend_from_slice(&[l.op, l.dt, l.width, l.mem]);
-            b.extend_from_slice(&l.count.to_le_bytes());
+            b.extend_from_slice(&[l.op, l.dt, l.mem, l.reserved]);
+            for x in [l.width, l.count, l.user] {
+                b.extend_from_slice(&x.to_le_bytes());
+            }
             for x in [l.b1, l.b2, l.b3] {
                 b.extend_from_slice(&x.to_le_bytes());
             }
@@ -329,7 +372,9 @@ impl Schedule {
             b.extend_from_slice(&v.count.to_le_bytes());
         }
         for l in &self.lvecs {
-            b.extend_from_slice(&[l.op, l.dt, l.width, l.mem]);
+            b.extend_from_slice(&[l.op, l.dt, l.mem, l.reserved]);
+            b.extend_from_slice(&l.width.to_le_bytes());
+            b.extend_from_slice(&l.user.to_le_bytes());
             for v in &l.lists {
                 b.extend_from_slice(&v.first.to_le_bytes());
                 b.extend_from_slice(&v.count.to_le_bytes());
@@ -721,8 +766,8 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
             let mut at = [b1.addr, b2.addr, b3.addr];
             for (i, (b, name)) in bufs.iter().enumerate() {
                 let used = match op {
-                    ReduceOp::Wtime => i == 2,
-                    ReduceOp::Copy => i != 1,
+                    Op::Builtin(ReduceOp::Wtime) => i == 2,
+                    Op::Builtin(ReduceOp::Copy) => i != 1,
                     _ => true,
                 };
                 if !used {
@@ -740,7 +785,8 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
             rec.addr = s.locals.len() as u64;
             rec.len = bytes.min(u32::MAX as u64) as u32;
             rec.peer = -1;
-            s.locals.push(LocalRec { op: op as u8, dt: dt as u8, width, mem, count, b1: at[0], b2: at[1], b3: at[2] });
+            let (op, user) = op_bytes(op);
+            s.locals.push(LocalRec { op, dt: dt as u8, mem, reserved: 0, width, count, user, b1: at[0], b2: at[1], b3: at[2] });
         }
         Vertex::LocalVec { op, dt, width, lists } => {
             let (op, dt, width) = check_local(*op, *dt, *width).map_err(|m| err(K::BadOp, m))?;
@@ -749,8 +795,8 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
             let mut mem = 0u8;
             for (i, (m, pieces)) in lists.iter().enumerate() {
                 let used = match op {
-                    ReduceOp::Wtime => i == 2,
-                    ReduceOp::Copy => i != 1,
+                    Op::Builtin(ReduceOp::Wtime) => i == 2,
+                    Op::Builtin(ReduceOp::Copy) => i != 1,
                     _ => true,
                 };
                 if !used {
@@ -786,7 +832,8 @@ fn encode(s: &mut Schedule, rec: &mut OpRec, v: &Vertex, vi: usize, opts: &Compi
             rec.addr = s.lvecs.len() as u64;
             rec.len = totals[2].min(u32::MAX as u64) as u32;
             rec.peer = -1;
-            s.lvecs.push(LocalVecRec { op: op as u8, dt: dt as u8, width, mem, lists: recs });
+            let (op, user) = op_bytes(op);
+            s.lvecs.push(LocalVecRec { op, dt: dt as u8, mem, reserved: 0, width, user, lists: recs });
         }
         Vertex::Calc { units } => {
             if *units < 0 {
@@ -812,9 +859,9 @@ mod tests {
     #[test]
     fn records_have_the_documented_sizes() {
         assert_eq!(std::mem::size_of::<OpRec>(), 32);
-        assert_eq!(std::mem::size_of::<LocalRec>(), 32);
+        assert_eq!(std::mem::size_of::<LocalRec>(), 40);
         assert_eq!(std::mem::size_of::<VecRec>(), 8);
-        assert_eq!(std::mem::size_of::<LocalVecRec>(), 28);
+        assert_eq!(std::mem::size_of::<LocalVecRec>(), 36);
         assert_eq!(std::mem::size_of::<Piece>(), 16);
     }
 
@@ -867,7 +914,10 @@ mod tests {
             (local(ReduceOp::Xor as i64, 2, 16), K::BadOp, "GOAL_XOR is not defined on GOAL_FLOAT of width 16"),
             (local(ReduceOp::Add as i64, 3, 32), K::BadOp, "element width 32 bits does not exist for GOAL_BFLOAT (it takes 16 only)"),
             (local(ReduceOp::Add as i64, 2, 8), K::BadOp, "element width 8 bits does not exist for GOAL_FLOAT (it takes 16, 32 or 64)"),
-            (local(ReduceOp::Add as i64, 4, 16), K::BadOp, "data type 4 does not exist"),
+            (local(ReduceOp::Add as i64, 5, 16), K::BadOp, "data type 5 does not exist"),
+            (local(ReduceOp::Add as i64, 4, 96), K::BadOp, "GOAL_ADD is not defined on GOAL_BYTES"),
+            (local(UserOp { id: 3, commutative: false }.raw(), 4, 12), K::BadOp, "element width 12 bits does not exist for GOAL_BYTES"),
+            (local(-1, 0, 8), K::BadOp, "operator -1"),
         ];
         for (v, kind, needle) in cases {
             let mut g = Graph::new();
@@ -997,6 +1047,26 @@ mod tests {
         assert!(compile(&g, &opts(2)).is_ok());
     }
 
+    /// A user operator (with opaque elements or a built-in type) compiles
+    /// into a record that gives it back, commutativity included.
+    #[test]
+    fn user_operators_and_opaque_elements_survive_compilation() {
+        for (u, dt, width) in [(UserOp { id: 0, commutative: true }, 4, 96), (UserOp { id: UserOp::MAX_ID, commutative: false }, 2, 64)] {
+            let mut g = Graph::new();
+            g.set_scratchpad(1 << 12);
+            g.local(u.raw(), dt, width, 10, Buf::scratch(0), Buf::scratch(1024), Buf::scratch(2048));
+            g.add(Vertex::LocalVec { op: u.raw(), dt, width, lists: [(1, vec![(0, 120)]), (1, vec![(1024, 120)]), (1, vec![(2048, 120)])] });
+            let s = compile(&g, &opts(1)).unwrap();
+            assert_eq!((s.locals[0].op(), s.locals[0].width, s.locals[0].dt()), (Op::User(u), width as u32, DataType::from_raw(dt).unwrap()));
+            assert_eq!(s.lvecs[0].op(), Op::User(u));
+            assert!(u.raw() <= i32::MAX as i64 && UserOp::from_raw(u.raw()) == Some(u));
+        }
+        // COPY moves opaque elements too.
+        let mut g = Graph::new();
+        g.local(ReduceOp::Copy as i64, 4, 8 * 12, 3, Buf::user(0), Buf::user(0), Buf::user(64));
+        assert_eq!(compile(&g, &opts(1)).unwrap().locals[0].width, 96);
+    }
+
     #[test]
     fn a_million_operation_chain_compiles_quickly() {
         let n = 1_000_000u64;
@@ -1014,8 +1084,8 @@ mod tests {
         assert_eq!(s.ops.len(), n as usize);
         assert_eq!(s.independent, 1);
         assert_eq!(s.edges.len(), n as usize - 1);
-        // 32 bytes per op, 32 per local record, 4 per edge
-        assert!(s.byte_size() < (n as usize) * 70);
+        // 32 bytes per op, 40 per local record, 4 per edge
+        assert!(s.byte_size() < (n as usize) * 80);
     }
 
     #[test]

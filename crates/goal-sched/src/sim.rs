@@ -15,7 +15,9 @@
 //!   error (truncation), a smaller one completes it;
 //! * local operations compute exactly what the runtime's kernels compute
 //!   (wrapping integers, IEEE floats, integer division by zero an error,
-//!   `WTIME` writes some 8 bytes); `Calc` does nothing.
+//!   `WTIME` writes some 8 bytes); `Calc` does nothing. A user operator runs
+//!   the function given to [`simulate_user`] as the runtime runs the
+//!   application's: `inout = in op inout`, the first operand as `in`.
 //!
 //! # Time and order
 //!
@@ -53,7 +55,7 @@
 use crate::error::CompileError;
 use crate::graph::Graph;
 use crate::schedule::{compile, CompileOptions, OpKind, Schedule};
-use crate::{DataType, ReduceOp};
+use crate::{DataType, Op, ReduceOp, UserOp};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
@@ -247,8 +249,22 @@ pub fn simulate(graphs: &[Graph], mem: &mut [Vec<u8>]) -> Result<SimStats, SimEr
     simulate_with(graphs, mem, &SimOptions::default())
 }
 
+/// A user operator's function for [`simulate_user`]: `f(op, input, inout,
+/// count)` sets `inout[i] = input[i] op inout[i]` for `count` elements
+/// (`input` is the first operand, `inout` holds the second).
+pub type UserFn<'a> = &'a dyn Fn(UserOp, &[u8], &mut [u8], usize);
+
 /// [`simulate`] with explicit options.
 pub fn simulate_with(graphs: &[Graph], mem: &mut [Vec<u8>], opts: &SimOptions) -> Result<SimStats, SimError> {
+    run_sim(graphs, mem, opts, None)
+}
+
+/// [`simulate_with`] for graphs with user operators, computed by `user`.
+pub fn simulate_user(graphs: &[Graph], mem: &mut [Vec<u8>], opts: &SimOptions, user: UserFn<'_>) -> Result<SimStats, SimError> {
+    run_sim(graphs, mem, opts, Some(user))
+}
+
+fn run_sim(graphs: &[Graph], mem: &mut [Vec<u8>], opts: &SimOptions, user: Option<UserFn<'_>>) -> Result<SimStats, SimError> {
     if graphs.is_empty() || graphs.len() != mem.len() {
         return Err(SimError::Setup(format!(
             "{} graphs and {} memories: give one of each per rank, at least one",
@@ -279,6 +295,7 @@ pub fn simulate_with(graphs: &[Graph], mem: &mut [Vec<u8>], opts: &SimOptions) -
         now: 0,
         rng,
         opts: *opts,
+        user,
         stats: SimStats::default(),
         channel: HashMap::new(),
     };
@@ -387,6 +404,8 @@ struct Sim<'a> {
     now: u64,
     rng: Rng,
     opts: SimOptions,
+    /// The user operators' function, if given.
+    user: Option<UserFn<'a>>,
     stats: SimStats,
     /// Last arrival time per (source, destination, tag): same-tag messages do not overtake.
     channel: HashMap<(u32, u32, i32), u64>,
@@ -487,11 +506,11 @@ impl Sim<'_> {
             }
             OpKind::LocalVec => {
                 let l = s.lvecs[o.addr as usize];
-                let op = ReduceOp::ALL[l.op as usize];
+                let op = l.op();
                 for (i, list) in l.lists.iter().enumerate() {
                     let used = match op {
-                        ReduceOp::Wtime => i == 2,
-                        ReduceOp::Copy => i != 1,
+                        Op::Builtin(ReduceOp::Wtime) => i == 2,
+                        Op::Builtin(ReduceOp::Copy) => i != 1,
                         _ => true,
                     };
                     if used {
@@ -609,7 +628,7 @@ impl Sim<'_> {
         let s = &self.ranks[r as usize].s;
         let o = s.ops[op as usize];
         type List = Vec<(bool, u64, u64)>;
-        let (rop, lists): (ReduceOp, [List; 3]) = match o.kind() {
+        let (rop, lists): (Op, [List; 3]) = match o.kind() {
             OpKind::Local => {
                 let l = s.locals[o.addr as usize];
                 let bytes = l.count as u64 * (l.width as u64 / 8);
@@ -620,7 +639,7 @@ impl Sim<'_> {
                 let l = s.lvecs[o.addr as usize];
                 let list =
                     |i: usize| s.pieces_of(l.lists[i]).iter().map(|p| (l.mem & (1 << i) != 0, p.addr, p.addr + p.len as u64)).collect();
-                (ReduceOp::ALL[l.op as usize], [list(0), list(1), list(2)])
+                (l.op(), [list(0), list(1), list(2)])
             }
             _ => return Ok(()),
         };
@@ -786,7 +805,7 @@ impl Sim<'_> {
         let s = &self.ranks[r as usize].s;
         let o = s.ops[op as usize];
         type List = Vec<(bool, u64, u64)>;
-        let (rop, dt, width, lists): (ReduceOp, DataType, u8, [List; 3]) = if o.kind() == OpKind::Local {
+        let (rop, dt, width, lists): (Op, DataType, u32, [List; 3]) = if o.kind() == OpKind::Local {
             let l = s.locals[o.addr as usize];
             let bytes = l.count as u64 * (l.width as u64 / 8);
             let one = |i: u8, a: u64| vec![(l.mem & (1 << i) != 0, a, bytes)];
@@ -794,7 +813,7 @@ impl Sim<'_> {
         } else {
             let l = s.lvecs[o.addr as usize];
             let list = |i: usize| s.pieces_of(l.lists[i]).iter().map(|p| (l.mem & (1 << i) != 0, p.addr, p.len as u64)).collect();
-            (ReduceOp::ALL[l.op as usize], DataType::from_raw(l.dt as i64).unwrap_or(DataType::UInt), l.width, [list(0), list(1), list(2)])
+            (l.op(), l.dt(), l.width, [list(0), list(1), list(2)])
         };
         if rop == ReduceOp::Wtime {
             let t = (self.now as f64 * 1e-9).to_ne_bytes();
@@ -816,7 +835,21 @@ impl Sim<'_> {
         let a = gather(self, &lists[0]);
         let b = if rop.is_binary() { gather(self, &lists[1]) } else { Vec::new() };
         let mut out = vec![0u8; a.len()];
-        let res = kernel(rop, dt, width, &a, &b, &mut out);
+        let res = match rop {
+            Op::Builtin(o) => kernel(o, dt, width, &a, &b, &mut out),
+            Op::User(u) => {
+                let Some(f) = self.user else {
+                    return Err(SimError::Setup(format!(
+                        "rank {r}: vertex {} applies {}, and no function was given for it (simulate_user)",
+                        self.vertex(r, op),
+                        rop.name()
+                    )));
+                };
+                out.copy_from_slice(&b);
+                f(u, &a, &mut out, a.len() / (width as usize / 8));
+                Ok(())
+            }
+        };
         let written = match res {
             Ok(()) => out.len(),
             Err(i) => i * (width as usize / 8),
@@ -843,7 +876,7 @@ fn accepts(peer: i32, tag: i32, m: &Msg) -> bool {
 
 /// `out[i] = a[i] op b[i]` with the runtime kernels' semantics; `Err(i)`:
 /// integer division by zero at element `i` (elements before it are written).
-fn kernel(op: ReduceOp, dt: DataType, width: u8, a: &[u8], b: &[u8], out: &mut [u8]) -> Result<(), usize> {
+fn kernel(op: ReduceOp, dt: DataType, width: u32, a: &[u8], b: &[u8], out: &mut [u8]) -> Result<(), usize> {
     if op == ReduceOp::Copy {
         out.copy_from_slice(a);
         return Ok(());

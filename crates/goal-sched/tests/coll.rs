@@ -403,7 +403,7 @@ fn every_collective_on_larger_groups() {
                     alltoall_case(*alg, p, bytes, in_place, seed);
                 }
             }
-            let red = Reduction { op: ReduceOp::Add, dt: DataType::Float, width: 32 };
+            let red = Reduction::new(ReduceOp::Add, DataType::Float, 32);
             for coll in REDUCTIONS {
                 for &alg in algorithms(coll) {
                     for root in if coll == Coll::Reduce { roots(p) } else { vec![0] } {
@@ -422,6 +422,7 @@ fn every_collective_on_larger_groups() {
 
 /// The element-wise operation, as the runtime's kernels compute it.
 fn kernel(red: Reduction, a: &[u8], b: &[u8]) -> Vec<u8> {
+    let op = red.op.builtin().expect("a built-in operator");
     macro_rules! each {
         ($t:ty, |$x:ident, $y:ident| $e:expr) => {{
             const W: usize = std::mem::size_of::<$t>();
@@ -438,7 +439,7 @@ fn kernel(red: Reduction, a: &[u8], b: &[u8]) -> Vec<u8> {
     }
     macro_rules! int {
         ($t:ty) => {
-            match red.op {
+            match op {
                 ReduceOp::Max => each!($t, |x, y| if x > y { x } else { y }),
                 ReduceOp::Min => each!($t, |x, y| if x < y { x } else { y }),
                 ReduceOp::Add => each!($t, |x, y| x.wrapping_add(y)),
@@ -452,7 +453,7 @@ fn kernel(red: Reduction, a: &[u8], b: &[u8]) -> Vec<u8> {
     }
     macro_rules! float {
         ($t:ty) => {
-            match red.op {
+            match op {
                 ReduceOp::Max => each!($t, |x, y| x.max(y)),
                 ReduceOp::Min => each!($t, |x, y| x.min(y)),
                 ReduceOp::Add => each!($t, |x, y| x + y),
@@ -465,7 +466,7 @@ fn kernel(red: Reduction, a: &[u8], b: &[u8]) -> Vec<u8> {
     // its own against the definitions in goal_sched::half.
     macro_rules! half {
         ($combine:path) => {
-            each!(u16, |x, y| $combine(red.op, x, y))
+            each!(u16, |x, y| $combine(op, x, y))
         };
     }
     match (red.dt, red.width) {
@@ -491,13 +492,13 @@ fn all_reductions() -> Vec<Reduction> {
     for dt in [DataType::SInt, DataType::UInt] {
         for width in [8, 16, 32, 64] {
             for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Mul, ReduceOp::And, ReduceOp::Or, ReduceOp::Xor] {
-                v.push(Reduction { op, dt, width });
+                v.push(Reduction::new(op, dt, width));
             }
         }
     }
     for (dt, width) in [(DataType::Float, 16), (DataType::BFloat, 16), (DataType::Float, 32), (DataType::Float, 64)] {
         for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Add, ReduceOp::Mul] {
-            v.push(Reduction { op, dt, width });
+            v.push(Reduction::new(op, dt, width));
         }
     }
     v
@@ -618,6 +619,7 @@ fn order_of(coll: Coll, alg: Algorithm, root: u32) -> Order {
     match (coll, alg) {
         (Coll::Reduce, Algorithm::Binomial) => Order::Binomial(root),
         (Coll::Reduce, Algorithm::Linear) => Order::Linear(root),
+        (Coll::ReduceScatterBlock, Algorithm::Linear) => Order::Linear(0),
         (_, Algorithm::RecursiveDoubling) if coll == Coll::Allreduce => Order::Doubling,
         (_, Algorithm::Ring) => Order::Ring,
         _ => Order::Halving,
@@ -685,9 +687,9 @@ fn reductions_every_type_and_operator() {
 
 #[test]
 fn reductions_every_size_root_and_seed() {
-    let f64_add = Reduction { op: ReduceOp::Add, dt: DataType::Float, width: 64 };
-    let f32_mul = Reduction { op: ReduceOp::Mul, dt: DataType::Float, width: 32 };
-    let i32_add = Reduction { op: ReduceOp::Add, dt: DataType::SInt, width: 32 };
+    let f64_add = Reduction::new(ReduceOp::Add, DataType::Float, 64);
+    let f32_mul = Reduction::new(ReduceOp::Mul, DataType::Float, 32);
+    let i32_add = Reduction::new(ReduceOp::Add, DataType::SInt, 32);
     let mut cases = 0;
     for coll in REDUCTIONS {
         for alg in with_auto(coll) {
@@ -723,17 +725,17 @@ fn reductions_every_size_root_and_seed() {
 #[test]
 fn non_associative_operators_are_refused() {
     for op in [ReduceOp::Sub, ReduceOp::Div, ReduceOp::Copy, ReduceOp::Wtime] {
-        let red = Reduction { op, dt: DataType::Float, width: 64 };
+        let red = Reduction::new(op, DataType::Float, 64);
         let e = allreduce(&mut Graph::new(), Group { rank: 0, size: 2 }, place(), 0, 0, 4, red, Algorithm::Auto).unwrap_err();
         assert!(matches!(&e, CollError::BadArgument(m) if m.contains(op.name()) && m.contains("associative")), "{e}");
     }
-    let red = Reduction { op: ReduceOp::Xor, dt: DataType::Float, width: 64 };
+    let red = Reduction::new(ReduceOp::Xor, DataType::Float, 64);
     let e = reduce(&mut Graph::new(), Group { rank: 0, size: 2 }, place(), 0, 0, 4, red, 0, Algorithm::Auto).unwrap_err();
     assert!(e.to_string().contains("GOAL_XOR is not defined on GOAL_FLOAT"), "{e}");
     // 16-bit floats: the bitwise operators and SUB/DIV are refused, naming operator, type and width.
     for (dt, ty) in [(DataType::Float, "GOAL_FLOAT"), (DataType::BFloat, "GOAL_BFLOAT")] {
         for op in [ReduceOp::And, ReduceOp::Or, ReduceOp::Xor] {
-            let red = Reduction { op, dt, width: 16 };
+            let red = Reduction::new(op, dt, 16);
             let e = allreduce(&mut Graph::new(), Group { rank: 0, size: 2 }, place(), 0, 0, 4, red, Algorithm::Auto).unwrap_err();
             assert!(e.to_string().contains(&format!("{} is not defined on {ty} of width 16", op.name())), "{e}");
             let e = Reduction::from_raw(op as i64, dt as i64, 16).unwrap_err();
@@ -764,7 +766,7 @@ fn an_algorithm_that_does_not_apply_is_unsupported_with_a_clear_message() {
         )
     );
     let grp = Group { rank: 1, size: 4 };
-    let red = Reduction { op: ReduceOp::Add, dt: DataType::UInt, width: 32 };
+    let red = Reduction::new(ReduceOp::Add, DataType::UInt, 32);
     for coll in Coll::ALL {
         for alg in Algorithm::ALL.into_iter().filter(|a| *a != Algorithm::Auto && !algorithms(coll).contains(a)) {
             let mut g = Graph::new();
@@ -807,7 +809,7 @@ fn auto_picks_an_algorithm_that_applies() {
 
 #[test]
 fn bad_arguments_are_refused() {
-    let red = Reduction { op: ReduceOp::Add, dt: DataType::UInt, width: 32 };
+    let red = Reduction::new(ReduceOp::Add, DataType::UInt, 32);
     let bad = |r: Result<Piece, CollError>, needle: &str| {
         let e = r.unwrap_err();
         assert!(matches!(&e, CollError::BadArgument(m) if m.contains(needle)), "{e} lacks {needle}");
@@ -838,7 +840,7 @@ fn collectives_compose_with_each_other_and_with_user_operations() {
     let p = 5u32;
     let (x, y, z, zr, w) = (64u64, 128, 192, 256, 320);
     let n = 8u64; // u64 elements: 64 bytes
-    let red = Reduction { op: ReduceOp::Add, dt: DataType::UInt, width: 64 };
+    let red = Reduction::new(ReduceOp::Add, DataType::UInt, 64);
     for seed in 0..8 {
         let mut mem = memories(p, 512, seed);
         let zs: Vec<Vec<u8>> = mem.iter().map(|m| at(m, z, 5 * 8).to_vec()).collect();
@@ -899,7 +901,7 @@ fn messages_that_share_a_tag_match_in_order() {
 
 #[test]
 fn reductions_from_c_numbers() {
-    assert_eq!(Reduction::from_raw(2, 2, 64), Ok(Reduction { op: ReduceOp::Add, dt: DataType::Float, width: 64 }));
+    assert_eq!(Reduction::from_raw(2, 2, 64), Ok(Reduction::new(ReduceOp::Add, DataType::Float, 64)));
     assert!(matches!(Reduction::from_raw(42, 0, 8), Err(CollError::BadArgument(m)) if m.contains("operator 42")));
     assert!(matches!(Reduction::from_raw(3, 0, 8), Err(CollError::BadArgument(m)) if m.contains("GOAL_SUB cannot reduce")));
 }

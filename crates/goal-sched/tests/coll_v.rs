@@ -273,7 +273,8 @@ fn lanes<T, const W: usize>(a: &[u8], b: &[u8], from: fn([u8; W]) -> T, to: fn(T
 
 /// The element-wise operation, for the reductions tested here.
 fn kernel(red: Reduction, a: &[u8], b: &[u8]) -> Vec<u8> {
-    match (red.op, red.dt, red.width) {
+    let goal_sched::Op::Builtin(op) = red.op else { unreachable!("{red:?} is not modelled here") };
+    match (op, red.dt, red.width) {
         (ReduceOp::Add, DataType::SInt, 32) => lanes(a, b, i32::from_ne_bytes, i32::to_ne_bytes, i32::wrapping_add),
         (ReduceOp::Xor, DataType::UInt, 8) => lanes(a, b, u8::from_ne_bytes, u8::to_ne_bytes, |x, y| x ^ y),
         (ReduceOp::Add, DataType::Float, 64) => lanes(a, b, f64::from_ne_bytes, f64::to_ne_bytes, |x, y| x + y),
@@ -284,11 +285,11 @@ fn kernel(red: Reduction, a: &[u8], b: &[u8]) -> Vec<u8> {
 }
 
 const REDUCTIONS: [Reduction; 5] = [
-    Reduction { op: ReduceOp::Add, dt: DataType::SInt, width: 32 },
-    Reduction { op: ReduceOp::Xor, dt: DataType::UInt, width: 8 },
-    Reduction { op: ReduceOp::Add, dt: DataType::Float, width: 64 },
-    Reduction { op: ReduceOp::Mul, dt: DataType::Float, width: 32 },
-    Reduction { op: ReduceOp::Max, dt: DataType::Float, width: 32 },
+    Reduction { op: goal_sched::Op::Builtin(ReduceOp::Add), dt: DataType::SInt, width: 32 },
+    Reduction { op: goal_sched::Op::Builtin(ReduceOp::Xor), dt: DataType::UInt, width: 8 },
+    Reduction { op: goal_sched::Op::Builtin(ReduceOp::Add), dt: DataType::Float, width: 64 },
+    Reduction { op: goal_sched::Op::Builtin(ReduceOp::Mul), dt: DataType::Float, width: 32 },
+    Reduction { op: goal_sched::Op::Builtin(ReduceOp::Max), dt: DataType::Float, width: 32 },
 ];
 
 /// `n` elements; floats finite, of mixed magnitude, so that the order of
@@ -425,7 +426,7 @@ fn auto_v_chooses_by_total_and_group_size() {
 fn bad_layouts_are_refused_with_what_is_wrong() {
     let grp = Group { rank: 1, size: 3 };
     let root = Group { rank: 0, size: 3 };
-    let red = Reduction { op: ReduceOp::Add, dt: DataType::SInt, width: 32 };
+    let red = Reduction { op: goal_sched::Op::Builtin(ReduceOp::Add), dt: DataType::SInt, width: 32 };
     let bad = |r: Result<Piece, CollError>, needle: &str| {
         let e = r.unwrap_err();
         assert!(e.to_string().contains(needle), "{e} lacks {needle}");

@@ -17,6 +17,7 @@
 use crate::error::Error;
 use crate::fuse;
 use crate::proto::SchedId;
+use crate::userop::UserFn;
 use goal_sched::OpKind;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
@@ -65,6 +66,9 @@ pub(crate) struct SchedInner {
     /// operations' peers are job ranks already): who may send to its
     /// wildcard receives.
     pub(crate) members: Arc<[u32]>,
+    /// The functions of the user operators it names, kept alive with it
+    /// (see [`crate::userop`]).
+    pub(super) users: Box<[Arc<UserFn>]>,
 }
 
 /// Receives from this size on count for [`SchedInner::opening_recvs`]
@@ -72,7 +76,7 @@ pub(crate) struct SchedInner {
 pub(super) const EXCHANGE_MIN: u64 = 64 << 10;
 
 impl SchedInner {
-    pub fn new(id: SchedId, s: goal_sched::Schedule, members: Arc<[u32]>) -> SchedInner {
+    pub fn new(id: SchedId, s: goal_sched::Schedule, members: Arc<[u32]>, users: Vec<Arc<UserFn>>) -> SchedInner {
         let deps = s.ops.iter().map(|o| o.deps).collect();
         let fuse = fuse::plan(&s).into_boxed_slice();
         let mut opening_recvs: Vec<u32> = s.ops[..s.independent as usize]
@@ -88,7 +92,7 @@ impl SchedInner {
         recv_keys.sort_unstable();
         recv_keys.dedup();
         let recv_keys = recv_keys.into_boxed_slice();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys, members }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys, members, users: users.into_boxed_slice() }
     }
 
     /// Whether some receive of the schedule could take a message from
@@ -97,6 +101,11 @@ impl SchedInner {
         let has = |k: (i32, i32)| self.recv_keys.binary_search(&k).is_ok();
         let src = src as i32;
         has((src, tag)) || has((src, -1)) || has((-1, tag)) || has((-1, -1))
+    }
+
+    /// The function of user operator `op`, which compiling resolved.
+    pub(super) fn user_fn(&self, op: goal_sched::UserOp) -> &UserFn {
+        self.users.iter().find(|f| f.op == op).expect("compile resolved every user operator of the schedule")
     }
 
     /// The fusion plan of receive `op`, if it has one.
@@ -661,7 +670,7 @@ pub(super) mod tests {
         g.requires(r, a).unwrap();
         g.requires(r, b).unwrap();
         let s = goal_sched::compile(&g, &CompileOptions { group_size: 4 }).unwrap();
-        Arc::new(SchedInner::new(id, s, (0..4).collect()))
+        Arc::new(SchedInner::new(id, s, (0..4).collect(), Vec::new()))
     }
 
     /// Starts an execution of `s` in `x` as the engine's Run does.

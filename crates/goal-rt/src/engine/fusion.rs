@@ -97,8 +97,9 @@ impl Engine {
             // fills the operation exactly.
             let at = |bit: u8, a: u64| unsafe { operand(base, a, l.mem & (1 << bit) != 0).add(off) };
             let (a, b) = if f.first { (theirs.as_ptr(), at(1, l.b2) as *const u8) } else { (at(0, l.b1) as *const u8, theirs.as_ptr()) };
+            let goal_sched::Op::Builtin(op) = l.op() else { unreachable!("fuse::plan fuses built-in operators only") };
             // SAFETY: as above; `theirs` holds `whole` elements.
-            if let Err(KernelError::DivByZero(i)) = unsafe { localop::apply(l.op(), l.dt(), l.width, a, b, at(2, l.b3), whole) } {
+            if let Err(KernelError::DivByZero(i)) = unsafe { localop::apply(op, l.dt(), l.width, a, b, at(2, l.b3), whole) } {
                 f.err = Some(f.elems + i);
             }
         }

@@ -4,6 +4,7 @@
 
 use super::*;
 use super::pieces::{operand, scatter, Bases};
+use goal_sched::Op;
 
 /// A local operation of at least twice this many bytes runs in pieces of
 /// this size (some shorter copies in four, see [`LOCAL_PIECES_FROM`]), and
@@ -62,7 +63,7 @@ impl Engine {
             let at = |i: u8, a: u64| operand(base, a, l.mem & (1 << i) != 0);
             // SAFETY: user buffers are valid for the operation's extent by the API
             // contract; scratchpad ranges were checked at compile time.
-            unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
+            unsafe { compute(&e.sched, l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), l.count as usize) }
         };
         self.copied(bytes);
         self.local_done(r, res);
@@ -77,6 +78,10 @@ impl Engine {
                 let msg = format!("{}: integer division by zero at element {i}", self.describe(r));
                 self.fail(r, Error::new(ErrorKind::DivByZero, msg));
             }
+            Err(KernelError::UserPanic) => {
+                let msg = format!("{}: the user operation's function panicked", self.describe(r));
+                self.fail(r, Error::new(ErrorKind::System, msg));
+            }
         }
     }
 
@@ -86,7 +91,7 @@ impl Engine {
     pub(super) fn local_in_pieces(&mut self, r: OpRef, l: goal_sched::LocalRec) {
         self.link.flush();
         let esize = (l.width as usize / 8).max(1);
-        let step = (l.count as usize * esize / 4).clamp(esize, LOCAL_PIECE_BYTES) / esize;
+        let step = (l.count as usize * esize / 4).clamp(esize, LOCAL_PIECE_BYTES.max(esize)) / esize;
         let count = l.count as usize;
         let mut done = 0usize;
         self.state.in_pieces = true;
@@ -102,9 +107,11 @@ impl Engine {
             // checks for the scratchpad); `done + n <= count`.
             let at = |i: u8, a: u64| unsafe { operand(base, a, l.mem & (1 << i) != 0).add(off) };
             // SAFETY: as above, for elements `done..done + n`.
-            let res = unsafe { localop::apply(l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), n) };
-            if let Err(KernelError::DivByZero(i)) = res {
-                break Err(KernelError::DivByZero(done + i));
+            let res = unsafe { compute(&e.sched, l.op(), l.dt(), l.width, at(0, l.b1), at(1, l.b2), at(2, l.b3), n) };
+            match res {
+                Err(KernelError::DivByZero(i)) => break Err(KernelError::DivByZero(done + i)),
+                Err(err) => break Err(err),
+                Ok(()) => {}
             }
             done += n;
             if done == count {
@@ -139,8 +146,7 @@ impl Engine {
     pub(super) fn local_vec(&self, r: OpRef, sched: &SchedInner, o: &OpRec) -> Result<(), KernelError> {
         let s = &sched.s;
         let l = s.lvecs[o.addr as usize];
-        let op = ReduceOp::ALL[l.op as usize];
-        let dt = goal_sched::DataType::from_raw(l.dt as i64).unwrap_or(goal_sched::DataType::UInt);
+        let (op, dt) = (l.op(), l.dt());
         let base = self.exec(r).map_or(Bases::none(), |e| e.bufs.bases());
         let list = |i: usize| -> Vec<(*mut u8, usize)> {
             s.pieces_of(l.lists[i])
@@ -184,8 +190,10 @@ impl Engine {
             // user guarantees valid; the compiler checked the lists' totals agree.
             unsafe {
                 let pb = if op.is_binary() { b[ib].0.add(ob) } else { a[ia].0.add(oa) };
-                localop::apply(op, dt, l.width, a[ia].0.add(oa), pb, c[ic].0.add(oc), n)
-                    .map_err(|KernelError::DivByZero(i)| KernelError::DivByZero(done + i))?;
+                compute(sched, op, dt, l.width, a[ia].0.add(oa), pb, c[ic].0.add(oc), n).map_err(|e| match e {
+                    KernelError::DivByZero(i) => KernelError::DivByZero(done + i),
+                    e => e,
+                })?;
             }
             done += n;
             oa += run;
@@ -197,6 +205,31 @@ impl Engine {
         Ok(())
     }
 
+}
+
+/// `r = a op b` for `n` elements of `dt`/`width` bits: goal's kernels for
+/// a built-in operator, the application's function for a user operator.
+///
+/// # Safety
+/// As for [`localop::apply`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn compute(
+    sched: &SchedInner,
+    op: Op,
+    dt: goal_sched::DataType,
+    width: u32,
+    a: *const u8,
+    b: *const u8,
+    r: *mut u8,
+    n: usize,
+) -> Result<(), KernelError> {
+    match op {
+        // SAFETY: forwarded from the caller's guarantees.
+        Op::Builtin(o) => unsafe { localop::apply(o, dt, width, a, b, r, n) },
+        // SAFETY: forwarded; `apply` hands the function unaliased slices.
+        Op::User(u) => unsafe { crate::userop::apply(sched.user_fn(u), width as usize / 8, a, b, r, n) },
+    }
 }
 
 /// Whether `l` is a `Copy` of at most [`SMALL_COPY`] bytes.

@@ -48,6 +48,8 @@ use goal_sched::{half, DataType, ReduceOp};
 pub enum KernelError {
     /// Integer division by zero at this element.
     DivByZero(usize),
+    /// A user operator's function panicked (a Rust caller's closure).
+    UserPanic,
 }
 
 fn monotonic() -> libc::timespec {
@@ -200,7 +202,7 @@ float_kernel!(k_f64, f64);
 /// Which 16-bit float `dt`/`width` is, if one: `Some(true)` for bfloat16,
 /// `Some(false)` for binary16.
 #[inline(always)]
-fn half_format(dt: DataType, width: u8) -> Option<bool> {
+fn half_format(dt: DataType, width: u32) -> Option<bool> {
     match (dt, width) {
         (DataType::Float, 16) => Some(false),
         (DataType::BFloat, 16) => Some(true),
@@ -247,6 +249,7 @@ unsafe fn k_half(bf: bool, op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8,
 }
 
 /// Applies `op` to `n` elements of `dt`/`width` bits: `r[i] = a[i] op b[i]`.
+/// (User operators: [`crate::userop::apply`].)
 ///
 /// In place (`r == a` or `r == b`, as reductions combine into an
 /// accumulator) each kernel runs a loop of its own: one loop for all three
@@ -262,7 +265,7 @@ unsafe fn k_half(bf: bool, op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8,
 /// `a` and `r` must be valid for `n * width / 8` bytes, and `b` too when the
 /// operator reads a second operand; `r` may equal `a` or `b` exactly but must
 /// not overlap them partially. For `Wtime`, `r` must be valid for 8 bytes.
-pub unsafe fn apply(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+pub unsafe fn apply(op: ReduceOp, dt: DataType, width: u32, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
     #[cfg(target_arch = "x86_64")]
     if avx512() {
         // SAFETY: the processor has AVX-512 F, BW, DQ and VL (checked just now);
@@ -290,7 +293,7 @@ pub unsafe fn apply(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *con
 /// As for [`apply`], and the processor must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn apply_avx2(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+unsafe fn apply_avx2(op: ReduceOp, dt: DataType, width: u32, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
     match half_format(dt, width) {
         Some(bf) if op.is_binary() && op != ReduceOp::Wtime => {
             if bf {
@@ -329,7 +332,7 @@ fn avx512() -> bool {
 /// As for [`apply`], and the processor must have AVX-512 F, BW, DQ and VL.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-unsafe fn apply_avx512(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+unsafe fn apply_avx512(op: ReduceOp, dt: DataType, width: u32, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
     if let Some(bf) = half_format(dt, width) {
         if op.is_binary() && op != ReduceOp::Wtime {
             // SAFETY: this function runs only where the processor has AVX-512
@@ -581,7 +584,7 @@ mod x86 {
 /// # Safety
 /// As for [`apply`].
 #[inline(always)]
-unsafe fn apply_any(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
+unsafe fn apply_any(op: ReduceOp, dt: DataType, width: u32, a: *const u8, b: *const u8, r: *mut u8, n: usize) -> Result<(), KernelError> {
     if op == ReduceOp::Wtime {
         // SAFETY: the caller guarantees 8 writable bytes at r.
         unsafe { (r as *mut f64).write_unaligned(wtime()) };
@@ -608,6 +611,11 @@ unsafe fn apply_any(op: ReduceOp, dt: DataType, width: u8, a: *const u8, b: *con
             }
             (DataType::BFloat, 16) => {
                 k_half(true, op, a, b, r, n);
+                Ok(())
+            }
+            // Opaque elements take only COPY among the built-in operators.
+            (DataType::Bytes, _) if op == ReduceOp::Copy => {
+                std::ptr::copy(a, r, n * (width as usize / 8));
                 Ok(())
             }
             _ => unreachable!("refused by the compiler"),

@@ -6,7 +6,7 @@ use super::*;
 
 fn run<T: Copy>(op: ReduceOp, dt: DataType, a: &[T], b: &[T]) -> Result<Vec<T>, KernelError> {
     let mut r = a.to_vec();
-    let w = (std::mem::size_of::<T>() * 8) as u8;
+    let w = (std::mem::size_of::<T>() * 8) as u32;
     // SAFETY: all three slices hold a.len() elements.
     unsafe { apply(op, dt, w, a.as_ptr() as _, b.as_ptr() as _, r.as_mut_ptr() as _, a.len())? };
     Ok(r)
@@ -32,7 +32,7 @@ fn integer_division_by_zero_names_the_element() {
 #[test]
 fn in_place_on_either_operand_matches_out_of_place() {
     fn check<T: Copy + PartialEq + std::fmt::Debug>(dt: DataType, ops: &[ReduceOp], a: &[T], b: &[T]) {
-        let w = (std::mem::size_of::<T>() * 8) as u8;
+        let w = (std::mem::size_of::<T>() * 8) as u32;
         let n = a.len();
         for &op in ops {
             let mut want = a.to_vec();
@@ -80,7 +80,7 @@ fn every_operator_on_every_type() {
 /// zeros among the floats (the min and max of a NaN pair take their own
 /// paths). Each build is checked where the processor has it.
 /// An entry point with [`apply`]'s signature.
-type Kernel = unsafe fn(ReduceOp, DataType, u8, *const u8, *const u8, *mut u8, usize) -> Result<(), KernelError>;
+type Kernel = unsafe fn(ReduceOp, DataType, u32, *const u8, *const u8, *mut u8, usize) -> Result<(), KernelError>;
 
 #[cfg(target_arch = "x86_64")]
 #[test]
@@ -217,7 +217,7 @@ fn check_build(kernel: Kernel) {
         unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)).to_vec() }
     }
     fn check<T: Copy>(kernel: Kernel, dt: DataType, ops: &[ReduceOp], a: &[T], b: &[T]) {
-        let w = (std::mem::size_of::<T>() * 8) as u8;
+        let w = (std::mem::size_of::<T>() * 8) as u32;
         for &op in ops {
             let (mut fast, mut plain) = (a.to_vec(), a.to_vec());
             // SAFETY: all slices hold a.len() elements; the results are vectors of their own.

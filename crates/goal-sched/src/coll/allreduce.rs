@@ -4,7 +4,7 @@
 
 use super::butterfly::{at, even_units, fold_in, recursive_halving};
 use super::{
-    check_total, resolve, scr, split, user, Algorithm, Builder, Coll, CollError, Fold, Group, Piece, Placement, Reduction, TAG_SPAN,
+    check_total, resolve_for, scr, split, user, Algorithm, Builder, Coll, CollError, Fold, Group, Piece, Placement, Reduction, TAG_SPAN,
 };
 use crate::graph::{Buf, Graph, VertexId};
 
@@ -54,7 +54,7 @@ pub fn allreduce(
     alg: Algorithm,
 ) -> Result<Piece, CollError> {
     let esz = red.check()?;
-    let alg = resolve(Coll::Allreduce, alg, grp.size, count.saturating_mul(esz))?;
+    let alg = resolve_for(Coll::Allreduce, alg, grp.size, count.saturating_mul(esz), &red)?;
     check_total("the reduction vector", count, esz)?;
     let mut b = Builder::new(g, grp, at)?;
     let input = user(sbuf);

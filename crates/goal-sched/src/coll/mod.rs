@@ -41,6 +41,10 @@
 //!   the first operand, always. The order of operations of each algorithm is
 //!   documented with its collective; in particular every allreduce gives
 //!   bit-identical results on every rank (see [`allreduce()`]).
+//! * A user operator that does not commute gets only the algorithms that
+//!   combine in the ranks' own order ([`keeps_order`]): `GOAL_ALG_AUTO`
+//!   picks among them, and asking for another is refused. The operand
+//!   convention is MPI's: `inout = in op inout`, `in` the lower part.
 //!
 //! # Limits
 //!
@@ -70,6 +74,7 @@ mod scatterv;
 
 mod arith;
 mod auto_table;
+mod reduction;
 
 pub(crate) use arith::*;
 
@@ -88,9 +93,10 @@ pub use reduce_scatter::reduce_scatter;
 pub use reduce_scatter_block::reduce_scatter_block;
 pub use scatter::scatter;
 pub use scatterv::scatterv;
+pub use reduction::{keeps_order, Reduction};
+pub(crate) use reduction::resolve_for;
 
 use crate::graph::{Buf, Graph, Vertex, VertexId};
-use crate::ops::check_local;
 use crate::{DataType, ReduceOp};
 use std::collections::HashMap;
 use std::fmt;
@@ -242,7 +248,7 @@ pub fn algorithms(coll: Coll) -> &'static [Algorithm] {
         Coll::Alltoall => &[Linear, LinearSync, Bruck],
         Coll::Reduce => &[Linear, Binomial, Rabenseifner],
         Coll::Allreduce => &[RecursiveDoubling, Ring, Rabenseifner],
-        Coll::ReduceScatterBlock => &[RecursiveDoubling, Ring],
+        Coll::ReduceScatterBlock => &[Linear, RecursiveDoubling, Ring],
         Coll::Gatherv | Coll::Scatterv => &[Linear, Binomial],
         Coll::Allgatherv | Coll::ReduceScatter => &[Linear, Ring],
         Coll::Alltoallv => &[Linear, LinearSync],
@@ -257,6 +263,7 @@ pub fn describe(coll: Coll, alg: Algorithm) -> &'static str {
         (Coll::Alltoall | Coll::Alltoallv | Coll::Allgatherv, Linear) => "linear (every message at once)",
         (Coll::Alltoall | Coll::Alltoallv, LinearSync) => "pairwise exchange",
         (Coll::ReduceScatter, Linear) => "binomial reduce + linear scatterv",
+        (Coll::ReduceScatterBlock, Linear) => "linear (every block straight to its rank)",
         (_, Linear) => "linear",
         (_, LinearSync) => "linear_sync",
         (_, Binomial) => "binomial tree",
@@ -399,44 +406,6 @@ pub struct Group {
     pub rank: u32,
     /// Number of ranks, `>= 1`.
     pub size: u32,
-}
-
-/// The element-wise operation of a reduction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reduction {
-    /// The operator: MAX, MIN, ADD, MUL, AND, OR or XOR.
-    pub op: ReduceOp,
-    /// The element type.
-    pub dt: DataType,
-    /// The element width in bits.
-    pub width: u8,
-}
-
-impl Reduction {
-    /// The reduction with C API numbers (operator, data type, width in
-    /// bits), checked as [`check`](Self::check) does.
-    pub fn from_raw(op: i64, dt: i64, width: i64) -> Result<Reduction, CollError> {
-        let (op, dt, width) = check_local(op, dt, width).map_err(CollError::BadArgument)?;
-        let red = Reduction { op, dt, width };
-        red.check()?;
-        Ok(red)
-    }
-
-    /// Checks the triple and returns the element size in bytes.
-    ///
-    /// SUB and DIV are refused because they are not associative (the result
-    /// would depend on the algorithm), COPY and WTIME because they do not
-    /// combine two values.
-    pub fn check(&self) -> Result<u64, CollError> {
-        let (op, _, width) = check_local(self.op as i64, self.dt as i64, self.width as i64).map_err(CollError::BadArgument)?;
-        if !matches!(op, ReduceOp::Max | ReduceOp::Min | ReduceOp::Add | ReduceOp::Mul | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
-            return Err(CollError::BadArgument(format!(
-                "{} cannot reduce: a reduction takes an associative, commutative operator (GOAL_MAX, GOAL_MIN, GOAL_ADD, GOAL_MUL, GOAL_AND, GOAL_OR, GOAL_XOR)",
-                op.name()
-            )));
-        }
-        Ok(width as u64 / 8)
-    }
 }
 
 /// Where a collective's messages live in a graph.
@@ -636,7 +605,7 @@ impl<'g> Builder<'g> {
 
     /// `b3[i] = b1[i] op b2[i]` for `count` elements.
     pub fn combine(&mut self, red: &Reduction, count: u64, b1: Buf, b2: Buf, b3: Buf, after: &[VertexId]) -> VertexId {
-        let v = Vertex::Local { op: red.op as i64, dt: red.dt as i64, width: red.width as i64, count: count as i64, b1, b2, b3 };
+        let v = Vertex::Local { op: red.op.raw(), dt: red.dt as i64, width: red.width as i64, count: count as i64, b1, b2, b3 };
         self.add(v, after)
     }
 

@@ -4,7 +4,7 @@
 
 use super::butterfly::{at, even_units, fold_in, recursive_halving};
 use super::{
-    check_root, check_total, children, parent, real, resolve, scr, user, vrank, Algorithm, Builder, Coll, CollError, Fold, Group, Piece,
+    check_root, check_total, children, parent, real, resolve_for, scr, user, vrank, Algorithm, Builder, Coll, CollError, Fold, Group, Piece,
     Placement, Reduction,
 };
 use crate::graph::{Buf, Graph, VertexId};
@@ -27,6 +27,10 @@ use crate::graph::{Buf, Graph, VertexId};
 ///   ...` below `v`'s lowest set bit); the result is `T(0)`;
 /// * Rabenseifner: as [`allreduce()`](super::allreduce())'s Rabenseifner (the fold, then
 ///   butterfly steps `d = p2/2, ..., 1`), independent of the root.
+///
+/// For an operator that does not commute, linear and binomial run on the
+/// ranks themselves (`v = i`, rooted at rank 0, which then sends the result
+/// to the root: see `in_rank_order`); Rabenseifner is refused.
 pub fn reduce(
     g: &mut Graph,
     grp: Group,
@@ -39,7 +43,7 @@ pub fn reduce(
     alg: Algorithm,
 ) -> Result<Piece, CollError> {
     let esz = red.check()?;
-    let alg = resolve(Coll::Reduce, alg, grp.size, count.saturating_mul(esz))?;
+    let alg = resolve_for(Coll::Reduce, alg, grp.size, count.saturating_mul(esz), &red)?;
     check_root(root, grp.size)?;
     check_total("the reduction vector", count, esz)?;
     let mut b = Builder::new(g, grp, at)?;
@@ -49,8 +53,10 @@ pub fn reduce(
             if sbuf != rbuf {
                 b.copy(input, user(rbuf), count * esz, &[]);
             }
-        } else if alg == Algorithm::Binomial || alg == Algorithm::Linear {
+        } else if (alg == Algorithm::Binomial || alg == Algorithm::Linear) && (root == 0 || red.commutative()) {
             tree(&mut b, &red, esz, count, input, user(rbuf), root, alg == Algorithm::Linear);
+        } else if alg == Algorithm::Binomial || alg == Algorithm::Linear {
+            in_rank_order(&mut b, &red, esz, count, input, rbuf, root, alg == Algorithm::Linear);
         } else {
             rabenseifner(&mut b, &red, esz, count, input, rbuf, root);
         }
@@ -128,6 +134,29 @@ pub(crate) fn tree(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Bu
         return b.send(acc, bytes, real(up, root, p), 0, &[last]);
     }
     last
+}
+
+/// The tree (binomial, or with `flat` linear) for an operator that does
+/// not commute and a root other than rank 0: [`tree`] over the ranks
+/// themselves, rooted at rank 0, whose relative order is the ranks' own;
+/// rank 0 then hands the result to the root. One message more than the
+/// commutative tree (whose relative ranks start at the root, out of rank
+/// order), the price of the order.
+///
+/// Order of operations: [`tree`]'s, rooted at 0: `T(0)` over `x_0, x_1,
+/// ..., x_(size-1)` in rank order.
+#[allow(clippy::too_many_arguments)] // as `tree`
+fn in_rank_order(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: u64, root: u32, flat: bool) {
+    const HANDOVER: u32 = 1;
+    let bytes = n * esz;
+    let top = if b.rank == 0 { scr(b.scratch(bytes)) } else { input };
+    let last = tree(b, red, esz, n, input, top, 0, flat);
+    if b.rank == 0 {
+        b.send(top, bytes, root, HANDOVER, &[last]);
+    } else if b.rank == root {
+        // After this rank's own part, which reads `input` (`rbuf` in place).
+        b.recv(user(rbuf), bytes, 0, HANDOVER, &[last]);
+    }
 }
 
 /// Rabenseifner: reduce-scatter by recursive halving, then a binomial gather.

@@ -26,7 +26,17 @@ pub fn reduce_scatter(g: &mut Graph, grp: Group, at: Placement, sbuf: u64, rbuf:
     check_len("rcounts", rcounts, grp.size)?;
     let n = total("rcounts", rcounts, esz)?;
     let largest = rcounts.iter().copied().max().unwrap_or(0);
-    let alg = resolve_v(Coll::ReduceScatter, alg, grp.size, n * esz, largest * esz)?;
+    // An operator that does not commute: the reduce + scatterv, whose
+    // binomial reduce to rank 0 combines in rank order (see `keeps_order`).
+    let ordered = !red.commutative() && grp.size > 1;
+    let alg = resolve_v(Coll::ReduceScatter, if ordered && alg == Algorithm::Auto { Algorithm::Linear } else { alg }, grp.size, n * esz, largest * esz)?;
+    if ordered && !super::keeps_order(Coll::ReduceScatter, alg) {
+        return Err(CollError::Unsupported(format!(
+            "{} does not combine the ranks in rank order, and {} does not commute: for reduce_scatter use GOAL_ALG_LINEAR or GOAL_ALG_AUTO",
+            alg.c_name(),
+            red.op.name()
+        )));
+    }
     let mut b = Builder::new(g, grp, at)?;
     let blocks = Blocks::new(rcounts);
     let (input, out) = (user(sbuf), user(rbuf));

@@ -5,17 +5,20 @@
 
 use super::butterfly::{at, fold_in, recursive_halving};
 use super::reduce_scatter::{ring, Blocks};
-use super::{check_total, resolve, scr, user, Algorithm, Builder, Coll, CollError, Fold, Group, Piece, Placement, Reduction};
-use crate::graph::{Buf, Graph};
+use super::{check_total, resolve_for, scr, user, Algorithm, Builder, Coll, CollError, Fold, Group, Piece, Placement, Reduction};
+use crate::graph::{Buf, Graph, VertexId};
 
 /// Appends a reduce_scatter_block of `count` elements per rank.
 ///
-/// Algorithms: recursive halving ([`Algorithm::RecursiveDoubling`]), ring.
+/// Algorithms: linear, recursive halving ([`Algorithm::RecursiveDoubling`]), ring.
 ///
 /// Order of operations (see [`allreduce()`](super::allreduce()) for the terms): recursive
 /// halving computes every block as Rabenseifner's allreduce does (the
 /// fold, then butterfly steps `d = p2/2, ..., 1`); the ring computes block
-/// `b` as the left fold over ranks `b+1, b+2, ..., b` (mod size).
+/// `b` as the left fold over ranks `b+1, b+2, ..., b` (mod size); linear
+/// computes it as the left fold in rank order, `((x_0 op x_1) op ...) op
+/// x_(size-1)`, the only one of the three for an operator that does not
+/// commute.
 pub fn reduce_scatter_block(
     g: &mut Graph,
     grp: Group,
@@ -27,7 +30,7 @@ pub fn reduce_scatter_block(
     alg: Algorithm,
 ) -> Result<Piece, CollError> {
     let esz = red.check()?;
-    let alg = resolve(Coll::ReduceScatterBlock, alg, grp.size, count.saturating_mul(esz))?;
+    let alg = resolve_for(Coll::ReduceScatterBlock, alg, grp.size, count.saturating_mul(esz), &red)?;
     check_total("the reduction vector", count.saturating_mul(grp.size as u64), esz)?;
     let mut b = Builder::new(g, grp, at)?;
     let input = user(sbuf);
@@ -40,11 +43,52 @@ pub fn reduce_scatter_block(
             // The ring of reduce_scatter, with equal blocks.
             let blocks = Blocks::new(&vec![count; grp.size as usize]);
             ring(&mut b, &red, esz, &blocks, input, user(rbuf), sbuf == rbuf);
+        } else if alg == Algorithm::Linear {
+            linear(&mut b, &red, esz, count, input, user(rbuf), sbuf == rbuf);
         } else {
             recursive_halving_rs(&mut b, &red, esz, count, input, user(rbuf));
         }
     }
     Ok(b.finish())
+}
+
+/// Linear: every rank sends block `j` of its input straight to rank `j`
+/// (all at once, each into a receive slot of its own), and combines the
+/// blocks it receives with its own in rank order into `rbuf`: `rbuf = x_0
+/// op x_1`, then `rbuf = rbuf op x_j` for `j = 2, ..., size - 1`. Each rank
+/// sends and receives `size - 1` blocks, as the ring does, in one round
+/// instead of `size - 1`, and needs `size - 1` blocks of scratchpad.
+///
+/// Order of operations: block `b` is `((x_0 op x_1) op ...) op x_(size-1)`
+/// in rank order, computed on rank `b`.
+fn linear(b: &mut Builder, red: &Reduction, esz: u64, n: u64, input: Buf, rbuf: Buf, in_place: bool) {
+    let (p, r) = (b.size, b.rank);
+    let block = n * esz;
+    let mut sends: Vec<Option<VertexId>> = vec![None; p as usize];
+    for j in (0..p).filter(|&j| j != r) {
+        sends[j as usize] = Some(b.send(at(input, j as u64 * n, esz), block, j, 0, &[]));
+    }
+    // Rank j's block `r`, and what reading it waits for.
+    let operand = |b: &mut Builder, j: u32| -> (Buf, Vec<VertexId>) {
+        if j == r {
+            return (at(input, r as u64 * n, esz), vec![]);
+        }
+        let slot = scr(b.scratch(block));
+        (slot, vec![b.recv(slot, block, j, 0, &[])])
+    };
+    let (x0, mut after) = operand(b, 0);
+    let (x1, got) = operand(b, 1);
+    after.extend(got);
+    // In place, `rbuf` is input block 0, which goes to rank 0 first.
+    if in_place {
+        after.extend(sends[0]);
+    }
+    let mut last = b.combine(red, n, x0, x1, rbuf, &after);
+    for j in 2..p {
+        let (xj, mut after) = operand(b, j);
+        after.push(last);
+        last = b.combine(red, n, rbuf, xj, rbuf, &after);
+    }
 }
 
 /// Recursive halving, for short to medium blocks.
