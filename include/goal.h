@@ -161,21 +161,6 @@ typedef goal_graph *GOAL_Graph;
 typedef int64_t GOAL_Vertex;
 
 /*
- Where a buffer lives: `GOAL_USERSPACE` or `GOAL_SCRATCHPAD`.
- */
-typedef int GOAL_MemType;
-
-/*
- Operator of a local operation.
- */
-typedef int GOAL_Op;
-
-/*
- Element type of a local operation.
- */
-typedef int GOAL_DataType;
-
-/*
  A compiled schedule; NULL is invalid. An opaque handle (not an address):
  one that was freed is refused with an error.
  */
@@ -190,6 +175,21 @@ typedef goal_handle *GOAL_Handle;
  A collective algorithm (`GOAL_ALG_*`).
  */
 typedef int GOAL_Algorithm;
+
+/*
+ Element type of a local operation.
+ */
+typedef int GOAL_DataType;
+
+/*
+ Operator of a local operation.
+ */
+typedef int GOAL_Op;
+
+/*
+ Where a buffer lives: `GOAL_USERSPACE` or `GOAL_SCRATCHPAD`.
+ */
+typedef int GOAL_MemType;
 
 /*
  No vertex: what the vertex-adding functions return on error.
@@ -376,55 +376,6 @@ GOAL_Graph GOAL_CreateGraph(void);
  No other thread may be using the graph.
  */
 int GOAL_FreeGraph(GOAL_Graph g);
-
-/*
- Adds a send of `count` bytes at `buf` to rank `dest`; returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- `g` must be NULL or a live graph. `buf` is not read now: it must be valid
- when the schedule runs (or be a scratchpad offset).
- */
-GOAL_Vertex GOAL_Send(GOAL_Graph g, void *buf, int count, int dest, int tag, GOAL_MemType mem);
-
-/*
- Adds a receive of up to `count` bytes into `buf` from `source` (or GOAL_ANY_SOURCE); returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- As for GOAL_Send.
- */
-GOAL_Vertex GOAL_Recv(GOAL_Graph g, void *buf, int count, int source, int tag, GOAL_MemType mem);
-
-/*
- Adds a send of the pieces (sent as one contiguous message); the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- `g` NULL or live; `offsets`/`lengths` valid for `num_elements` entries.
- */
-GOAL_Vertex GOAL_SendVec(GOAL_Graph g, void **offsets, int *lengths, int num_elements, int dest, int tag, GOAL_MemType mem);
-
-/*
- Adds a receive scattered over the pieces; the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- As for GOAL_SendVec.
- */
-GOAL_Vertex GOAL_RecvVec(GOAL_Graph g, void **offsets, int *lengths, int num_elements, int source, int tag, GOAL_MemType mem);
-
-/*
- Adds `bres[i] = b1[i] OP b2[i]` for `num_elements` elements; returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- `g` NULL or live; the buffers must be valid when the schedule runs.
- */
-GOAL_Vertex GOAL_LocalOp(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op op, GOAL_DataType dt, int element_width, int num_elements, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType bres_mem);
-
-/*
- Adds a local operation over three gather lists, element by element; returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- `g` NULL or live; each array valid for its count.
- */
-GOAL_Vertex GOAL_LocalOpVec(GOAL_Graph g, void **buf1, int *lengths1, int num_elements1, void **buf2, int *lengths2, int num_elements2, void **buf3, int *lengths3, int num_elements3, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType b3_mem);
 
 /*
  `target` may start only after `prereq` has finished (prerequisite first). Returns GOAL_SUCCESS or an error code.
@@ -716,6 +667,163 @@ GOAL_Schedule GOAL_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int c
  must stay valid while executions of the compiled schedule run.
  */
 GOAL_Vertex GOAL_Reduce_scatter_block_append(GOAL_Graph g, const void *sbuf, void *rbuf, int count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`; `size_t` count (large-count form).
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_init_c(const void *sbuf, void *rbuf, uintptr_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg);
+
+/*
+ Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`; `size_t` count (large-count form).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Reduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, uintptr_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `count` elements at `sbuf`; `size_t` count (large-count form).
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Allreduce_init_c(const void *sbuf, void *rbuf, uintptr_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `count` elements at `sbuf`; `size_t` count (large-count form).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Allreduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, uintptr_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction; `size_t` count (large-count form).
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, uintptr_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction; `size_t` count (large-count form).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Reduce_scatter_block_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, uintptr_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Adds a send of `count` bytes at `buf` to rank `dest`; returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ `g` must be NULL or a live graph. `buf` is not read now: it must be valid
+ when the schedule runs (or be a scratchpad offset).
+ */
+GOAL_Vertex GOAL_Send(GOAL_Graph g, void *buf, int count, int dest, int tag, GOAL_MemType mem);
+
+/*
+ GOAL_Send with a `size_t` count (large-count form): up to 4 GiB - 1 bytes (GOAL_Compile refuses more). Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_Send.
+ */
+GOAL_Vertex GOAL_Send_c(GOAL_Graph g, void *buf, uintptr_t count, int dest, int tag, GOAL_MemType mem);
+
+/*
+ Adds a receive of up to `count` bytes into `buf` from `source` (or GOAL_ANY_SOURCE); returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_Send.
+ */
+GOAL_Vertex GOAL_Recv(GOAL_Graph g, void *buf, int count, int source, int tag, GOAL_MemType mem);
+
+/*
+ GOAL_Recv with a `size_t` count (large-count form): up to 4 GiB - 1 bytes. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_Send.
+ */
+GOAL_Vertex GOAL_Recv_c(GOAL_Graph g, void *buf, uintptr_t count, int source, int tag, GOAL_MemType mem);
+
+/*
+ Adds a send of the pieces (sent as one contiguous message); the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ `g` NULL or live; `offsets`/`lengths` valid for `num_elements` entries.
+ */
+GOAL_Vertex GOAL_SendVec(GOAL_Graph g, void **offsets, int *lengths, int num_elements, int dest, int tag, GOAL_MemType mem);
+
+/*
+ GOAL_SendVec with `size_t` lengths (large-count form): up to 4 GiB - 1 bytes in all. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_SendVec.
+ */
+GOAL_Vertex GOAL_SendVec_c(GOAL_Graph g, void **offsets, uintptr_t *lengths, int num_elements, int dest, int tag, GOAL_MemType mem);
+
+/*
+ Adds a receive scattered over the pieces; the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_SendVec.
+ */
+GOAL_Vertex GOAL_RecvVec(GOAL_Graph g, void **offsets, int *lengths, int num_elements, int source, int tag, GOAL_MemType mem);
+
+/*
+ GOAL_RecvVec with `size_t` lengths (large-count form): up to 4 GiB - 1 bytes in all. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_SendVec.
+ */
+GOAL_Vertex GOAL_RecvVec_c(GOAL_Graph g, void **offsets, uintptr_t *lengths, int num_elements, int source, int tag, GOAL_MemType mem);
+
+/*
+ Adds `bres[i] = b1[i] OP b2[i]` for `num_elements` elements; returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ `g` NULL or live; the buffers must be valid when the schedule runs.
+ */
+GOAL_Vertex GOAL_LocalOp(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op op, GOAL_DataType dt, int element_width, int num_elements, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType bres_mem);
+
+/*
+ GOAL_LocalOp with a `size_t` element count (large-count form): up to 4 Gi - 1 elements. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_LocalOp.
+ */
+GOAL_Vertex GOAL_LocalOp_c(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op op, GOAL_DataType dt, int element_width, uintptr_t num_elements, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType bres_mem);
+
+/*
+ Adds a local operation over three gather lists, element by element; returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ `g` NULL or live; each array valid for its count.
+ */
+GOAL_Vertex GOAL_LocalOpVec(GOAL_Graph g, void **buf1, int *lengths1, int num_elements1, void **buf2, int *lengths2, int num_elements2, void **buf3, int *lengths3, int num_elements3, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType b3_mem);
+
+/*
+ GOAL_LocalOpVec with `size_t` piece lengths (large-count form); the numbers of pieces stay `int`. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_LocalOpVec.
+ */
+GOAL_Vertex GOAL_LocalOpVec_c(GOAL_Graph g, void **buf1, uintptr_t *lengths1, int num_elements1, void **buf2, uintptr_t *lengths2, int num_elements2, void **buf3, uintptr_t *lengths3, int num_elements3, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType b3_mem);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,0 +1,144 @@
+/*
+ * t_large: messages of more than 2 GiB through the large-count calls.
+ *
+ * Rank 0 sends, rank 1 receives, T_LARGE_BYTES (default 2.5 GiB) each time,
+ * one case after the other so that at most one sender's and one receiver's
+ * buffer live at once (5 GiB on the machine):
+ *   1. malloc'd buffers, GOAL_Send_c / GOAL_Recv_c, then on the receiver a
+ *      GOAL_LocalOp_c (ADD, 8-bit unsigned, in place) over every byte:
+ *      byte i must then be 2 * pattern(i) mod 256;
+ *   2. GOAL_Alloc'd buffers (the shared heap: the receiver copies straight
+ *      out of the sender's heap), GOAL_Send_c / GOAL_Recv_c;
+ *   3. GOAL_SendVec_c / GOAL_RecvVec_c, the sender's first piece larger
+ *      than 2 GiB, the receiver's list split elsewhere;
+ * and the limit, on every rank, without memory: a GOAL_Send_c of 4 GiB
+ * compiles to a clear refusal, as does a GOAL_Allreduce_init_c of 4 GiB.
+ * Every byte received is compared with the pattern (so lost, shifted or
+ * doubled data anywhere, past 2 GiB in particular, is caught), and the
+ * receiver's bytes past 2^31 and 2^32 - 1 are named in the failure.
+ * Which path carried each message (CMA, the stream, the heap) is for the
+ * engine to choose; GOAL_CMA_MAX=1 forces the stream (see docs/api.md).
+ */
+// ranks: 2
+#include "helpers.h"
+
+static size_t large_bytes(void)
+{
+    const char *e = getenv("T_LARGE_BYTES");
+    return e ? (size_t)strtoull(e, NULL, 0) : ((size_t)5 << 29); /* 2.5 GiB */
+}
+
+/* Fails unless buf holds the pattern `seed` over n bytes, each byte doubled
+ * (mod 256) when `doubled`. Word by word: about a second for 2.5 GiB. */
+static void check_large(const uint8_t *buf, size_t n, uint64_t seed, int doubled, const char *what)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = h_mix(seed ^ (uint64_t)(i >> 3) * 0x100000001b3ULL), got;
+        if (doubled)
+            w = (w << 1) & 0xfefefefefefefefeULL;
+        memcpy(&got, buf + i, 8);
+        if (got != w)
+            break;
+    }
+    for (; i < n; i++) {
+        uint8_t want = h_pat(seed, i);
+        if (doubled)
+            want = (uint8_t)(want * 2);
+        if (buf[i] != want)
+            FAILF("%s: byte %zu of %zu (%s 2 GiB) is 0x%02x, expected 0x%02x", what, i, n,
+                  i >= ((size_t)1 << 31) ? "past" : "before", buf[i], want);
+    }
+}
+
+/* One message of n bytes from rank 0's buf to rank 1's (allocated by the
+ * caller, as `kind`: a fresh 2.5 GiB buffer costs seconds of page faults in
+ * a VM, so the cases share buffers where they can). */
+static void one_message(uint8_t *buf, const char *what, size_t n, int vec, int localop)
+{
+    uint64_t seed = h_seed(40, (uint64_t)vec, (uint64_t)localop, (uint64_t)strlen(what));
+    GOAL_Graph g = h_graph();
+    size_t split = vec ? (size_t)9 << 28 : 0; /* 2.25 GiB */
+    if (split >= n)
+        split = n / 2;
+    if (h_rank == 0) {
+        h_fill(buf, n, seed);
+        if (vec) {
+            void *p[2] = {buf, buf + split};
+            size_t len[2] = {split, n - split};
+            V(GOAL_SendVec_c(g, p, len, 2, 1, 7, GOAL_USERSPACE));
+        } else {
+            V(GOAL_Send_c(g, buf, n, 1, 7, GOAL_USERSPACE));
+        }
+    } else {
+        /* Untouched bytes would show as a mismatch. */
+        memset(buf, 0xA5, n);
+        GOAL_Vertex r;
+        if (vec) {
+            size_t first = n - split; /* the sender's pieces, the other way round */
+            void *p[2] = {buf, buf + first};
+            size_t len[2] = {first, n - first};
+            r = V(GOAL_RecvVec_c(g, p, len, 2, 0, 7, GOAL_USERSPACE));
+        } else {
+            r = V(GOAL_Recv_c(g, buf, n, 0, 7, GOAL_USERSPACE));
+        }
+        if (localop) {
+            GOAL_Vertex a = V(GOAL_LocalOp_c(g, buf, buf, buf, GOAL_ADD, GOAL_UINT, 8, n, GOAL_USERSPACE,
+                                             GOAL_USERSPACE, GOAL_USERSPACE));
+            REQ(g, r, a);
+        }
+    }
+    GOAL_Schedule s = h_compile(g);
+    double t0 = h_now();
+    h_run(s);
+    double dt = h_now() - t0;
+    h_free_schedule(s);
+    if (h_rank == 1) {
+        check_large(buf, n, seed, localop, what);
+        printf("rank 1: %s of %zu bytes%s received and checked (%.2f s, %.1f GB/s)\n", what, n,
+               localop ? ", doubled by GOAL_LocalOp_c," : "", dt, (double)n / dt / 1e9);
+    }
+    h_sync();
+}
+
+/* Past what one message carries: refused by the compile, naming the size. */
+static void refusals(void)
+{
+    size_t four = (size_t)1 << 32;
+    GOAL_Graph g = h_graph();
+    static char dummy;
+    V(GOAL_Send_c(g, &dummy, four, h_size - 1 - h_rank, 1, GOAL_USERSPACE));
+    GOAL_Schedule s = GOAL_Compile(g);
+    CHECKM(s == NULL, "GOAL_Compile accepted a send of 4 GiB");
+    CHECKM(strstr(GOAL_LastError(), "larger than 4 GiB - 1") && strstr(GOAL_LastError(), "4294967296"),
+           "the refusal does not name the size: %s", GOAL_LastError());
+    CHECK_OK(GOAL_FreeGraph(g));
+    /* 2^29 doubles are 4 GiB: more than a reduction's vector may hold. */
+    s = GOAL_Allreduce_init_c(&dummy, &dummy, (size_t)1 << 29, GOAL_FLOAT, 64, GOAL_ADD, GOAL_ALG_AUTO);
+    CHECKM(s == NULL, "GOAL_Allreduce_init_c accepted a message of 4 GiB");
+    CHECKM(strstr(GOAL_LastError(), "GOAL_Allreduce_init_c") && strstr(GOAL_LastError(), "4 GiB - 1"),
+           "the refusal does not name the call and the limit: %s", GOAL_LastError());
+}
+
+int main(int argc, char **argv)
+{
+    h_init(argc, argv);
+    if (h_size != 2)
+        h_skip("t_large runs on 2 ranks");
+    size_t n = large_bytes();
+    refusals();
+    h_sync();
+    /* The receiver's buffer serves every case (the heap's single copy needs
+     * only the sender's in the heap); the sender's malloc'd one goes before
+     * its GOAL_Alloc'd one comes: 5 GiB on the machine at most. */
+    uint8_t *buf = h_alloc(H_MALLOC, n);
+    one_message(buf, "malloc'd message", n, 0, 1);
+    one_message(buf, "vector message", n, 1, 0);
+    if (h_rank == 0) {
+        h_free(H_MALLOC, buf);
+        buf = h_alloc(H_GOAL_ALLOC, n);
+    }
+    one_message(buf, "message from GOAL_Alloc'd memory", n, 0, 0);
+    h_free(h_rank == 0 ? H_GOAL_ALLOC : H_MALLOC, buf);
+    return h_finish();
+}
