@@ -13,6 +13,8 @@
 #   // ranks: 2 3 4      rank counts to run at (default: $CTEST_RANKS or 1 2 3 4 7)
 #   // modes: 2 3        also run with GOAL_PROGRESS=manual and =thread at these
 #                        rank counts (the default runs leave GOAL_PROGRESS unset)
+#   // all-modes: 2 3    also run with every other GOAL_PROGRESS mode (manual,
+#                        thread, spin, kernel) at these rank counts
 #   // memcheck: 2       also run every rank under valgrind's memcheck at these
 #                        rank counts: any memory error, or memory definitely
 #                        lost at exit, fails the case (skipped without valgrind)
@@ -197,6 +199,11 @@ for f in "${built[@]}"; do
     modes=$(directive "$f" modes | tr '\n' ' ')
     for n in $modes; do
         for mode in manual thread; do
+            run_case "$name" "$exe" "$f" "$n" "$mode"
+        done
+    done
+    for n in $(directive "$f" all-modes | tr '\n' ' '); do
+        for mode in manual thread spin kernel; do
             run_case "$name" "$exe" "$f" "$n" "$mode"
         done
     done
