@@ -12,7 +12,9 @@
  *   3. GOAL_SendVec_c / GOAL_RecvVec_c, the sender's first piece larger
  *      than 2 GiB, the receiver's list split elsewhere;
  * and the limit, on every rank, without memory: a GOAL_Send_c of 4 GiB
- * compiles to a clear refusal, as does a GOAL_Allreduce_init_c of 4 GiB.
+ * compiles to a clear refusal, as does a GOAL_Allreduce_init_c of 4 GiB;
+ * and the large-count collectives and GOAL_LocalOpVec_c at small sizes,
+ * against the model.
  * Every byte received is compared with the pattern (so lost, shifted or
  * doubled data anywhere, past 2 GiB in particular, is caught), and the
  * receiver's bytes past 2^31 and 2^32 - 1 are named in the failure.
@@ -120,6 +122,40 @@ static void refusals(void)
            "the refusal does not name the call and the limit: %s", GOAL_LastError());
 }
 
+/* The large-count collectives and GOAL_LocalOpVec_c at sizes an int holds
+ * too: the same results as their int forms' model. */
+static void small_forms(void)
+{
+    enum { N = 1000 };
+    static int64_t in[N], out[N], red[N], copy[N];
+    for (int i = 0; i < N; i++)
+        in[i] = (int64_t)h_rank * 1000003 + i;
+    GOAL_Schedule ar = GOAL_Allreduce_init_c(in, out, N, GOAL_SINT, 64, GOAL_ADD, GOAL_ALG_AUTO);
+    GOAL_Schedule rd = GOAL_Reduce_init_c(in, red, N, GOAL_SINT, 64, GOAL_MAX, h_size - 1, GOAL_ALG_AUTO);
+    CHECKM(ar && rd, "a large-count collective's _init_c failed");
+    GOAL_Graph g = h_graph();
+    void *p1[2] = {in, in + N / 2}, *p3[2] = {copy + N / 2, copy};
+    size_t l1[2] = {N / 2 * 8, N / 2 * 8}, l3[2] = {N / 2 * 8, N / 2 * 8};
+    V(GOAL_LocalOpVec_c(g, p1, l1, 2, p1, l1, 2, p3, l3, 2, GOAL_UINT, 64, GOAL_COPY, GOAL_USERSPACE, GOAL_USERSPACE,
+                        GOAL_USERSPACE));
+    GOAL_Schedule lv = h_compile(g);
+    h_run(ar);
+    h_run(rd);
+    h_run(lv);
+    for (int i = 0; i < N; i++) {
+        int64_t sum = 0;
+        for (int r = 0; r < h_size; r++)
+            sum += (int64_t)r * 1000003 + i;
+        CHECKM(out[i] == sum, "GOAL_Allreduce_init_c: element %d is %" PRId64 ", expected %" PRId64, i, out[i], sum);
+        if (h_rank == h_size - 1)
+            CHECKM(red[i] == in[i], "GOAL_Reduce_init_c (MAX at the last rank): element %d is %" PRId64, i, red[i]);
+        CHECKM(copy[(i + N / 2) % N] == in[i], "GOAL_LocalOpVec_c: element %d moved wrong", i);
+    }
+    h_free_schedule(ar);
+    h_free_schedule(rd);
+    h_free_schedule(lv);
+}
+
 int main(int argc, char **argv)
 {
     h_init(argc, argv);
@@ -127,6 +163,7 @@ int main(int argc, char **argv)
         h_skip("t_large runs on 2 ranks");
     size_t n = large_bytes();
     refusals();
+    small_forms();
     h_sync();
     /* The receiver's buffer serves every case (the heap's single copy needs
      * only the sender's in the heap); the sender's malloc'd one goes before

@@ -24,6 +24,8 @@
  * threads wait at once on different executions of one schedule. The k-th
  * execution of each rank pairs with the k-th of its neighbours, whichever
  * thread started it: every execution moves the same bytes.
+ * A seventh thread calls GOAL_Progress in a loop meanwhile, and the workers
+ * take their send buffers from GOAL_Alloc, all at once.
  * Each worker also makes an error of its own (a NULL buffer with a count
  * naming the worker) and checks that GOAL_LastError() is its own message
  * while the others work. Rounds take turns with nothing: the test counts on
@@ -52,7 +54,7 @@ struct worker {
     /* The group the worker's schedules run on: its size, this rank in it. */
     int rank, size;
     GOAL_Schedule ring, reduce;
-    unsigned char send[RING_BYTES], got[RING_BYTES];
+    unsigned char *send, got[RING_BYTES]; /* send: GOAL_Alloc'd by the worker */
     int64_t in[COUNT], out[COUNT];
     double slowest; /* seconds, the longest round */
 };
@@ -125,6 +127,8 @@ static void *worker_main(void *arg)
     struct worker *me = arg;
     int next = (me->rank + 1) % me->size, prev = (me->rank + me->size - 1) % me->size;
     /* Build in parallel with the other workers; compile in turn. */
+    me->send = GOAL_Alloc(RING_BYTES); /* the heap, from several threads at once */
+    CHECKM(me->send != NULL, "worker %d: GOAL_Alloc failed", me->id);
     GOAL_Graph ring = h_graph();
     V(GOAL_Send(ring, me->send, RING_BYTES, next, 100 + me->id, GOAL_USERSPACE));
     V(GOAL_Recv(ring, me->got, RING_BYTES, prev, 100 + me->id, GOAL_USERSPACE));
@@ -162,6 +166,7 @@ static void *worker_main(void *arg)
     }
     h_free_schedule(me->ring);
     h_free_schedule(me->reduce);
+    CHECK_OK(GOAL_Free(me->send));
     return NULL;
 }
 
@@ -197,6 +202,20 @@ static GOAL_Schedule shared_schedule(void)
     return h_compile(g);
 }
 
+/* A thread that only drives progress, until the others are done. */
+static volatile int all_done;
+
+static void *progress_main(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&start);
+    while (!all_done) {
+        CHECKM(GOAL_Progress() >= 0, "GOAL_Progress failed");
+        sched_yield();
+    }
+    return NULL;
+}
+
 struct sharer {
     int id;
     double slowest;
@@ -223,8 +242,9 @@ int main(int argc, char **argv)
     shared = shared_schedule();
     static struct worker w[WORKERS];
     struct sharer s[2] = {{0, 0}, {1, 0}};
-    pthread_t tw[WORKERS], ts[2];
-    CHECK_EQ(pthread_barrier_init(&start, NULL, WORKERS + 2), 0);
+    pthread_t tw[WORKERS], ts[2], tp;
+    CHECK_EQ(pthread_barrier_init(&start, NULL, WORKERS + 3), 0);
+    CHECK_EQ(pthread_create(&tp, NULL, progress_main, NULL), 0);
     for (int i = 0; i < WORKERS; i++) {
         w[i].id = i;
         w[i].rank = h_rank;
@@ -242,6 +262,8 @@ int main(int argc, char **argv)
         CHECK_EQ(pthread_join(ts[i], NULL), 0);
         slowest = s[i].slowest > slowest ? s[i].slowest : slowest;
     }
+    all_done = 1;
+    CHECK_EQ(pthread_join(tp, NULL), 0);
     for (int i = 0; i < RING_BYTES / 8; i++)
         CHECKM(shared_bad[i] == 0, "an execution of the shared schedule received wrong bytes (word %d differs by %#" PRIx64 ")",
                i, shared_bad[i]);
