@@ -115,6 +115,11 @@ static void refusals(void)
     CHECKM(strstr(GOAL_LastError(), "larger than 4 GiB - 1") && strstr(GOAL_LastError(), "4294967296"),
            "the refusal does not name the size: %s", GOAL_LastError());
     CHECK_OK(GOAL_FreeGraph(g));
+    /* A receive into a buffer past 4 GiB takes any message: compiled. */
+    g = h_graph();
+    V(GOAL_Recv_c(g, &dummy, (size_t)5 << 30, 0, 1, GOAL_USERSPACE));
+    s = h_compile(g);
+    h_free_schedule(s);
     /* 2^29 doubles are 4 GiB: more than a reduction's vector may hold. */
     s = GOAL_Allreduce_init_c(&dummy, &dummy, (size_t)1 << 29, GOAL_FLOAT, 64, GOAL_ADD, GOAL_ALG_AUTO);
     CHECKM(s == NULL, "GOAL_Allreduce_init_c accepted a message of 4 GiB");

@@ -754,7 +754,7 @@ GOAL_Vertex GOAL_Send_c(GOAL_Graph g, void *buf, uintptr_t count, int dest, int 
 GOAL_Vertex GOAL_Recv(GOAL_Graph g, void *buf, int count, int source, int tag, GOAL_MemType mem);
 
 /*
- GOAL_Recv with a `size_t` count (large-count form): up to 4 GiB - 1 bytes. Returns the vertex or GOAL_INVALID_VERTEX.
+ GOAL_Recv with a `size_t` count (large-count form): takes any message up to `count` bytes; a count past 4 GiB - 1, the largest message, counts as 4 GiB - 1. Returns the vertex or GOAL_INVALID_VERTEX.
 
  # Safety
  As for GOAL_Send.

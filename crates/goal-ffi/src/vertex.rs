@@ -18,6 +18,9 @@ use goal_rt::Error;
 use goal_sched::{Buf, Vertex};
 use std::ffi::{c_int, c_void};
 
+/// The largest message a schedule carries (its `len` is 32 bits).
+const MAX_MESSAGE: usize = u32::MAX as usize;
+
 /// A length as C passes it: `int` (the contract's calls) or `size_t` (the
 /// `_c` calls).
 trait Len: Copy {
@@ -229,12 +232,14 @@ pub unsafe extern "C" fn GOAL_Recv(g: GOAL_Graph, buf: *mut c_void, count: c_int
     unsafe { message("GOAL_Recv", true, g, buf, count as i64, source, tag, mem) }
 }
 
-/// GOAL_Recv with a `size_t` count (large-count form): up to 4 GiB - 1 bytes. Returns the vertex or GOAL_INVALID_VERTEX.
+/// GOAL_Recv with a `size_t` count (large-count form): takes any message up to `count` bytes; a count past 4 GiB - 1, the largest message, counts as 4 GiB - 1. Returns the vertex or GOAL_INVALID_VERTEX.
 ///
 /// # Safety
 /// As for GOAL_Send.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Recv_c(g: GOAL_Graph, buf: *mut c_void, count: usize, source: c_int, tag: c_int, mem: GOAL_MemType) -> GOAL_Vertex {
+    // A buffer larger than any message takes every message: no refusal.
+    let count = count.min(MAX_MESSAGE);
     // SAFETY: forwarded caller guarantees.
     unsafe { message("GOAL_Recv_c", true, g, buf, count.to_i64(), source, tag, mem) }
 }
