@@ -108,6 +108,16 @@ static void finish(GOAL_Handle h, int by_test, const char *what, int w, int roun
     CHECKM(rc == GOAL_SUCCESS, "worker %d round %d: %s ended with %d (%s)", w, round, what, rc, h_strerr(rc));
 }
 
+/* The group worker w's schedules run on. Today the world; a group of its
+ * own plugs in here (its rank and size; the graphs and the allreduce of
+ * worker_main are then made on it, and each group's compiles need their
+ * own order only). */
+static void worker_group(struct worker *me)
+{
+    me->rank = h_rank;
+    me->size = h_size;
+}
+
 /* The worker's own error, and GOAL_LastError() naming it on this thread. */
 static void own_error(struct worker *me)
 {
@@ -247,8 +257,7 @@ int main(int argc, char **argv)
     CHECK_EQ(pthread_create(&tp, NULL, progress_main, NULL), 0);
     for (int i = 0; i < WORKERS; i++) {
         w[i].id = i;
-        w[i].rank = h_rank;
-        w[i].size = h_size;
+        worker_group(&w[i]);
         CHECK_EQ(pthread_create(&tw[i], NULL, worker_main, &w[i]), 0);
     }
     for (int i = 0; i < 2; i++)
