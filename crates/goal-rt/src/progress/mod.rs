@@ -222,6 +222,8 @@ pub(crate) fn wait(shared: &ExecShared) {
         let must_poll = match rt.engine.try_lock() {
             Some(mut e) => {
                 if e.poll() > 0 {
+                    // Polling again, not asleep: no ring needed.
+                    shared.asleep.store(false, Ordering::Relaxed);
                     continue;
                 }
                 e.must_poll()
