@@ -391,7 +391,7 @@ int GOAL_Requires(GOAL_Graph g, GOAL_Vertex prereq, GOAL_Vertex target);
  # Safety
  `g` must be NULL or a live graph.
  */
-int GOAL_AllocateScratchpad(GOAL_Graph g, uintptr_t bytes);
+int GOAL_AllocateScratchpad(GOAL_Graph g, size_t bytes);
 
 /*
  Checks and compiles a graph. Returns the schedule, or NULL with GOAL_LastError() saying why.
@@ -468,7 +468,7 @@ double GOAL_Wtime(void);
 /*
  Returns memory other local ranks can read directly (sends from it take a single copy), or NULL.
  */
-void *GOAL_Alloc(uintptr_t bytes);
+void *GOAL_Alloc(size_t bytes);
 
 /*
  Frees memory from GOAL_Alloc. Returns GOAL_SUCCESS or an error code.
@@ -515,7 +515,7 @@ GOAL_Vertex GOAL_Barrier_append(GOAL_Graph g, GOAL_Algorithm alg, GOAL_Vertex *e
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Bcast_init(void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Bcast_init(void *buf, size_t bytes, int root, GOAL_Algorithm alg);
 
 /*
  Broadcast of `bytes` at `buf` from `root` to every rank's `buf`.
@@ -526,7 +526,7 @@ GOAL_Schedule GOAL_Bcast_init(void *buf, uintptr_t bytes, int root, GOAL_Algorit
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Bcast_append(GOAL_Graph g, void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Bcast_append(GOAL_Graph g, void *buf, size_t bytes, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
@@ -535,7 +535,7 @@ GOAL_Vertex GOAL_Bcast_append(GOAL_Graph g, void *buf, uintptr_t bytes, int root
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Gather_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Gather_init(const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
 
 /*
  Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
@@ -546,7 +546,7 @@ GOAL_Schedule GOAL_Gather_init(const void *sbuf, uintptr_t bytes_per_rank, void 
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Gather_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Gather_append(GOAL_Graph g, const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
@@ -555,7 +555,7 @@ GOAL_Vertex GOAL_Gather_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_p
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Scatter_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Scatter_init(const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
 
 /*
  Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
@@ -566,7 +566,7 @@ GOAL_Schedule GOAL_Scatter_init(const void *sbuf, uintptr_t bytes_per_rank, void
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Scatter_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Scatter_append(GOAL_Graph g, const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
@@ -575,7 +575,7 @@ GOAL_Vertex GOAL_Scatter_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Allgather_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Allgather_init(const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
 
 /*
  Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
@@ -586,7 +586,7 @@ GOAL_Schedule GOAL_Allgather_init(const void *sbuf, uintptr_t bytes_per_rank, vo
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Allgather_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Allgather_append(GOAL_Graph g, const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
@@ -595,7 +595,7 @@ GOAL_Vertex GOAL_Allgather_append(GOAL_Graph g, const void *sbuf, uintptr_t byte
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Alltoall_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Alltoall_init(const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
 
 /*
  All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
@@ -606,7 +606,7 @@ GOAL_Schedule GOAL_Alltoall_init(const void *sbuf, uintptr_t bytes_per_rank, voi
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Alltoall_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Alltoall_append(GOAL_Graph g, const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`.
@@ -675,7 +675,7 @@ GOAL_Vertex GOAL_Reduce_scatter_block_append(GOAL_Graph g, const void *sbuf, voi
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Reduce_init_c(const void *sbuf, void *rbuf, uintptr_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Reduce_init_c(const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg);
 
 /*
  Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`; `size_t` count (large-count form).
@@ -686,7 +686,7 @@ GOAL_Schedule GOAL_Reduce_init_c(const void *sbuf, void *rbuf, uintptr_t count, 
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Reduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, uintptr_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Reduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `count` elements at `sbuf`; `size_t` count (large-count form).
@@ -695,7 +695,7 @@ GOAL_Vertex GOAL_Reduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, uin
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Allreduce_init_c(const void *sbuf, void *rbuf, uintptr_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Allreduce_init_c(const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
 
 /*
  Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `count` elements at `sbuf`; `size_t` count (large-count form).
@@ -706,7 +706,7 @@ GOAL_Schedule GOAL_Allreduce_init_c(const void *sbuf, void *rbuf, uintptr_t coun
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Allreduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, uintptr_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Allreduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction; `size_t` count (large-count form).
@@ -715,7 +715,7 @@ GOAL_Vertex GOAL_Allreduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, 
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, uintptr_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, size_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
 
 /*
  Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction; `size_t` count (large-count form).
@@ -726,7 +726,7 @@ GOAL_Schedule GOAL_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, uin
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Reduce_scatter_block_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, uintptr_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Reduce_scatter_block_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, size_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Adds a send of `count` bytes at `buf` to rank `dest`; returns the vertex or GOAL_INVALID_VERTEX.
@@ -743,7 +743,7 @@ GOAL_Vertex GOAL_Send(GOAL_Graph g, void *buf, int count, int dest, int tag, GOA
  # Safety
  As for GOAL_Send.
  */
-GOAL_Vertex GOAL_Send_c(GOAL_Graph g, void *buf, uintptr_t count, int dest, int tag, GOAL_MemType mem);
+GOAL_Vertex GOAL_Send_c(GOAL_Graph g, void *buf, size_t count, int dest, int tag, GOAL_MemType mem);
 
 /*
  Adds a receive of up to `count` bytes into `buf` from `source` (or GOAL_ANY_SOURCE); returns the vertex or GOAL_INVALID_VERTEX.
@@ -759,7 +759,7 @@ GOAL_Vertex GOAL_Recv(GOAL_Graph g, void *buf, int count, int source, int tag, G
  # Safety
  As for GOAL_Send.
  */
-GOAL_Vertex GOAL_Recv_c(GOAL_Graph g, void *buf, uintptr_t count, int source, int tag, GOAL_MemType mem);
+GOAL_Vertex GOAL_Recv_c(GOAL_Graph g, void *buf, size_t count, int source, int tag, GOAL_MemType mem);
 
 /*
  Adds a send of the pieces (sent as one contiguous message); the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
@@ -775,7 +775,7 @@ GOAL_Vertex GOAL_SendVec(GOAL_Graph g, void **offsets, int *lengths, int num_ele
  # Safety
  As for GOAL_SendVec.
  */
-GOAL_Vertex GOAL_SendVec_c(GOAL_Graph g, void **offsets, uintptr_t *lengths, int num_elements, int dest, int tag, GOAL_MemType mem);
+GOAL_Vertex GOAL_SendVec_c(GOAL_Graph g, void **offsets, size_t *lengths, int num_elements, int dest, int tag, GOAL_MemType mem);
 
 /*
  Adds a receive scattered over the pieces; the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
@@ -791,7 +791,7 @@ GOAL_Vertex GOAL_RecvVec(GOAL_Graph g, void **offsets, int *lengths, int num_ele
  # Safety
  As for GOAL_SendVec.
  */
-GOAL_Vertex GOAL_RecvVec_c(GOAL_Graph g, void **offsets, uintptr_t *lengths, int num_elements, int source, int tag, GOAL_MemType mem);
+GOAL_Vertex GOAL_RecvVec_c(GOAL_Graph g, void **offsets, size_t *lengths, int num_elements, int source, int tag, GOAL_MemType mem);
 
 /*
  Adds `bres[i] = b1[i] OP b2[i]` for `num_elements` elements; returns the vertex or GOAL_INVALID_VERTEX.
@@ -807,7 +807,7 @@ GOAL_Vertex GOAL_LocalOp(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op o
  # Safety
  As for GOAL_LocalOp.
  */
-GOAL_Vertex GOAL_LocalOp_c(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op op, GOAL_DataType dt, int element_width, uintptr_t num_elements, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType bres_mem);
+GOAL_Vertex GOAL_LocalOp_c(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op op, GOAL_DataType dt, int element_width, size_t num_elements, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType bres_mem);
 
 /*
  Adds a local operation over three gather lists, element by element; returns the vertex or GOAL_INVALID_VERTEX.
@@ -823,7 +823,7 @@ GOAL_Vertex GOAL_LocalOpVec(GOAL_Graph g, void **buf1, int *lengths1, int num_el
  # Safety
  As for GOAL_LocalOpVec.
  */
-GOAL_Vertex GOAL_LocalOpVec_c(GOAL_Graph g, void **buf1, uintptr_t *lengths1, int num_elements1, void **buf2, uintptr_t *lengths2, int num_elements2, void **buf3, uintptr_t *lengths3, int num_elements3, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType b3_mem);
+GOAL_Vertex GOAL_LocalOpVec_c(GOAL_Graph g, void **buf1, size_t *lengths1, int num_elements1, void **buf2, size_t *lengths2, int num_elements2, void **buf3, size_t *lengths3, int num_elements3, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType b3_mem);
 
 #ifdef __cplusplus
 }  // extern "C"
