@@ -13,8 +13,10 @@
 #   // ranks: 2 3 4      rank counts to run at (default: $CTEST_RANKS or 1 2 3 4 7)
 #   // modes: 2 3        also run with GOAL_PROGRESS=manual and =thread at these
 #                        rank counts (the default runs leave GOAL_PROGRESS unset)
-#   // all-modes: 2      also run with every GOAL_PROGRESS (manual, thread, spin,
-#                        kernel) at these rank counts
+#   // all-modes: 2 3    also run with every other GOAL_PROGRESS mode (manual,
+#                        thread, spin, kernel) at these rank counts
+#   // timeout: 150      goalrun --timeout for this test's cases, in seconds
+#                        (default $CTEST_TIMEOUT), for the few that move GiBs
 #   // memcheck: 2       also run every rank under valgrind's memcheck at these
 #                        rank counts: any memory error, or memory definitely
 #                        lost at exit, fails the case (skipped without valgrind)
@@ -87,6 +89,9 @@ run_case() {
     local label="$name n=$n mode=$mode"
     local log="$BUILD/logs/$name.n$n.$mode.log"
     local t0 t1 rc
+    local TIMEOUT=$TIMEOUT own
+    own=$(directive "$src" timeout | head -n 1)
+    [ -n "$own" ] && [ "$own" -gt "$TIMEOUT" ] && TIMEOUT=$own
     t0=$(date +%s.%N)
     (
         cd "$BUILD/work" || exit 125

@@ -184,22 +184,6 @@ typedef goal_graph *GOAL_Graph;
 typedef int64_t GOAL_Vertex;
 
 /*
- Where a buffer lives: `GOAL_USERSPACE`, `GOAL_SCRATCHPAD` or
- `GOAL_RUNBUF(i)` (run-time buffer `i`, given by each `GOAL_RunWith`).
- */
-typedef int GOAL_MemType;
-
-/*
- Operator of a local operation.
- */
-typedef int GOAL_Op;
-
-/*
- Element type of a local operation.
- */
-typedef int GOAL_DataType;
-
-/*
  A compiled schedule; NULL is invalid. An opaque handle (not an address):
  one that was freed is refused with an error.
  */
@@ -216,6 +200,16 @@ typedef goal_handle *GOAL_Handle;
 typedef int GOAL_Algorithm;
 
 /*
+ Element type of a local operation.
+ */
+typedef int GOAL_DataType;
+
+/*
+ Operator of a local operation.
+ */
+typedef int GOAL_Op;
+
+/*
  A group of ranks (extension); NULL is invalid. An opaque handle (not an
  address): one that was freed is refused with an error.
  */
@@ -227,6 +221,12 @@ typedef goal_group *GOAL_Group;
  goal's helper thread (see docs/api.md), and must not call goal.
  */
 typedef void (*GOAL_UserFunction)(const void *input, void *inout, int count, void *ctx);
+
+/*
+ Where a buffer lives: `GOAL_USERSPACE`, `GOAL_SCRATCHPAD` or
+ `GOAL_RUNBUF(i)` (run-time buffer `i`, given by each `GOAL_RunWith`).
+ */
+typedef int GOAL_MemType;
 
 /*
  No vertex: what the vertex-adding functions return on error.
@@ -433,55 +433,6 @@ GOAL_Graph GOAL_CreateGraph(void);
 int GOAL_FreeGraph(GOAL_Graph g);
 
 /*
- Adds a send of `count` bytes at `buf` to rank `dest`; returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- `g` must be NULL or a live graph. `buf` is not read now: it must be valid
- when the schedule runs (or be a scratchpad offset).
- */
-GOAL_Vertex GOAL_Send(GOAL_Graph g, void *buf, int count, int dest, int tag, GOAL_MemType mem);
-
-/*
- Adds a receive of up to `count` bytes into `buf` from `source` (or GOAL_ANY_SOURCE); returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- As for GOAL_Send.
- */
-GOAL_Vertex GOAL_Recv(GOAL_Graph g, void *buf, int count, int source, int tag, GOAL_MemType mem);
-
-/*
- Adds a send of the pieces (sent as one contiguous message); the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- `g` NULL or live; `offsets`/`lengths` valid for `num_elements` entries.
- */
-GOAL_Vertex GOAL_SendVec(GOAL_Graph g, void **offsets, int *lengths, int num_elements, int dest, int tag, GOAL_MemType mem);
-
-/*
- Adds a receive scattered over the pieces; the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- As for GOAL_SendVec.
- */
-GOAL_Vertex GOAL_RecvVec(GOAL_Graph g, void **offsets, int *lengths, int num_elements, int source, int tag, GOAL_MemType mem);
-
-/*
- Adds `bres[i] = b1[i] OP b2[i]` for `num_elements` elements; returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- `g` NULL or live; the buffers must be valid when the schedule runs.
- */
-GOAL_Vertex GOAL_LocalOp(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op op, GOAL_DataType dt, int element_width, int num_elements, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType bres_mem);
-
-/*
- Adds a local operation over three gather lists, element by element; returns the vertex or GOAL_INVALID_VERTEX.
-
- # Safety
- `g` NULL or live; each array valid for its count.
- */
-GOAL_Vertex GOAL_LocalOpVec(GOAL_Graph g, void **buf1, int *lengths1, int num_elements1, void **buf2, int *lengths2, int num_elements2, void **buf3, int *lengths3, int num_elements3, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType b3_mem);
-
-/*
  `target` may start only after `prereq` has finished (prerequisite first). Returns GOAL_SUCCESS or an error code.
 
  # Safety
@@ -495,7 +446,7 @@ int GOAL_Requires(GOAL_Graph g, GOAL_Vertex prereq, GOAL_Vertex target);
  # Safety
  `g` must be NULL or a live graph.
  */
-int GOAL_AllocateScratchpad(GOAL_Graph g, uintptr_t bytes);
+int GOAL_AllocateScratchpad(GOAL_Graph g, size_t bytes);
 
 /*
  Checks and compiles a graph. Returns the schedule, or NULL with GOAL_LastError() saying why.
@@ -573,7 +524,7 @@ double GOAL_Wtime(void);
 /*
  Returns memory other local ranks can read directly (sends from it take a single copy), or NULL.
  */
-void *GOAL_Alloc(uintptr_t bytes);
+void *GOAL_Alloc(size_t bytes);
 
 /*
  Frees memory from GOAL_Alloc. Returns GOAL_SUCCESS or an error code.
@@ -620,7 +571,7 @@ GOAL_Vertex GOAL_Barrier_append(GOAL_Graph g, GOAL_Algorithm alg, GOAL_Vertex *e
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Bcast_init(void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Bcast_init(void *buf, size_t bytes, int root, GOAL_Algorithm alg);
 
 /*
  Broadcast of `bytes` at `buf` from `root` to every rank's `buf`.
@@ -631,7 +582,7 @@ GOAL_Schedule GOAL_Bcast_init(void *buf, uintptr_t bytes, int root, GOAL_Algorit
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Bcast_append(GOAL_Graph g, void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Bcast_append(GOAL_Graph g, void *buf, size_t bytes, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
@@ -640,7 +591,7 @@ GOAL_Vertex GOAL_Bcast_append(GOAL_Graph g, void *buf, uintptr_t bytes, int root
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Gather_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Gather_init(const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
 
 /*
  Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
@@ -651,7 +602,7 @@ GOAL_Schedule GOAL_Gather_init(const void *sbuf, uintptr_t bytes_per_rank, void 
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Gather_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Gather_append(GOAL_Graph g, const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
@@ -660,7 +611,7 @@ GOAL_Vertex GOAL_Gather_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_p
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Scatter_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Scatter_init(const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
 
 /*
  Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
@@ -671,7 +622,7 @@ GOAL_Schedule GOAL_Scatter_init(const void *sbuf, uintptr_t bytes_per_rank, void
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Scatter_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Scatter_append(GOAL_Graph g, const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
@@ -680,7 +631,7 @@ GOAL_Vertex GOAL_Scatter_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Allgather_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Allgather_init(const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
 
 /*
  Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
@@ -691,7 +642,7 @@ GOAL_Schedule GOAL_Allgather_init(const void *sbuf, uintptr_t bytes_per_rank, vo
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Allgather_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Allgather_append(GOAL_Graph g, const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
@@ -700,7 +651,7 @@ GOAL_Vertex GOAL_Allgather_append(GOAL_Graph g, const void *sbuf, uintptr_t byte
  # Safety
  The buffers must stay valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Alltoall_init(const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Alltoall_init(const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
 
 /*
  All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
@@ -711,7 +662,7 @@ GOAL_Schedule GOAL_Alltoall_init(const void *sbuf, uintptr_t bytes_per_rank, voi
  `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
  must stay valid while executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Alltoall_append(GOAL_Graph g, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Alltoall_append(GOAL_Graph g, const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`.
@@ -774,6 +725,66 @@ GOAL_Schedule GOAL_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int c
 GOAL_Vertex GOAL_Reduce_scatter_block_append(GOAL_Graph g, const void *sbuf, void *rbuf, int count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
+ Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`; `size_t` count (large-count form).
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_init_c(const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg);
+
+/*
+ Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`; `size_t` count (large-count form).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Reduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `count` elements at `sbuf`; `size_t` count (large-count form).
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Allreduce_init_c(const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `count` elements at `sbuf`; `size_t` count (large-count form).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Allreduce_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
+ Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction; `size_t` count (large-count form).
+ Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ The buffers must stay valid while executions of the schedule run.
+ */
+GOAL_Schedule GOAL_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, size_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction; `size_t` count (large-count form).
+ Appended to graph `g` (extension): returns the collective's done vertex, or
+ GOAL_INVALID_VERTEX; writes its entry vertex to `*entry` unless `entry` is NULL.
+
+ # Safety
+ `g` must be NULL or a live graph, `entry` NULL or writable; the buffers
+ must stay valid while executions of the compiled schedule run.
+ */
+GOAL_Vertex GOAL_Reduce_scatter_block_append_c(GOAL_Graph g, const void *sbuf, void *rbuf, size_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+
+/*
  Barrier: no rank leaves before every rank has entered.
  Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
 
@@ -789,7 +800,7 @@ GOAL_Schedule GOAL_Barrier_init_on(GOAL_Group group, GOAL_Algorithm alg);
  # Safety
  As `GOAL_Bcast_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Bcast_init_on(GOAL_Group group, void *buf, uintptr_t bytes, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Bcast_init_on(GOAL_Group group, void *buf, size_t bytes, int root, GOAL_Algorithm alg);
 
 /*
  Gather: block i of `rbuf` at `root` receives rank i's `bytes_per_rank` at `sbuf` (`sbuf == rbuf`: in place).
@@ -798,7 +809,7 @@ GOAL_Schedule GOAL_Bcast_init_on(GOAL_Group group, void *buf, uintptr_t bytes, i
  # Safety
  As `GOAL_Gather_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Gather_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Gather_init_on(GOAL_Group group, const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
 
 /*
  Scatter: rank i's `rbuf` receives block i of `sbuf` at `root`.
@@ -807,7 +818,7 @@ GOAL_Schedule GOAL_Gather_init_on(GOAL_Group group, const void *sbuf, uintptr_t 
  # Safety
  As `GOAL_Scatter_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Scatter_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Scatter_init_on(GOAL_Group group, const void *sbuf, size_t bytes_per_rank, void *rbuf, int root, GOAL_Algorithm alg);
 
 /*
  Allgather: block i of every rank's `rbuf` receives rank i's `sbuf`.
@@ -816,7 +827,7 @@ GOAL_Schedule GOAL_Scatter_init_on(GOAL_Group group, const void *sbuf, uintptr_t
  # Safety
  As `GOAL_Allgather_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Allgather_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Allgather_init_on(GOAL_Group group, const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
 
 /*
  All-to-all: block j of rank i's `sbuf` lands in block i of rank j's `rbuf`.
@@ -825,7 +836,7 @@ GOAL_Schedule GOAL_Allgather_init_on(GOAL_Group group, const void *sbuf, uintptr
  # Safety
  As `GOAL_Alltoall_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Alltoall_init_on(GOAL_Group group, const void *sbuf, uintptr_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Alltoall_init_on(GOAL_Group group, const void *sbuf, size_t bytes_per_rank, void *rbuf, GOAL_Algorithm alg);
 
 /*
  Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`.
@@ -861,7 +872,7 @@ GOAL_Schedule GOAL_Reduce_scatter_block_init_on(GOAL_Group group, const void *sb
  # Safety
  As `GOAL_Gatherv_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Gatherv_init_on(GOAL_Group group, const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Gatherv_init_on(GOAL_Group group, const void *sbuf, size_t scount, void *rbuf, const size_t *rcounts, const size_t *rdispls, int root, GOAL_Algorithm alg);
 
 /*
  Scatterv: rank i's `rbuf` receives `rcount` bytes, the `scounts[i]` bytes at `sbuf + sdispls[i]` at `root` (`sbuf == rbuf` at the root: in place).
@@ -870,7 +881,7 @@ GOAL_Schedule GOAL_Gatherv_init_on(GOAL_Group group, const void *sbuf, uintptr_t
  # Safety
  As `GOAL_Scatterv_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Scatterv_init_on(GOAL_Group group, const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, uintptr_t rcount, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Scatterv_init_on(GOAL_Group group, const void *sbuf, const size_t *scounts, const size_t *sdispls, void *rbuf, size_t rcount, int root, GOAL_Algorithm alg);
 
 /*
  Allgatherv: every rank's `rbuf + rdispls[i]` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
@@ -879,7 +890,7 @@ GOAL_Schedule GOAL_Scatterv_init_on(GOAL_Group group, const void *sbuf, const ui
  # Safety
  As `GOAL_Allgatherv_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Allgatherv_init_on(GOAL_Group group, const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Allgatherv_init_on(GOAL_Group group, const void *sbuf, size_t scount, void *rbuf, const size_t *rcounts, const size_t *rdispls, GOAL_Algorithm alg);
 
 /*
  All-to-all with per-rank counts: rank i's `scounts[j]` bytes at `sbuf + sdispls[j]` land in rank j's `rbuf + rdispls[i]` (`rcounts[i]` bytes there).
@@ -888,7 +899,7 @@ GOAL_Schedule GOAL_Allgatherv_init_on(GOAL_Group group, const void *sbuf, uintpt
  # Safety
  As `GOAL_Alltoallv_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Alltoallv_init_on(GOAL_Group group, const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Alltoallv_init_on(GOAL_Group group, const void *sbuf, const size_t *scounts, const size_t *sdispls, void *rbuf, const size_t *rcounts, const size_t *rdispls, GOAL_Algorithm alg);
 
 /*
  Reduce-scatter with per-rank counts: rank i's `rbuf` receives block i (`rcounts[i]` elements, from element `rcounts[0] + ... + rcounts[i-1]`) of the element-wise `op` of every rank's `sbuf` (`sum(rcounts)` elements; `sbuf == rbuf`: in place).
@@ -897,7 +908,7 @@ GOAL_Schedule GOAL_Alltoallv_init_on(GOAL_Group group, const void *sbuf, const u
  # Safety
  As `GOAL_Reduce_scatter_init`; `group` is any value (a bad one is refused).
  */
-GOAL_Schedule GOAL_Reduce_scatter_init_on(GOAL_Group group, const void *sbuf, void *rbuf, const uintptr_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Reduce_scatter_init_on(GOAL_Group group, const void *sbuf, void *rbuf, const size_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
 
 /*
  Gatherv: `rbuf + rdispls[i]` at `root` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
@@ -910,7 +921,7 @@ GOAL_Schedule GOAL_Reduce_scatter_init_on(GOAL_Group group, const void *sbuf, vo
  Each non-NULL array holds one entry per rank; the buffers must stay
  valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Gatherv_init(const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Gatherv_init(const void *sbuf, size_t scount, void *rbuf, const size_t *rcounts, const size_t *rdispls, int root, GOAL_Algorithm alg);
 
 /*
  Gatherv: `rbuf + rdispls[i]` at `root` receives rank i's `scount` bytes at `sbuf` (as GOAL_Gatherv_init).
@@ -922,7 +933,7 @@ GOAL_Schedule GOAL_Gatherv_init(const void *sbuf, uintptr_t scount, void *rbuf, 
  non-NULL array one entry per rank; the buffers must stay valid while
  executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Gatherv_append(GOAL_Graph g, const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Gatherv_append(GOAL_Graph g, const void *sbuf, size_t scount, void *rbuf, const size_t *rcounts, const size_t *rdispls, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Scatterv: rank i's `rbuf` receives `rcount` bytes, the `scounts[i]` bytes at `sbuf + sdispls[i]` at `root` (`sbuf == rbuf` at the root: in place).
@@ -935,7 +946,7 @@ GOAL_Vertex GOAL_Gatherv_append(GOAL_Graph g, const void *sbuf, uintptr_t scount
  Each non-NULL array holds one entry per rank; the buffers must stay
  valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Scatterv_init(const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, uintptr_t rcount, int root, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Scatterv_init(const void *sbuf, const size_t *scounts, const size_t *sdispls, void *rbuf, size_t rcount, int root, GOAL_Algorithm alg);
 
 /*
  Scatterv: rank i's `rbuf` receives `rcount` bytes from `sbuf + sdispls[i]` at `root` (as GOAL_Scatterv_init).
@@ -947,7 +958,7 @@ GOAL_Schedule GOAL_Scatterv_init(const void *sbuf, const uintptr_t *scounts, con
  non-NULL array one entry per rank; the buffers must stay valid while
  executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Scatterv_append(GOAL_Graph g, const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, uintptr_t rcount, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Scatterv_append(GOAL_Graph g, const void *sbuf, const size_t *scounts, const size_t *sdispls, void *rbuf, size_t rcount, int root, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Allgatherv: every rank's `rbuf + rdispls[i]` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).
@@ -958,7 +969,7 @@ GOAL_Vertex GOAL_Scatterv_append(GOAL_Graph g, const void *sbuf, const uintptr_t
  Each array holds one entry per rank; the buffers must stay valid while
  executions of the schedule run.
  */
-GOAL_Schedule GOAL_Allgatherv_init(const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Allgatherv_init(const void *sbuf, size_t scount, void *rbuf, const size_t *rcounts, const size_t *rdispls, GOAL_Algorithm alg);
 
 /*
  Allgatherv: every rank's `rbuf + rdispls[i]` receives rank i's `scount` bytes at `sbuf` (as GOAL_Allgatherv_init).
@@ -970,7 +981,7 @@ GOAL_Schedule GOAL_Allgatherv_init(const void *sbuf, uintptr_t scount, void *rbu
  one entry per rank; the buffers must stay valid while executions of the
  compiled schedule run.
  */
-GOAL_Vertex GOAL_Allgatherv_append(GOAL_Graph g, const void *sbuf, uintptr_t scount, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Allgatherv_append(GOAL_Graph g, const void *sbuf, size_t scount, void *rbuf, const size_t *rcounts, const size_t *rdispls, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  All-to-all with per-rank counts: rank i's `scounts[j]` bytes at `sbuf + sdispls[j]` land in rank j's `rbuf + rdispls[i]` (`rcounts[i]` bytes there).
@@ -982,7 +993,7 @@ GOAL_Vertex GOAL_Allgatherv_append(GOAL_Graph g, const void *sbuf, uintptr_t sco
  Each non-NULL array holds one entry per rank; the buffers must stay
  valid while executions of the schedule run.
  */
-GOAL_Schedule GOAL_Alltoallv_init(const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Alltoallv_init(const void *sbuf, const size_t *scounts, const size_t *sdispls, void *rbuf, const size_t *rcounts, const size_t *rdispls, GOAL_Algorithm alg);
 
 /*
  All-to-all with per-rank counts (as GOAL_Alltoallv_init).
@@ -994,7 +1005,7 @@ GOAL_Schedule GOAL_Alltoallv_init(const void *sbuf, const uintptr_t *scounts, co
  non-NULL array one entry per rank; the buffers must stay valid while
  executions of the compiled schedule run.
  */
-GOAL_Vertex GOAL_Alltoallv_append(GOAL_Graph g, const void *sbuf, const uintptr_t *scounts, const uintptr_t *sdispls, void *rbuf, const uintptr_t *rcounts, const uintptr_t *rdispls, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Alltoallv_append(GOAL_Graph g, const void *sbuf, const size_t *scounts, const size_t *sdispls, void *rbuf, const size_t *rcounts, const size_t *rdispls, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Reduce-scatter with per-rank counts: rank i's `rbuf` receives block i (`rcounts[i]` elements, from element `rcounts[0] + ... + rcounts[i-1]`) of the element-wise `op` of every rank's `sbuf` (`sum(rcounts)` elements; `sbuf == rbuf`: in place).
@@ -1005,7 +1016,7 @@ GOAL_Vertex GOAL_Alltoallv_append(GOAL_Graph g, const void *sbuf, const uintptr_
  `rcounts` holds one entry per rank; the buffers must stay valid while
  executions of the schedule run.
  */
-GOAL_Schedule GOAL_Reduce_scatter_init(const void *sbuf, void *rbuf, const uintptr_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+GOAL_Schedule GOAL_Reduce_scatter_init(const void *sbuf, void *rbuf, const size_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
 
 /*
  Reduce-scatter with per-rank counts (as GOAL_Reduce_scatter_init).
@@ -1017,7 +1028,7 @@ GOAL_Schedule GOAL_Reduce_scatter_init(const void *sbuf, void *rbuf, const uintp
  one entry per rank; the buffers must stay valid while executions of the
  compiled schedule run.
  */
-GOAL_Vertex GOAL_Reduce_scatter_append(GOAL_Graph g, const void *sbuf, void *rbuf, const uintptr_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
+GOAL_Vertex GOAL_Reduce_scatter_append(GOAL_Graph g, const void *sbuf, void *rbuf, const size_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg, GOAL_Vertex *entry);
 
 /*
  Returns the handle of the world group (every rank, as GOAL_GroupSize and GOAL_MyRank see them), or NULL before GOAL_Init and after GOAL_Finalize. It is never freed.
@@ -1094,7 +1105,7 @@ GOAL_Graph GOAL_CreateGraphOn(GOAL_Group grp);
  buffer, and every buffer the schedule's graph names, must stay valid
  until the execution has finished.
  */
-GOAL_Handle GOAL_RunWith(GOAL_Schedule s, void *const *bufs, const uintptr_t *sizes, int n);
+GOAL_Handle GOAL_RunWith(GOAL_Schedule s, void *const *bufs, const size_t *sizes, int n);
 
 /*
  The run-time buffers of `s`: writes the bytes each must hold to
@@ -1104,7 +1115,7 @@ GOAL_Handle GOAL_RunWith(GOAL_Schedule s, void *const *bufs, const uintptr_t *si
  # Safety
  `sizes` is NULL with `n` = 0, or valid for `n` writes.
  */
-int GOAL_RunBufferSizes(GOAL_Schedule s, uintptr_t *sizes, int n);
+int GOAL_RunBufferSizes(GOAL_Schedule s, size_t *sizes, int n);
 
 /*
  Registers `func` as a reduction operator usable wherever a GOAL_Op goes
@@ -1130,6 +1141,103 @@ int GOAL_Op_create(GOAL_UserFunction func, int commutative, void *ctx, GOAL_Op *
  `op` must be NULL or valid for reading and writing.
  */
 int GOAL_Op_free(GOAL_Op *op);
+
+/*
+ Adds a send of `count` bytes at `buf` to rank `dest`; returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ `g` must be NULL or a live graph. `buf` is not read now: it must be valid
+ when the schedule runs (or be a scratchpad offset).
+ */
+GOAL_Vertex GOAL_Send(GOAL_Graph g, void *buf, int count, int dest, int tag, GOAL_MemType mem);
+
+/*
+ GOAL_Send with a `size_t` count (large-count form): up to 4 GiB - 1 bytes (GOAL_Compile refuses more). Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_Send.
+ */
+GOAL_Vertex GOAL_Send_c(GOAL_Graph g, void *buf, size_t count, int dest, int tag, GOAL_MemType mem);
+
+/*
+ Adds a receive of up to `count` bytes into `buf` from `source` (or GOAL_ANY_SOURCE); returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_Send.
+ */
+GOAL_Vertex GOAL_Recv(GOAL_Graph g, void *buf, int count, int source, int tag, GOAL_MemType mem);
+
+/*
+ GOAL_Recv with a `size_t` count (large-count form): takes any message up to `count` bytes; a count past 4 GiB - 1, the largest message, counts as 4 GiB - 1. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_Send.
+ */
+GOAL_Vertex GOAL_Recv_c(GOAL_Graph g, void *buf, size_t count, int source, int tag, GOAL_MemType mem);
+
+/*
+ Adds a send of the pieces (sent as one contiguous message); the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ `g` NULL or live; `offsets`/`lengths` valid for `num_elements` entries.
+ */
+GOAL_Vertex GOAL_SendVec(GOAL_Graph g, void **offsets, int *lengths, int num_elements, int dest, int tag, GOAL_MemType mem);
+
+/*
+ GOAL_SendVec with `size_t` lengths (large-count form): up to 4 GiB - 1 bytes in all. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_SendVec.
+ */
+GOAL_Vertex GOAL_SendVec_c(GOAL_Graph g, void **offsets, size_t *lengths, int num_elements, int dest, int tag, GOAL_MemType mem);
+
+/*
+ Adds a receive scattered over the pieces; the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_SendVec.
+ */
+GOAL_Vertex GOAL_RecvVec(GOAL_Graph g, void **offsets, int *lengths, int num_elements, int source, int tag, GOAL_MemType mem);
+
+/*
+ GOAL_RecvVec with `size_t` lengths (large-count form): up to 4 GiB - 1 bytes in all. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_SendVec.
+ */
+GOAL_Vertex GOAL_RecvVec_c(GOAL_Graph g, void **offsets, size_t *lengths, int num_elements, int source, int tag, GOAL_MemType mem);
+
+/*
+ Adds `bres[i] = b1[i] OP b2[i]` for `num_elements` elements; returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ `g` NULL or live; the buffers must be valid when the schedule runs.
+ */
+GOAL_Vertex GOAL_LocalOp(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op op, GOAL_DataType dt, int element_width, int num_elements, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType bres_mem);
+
+/*
+ GOAL_LocalOp with a `size_t` element count (large-count form): up to 4 Gi - 1 elements. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_LocalOp.
+ */
+GOAL_Vertex GOAL_LocalOp_c(GOAL_Graph g, void *b1, void *b2, void *bres, GOAL_Op op, GOAL_DataType dt, int element_width, size_t num_elements, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType bres_mem);
+
+/*
+ Adds a local operation over three gather lists, element by element; returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ `g` NULL or live; each array valid for its count.
+ */
+GOAL_Vertex GOAL_LocalOpVec(GOAL_Graph g, void **buf1, int *lengths1, int num_elements1, void **buf2, int *lengths2, int num_elements2, void **buf3, int *lengths3, int num_elements3, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType b3_mem);
+
+/*
+ GOAL_LocalOpVec with `size_t` piece lengths (large-count form); the numbers of pieces stay `int`. Returns the vertex or GOAL_INVALID_VERTEX.
+
+ # Safety
+ As for GOAL_LocalOpVec.
+ */
+GOAL_Vertex GOAL_LocalOpVec_c(GOAL_Graph g, void **buf1, size_t *lengths1, int num_elements1, void **buf2, size_t *lengths2, int num_elements2, void **buf3, size_t *lengths3, int num_elements3, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_MemType b1_mem, GOAL_MemType b2_mem, GOAL_MemType b3_mem);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -206,16 +206,17 @@ fn kernel_chains_rank() {
 }
 
 /// The C acceptance programs of `ctests/` that run at 8 ranks and expect
-/// success, and `t_coll` and `t_vcoll` (every collective and algorithm, with
+/// success, `t_coll` and `t_vcoll` (every collective and algorithm, with
 /// per-rank counts too; their `ranks:` directives stop at 7 for the local
-/// suite's time), built against this build's library, across the hosts, on
-/// 1 and 2 rails.
+/// suite's time), `t_groups` (groups of one host and across hosts) and
+/// `t_threads` (seven threads per rank at once), built against this build's
+/// library, across the hosts, on 1 and 2 rails.
 #[test]
 fn c_acceptance_programs_across_hosts() {
     if in_job() {
         return;
     }
-    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &["t_coll", "t_groups", "t_vcoll"]);
+    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &["t_coll", "t_groups", "t_vcoll", "t_threads"]);
     for rails in [1, 2] {
         let Some(c) = cluster(rails) else { break };
         for bin in &bins {
@@ -230,11 +231,16 @@ fn c_acceptance_programs_across_hosts() {
 /// TCP store (rank 0 serves it on its rail 0), with `env`.
 fn spawn_per_host(c: &Cluster, name: &str, rails: usize, port: u16, env: &[(&str, &str)]) -> Vec<std::process::Child> {
     let exe = std::env::current_exe().expect("test binary");
+    spawn_program_per_host(c, &exe, &[name, "--exact", "--nocapture", "--test-threads=1"], rails, port, env)
+}
+
+/// Starts `program args` as one rank per host, as [`spawn_per_host`] does.
+fn spawn_program_per_host(c: &Cluster, program: &Path, args: &[&str], rails: usize, port: u16, env: &[(&str, &str)]) -> Vec<std::process::Child> {
     let secret: String = (0..32).map(|i| format!("{:02x}", (std::process::id() as usize * 31 + i * 7) as u8)).collect();
     (0..c.hosts())
         .map(|h| {
-            let mut cmd = c.host(h).command(&exe);
-            cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+            let mut cmd = c.host(h).command(program);
+            cmd.args(args)
                 .env("GOAL_STORE", format!("{}:{port}", c.host(0).addr(0)))
                 .env("GOAL_RANK", h.to_string())
                 .env("GOAL_SIZE", c.hosts().to_string())
@@ -487,4 +493,29 @@ fn ranks_of_emulated_hosts_count_against_the_cores() {
     let err = &results[0].1;
     let want = format!("{} rank(s) on this machine's {cpus} core(s): more ranks than cores", cpus + 1);
     assert!(err.contains(&want), "expected \"{want}\" in:\n{err}");
+}
+
+/// A message of 2.5 GiB from one emulated host to another, over TCP
+/// (rendezvous, striped over two unlimited rails): `ctests/t_large` (the
+/// large-count calls, every byte checked, and the refusals past 4 GiB - 1)
+/// with one rank per host. 5 GiB of memory while it runs.
+#[test]
+fn a_message_past_2_gib_crosses_hosts() {
+    if in_job() {
+        return;
+    }
+    if let Err(why) = goal_netns::available() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let c = Cluster::create(&Spec::new(2, 2)).expect("creating the emulated cluster");
+    let (dir, prog) = util::build_c_program("t_large", "large-across-hosts");
+    let t = Instant::now();
+    let ranks = spawn_program_per_host(&c, &prog, &[], 2, 29705, &[]);
+    // (t_large's own watchdog ends it after 140 s.)
+    for (r, (code, err)) in wait_all(ranks, Duration::from_secs(170)).iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {err}");
+    }
+    eprintln!("2.5 GiB across hosts, three ways: {:.1} s", t.elapsed().as_secs_f64());
+    let _ = std::fs::remove_dir_all(&dir);
 }

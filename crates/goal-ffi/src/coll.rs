@@ -69,7 +69,7 @@ pub(crate) fn root_of(what: &str, root: c_int, size: u32) -> Result<u32, Error> 
     Ok(root as u32)
 }
 
-fn count_of(what: &str, count: c_int) -> Result<u64, Error> {
+fn count_of(what: &str, count: i64) -> Result<u64, Error> {
     if count < 0 {
         return Err(invalid(format!("{what}: count {count} is negative")));
     }
@@ -352,7 +352,7 @@ pub(crate) fn build_alltoall(g: &mut Graph, grp: Group, at: Placement, what: &st
 /// The buffers must stay valid while executions of the schedule run.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Reduce_init(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
-    init("GOAL_Reduce_init", &|g, grp, at, what| build_reduce(g, grp, at, what, sbuf, rbuf, count, dt, element_width, op, root, alg))
+    init("GOAL_Reduce_init", &|g, grp, at, what| build_reduce(g, grp, at, what, sbuf, rbuf, count as i64, dt, element_width, op, root, alg))
 }
 
 /// Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`.
@@ -365,11 +365,11 @@ pub unsafe extern "C" fn GOAL_Reduce_init(sbuf: *const c_void, rbuf: *mut c_void
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Reduce_append(g: GOAL_Graph, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm, entry: *mut GOAL_Vertex) -> GOAL_Vertex {
     // SAFETY: forwarded caller guarantees.
-    unsafe { append("GOAL_Reduce_append", g, entry, &|g, grp, at, what| build_reduce(g, grp, at, what, sbuf, rbuf, count, dt, element_width, op, root, alg)) }
+    unsafe { append("GOAL_Reduce_append", g, entry, &|g, grp, at, what| build_reduce(g, grp, at, what, sbuf, rbuf, count as i64, dt, element_width, op, root, alg)) }
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn build_reduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_reduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: i64, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let n = count_of(what, count)?;
     let root = root_of(what, root, grp.size)?;
     let c = format!("a count of {n}");
@@ -385,7 +385,7 @@ pub(crate) fn build_reduce(g: &mut Graph, grp: Group, at: Placement, what: &str,
 /// The buffers must stay valid while executions of the schedule run.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Allreduce_init(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
-    init("GOAL_Allreduce_init", &|g, grp, at, what| build_allreduce(g, grp, at, what, sbuf, rbuf, count, dt, element_width, op, alg))
+    init("GOAL_Allreduce_init", &|g, grp, at, what| build_allreduce(g, grp, at, what, sbuf, rbuf, count as i64, dt, element_width, op, alg))
 }
 
 /// Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `sbuf`, bit-identical on every rank.
@@ -398,11 +398,11 @@ pub unsafe extern "C" fn GOAL_Allreduce_init(sbuf: *const c_void, rbuf: *mut c_v
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Allreduce_append(g: GOAL_Graph, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm, entry: *mut GOAL_Vertex) -> GOAL_Vertex {
     // SAFETY: forwarded caller guarantees.
-    unsafe { append("GOAL_Allreduce_append", g, entry, &|g, grp, at, what| build_allreduce(g, grp, at, what, sbuf, rbuf, count, dt, element_width, op, alg)) }
+    unsafe { append("GOAL_Allreduce_append", g, entry, &|g, grp, at, what| build_allreduce(g, grp, at, what, sbuf, rbuf, count as i64, dt, element_width, op, alg)) }
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn build_allreduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_allreduce(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count: i64, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let n = count_of(what, count)?;
     let c = format!("a count of {n}");
     let sbuf = buf_of(what, "sbuf", sbuf, (n, &c), true)?;
@@ -417,7 +417,7 @@ pub(crate) fn build_allreduce(g: &mut Graph, grp: Group, at: Placement, what: &s
 /// The buffers must stay valid while executions of the schedule run.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Reduce_scatter_block_init(sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
-    init("GOAL_Reduce_scatter_block_init", &|g, grp, at, what| build_reduce_scatter_block(g, grp, at, what, sbuf, rbuf, count_per_rank, dt, element_width, op, alg))
+    init("GOAL_Reduce_scatter_block_init", &|g, grp, at, what| build_reduce_scatter_block(g, grp, at, what, sbuf, rbuf, count_per_rank as i64, dt, element_width, op, alg))
 }
 
 /// Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction.
@@ -430,11 +430,11 @@ pub unsafe extern "C" fn GOAL_Reduce_scatter_block_init(sbuf: *const c_void, rbu
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Reduce_scatter_block_append(g: GOAL_Graph, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm, entry: *mut GOAL_Vertex) -> GOAL_Vertex {
     // SAFETY: forwarded caller guarantees.
-    unsafe { append("GOAL_Reduce_scatter_block_append", g, entry, &|g, grp, at, what| build_reduce_scatter_block(g, grp, at, what, sbuf, rbuf, count_per_rank, dt, element_width, op, alg)) }
+    unsafe { append("GOAL_Reduce_scatter_block_append", g, entry, &|g, grp, at, what| build_reduce_scatter_block(g, grp, at, what, sbuf, rbuf, count_per_rank as i64, dt, element_width, op, alg)) }
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn build_reduce_scatter_block(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
+pub(crate) fn build_reduce_scatter_block(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: i64, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
     let n = count_of(what, count_per_rank)?;
     let c = format!("a count of {n} per rank");
     let sbuf = buf_of(what, "sbuf", sbuf, (n, &c), true)?;

@@ -3,7 +3,8 @@
 //! per-rank arrays by rank in the group. Collective over the group's ranks
 //! only, which compile the group's schedules in the same order. (On a graph
 //! bound to a group, `GOAL_CreateGraphOn`, every `GOAL_Xxx_append` is over
-//! that group already.)
+//! that group already.) Generated from the `_init` functions of `coll.rs`
+//! and `coll_v.rs`, one twin each.
 
 #![allow(clippy::too_many_arguments)]
 
@@ -79,7 +80,7 @@ pub unsafe extern "C" fn GOAL_Alltoall_init_on(group: GOAL_Group, sbuf: *const c
 /// As `GOAL_Reduce_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Reduce_init_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
-    init_on("GOAL_Reduce_init_on", Some(group), &|g, grp, at, what| build_reduce(g, grp, at, what, sbuf, rbuf, count, dt, element_width, op, root, alg))
+    init_on("GOAL_Reduce_init_on", Some(group), &|g, grp, at, what| build_reduce(g, grp, at, what, sbuf, rbuf, count as i64, dt, element_width, op, root, alg))
 }
 
 /// Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `sbuf`, bit-identical on every rank.
@@ -89,7 +90,7 @@ pub unsafe extern "C" fn GOAL_Reduce_init_on(group: GOAL_Group, sbuf: *const c_v
 /// As `GOAL_Allreduce_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Allreduce_init_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
-    init_on("GOAL_Allreduce_init_on", Some(group), &|g, grp, at, what| build_allreduce(g, grp, at, what, sbuf, rbuf, count, dt, element_width, op, alg))
+    init_on("GOAL_Allreduce_init_on", Some(group), &|g, grp, at, what| build_allreduce(g, grp, at, what, sbuf, rbuf, count as i64, dt, element_width, op, alg))
 }
 
 /// Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction.
@@ -99,7 +100,7 @@ pub unsafe extern "C" fn GOAL_Allreduce_init_on(group: GOAL_Group, sbuf: *const 
 /// As `GOAL_Reduce_scatter_block_init`; `group` is any value (a bad one is refused).
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Reduce_scatter_block_init_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: c_int, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
-    init_on("GOAL_Reduce_scatter_block_init_on", Some(group), &|g, grp, at, what| build_reduce_scatter_block(g, grp, at, what, sbuf, rbuf, count_per_rank, dt, element_width, op, alg))
+    init_on("GOAL_Reduce_scatter_block_init_on", Some(group), &|g, grp, at, what| build_reduce_scatter_block(g, grp, at, what, sbuf, rbuf, count_per_rank as i64, dt, element_width, op, alg))
 }
 
 /// Gatherv: `rbuf + rdispls[i]` at `root` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).

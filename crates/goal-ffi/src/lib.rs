@@ -22,25 +22,29 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use goal_rt::{Error, ErrorKind};
-use goal_sched::{Buf, Graph, Vertex};
+use goal_sched::Graph;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 mod coll;
+mod coll_large;
 mod coll_on;
 mod coll_v;
 mod group;
 mod registry;
 mod runbuf;
 mod userop;
+mod vertex;
 pub use coll::*;
+pub use coll_large::*;
 pub use coll_on::*;
 pub use coll_v::*;
 pub use group::*;
 pub use runbuf::*;
 pub use userop::*;
+pub use vertex::*;
 
 /// A graph under construction (opaque).
 pub struct goal_graph {
@@ -277,30 +281,6 @@ unsafe fn graph<'a>(g: GOAL_Graph, what: &str) -> Result<&'a mut goal_graph, Err
     Ok(gr)
 }
 
-/// Refuses a NULL user-memory buffer that `count` bytes or elements would
-/// be read from or written to: it would crash the rank at `GOAL_Run`.
-fn user_buf(what: &str, name: &str, p: *const c_void, mem: GOAL_MemType, count: i64) -> Result<(), Error> {
-    user_buf_of(what, name, p, mem, count, "a count")
-}
-
-/// [`user_buf`], saying what `count` is (`"a count"`, `"a length"`).
-fn user_buf_of(what: &str, name: &str, p: *const c_void, mem: GOAL_MemType, count: i64, noun: &str) -> Result<(), Error> {
-    if p.is_null() && mem == GOAL_USERSPACE && count > 0 {
-        return Err(invalid(format!(
-            "{what}: {name} is NULL with {noun} of {count} (offset 0 of the scratchpad is GOAL_SCRATCHPAD memory)"
-        )));
-    }
-    Ok(())
-}
-
-/// [`user_buf`] for each piece of a gather list, `name[i]`.
-fn user_pieces(what: &str, name: &str, pieces: &[(u64, i64)], mem: GOAL_MemType) -> Result<(), Error> {
-    for (i, &(p, len)) in pieces.iter().enumerate() {
-        user_buf_of(what, &format!("{name}[{i}]"), p as *const c_void, mem, len, "a length")?;
-    }
-    Ok(())
-}
-
 fn vertex_result(what: &str, f: impl FnOnce() -> Result<GOAL_Vertex, Error>) -> GOAL_Vertex {
     guard(what, GOAL_INVALID_VERTEX, || {
         f().unwrap_or_else(|e| {
@@ -379,191 +359,6 @@ pub unsafe extern "C" fn GOAL_FreeGraph(g: GOAL_Graph) -> c_int {
     code_result("GOAL_FreeGraph", || {
         drop(registry::remove_graph(g, "GOAL_FreeGraph")?);
         Ok(GOAL_SUCCESS)
-    })
-}
-
-/// Adds a send of `count` bytes at `buf` to rank `dest`; returns the vertex or GOAL_INVALID_VERTEX.
-///
-/// # Safety
-/// `g` must be NULL or a live graph. `buf` is not read now: it must be valid
-/// when the schedule runs (or be a scratchpad offset).
-#[no_mangle]
-pub unsafe extern "C" fn GOAL_Send(g: GOAL_Graph, buf: *mut c_void, count: c_int, dest: c_int, tag: c_int, mem: GOAL_MemType) -> GOAL_Vertex {
-    vertex_result("GOAL_Send", || {
-        // SAFETY: forwarded caller guarantee.
-        let gr = unsafe { graph(g, "GOAL_Send") }?;
-        user_buf("GOAL_Send", "buf", buf, mem, count as i64)?;
-        // Bad values are kept: GOAL_Compile refuses them, naming the vertex.
-        Ok(gr.g.send(Buf { mem: mem as i64, addr: buf as u64 }, count as i64, dest as i64, tag as i64) as GOAL_Vertex)
-    })
-}
-
-/// Adds a receive of up to `count` bytes into `buf` from `source` (or GOAL_ANY_SOURCE); returns the vertex or GOAL_INVALID_VERTEX.
-///
-/// # Safety
-/// As for GOAL_Send.
-#[no_mangle]
-pub unsafe extern "C" fn GOAL_Recv(g: GOAL_Graph, buf: *mut c_void, count: c_int, source: c_int, tag: c_int, mem: GOAL_MemType) -> GOAL_Vertex {
-    vertex_result("GOAL_Recv", || {
-        // SAFETY: forwarded caller guarantee.
-        let gr = unsafe { graph(g, "GOAL_Recv") }?;
-        user_buf("GOAL_Recv", "buf", buf, mem, count as i64)?;
-        Ok(gr.g.recv(Buf { mem: mem as i64, addr: buf as u64 }, count as i64, source as i64, tag as i64) as GOAL_Vertex)
-    })
-}
-
-/// Copies a gather list from C arrays.
-///
-/// # Safety
-/// `offsets` and `lengths` must be valid for `n` elements when `n > 0`.
-unsafe fn list(what: &str, offsets: *mut *mut c_void, lengths: *mut c_int, n: c_int) -> Result<Vec<(u64, i64)>, Error> {
-    if n < 0 {
-        return Err(invalid(format!("{what}: num_elements {n} is negative")));
-    }
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    if offsets.is_null() || lengths.is_null() {
-        return Err(invalid(format!("{what}: the offsets or lengths array is NULL with {n} elements")));
-    }
-    // SAFETY: the caller guarantees both arrays hold n elements.
-    let (o, l) = unsafe { (std::slice::from_raw_parts(offsets, n as usize), std::slice::from_raw_parts(lengths, n as usize)) };
-    Ok(o.iter().zip(l).map(|(&p, &len)| (p as u64, len as i64)).collect())
-}
-
-/// Adds a send of the pieces (sent as one contiguous message); the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
-///
-/// # Safety
-/// `g` NULL or live; `offsets`/`lengths` valid for `num_elements` entries.
-#[no_mangle]
-pub unsafe extern "C" fn GOAL_SendVec(
-    g: GOAL_Graph,
-    offsets: *mut *mut c_void,
-    lengths: *mut c_int,
-    num_elements: c_int,
-    dest: c_int,
-    tag: c_int,
-    mem: GOAL_MemType,
-) -> GOAL_Vertex {
-    vertex_result("GOAL_SendVec", || {
-        // SAFETY: forwarded caller guarantees.
-        let gr = unsafe { graph(g, "GOAL_SendVec") }?;
-        // SAFETY: forwarded caller guarantees.
-        let pieces = unsafe { list("GOAL_SendVec", offsets, lengths, num_elements) }?;
-        user_pieces("GOAL_SendVec", "offsets", &pieces, mem)?;
-        Ok(gr.g.add(Vertex::SendVec { mem: mem as i64, pieces, peer: dest as i64, tag: tag as i64 }) as GOAL_Vertex)
-    })
-}
-
-/// Adds a receive scattered over the pieces; the arrays are copied. Returns the vertex or GOAL_INVALID_VERTEX.
-///
-/// # Safety
-/// As for GOAL_SendVec.
-#[no_mangle]
-pub unsafe extern "C" fn GOAL_RecvVec(
-    g: GOAL_Graph,
-    offsets: *mut *mut c_void,
-    lengths: *mut c_int,
-    num_elements: c_int,
-    source: c_int,
-    tag: c_int,
-    mem: GOAL_MemType,
-) -> GOAL_Vertex {
-    vertex_result("GOAL_RecvVec", || {
-        // SAFETY: forwarded caller guarantees.
-        let gr = unsafe { graph(g, "GOAL_RecvVec") }?;
-        // SAFETY: forwarded caller guarantees.
-        let pieces = unsafe { list("GOAL_RecvVec", offsets, lengths, num_elements) }?;
-        user_pieces("GOAL_RecvVec", "offsets", &pieces, mem)?;
-        Ok(gr.g.add(Vertex::RecvVec { mem: mem as i64, pieces, peer: source as i64, tag: tag as i64 }) as GOAL_Vertex)
-    })
-}
-
-/// Adds `bres[i] = b1[i] OP b2[i]` for `num_elements` elements; returns the vertex or GOAL_INVALID_VERTEX.
-///
-/// # Safety
-/// `g` NULL or live; the buffers must be valid when the schedule runs.
-#[no_mangle]
-pub unsafe extern "C" fn GOAL_LocalOp(
-    g: GOAL_Graph,
-    b1: *mut c_void,
-    b2: *mut c_void,
-    bres: *mut c_void,
-    op: GOAL_Op,
-    dt: GOAL_DataType,
-    element_width: c_int,
-    num_elements: c_int,
-    b1_mem: GOAL_MemType,
-    b2_mem: GOAL_MemType,
-    bres_mem: GOAL_MemType,
-) -> GOAL_Vertex {
-    vertex_result("GOAL_LocalOp", || {
-        // SAFETY: forwarded caller guarantee.
-        let gr = unsafe { graph(g, "GOAL_LocalOp") }?;
-        userop::live_op("GOAL_LocalOp", op)?;
-        let n = num_elements as i64;
-        // COPY does not read b2; WTIME writes one double to bres and reads nothing.
-        if op != GOAL_WTIME {
-            user_buf("GOAL_LocalOp", "b1", b1, b1_mem, n)?;
-        }
-        if op != GOAL_WTIME && op != GOAL_COPY {
-            user_buf("GOAL_LocalOp", "b2", b2, b2_mem, n)?;
-        }
-        user_buf("GOAL_LocalOp", "bres", bres, bres_mem, if op == GOAL_WTIME { 1 } else { n })?;
-        let b = |p: *mut c_void, m: GOAL_MemType| Buf { mem: m as i64, addr: p as u64 };
-        Ok(gr.g.local(op as i64, dt as i64, element_width as i64, num_elements as i64, b(b1, b1_mem), b(b2, b2_mem), b(bres, bres_mem)) as GOAL_Vertex)
-    })
-}
-
-/// Adds a local operation over three gather lists, element by element; returns the vertex or GOAL_INVALID_VERTEX.
-///
-/// # Safety
-/// `g` NULL or live; each array valid for its count.
-#[no_mangle]
-pub unsafe extern "C" fn GOAL_LocalOpVec(
-    g: GOAL_Graph,
-    buf1: *mut *mut c_void,
-    lengths1: *mut c_int,
-    num_elements1: c_int,
-    buf2: *mut *mut c_void,
-    lengths2: *mut c_int,
-    num_elements2: c_int,
-    buf3: *mut *mut c_void,
-    lengths3: *mut c_int,
-    num_elements3: c_int,
-    dt: GOAL_DataType,
-    element_width: c_int,
-    op: GOAL_Op,
-    b1_mem: GOAL_MemType,
-    b2_mem: GOAL_MemType,
-    b3_mem: GOAL_MemType,
-) -> GOAL_Vertex {
-    vertex_result("GOAL_LocalOpVec", || {
-        // SAFETY: forwarded caller guarantees.
-        let gr = unsafe { graph(g, "GOAL_LocalOpVec") }?;
-        userop::live_op("GOAL_LocalOpVec", op)?;
-        // SAFETY: forwarded caller guarantees.
-        let (l1, l2, l3) = unsafe {
-            (
-                list("GOAL_LocalOpVec (list 1)", buf1, lengths1, num_elements1)?,
-                list("GOAL_LocalOpVec (list 2)", buf2, lengths2, num_elements2)?,
-                list("GOAL_LocalOpVec (list 3)", buf3, lengths3, num_elements3)?,
-            )
-        };
-        if op != GOAL_WTIME {
-            user_pieces("GOAL_LocalOpVec", "buf1", &l1, b1_mem)?;
-        }
-        if op != GOAL_WTIME && op != GOAL_COPY {
-            user_pieces("GOAL_LocalOpVec", "buf2", &l2, b2_mem)?;
-        }
-        user_pieces("GOAL_LocalOpVec", "buf3", &l3, b3_mem)?;
-        let v = Vertex::LocalVec {
-            op: op as i64,
-            dt: dt as i64,
-            width: element_width as i64,
-            lists: [(b1_mem as i64, l1), (b2_mem as i64, l2), (b3_mem as i64, l3)],
-        };
-        Ok(gr.g.add(v) as GOAL_Vertex)
     })
 }
 

@@ -97,6 +97,10 @@ pub struct Runtime {
     /// The helper sleeps on `app_waiting`: the Wait that brings it to zero
     /// wakes it.
     pub(crate) helper_parked: AtomicBool,
+    /// `kernel` mode: operations wait for a thread that may hand chains to
+    /// the kernel (see `engine::kernel::mark_carrier`); the helper takes
+    /// them even while application threads wait.
+    pub(crate) kernel_deferred: Arc<AtomicBool>,
     /// The application's lingering polling mark (see `progress::appmark::AppMark`).
     pub(crate) app_mark: progress::appmark::AppMark,
     pub(crate) shutdown: AtomicBool,
@@ -219,6 +223,8 @@ pub fn init() -> Result<Arc<Runtime>> {
         _ => {}
     }
     let rt = Runtime::start()?;
+    // This thread carries kernel chains (it lives until finalize).
+    engine::mark_carrier();
     *slot = Some(rt.clone());
     STATE.store(LIVE, Ordering::Release);
     Ok(rt)
@@ -427,8 +433,9 @@ impl Runtime {
         if let Some(n) = net {
             engine.attach_net(n, elsewhere);
         }
+        let kernel_deferred = Arc::new(AtomicBool::new(false));
         if let Some(ring) = kring {
-            engine.enable_kernel(ring);
+            engine.enable_kernel(ring, kernel_deferred.clone());
         }
         engine.allow_pushes(cfg.progress != ProgressMode::Manual);
         let app_waiting = Arc::new(AtomicU32::new(0));
@@ -454,6 +461,7 @@ impl Runtime {
             world: Group::world(size as u32, rank as u32, group::Contexts::new()),
             app_waiting,
             helper_parked: AtomicBool::new(false),
+            kernel_deferred,
             app_mark: progress::appmark::AppMark::new(oversubscribed),
             shutdown: AtomicBool::new(false),
             oversubscribed,

@@ -195,18 +195,7 @@ pub fn ring_exchange_rank() -> (usize, usize) {
 /// `what` and this process. Returns the directory (the caller removes it)
 /// and the programs.
 pub fn build_acceptance_programs(ranks: usize, what: &str, also: &[&str]) -> (PathBuf, Vec<PathBuf>) {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let lib = std::env::current_exe().expect("exe").parent().and_then(Path::parent).expect("target dir").to_path_buf();
-    // `cargo test` builds the crates the tests link, not the C library: build
-    // it now, into the same target directory, so that it is this version.
-    let release = lib.ends_with("release");
-    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    build.current_dir(&repo).args(["build", "-q", "-p", "goal-ffi"]);
-    if release {
-        build.arg("--release");
-    }
-    let b = build.output().expect("running cargo build -p goal-ffi");
-    assert!(b.status.success(), "cargo build -p goal-ffi: {}", String::from_utf8_lossy(&b.stderr));
+    let (repo, lib) = build_library();
     let mut progs = acceptance_programs(&repo.join("ctests"), ranks);
     assert!(progs.len() >= 10, "found only {progs:?}");
     for name in also {
@@ -216,10 +205,44 @@ pub fn build_acceptance_programs(ranks: usize, what: &str, also: &[&str]) -> (Pa
             progs.push(src);
         }
     }
+    build_c_programs(&repo, &lib, what, &progs)
+}
+
+/// `ctests/NAME.c` built against this build's library (see
+/// [`build_acceptance_programs`]): the directory (the caller removes it)
+/// and the program.
+pub fn build_c_program(name: &str, what: &str) -> (PathBuf, PathBuf) {
+    let (repo, lib) = build_library();
+    let src = repo.join("ctests").join(format!("{name}.c"));
+    assert!(src.is_file(), "{} is missing", src.display());
+    let (dir, mut bins) = build_c_programs(&repo, &lib, what, &[src]);
+    (dir, bins.remove(0))
+}
+
+/// The repository and the target directory holding libgoal, built now:
+/// `cargo test` builds the crates the tests link, not the C library, so
+/// it is built into the same target directory, as this version.
+fn build_library() -> (PathBuf, PathBuf) {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = std::env::current_exe().expect("exe").parent().and_then(Path::parent).expect("target dir").to_path_buf();
+    let release = lib.ends_with("release");
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build.current_dir(&repo).args(["build", "-q", "-p", "goal-ffi"]);
+    if release {
+        build.arg("--release");
+    }
+    let b = build.output().expect("running cargo build -p goal-ffi");
+    assert!(b.status.success(), "cargo build -p goal-ffi: {}", String::from_utf8_lossy(&b.stderr));
+    (repo, lib)
+}
+
+/// Compiles `progs` against the library in `lib` into a fresh directory
+/// named after `what` and this process.
+fn build_c_programs(repo: &Path, lib: &Path, what: &str, progs: &[PathBuf]) -> (PathBuf, Vec<PathBuf>) {
     let out_dir = std::env::temp_dir().join(format!("goal-{what}-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
     let mut bins = Vec::new();
-    for src in &progs {
+    for src in progs {
         let bin = out_dir.join(src.file_stem().unwrap());
         let cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
             .args(["-O2", "-std=c11", "-D_GNU_SOURCE"])

@@ -21,7 +21,7 @@ use crate::userop::UserFn;
 use goal_sched::OpKind;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A compiled schedule as the runtime holds it.
@@ -196,7 +196,31 @@ pub(super) struct ExecBufs {
 
 impl ExecShared {
     pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: SchedId) -> Arc<ExecShared> {
-        Arc::new(ExecShared { state: AtomicI32::new(RUNNING), error: Mutex::new(None), rt: rt.clone(), sched_id, run_at: AtomicU64::new(0) })
+        Arc::new(ExecShared {
+            state: AtomicI32::new(RUNNING),
+            error: Mutex::new(None),
+            rt: rt.clone(),
+            sched_id,
+            run_at: AtomicU64::new(0),
+            asleep: AtomicBool::new(false),
+        })
+    }
+
+    /// Publishes the end of the execution (`DONE` or `FAILED`), and rings
+    /// this rank's doorbell if the thread waiting for it sleeps there: the
+    /// thread that finishes an execution is often not the one waiting for
+    /// it (another application thread's Wait, a Test, the helper), and
+    /// peers skip the ring while any thread of ours polls. Dekker with the
+    /// sleeper (`progress::wait`): it sets `asleep`, registers on the
+    /// doorbell (whose heavy fence orders the two), then reads `state`;
+    /// here `state` is written, a light fence, then `asleep` read.
+    #[inline]
+    pub(super) fn publish(&self, state: i32) {
+        self.state.store(state, Ordering::Release);
+        goal_transport::sync::light_fence();
+        if self.asleep.load(Ordering::Relaxed) {
+            self.rt.bell.ring();
+        }
     }
 }
 
@@ -220,6 +244,9 @@ pub struct ExecShared {
     /// The time of this execution's Run (`ticks`), written by Run before
     /// the handle exists; only in modes with a helper, whose Wait reads it.
     pub run_at: AtomicU64,
+    /// The thread waiting for this execution sleeps on the doorbell (see
+    /// [`publish`](Self::publish)).
+    pub asleep: AtomicBool,
 }
 
 /// Execution running, finished, failed.

@@ -13,10 +13,61 @@ use super::recv::{tag_words};
 /// the operation stays on goal-net's path.
 pub(super) const CHANNEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
+thread_local! {
+    /// Whether this thread may hand chains to the kernel (see [`carrier`]).
+    static CARRIER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the calling thread a carrier of chains: the thread that called
+/// `init` and the helper, which both live until `finalize`.
+///
+/// A chain runs as task work of the thread that submitted it, and when
+/// that thread exits the kernel cancels what is left of it (see
+/// goal-transport's `kchain`): an application thread that progressed the
+/// engine, submitting a chain for another thread's execution, and then
+/// ended, failed that execution with `ECANCELED`. So only carriers
+/// submit; another thread leaves the operation to them ([`Engine::defer`]).
+pub(crate) fn mark_carrier() {
+    CARRIER.with(|c| c.set(true));
+}
+
+fn carrier() -> bool {
+    CARRIER.with(|c| c.get())
+}
+
 impl Engine {
-    /// Turns the kernel mode on: channels to peers, chains in `ring`.
-    pub fn enable_kernel(&mut self, ring: KRing) {
-        self.kernel = Some(KPath::new(ring));
+    /// Turns the kernel mode on: channels to peers, chains in `ring`;
+    /// `deferred` is raised while operations wait for a carrier thread
+    /// (see [`mark_carrier`]), for the helper to see without the lock.
+    pub fn enable_kernel(&mut self, ring: KRing, deferred: Arc<AtomicBool>) {
+        self.kernel = Some(KPath::new(ring, deferred));
+    }
+
+    /// Op `r`, ready for the kernel on a thread that may not submit: kept
+    /// for the next carrier to take the engine, whom it wakes (the helper,
+    /// asleep on the doorbell or parked while application threads wait).
+    fn defer(&mut self, r: OpRef) {
+        let Some(kernel) = self.kernel.as_mut() else { return };
+        kernel.deferred.push_back(r);
+        kernel.deferred_flag.store(true, Ordering::SeqCst);
+        self.link.shm.doorbell().ring();
+        if let Some(w) = &self.app_waiting {
+            let _ = goal_transport::sys::futex_wake(w, 1);
+        }
+    }
+
+    /// Submits the operations other threads left (see [`defer`](Self::defer)),
+    /// if this thread is a carrier.
+    pub fn submit_deferred(&mut self) {
+        if !carrier() {
+            return;
+        }
+        let Some(kernel) = self.kernel.as_mut() else { return };
+        let ops: Vec<OpRef> = kernel.deferred.drain(..).collect();
+        kernel.deferred_flag.store(false, Ordering::Release);
+        for r in ops {
+            self.ksubmit(r);
+        }
     }
 
     /// The kernel ring's descriptor (readable while completions wait).
@@ -225,6 +276,9 @@ impl Engine {
     /// Hands op `r` (on its channel) to the kernel, with the operations
     /// after it on its chain that travel on channels too, linked.
     pub(super) fn ksubmit(&mut self, r: OpRef) {
+        if !carrier() {
+            return self.defer(r);
+        }
         let Some(e) = self.exec(r) else { return };
         let sched = e.sched;
         let id = sched.id;

@@ -222,6 +222,11 @@ pub(crate) struct KPath {
     /// Where receives of empty messages on TCP channels put the byte that
     /// stands for them (written by the kernel, never read).
     sink: Box<std::cell::UnsafeCell<[u8; 1]>>,
+    /// Operations ready for the kernel that a thread other than a carrier
+    /// made ready (see `kernel::mark_carrier`), in order; and whether there
+    /// are any, for the helper to read without the engine lock.
+    pub(super) deferred: VecDeque<super::OpRef>,
+    pub deferred_flag: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The byte a send of an empty message puts on a TCP channel.
@@ -246,7 +251,7 @@ pub(crate) struct Stats {
 }
 
 impl KPath {
-    pub fn new(ring: KRing) -> KPath {
+    pub fn new(ring: KRing, deferred_flag: Arc<std::sync::atomic::AtomicBool>) -> KPath {
         KPath {
             ring,
             scheds: std::collections::HashMap::new(),
@@ -260,6 +265,8 @@ impl KPath {
             fd_budget: fd_budget(),
             lost: Vec::new(),
             sink: Box::new(std::cell::UnsafeCell::new([0])),
+            deferred: VecDeque::new(),
+            deferred_flag,
         }
     }
 

@@ -130,6 +130,7 @@ mod run;
 mod stream;
 
 pub(crate) use exec::{ExecShared, SchedInner, DONE, FAILED, RUNNING};
+pub(crate) use kernel::mark_carrier;
 pub(crate) use link::net_handlers;
 pub(crate) use link::Links;
 
@@ -366,6 +367,9 @@ impl Engine {
         let before = self.state.execs.finished_ops;
         self.poll_messages();
         self.reap_kernel();
+        if self.kernel.as_ref().is_some_and(|k| !k.deferred.is_empty()) {
+            self.submit_deferred();
+        }
         self.drain_ready();
         if !self.state.outq_peers.is_empty() {
             self.retry_outq();

@@ -210,7 +210,7 @@ impl Engine {
             // It took all its messages: any left for it are strays.
             self.state.matcher.note_strays(k);
         }
-        e.bufs.shared.state.store(if res.is_ok() { DONE } else { FAILED }, Ordering::Release);
+        e.bufs.shared.publish(if res.is_ok() { DONE } else { FAILED });
         let Exec { sched, bufs, .. } = e;
         if in_kernel {
             // The kernel may still write its scratchpad until the
@@ -274,7 +274,7 @@ impl State {
         if !self.matcher.unexp.is_empty() {
             self.matcher.note_strays(key(e.sched.id, e.seq));
         }
-        e.bufs.shared.state.store(DONE, Ordering::Release);
+        e.bufs.shared.publish(DONE);
         let Exec { sched, bufs, .. } = e;
         self.recycle(&sched, bufs);
         sched_done(sched);

@@ -32,6 +32,7 @@ pub(crate) fn start_helper(rt: &Arc<Runtime>) -> Result<()> {
     let h = std::thread::Builder::new()
         .name("goal-progress".into())
         .spawn(move || {
+            crate::engine::mark_carrier();
             place_helper(&r.cfg, r.rank);
             helper_loop(&r)
         })
@@ -199,6 +200,14 @@ pub(super) fn helper_loop(rt: &Runtime) {
         if polled && rt.app_waiting.load(Ordering::Acquire) > 0 {
             rt.bell.ring();
         }
+        if rt.kernel_deferred.load(Ordering::Acquire) {
+            // Chains another application thread made ready: only a
+            // carrier may submit them, and the waiting threads are not.
+            match rt.try_engine() {
+                Some(mut e) => e.submit_deferred(),
+                None => yield_now(),
+            }
+        }
         if rt.app_waiting.load(Ordering::Acquire) > 0 {
             park(rt);
             continue;
@@ -307,7 +316,7 @@ pub(super) fn park(rt: &Runtime) {
     // zero, or the thread that brought it there sees us parked.
     rt.helper_parked.store(true, Ordering::SeqCst);
     let n = rt.app_waiting.load(Ordering::SeqCst);
-    if n > 0 && !rt.shutdown.load(Ordering::Acquire) {
+    if n > 0 && !rt.shutdown.load(Ordering::Acquire) && !rt.kernel_deferred.load(Ordering::SeqCst) {
         // Returns at once if the count moved since the load.
         let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(MAX_LINGER));
     }

@@ -46,7 +46,12 @@
 //! The engine lock admits one progressing thread at a time; a thread that
 //! finds it taken simply checks its own handle again, since the holder is
 //! already doing the work. Completion is published through the handle's
-//! atomic state, then the doorbell is rung so that sleepers re-check.
+//! atomic state, and if the thread waiting for it sleeps, the doorbell is
+//! rung so that it re-checks (`ExecShared::publish`): with several
+//! application threads, the one that finishes an execution is often not
+//! the one waiting for it, and peers do not ring while one of ours polls.
+//! A Wait that polled under the polling mark while another thread waited
+//! rings once as it leaves, for what arrived meanwhile for that thread.
 
 use crate::affinity;
 use crate::config::{Config, ProgressMode};
@@ -209,10 +214,16 @@ pub(crate) fn wait(shared: &ExecShared) {
         if helper {
             rt.app_mark.lift(&rt.bell);
         }
+        // Whoever finishes the execution rings while this is set (see
+        // `ExecShared::publish`): another application thread that polls
+        // finishes it as often as a message does.
+        shared.asleep.store(true, Ordering::Relaxed);
         let guard = rt.bell.prepare();
         let must_poll = match rt.engine.try_lock() {
             Some(mut e) => {
                 if e.poll() > 0 {
+                    // Polling again, not asleep: no ring needed.
+                    shared.asleep.store(false, Ordering::Relaxed);
                     continue;
                 }
                 e.must_poll()
@@ -228,6 +239,7 @@ pub(crate) fn wait(shared: &ExecShared) {
             let _slice = crate::slice::WaitSlice::enter(rt.cfg.slice);
             sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
         }
+        shared.asleep.store(false, Ordering::Relaxed);
         slept = true;
         spell = crate::ticks::now();
         latest = spell;
@@ -243,6 +255,13 @@ pub(crate) fn wait(shared: &ExecShared) {
                 say!("goal: rank {}:   {l}", rt.rank);
             }
         }
+    }
+    shared.asleep.store(false, Ordering::Relaxed);
+    if mark {
+        // Peers skipped ringing while this thread polled, and it stopped
+        // at its own execution's end: what came meanwhile for another
+        // waiting thread is still unread, and that thread may sleep.
+        rt.bell.ring();
     }
     rt.spin.record(latest.saturating_sub(entry), slept);
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
