@@ -41,6 +41,10 @@ pub struct Summary {
     pub errors: Vec<TextError>,
     /// Every error found, including those not kept.
     pub error_count: u64,
+    /// Sends and receives were not balanced, because of errors found
+    /// before (an operation that could not be read would be blamed on its
+    /// peer).
+    pub unbalanced_unknown: bool,
     /// Seconds taken.
     pub seconds: f64,
 }
@@ -99,7 +103,11 @@ pub fn check<R: BufRead>(input: R, file: &str, max_errors: usize, mut on_rank: i
         errors.push(e);
     }
     let mut count = parse_errors.count + rank_errors.count;
-    if header.num_ranks.is_some() {
+    let parse_count = parse_errors.count;
+    // After a mistake in a statement the counts would blame its peer for
+    // the operation that could not be read: balance only a clean file.
+    s.unbalanced_unknown = parse_count > 0;
+    if parse_count == 0 {
         let file: std::sync::Arc<str> = file.into();
         let (unmatched, total) = matcher.finish(max_errors);
         count += total;

@@ -64,10 +64,18 @@ impl Matcher {
     }
 
     fn bump_exact(&mut self, key: (u32, u32, u32), by: i64, pos: Pos) {
-        let c = self.exact.entry(key).or_default();
-        c.bump(by, pos);
-        if c.n == 0 {
-            self.exact.remove(&key);
+        use std::collections::hash_map::Entry;
+        // One lookup: most counts return to zero at their first partner.
+        match self.exact.entry(key) {
+            Entry::Occupied(mut o) => {
+                o.get_mut().bump(by, pos);
+                if o.get().n == 0 {
+                    o.remove();
+                }
+            }
+            Entry::Vacant(v) => {
+                v.insert(Count::default()).bump(by, pos);
+            }
         }
     }
 

@@ -55,6 +55,7 @@ pub fn parse<R: BufRead>(
         lexer: Lexer::default(),
         tokens: Vec::new(),
         graph: RankGraph::default(),
+        discard: false,
         short: FxMap::default(),
         long: HashMap::new(),
         pending: Vec::new(),
@@ -98,10 +99,12 @@ struct Parser {
     lexer: Lexer,
     tokens: Vec<Token>,
     graph: RankGraph,
+    /// The block being read belongs to no valid rank: do not hand it on.
+    discard: bool,
     /// Labels of at most 16 bytes, packed, to op index.
     short: FxMap<u128, u32>,
     /// Longer labels.
-    long: HashMap<Box<str>, u32>,
+    long: HashMap<Box<[u8]>, u32>,
     /// Dependencies that named a label not (yet) defined: (label, where).
     pending: Vec<(String, Pos)>,
     header: Header,
@@ -212,8 +215,10 @@ impl Parser {
             Some(Tok::Num { neg: false, value }) => {
                 let v = value.map_or("a number past 2^64".into(), |v| v.to_string());
                 on_error(self.err(Pos { line: n, col: toks[i + 1].col }, format!("rank {v} is outside num_ranks {}: expected a rank from 0 to {}", self.num_ranks, self.num_ranks - 1)));
-                self.state = State::Between;
-                return toks.len();
+                // Read its block, to stay in step, but hand it to no one.
+                self.begin(u32::MAX, pos);
+                self.discard = true;
+                return i + 2;
             }
             _ => {
                 let col = num.map_or(line.len() as u64 + 1, |t| t.col);
@@ -232,19 +237,25 @@ impl Parser {
             on_error(self.err(Pos { line: n, col }, msg));
         }
         self.next_rank = self.next_rank.max(rank + 1);
+        self.begin(rank as u32, pos);
+        i + 2
+    }
+
+    /// Starts reading rank `rank`'s block, its `rank` word at `pos`.
+    fn begin(&mut self, rank: u32, pos: Pos) {
         self.graph.clear();
         self.short.clear();
         self.long.clear();
         self.pending.clear();
-        self.graph.rank = rank as u32;
+        self.graph.rank = rank;
         self.graph.pos = pos;
+        self.discard = false;
         self.state = State::Brace;
-        i + 2
     }
 
     fn close_rank(&mut self, on_rank: OnRank, on_error: OnError) {
         for (label, pos) in std::mem::take(&mut self.pending) {
-            let msg = match self.lookup(&label) {
+            let msg = match self.lookup(label.as_bytes()) {
                 Some(BROKEN) => continue,
                 Some(k) => format!(
                     "label {label} is used before it is defined (at line {}): a dependency must follow the labels it names",
@@ -254,7 +265,9 @@ impl Parser {
             };
             on_error(self.err(pos, msg));
         }
-        on_rank(&self.graph);
+        if !self.discard {
+            on_rank(&self.graph);
+        }
         self.state = State::Between;
     }
 
@@ -278,8 +291,8 @@ impl Parser {
         }
     }
 
-    fn lookup(&self, label: &str) -> Option<u32> {
-        match pack(label.as_bytes()) {
+    fn lookup(&self, label: &[u8]) -> Option<u32> {
+        match pack(label) {
             Some(k) => self.short.get(&k).copied(),
             None => self.long.get(label).copied(),
         }
@@ -287,7 +300,8 @@ impl Parser {
 
     /// One statement, `toks` not empty and without its `}`.
     fn statement(&mut self, n: u64, line: &[u8], toks: &[Token]) -> Result<(), Bad> {
-        let text = |t: &Token| std::str::from_utf8(&line[t.start..t.end]).unwrap_or("");
+        // Words are ASCII (the lexer makes them so): compare bytes.
+        let text = |t: &Token| &line[t.start..t.end];
         let eol = line.len() as u64 + 1;
         let col_of = |k: usize| toks.get(k).map_or(eol, |t| t.col);
         let found = |k: usize| describe(toks.get(k), line);
@@ -300,25 +314,25 @@ impl Parser {
         // A dependency: `a requires b` / `a irequires b`.
         if let Some(t1) = toks.get(1).filter(|t| t.kind == Tok::Word) {
             let w1 = text(t1);
-            if w1 == "requires" || w1 == "irequires" {
+            if w1 == b"requires" || w1 == b"irequires" {
                 let Some(t2) = toks.get(2).filter(|t| t.kind == Tok::Word) else {
-                    return Err((col_of(2), format!("expected a label after '{w1}', found {}", found(2))));
+                    return Err((col_of(2), format!("expected a label after {}, found {}", found(1), found(2))));
                 };
                 if toks.len() > 3 {
                     return Err((col_of(3), format!("expected the end of the dependency, found {}", found(3))));
                 }
                 let (a, b) = (self.lookup(w0), self.lookup(text(t2)));
                 if a.is_none() {
-                    self.pending.push((w0.to_string(), pos));
+                    self.pending.push((String::from_utf8_lossy(w0).into_owned(), pos));
                 }
                 if b.is_none() {
-                    self.pending.push((text(t2).to_string(), Pos { line: n, col: t2.col }));
+                    self.pending.push((String::from_utf8_lossy(text(t2)).into_owned(), Pos { line: n, col: t2.col }));
                 }
                 if let (Some(target), Some(prereq)) = (a, b) {
                     if target == BROKEN || prereq == BROKEN {
                         return Ok(());
                     }
-                    self.graph.deps.push(Dep { target, prereq, on_start: w1 == "irequires", pos });
+                    self.graph.deps.push(Dep { target, prereq, on_start: w1 == b"irequires", pos });
                 }
                 return Ok(());
             }
@@ -326,56 +340,61 @@ impl Parser {
         // An operation, maybe labelled.
         let (label, k) = if toks.get(1).is_some_and(|t| t.kind == Tok::Colon) {
             if !first.kind.eq(&Tok::Word) || !line[first.start].is_ascii_alphabetic() {
-                return Err((first.col, format!("a label starts with a letter, found '{w0}'")));
+                return Err((first.col, format!("a label starts with a letter, found {}", found(0))));
             }
             (Some(w0), 2)
         } else {
             (None, 0)
         };
         let index = self.graph.ops.len() as u32;
-        if let Some(prev) = label.and_then(|l| self.lookup(l)) {
-            let at = self.graph.ops.get(prev as usize).map_or(n, |o| o.pos.line);
-            return Err((first.col, format!("label {w0} is already defined in rank {} (at line {at}): expected a new label", self.graph.rank)));
-        }
-        let mut op = match self.operation(line, toks, k, pos) {
-            Ok(op) => op,
-            Err(e) => {
-                // The label stands for a broken operation: dependencies
-                // naming it are dropped silently, not reported again.
-                if let Some(l) = label {
-                    self.define(l, BROKEN);
-                }
-                return Err(e);
+        // A label whose operation cannot be read stands for it all the same
+        // (BROKEN): dependencies naming it are dropped, not reported again.
+        let op = self.operation(line, toks, k, pos);
+        if let Some(l) = label {
+            let given = if op.is_ok() { index } else { BROKEN };
+            if let Err(prev) = self.define(l, given) {
+                let at = self.graph.ops.get(prev as usize).map_or(n, |o| o.pos.line);
+                let w0 = String::from_utf8_lossy(w0);
+                return Err((first.col, format!("label {w0} is already defined in rank {} (at line {at}): expected a new label", self.graph.rank)));
             }
-        };
+        }
+        let mut op = op?;
         if let Some(l) = label {
             let a = self.graph.names.len() as u32;
-            self.graph.names.push_str(l);
+            self.graph.names.push_str(&String::from_utf8_lossy(l));
             op.label = (a, self.graph.names.len() as u32);
-            self.define(l, index);
         }
         self.graph.ops.push(op);
         Ok(())
     }
 
-    fn define(&mut self, label: &str, index: u32) {
-        match pack(label.as_bytes()) {
-            Some(key) => {
-                self.short.insert(key, index);
+    /// Defines `label` as operation `index`; `Err` with the operation it
+    /// already names.
+    fn define(&mut self, label: &[u8], index: u32) -> Result<(), u32> {
+        use std::collections::hash_map::Entry;
+        let slot = match pack(label) {
+            Some(key) => match self.short.entry(key) {
+                Entry::Occupied(o) => return Err(*o.get()),
+                Entry::Vacant(v) => v,
             }
-            None => {
-                self.long.insert(label.into(), index);
+            .insert(index),
+            None => match self.long.entry(label.into()) {
+                Entry::Occupied(o) => return Err(*o.get()),
+                Entry::Vacant(v) => v,
             }
-        }
+            .insert(index),
+        };
+        let _ = slot;
+        Ok(())
     }
 
     /// `send ...`, `recv ...` or `calc ...` at `toks[k]`.
     fn operation(&self, line: &[u8], toks: &[Token], mut k: usize, pos: Pos) -> Result<Op, Bad> {
-        let text = |t: &Token| std::str::from_utf8(&line[t.start..t.end]).unwrap_or("");
+        let text = |t: &Token| &line[t.start..t.end];
         let eol = line.len() as u64 + 1;
         let col_of = |k: usize| toks.get(k).map_or(eol, |t| t.col);
         let found = |k: usize| describe(toks.get(k), line);
-        let is_word = |k: usize, w: &str| toks.get(k).is_some_and(|t| t.kind == Tok::Word && text(t) == w);
+        let is_word = |k: usize, w: &str| toks.get(k).is_some_and(|t| t.kind == Tok::Word && text(t) == w.as_bytes());
         // A number at k: Ok(None) for -1 where `wild`, with `what` in messages.
         let number = |k: usize, what: &str, max: u64, wild: bool| -> Result<Option<u64>, Bad> {
             match toks.get(k).map(|t| t.kind) {
@@ -389,10 +408,12 @@ impl Parser {
             }
         };
         let peers = self.num_ranks as u64 - 1;
-        let verb = if toks.get(k).is_some_and(|t| t.kind == Tok::Word) { text(&toks[k]) } else { "" };
+        let verb: &[u8] = if toks.get(k).is_some_and(|t| t.kind == Tok::Word) { text(&toks[k]) } else { b"" };
+        // Where a missing tag clause would have been (usize::MAX: given).
+        let mut tag_at = usize::MAX;
         let kind = match verb {
-            "send" | "recv" => {
-                let send = verb == "send";
+            b"send" | b"recv" => {
+                let send = verb == b"send";
                 let bytes = number(k + 1, "a size in bytes", u64::MAX, false)?.unwrap_or(0);
                 if is_word(k + 2, "b") || is_word(k + 2, "B") {
                     k += 3;
@@ -422,6 +443,8 @@ impl Parser {
                 if is_word(k, "tag") {
                     tag = number(k + 1, "the tag", MAX_TAG, !send)?;
                     k += 2;
+                } else {
+                    tag_at = k;
                 }
                 if send {
                     OpKind::Send { bytes, to: peer.unwrap_or(0) as u32, tag: tag.unwrap_or(0) as u32 }
@@ -429,7 +452,7 @@ impl Parser {
                     OpKind::Recv { bytes, from: peer.map(|p| p as u32), tag: tag.map(|t| t as u32) }
                 }
             }
-            "calc" => {
+            b"calc" => {
                 let units = number(k + 1, "the units of work", u64::MAX, false)?.unwrap_or(0);
                 k += 2;
                 OpKind::Calc { units }
@@ -437,21 +460,23 @@ impl Parser {
             _ => return Err((col_of(k), format!("expected send, recv or calc, found {}", found(k)))),
         };
         let mut op = Op { kind, cpu: 0, nic: 0, pos, label: (0, 0) };
+        // The clauses still allowed, in order: tag (read above), cpu, nic.
+        let mut next = if tag_at == usize::MAX { 1 } else { 0 };
         if is_word(k, "cpu") {
             op.cpu = number(k + 1, "the cpu", u32::MAX as u64, false)?.unwrap_or(0) as u32;
             k += 2;
+            next = 2;
         }
         if !matches!(kind, OpKind::Calc { .. }) && is_word(k, "nic") {
             op.nic = number(k + 1, "the nic", u32::MAX as u64, false)?.unwrap_or(0) as u32;
             k += 2;
+            next = 3;
         }
         if k < toks.len() {
-            let options = match kind {
-                OpKind::Calc { .. } => "'cpu N'",
-                _ if op.cpu == 0 && op.nic == 0 => "'tag T', 'cpu C', 'nic N' (in that order)",
-                _ => "'cpu C', 'nic N' (in that order)",
-            };
-            return Err((col_of(k), format!("expected {options} or the end of the statement, found {}", found(k))));
+            let all = if matches!(kind, OpKind::Calc { .. }) { &["'cpu C'"][..] } else { &["'tag T'", "'cpu C'", "'nic N'"][..] };
+            let left = if matches!(kind, OpKind::Calc { .. }) { &all[(next - 1).min(1)..] } else { &all[next.min(3)..] };
+            let options = if left.is_empty() { String::new() } else { format!("{} or ", left.join(", ")) };
+            return Err((col_of(k), format!("expected {options}the end of the statement, found {}", found(k))));
         }
         Ok(op)
     }

@@ -74,9 +74,9 @@ pub(crate) fn check(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> 
 
 /// Checks one file, printing its summary or its errors; whether it is valid.
 fn check_one(path: &OsString, max_errors: usize) -> bool {
-    let name = path.to_string_lossy();
+    let name = if path == "-" { "<stdin>".into() } else { path.to_string_lossy() };
     let summary = if path == "-" {
-        goal_text::check(io::stdin().lock(), "<stdin>", max_errors, |_| {})
+        goal_text::check(io::stdin().lock(), &name, max_errors, |_| {})
     } else {
         match File::open(path) {
             Ok(f) => goal_text::check(BufReader::with_capacity(1 << 20, f), &name, max_errors, |_| {}),
@@ -110,6 +110,9 @@ fn check_one(path: &OsString, max_errors: usize) -> bool {
     let rest = s.error_count - s.errors.len() as u64;
     if rest > 0 {
         let _ = writeln!(err, "{name}: ... and {rest} more error(s) (--max-errors shows more)");
+    }
+    if s.unbalanced_unknown {
+        let _ = writeln!(err, "{name}: sends and receives were not matched across ranks: fix the errors above first");
     }
     let _ = writeln!(err, "{name}: invalid: {} error(s)", s.error_count);
     false
