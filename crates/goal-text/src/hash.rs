@@ -45,8 +45,11 @@ impl Hasher for FxHasher {
         self.add(v as u64);
     }
     fn finish(&self) -> u64 {
-        // The top bits select the bucket group in std's map: fold the
-        // well-mixed high half down.
-        self.0 ^ (self.0 >> 29)
+        // std's map takes the bucket from the low bits and a tag from the
+        // top 7: a murmur3 finaliser spreads every input bit over both.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^ (h >> 33)
     }
 }
