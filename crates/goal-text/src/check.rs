@@ -11,10 +11,14 @@
 //! hold only the (source, destination, tag) triples still unbalanced.
 
 use std::io::BufRead;
+use std::sync::mpsc;
 use std::time::Instant;
 
 use crate::matching::Matcher;
-use crate::{OpKind, Pos, RankGraph, TextError};
+use crate::{Op, OpKind, Pos, RankGraph, TextError};
+
+/// Operations per batch handed to the matcher.
+const BATCH: usize = 1 << 14;
 
 /// What a check found.
 #[derive(Debug, Clone, Default)]
@@ -66,35 +70,66 @@ impl Summary {
 pub fn check<R: BufRead>(input: R, file: &str, max_errors: usize, mut on_rank: impl FnMut(&RankGraph)) -> Summary {
     let start = Instant::now();
     let mut s = Summary::default();
-    let mut matcher = Matcher::default();
     let mut cycles = Cycles::default();
     // Each kind of error is found in the order of the file; keep the first
     // `max_errors` of each, count the rest, merge by position at the end.
     let (mut rank_errors, mut parse_errors) = (Bounded::new(max_errors), Bounded::new(max_errors));
-    let header = crate::parse(
-        input,
-        file,
-        |g| {
-            s.ranks += 1;
-            s.deps += g.deps.len() as u64;
-            for op in &g.ops {
-                match op.kind {
-                    OpKind::Send { bytes, .. } => {
-                        s.sends += 1;
-                        s.bytes = s.bytes.saturating_add(bytes);
+    // The matcher runs beside the parser, fed batches of (rank, operation)
+    // in the order of the file: at scale its map costs as much as the
+    // parsing (a cache miss per message), and the two overlap. A file of
+    // less than one batch is matched here, without a thread.
+    let (header, matcher) = std::thread::scope(|scope| {
+        let mut worker = None;
+        let mut batch: Vec<(u32, Op)> = Vec::new();
+        let header = crate::parse(
+            input,
+            file,
+            |g| {
+                s.ranks += 1;
+                s.deps += g.deps.len() as u64;
+                for op in &g.ops {
+                    match op.kind {
+                        OpKind::Send { bytes, .. } => {
+                            s.sends += 1;
+                            s.bytes = s.bytes.saturating_add(bytes);
+                        }
+                        OpKind::Recv { .. } => s.recvs += 1,
+                        OpKind::Calc { .. } => continue,
                     }
-                    OpKind::Recv { .. } => s.recvs += 1,
-                    OpKind::Calc { .. } => s.calcs += 1,
+                    batch.push((g.rank, *op));
                 }
-                matcher.add(g.rank, op);
+                s.calcs += g.ops.len() as u64;
+                if batch.len() >= BATCH {
+                    let (to_matcher, spare, _) = worker.get_or_insert_with(|| spawn_matcher(scope));
+                    let next = spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                    // The matcher ends only when this side hangs up, or by a
+                    // panic that the join below passes on.
+                    let _ = to_matcher.send(std::mem::replace(&mut batch, next));
+                }
+                if let Some((pos, message)) = cycles.find(g) {
+                    rank_errors.push(TextError { file: file.into(), line: pos.line, col: pos.col, message });
+                }
+                on_rank(g);
+            },
+            |e| parse_errors.push(e),
+        );
+        let matcher = match worker {
+            Some((to_matcher, _, matching)) => {
+                let _ = to_matcher.send(batch);
+                drop(to_matcher);
+                matching.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
             }
-            if let Some((pos, message)) = cycles.find(g) {
-                rank_errors.push(TextError { file: file.into(), line: pos.line, col: pos.col, message });
+            None => {
+                let mut m = Matcher::default();
+                for (rank, op) in &batch {
+                    m.add(*rank, op);
+                }
+                m
             }
-            on_rank(g);
-        },
-        |e| parse_errors.push(e),
-    );
+        };
+        (header, matcher)
+    });
+    s.calcs -= s.sends + s.recvs;
     let mut errors = Bounded::new(max_errors);
     let mut all = parse_errors.kept;
     all.append(&mut rank_errors.kept);
@@ -123,6 +158,29 @@ pub fn check<R: BufRead>(input: R, file: &str, max_errors: usize, mut on_rank: i
     s.text_bytes = header.bytes;
     s.seconds = start.elapsed().as_secs_f64();
     s
+}
+
+type Batch = Vec<(u32, Op)>;
+
+/// Starts the matcher's thread: where to send batches, where the emptied
+/// ones come back, and the thread, which returns the matcher.
+fn spawn_matcher<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+) -> (mpsc::SyncSender<Batch>, mpsc::Receiver<Batch>, std::thread::ScopedJoinHandle<'s, Matcher>) {
+    let (to_matcher, batches) = mpsc::sync_channel::<Batch>(4);
+    let (give_back, spare) = mpsc::channel::<Batch>();
+    let matching = scope.spawn(move || {
+        let mut matcher = Matcher::default();
+        for mut batch in batches {
+            for (rank, op) in &batch {
+                matcher.add(*rank, op);
+            }
+            batch.clear();
+            let _ = give_back.send(batch);
+        }
+        matcher
+    });
+    (to_matcher, spare, matching)
 }
 
 /// The first errors of a kind, and how many there were.

@@ -37,6 +37,10 @@ impl Count {
     }
 }
 
+/// A group of operations of one destination: two of (source, tag,
+/// destination) and their count.
+type Group = ((u32, u32), Count);
+
 /// The counters.
 #[derive(Default)]
 pub(crate) struct Matcher {
@@ -88,7 +92,7 @@ impl Matcher {
         dests.sort_unstable();
         dests.dedup();
         // Leftover sends to destinations with wildcard receives, by destination.
-        let mut left: FxMap<u32, Vec<((u32, u32), Count)>> = FxMap::default();
+        let mut left: FxMap<u32, Vec<Group>> = FxMap::default();
         for (&(src, dst, tag), c) in &exact {
             if c.n < 0 {
                 out.push((c.pos(), Unmatched::Recv { src: Some(src), dst, tag: Some(tag), n: -c.n }));
@@ -101,8 +105,8 @@ impl Matcher {
         for dst in dests {
             let mut sends = left.remove(&dst).unwrap_or_default();
             sends.sort_by_key(|s| (s.1.line, s.1.col));
-            let mut by_src: Vec<((u32, u32), Count)> = any_tag.iter().filter(|(k, _)| k.1 == dst).map(|(k, c)| (*k, *c)).collect();
-            let mut by_tag: Vec<((u32, u32), Count)> = any_src.iter().filter(|(k, _)| k.0 == dst).map(|(k, c)| (*k, *c)).collect();
+            let mut by_src: Vec<Group> = any_tag.iter().filter(|(k, _)| k.1 == dst).map(|(k, c)| (*k, *c)).collect();
+            let mut by_tag: Vec<Group> = any_src.iter().filter(|(k, _)| k.0 == dst).map(|(k, c)| (*k, *c)).collect();
             by_src.sort_by_key(|s| (s.1.line, s.1.col));
             by_tag.sort_by_key(|s| (s.1.line, s.1.col));
             let flows = max_flow(&sends, &by_src, &by_tag);
@@ -176,7 +180,7 @@ struct Flows {
 /// Maximum flow from the send groups (source, tag) to the receive groups
 /// that take them: "from source, any tag" and "from anyone, this tag".
 /// Augmenting paths (Edmonds-Karp) on a graph of a few nodes per group.
-fn max_flow(sends: &[((u32, u32), Count)], by_src: &[((u32, u32), Count)], by_tag: &[((u32, u32), Count)]) -> Flows {
+fn max_flow(sends: &[Group], by_src: &[Group], by_tag: &[Group]) -> Flows {
     let (ns, na, nb) = (sends.len(), by_src.len(), by_tag.len());
     // Nodes: 0 source, 1..=ns sends, then by_src, then by_tag, then sink.
     let sink = 1 + ns + na + nb;
