@@ -57,6 +57,8 @@ pub fn parse<R: BufRead>(
         graph: RankGraph::default(),
         discard: false,
         short: FxMap::default(),
+        numbered: Vec::new(),
+        numbered_used: 0,
         long: HashMap::new(),
         pending: Vec::new(),
         header: Header::default(),
@@ -103,6 +105,10 @@ struct Parser {
     discard: bool,
     /// Labels of at most 16 bytes, packed, to op index.
     short: FxMap<u128, u32>,
+    /// Labels `l<N>` (Schedgen's), by N: op index or UNDEFINED.
+    numbered: Vec<u32>,
+    /// How much of `numbered` the current rank has touched.
+    numbered_used: usize,
     /// Longer labels.
     long: HashMap<Box<[u8]>, u32>,
     /// Dependencies that named a label not (yet) defined: (label, where).
@@ -141,7 +147,7 @@ impl Parser {
         while i < toks.len() && self.state != State::Stopped {
             let t = toks[i];
             let at = |col| Pos { line: n, col };
-            let word = |k: usize, w: &str| toks.get(k).is_some_and(|t| t.kind == Tok::Word && &line[t.start..t.end] == w.as_bytes());
+            let word = |k: usize, w: &str| toks.get(k).is_some_and(|t| t.kind == Tok::Word && same(&line[t.start..t.end], w.as_bytes()));
             match self.state {
                 State::Header => {
                     match (word(i, "num_ranks"), toks.get(i + 1).map(|t| t.kind)) {
@@ -246,6 +252,8 @@ impl Parser {
         self.graph.clear();
         self.short.clear();
         self.long.clear();
+        self.numbered[..self.numbered_used].fill(UNDEFINED);
+        self.numbered_used = 0;
         self.pending.clear();
         self.graph.rank = rank;
         self.graph.pos = pos;
@@ -292,6 +300,9 @@ impl Parser {
     }
 
     fn lookup(&self, label: &[u8]) -> Option<u32> {
+        if let Some(n) = numbered(label) {
+            return self.numbered.get(n).copied().filter(|&v| v != UNDEFINED);
+        }
         match pack(label) {
             Some(k) => self.short.get(&k).copied(),
             None => self.long.get(label).copied(),
@@ -314,7 +325,7 @@ impl Parser {
         // A dependency: `a requires b` / `a irequires b`.
         if let Some(t1) = toks.get(1).filter(|t| t.kind == Tok::Word) {
             let w1 = text(t1);
-            if w1 == b"requires" || w1 == b"irequires" {
+            if same(w1, b"requires") || same(w1, b"irequires") {
                 let Some(t2) = toks.get(2).filter(|t| t.kind == Tok::Word) else {
                     return Err((col_of(2), format!("expected a label after {}, found {}", found(1), found(2))));
                 };
@@ -332,7 +343,7 @@ impl Parser {
                     if target == BROKEN || prereq == BROKEN {
                         return Ok(());
                     }
-                    self.graph.deps.push(Dep { target, prereq, on_start: w1 == b"irequires", pos });
+                    self.graph.deps.push(Dep { target, prereq, on_start: same(w1, b"irequires"), pos });
                 }
                 return Ok(());
             }
@@ -346,6 +357,9 @@ impl Parser {
         } else {
             (None, 0)
         };
+        if self.graph.ops.len() >= UNDEFINED as usize {
+            return Err((first.col, format!("rank {} has more operations than goal can number (2^32 - 2)", self.graph.rank)));
+        }
         let index = self.graph.ops.len() as u32;
         // A label whose operation cannot be read stands for it all the same
         // (BROKEN): dependencies naming it are dropped, not reported again.
@@ -372,6 +386,19 @@ impl Parser {
     /// already names.
     fn define(&mut self, label: &[u8], index: u32) -> Result<(), u32> {
         use std::collections::hash_map::Entry;
+        if let Some(n) = numbered(label) {
+            if n >= self.numbered.len() {
+                self.numbered.resize(n + 1, UNDEFINED);
+            }
+            self.numbered_used = self.numbered_used.max(n + 1);
+            return match std::mem::replace(&mut self.numbered[n], index) {
+                UNDEFINED => Ok(()),
+                prev => {
+                    self.numbered[n] = prev;
+                    Err(prev)
+                }
+            };
+        }
         let slot = match pack(label) {
             Some(key) => match self.short.entry(key) {
                 Entry::Occupied(o) => return Err(*o.get()),
@@ -394,7 +421,7 @@ impl Parser {
         let eol = line.len() as u64 + 1;
         let col_of = |k: usize| toks.get(k).map_or(eol, |t| t.col);
         let found = |k: usize| describe(toks.get(k), line);
-        let is_word = |k: usize, w: &str| toks.get(k).is_some_and(|t| t.kind == Tok::Word && text(t) == w.as_bytes());
+        let is_word = |k: usize, w: &str| toks.get(k).is_some_and(|t| t.kind == Tok::Word && same(text(t), w.as_bytes()));
         // A number at k: Ok(None) for -1 where `wild`, with `what` in messages.
         let number = |k: usize, what: &str, max: u64, wild: bool| -> Result<Option<u64>, Bad> {
             match toks.get(k).map(|t| t.kind) {
@@ -480,6 +507,32 @@ impl Parser {
         }
         Ok(op)
     }
+}
+
+/// Byte strings equal, compared inline (the words compared are short).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// No label in [`Parser::numbered`].
+const UNDEFINED: u32 = u32::MAX - 1;
+
+/// N for a label `l<N>` as Schedgen writes them (no leading zero, N below
+/// 2^20), which are looked up by index instead of by hash.
+fn numbered(label: &[u8]) -> Option<usize> {
+    let digits = label.strip_prefix(b"l")?;
+    if digits.is_empty() || digits.len() > 7 || (digits[0] == b'0' && digits.len() > 1) {
+        return None;
+    }
+    let mut n = 0usize;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + (d - b'0') as usize;
+    }
+    (n < 1 << 20).then_some(n)
 }
 
 /// A label of at most 16 bytes as one integer (labels hold no zero byte,

@@ -178,3 +178,26 @@ fn a_rank_converts_to_a_graph_that_compiles() {
     let err = goal_sched::compile(&graphs[3].graph, &goal_sched::CompileOptions { group_size: 3 }).unwrap_err();
     assert!(err.message.contains("larger than 4 GiB - 1"), "{err}");
 }
+
+#[test]
+fn labels_of_every_shape_are_kept_apart() {
+    // Schedgen's l<N> (looked up by index), leading zeros, large N, letters
+    // after digits and long names (looked up by hash) are all different.
+    let names = ["l0", "l1", "l01", "l10", "l1048575", "l1048576", "l99999999999999999999", "l2a", "x", "a_very_long_label_name_indeed"];
+    let mut text = String::from("num_ranks 1\nrank 0 {\n");
+    for n in names {
+        text.push_str(&format!("{n}: calc 1\n"));
+    }
+    for w in names.windows(2) {
+        text.push_str(&format!("{} requires {}\n", w[1], w[0]));
+    }
+    text.push_str("}\n");
+    let mut deps = Vec::new();
+    parse(text.as_bytes(), "t.goal", |g| deps = g.deps.iter().map(|d| (d.target, d.prereq)).collect(), |e| panic!("{e}"));
+    let want: Vec<(u32, u32)> = (1..names.len() as u32).map(|i| (i, i - 1)).collect();
+    assert_eq!(deps, want);
+    // Defined twice, in either kind of lookup, and reset between ranks.
+    one_error("num_ranks 1\nrank 0 {\nl7: calc 1\nl7: calc 1\n}\n", "4:1", "label l7 is already defined in rank 0 (at line 3)");
+    let two = "num_ranks 2\nrank 0 {\nl7: calc 1\n}\nrank 1 {\nl8: calc 1\nl8 requires l7\n}\n";
+    one_error(two, "7:13", "label l7 is not defined in rank 1");
+}
