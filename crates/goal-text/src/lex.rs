@@ -107,6 +107,9 @@ impl Lexer {
             let kind = match c {
                 b' ' | b'\t' | b'\r' | b'\x0c' | b'\x0b' => {
                     i += 1;
+                    while i < len && line[i] == b' ' {
+                        i += 1;
+                    }
                     continue;
                 }
                 b'/' if line.get(i + 1) == Some(&b'/') => return,
@@ -128,17 +131,13 @@ impl Lexer {
                         i += 1;
                     }
                     let digits = i;
-                    let mut value = Some(0u64);
                     while i < len && line[i].is_ascii_digit() {
-                        value = value
-                            .and_then(|v| v.checked_mul(10))
-                            .and_then(|v| v.checked_add((line[i] - b'0') as u64));
                         i += 1;
                     }
                     if i == digits {
                         Tok::Bad(b'-')
                     } else {
-                        Tok::Num { neg, value }
+                        Tok::Num { neg, value: number(&line[digits..i]) }
                     }
                 }
                 b':' => {
@@ -161,6 +160,16 @@ impl Lexer {
             out.push(Token { kind, col: start as u64 + 1, start, end: i });
         }
     }
+}
+
+/// The value of a run of decimal digits; `None` past 64 bits. Up to 19
+/// digits cannot overflow, so only longer runs pay for checked arithmetic.
+fn number(digits: &[u8]) -> Option<u64> {
+    let acc = |v: u64, &d: &u8| v * 10 + (d - b'0') as u64;
+    if digits.len() <= 19 {
+        return Some(digits.iter().fold(0, acc));
+    }
+    digits.iter().try_fold(0u64, |v, &d| v.checked_mul(10)?.checked_add((d - b'0') as u64))
 }
 
 /// Index of the first `a` immediately followed by `b`.
@@ -186,6 +195,10 @@ mod tests {
         assert_eq!(kinds("rank 0{", &mut lx), vec![Tok::Word, n(0), Tok::Open]);
         assert_eq!(kinds("from -1", &mut lx), vec![Tok::Word, Tok::Num { neg: true, value: Some(1) }]);
         assert_eq!(kinds("99999999999999999999", &mut lx), vec![Tok::Num { neg: false, value: None }]);
+        let max = Tok::Num { neg: false, value: Some(u64::MAX) };
+        assert_eq!(kinds("18446744073709551615 018446744073709551615", &mut lx), vec![max, max]);
+        assert_eq!(kinds("18446744073709551616", &mut lx), vec![Tok::Num { neg: false, value: None }]);
+        assert_eq!(kinds("9999999999999999999", &mut lx), vec![Tok::Num { neg: false, value: Some(9_999_999_999_999_999_999) }]);
     }
 
     #[test]
