@@ -5,6 +5,6 @@
 //! In the layer picture of `docs/design.md` this crate launches: `goalrun`
 //! starts the ranks of a job on one machine and serves goal-boot's
 //! bootstrap socket to them; `goal` is the entry for goal's tools (`bench`,
-//! `tune`). Neither sits on a rank's path of messages.
+//! `tune`, `check`). Neither sits on a rank's path of messages.
 
 pub mod tool;

@@ -11,6 +11,7 @@
 //! disagree with what runs, and a new tool (`check`, `sim`, `run`, `draw`,
 //! `export`, `calibrate`) is one row plus its own module.
 
+mod check;
 mod drivers;
 mod lowargs;
 
@@ -45,6 +46,12 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "[ARGS...]",
         summary: "measure the collective algorithms, rewrite AUTO's table",
         run: drivers::tune,
+    },
+    Subcommand {
+        name: "check",
+        args: "[--max-errors N] FILE...",
+        summary: "read and validate GOAL text schedules (LogGOPSim, Schedgen)",
+        run: check::check,
     },
     Subcommand {
         name: "help",
