@@ -2,8 +2,8 @@
 //! schedules from LogGOPSim, Schedgen, llamp and htsim), generated files
 //! in a temporary directory, and broken ones.
 //!
-//! The corpus is read where it lies (`GOAL_CORPUS`, else `../shared/goal-corpus`
-//! beside the repository), never copied into git.
+//! The corpus is the repository's `tests/goal-corpus/` (public inputs, its
+//! README says where each comes from), or `GOAL_CORPUS` if set.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -39,7 +39,7 @@ fn goal(args: &[&str], stdin: Option<&str>) -> Run {
 fn corpus() -> PathBuf {
     let dir = std::env::var_os("GOAL_CORPUS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/goal-corpus"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/goal-corpus"));
     assert!(dir.join("README.md").is_file(), "the GOAL text corpus is not at {} (set GOAL_CORPUS)", dir.display());
     dir
 }
