@@ -242,7 +242,7 @@ pub(super) fn fit(len: u64, cap: u64, exact: bool) -> Fit {
 /// Finds and removes the first posted receive of execution (sched, seq)
 /// that takes a message from `src` with `tag` (a free function so the
 /// poll callback can use it while the transport is borrowed).
-#[inline]
+#[inline(always)]
 pub(super) fn match_posted<B: Owned>(execs: &mut Execs<B>, sched: SchedId, seq: u32, src: u32, tag: i32) -> Option<OpRef> {
     let slot = execs.active_slot(sched, seq)?;
     // SAFETY: an active execution's slot is an index of `slots` (an
