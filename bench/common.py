@@ -69,7 +69,7 @@ class Result:
 
     def describe(self, tail: int = 30) -> str:
         what = f"timed out after {self.seconds:.0f} s" if self.timed_out else f"exit code {self.rc}"
-        lines = (self.stderr.strip() or self.stdout.strip()).splitlines()[-tail:]
+        lines = (self.stderr.strip() or self.stdout.strip()).splitlines()[-tail:] if tail > 0 else []
         out = f"`{shlex.join(self.cmd)}` {what}"
         if lines:
             out += "\n    " + "\n    ".join(lines)
