@@ -3,6 +3,7 @@
  * them.
  *
  *   - the world group's handle answers as GOAL_GroupSize / GOAL_MyRank do;
+ *     a large-count collective (_init_c_on) on it; the extension ids;
  *   - GOAL_Group_split orders ranks as MPI_Comm_split does (by key, then by
  *     parent rank): a split by parity with keys that reverse the order, a
  *     colour GOAL_UNDEFINED that gets no group, rank translation both ways;
@@ -270,6 +271,18 @@ static void check_world(void)
     CHECK_EQ(GOAL_Group_rank(w), h_rank);
     CHECK_ERR(GOAL_Group_free(&w));
     CHECKM(strstr(GOAL_LastError(), "world"), "%s", GOAL_LastError());
+    CHECK_EQ(GOAL_IsExtensionAvailable(GOAL_EXT_GROUPS), 1);
+    CHECK_EQ(GOAL_IsExtensionAvailable(GOAL_EXT_VCOLLECTIVES), 1);
+    /* the large-count form on a group: an allreduce of 64-bit integers */
+    int64_t in[3] = {h_rank, 2 * h_rank, -h_rank}, out[3] = {0};
+    GOAL_Schedule s = GOAL_Allreduce_init_c_on(w, in, out, (size_t)3, GOAL_SINT, 64, GOAL_ADD, GOAL_ALG_AUTO);
+    CHECKM(s != NULL, "%s", GOAL_LastError());
+    h_run(s);
+    int64_t sum = (int64_t)h_size * (h_size - 1) / 2;
+    CHECK_EQ(out[0], sum);
+    CHECK_EQ(out[1], 2 * sum);
+    CHECK_EQ(out[2], -sum);
+    h_free_schedule(s);
 }
 
 static void check_split_order(void)

@@ -136,6 +136,41 @@
 #define GOAL_EXT_ERRORS 4
 
 /*
+ Extension id: groups (`GOAL_Group_*`, `GOAL_CreateGraphOn`, `GOAL_Xxx_init_on`).
+ */
+#define GOAL_EXT_GROUPS 5
+
+/*
+ Extension id: collectives with per-rank counts (gatherv ... reduce_scatter).
+ */
+#define GOAL_EXT_VCOLLECTIVES 6
+
+/*
+ Extension id: 16-bit floats (`GOAL_FLOAT` width 16, `GOAL_BFLOAT`).
+ */
+#define GOAL_EXT_HALF 7
+
+/*
+ Extension id: user reductions (`GOAL_Op_create`, `GOAL_BYTES`).
+ */
+#define GOAL_EXT_USER_OPS 8
+
+/*
+ Extension id: buffers given at each run (`GOAL_RunWith`, `GOAL_RUNBUF`, `GOAL_BUF_AT_RUN`).
+ */
+#define GOAL_EXT_RUN_BUFFERS 9
+
+/*
+ Extension id: `size_t` counts (`GOAL_Send_c` ...), messages up to 4 GiB - 1.
+ */
+#define GOAL_EXT_LARGE_COUNTS 10
+
+/*
+ Extension id: every application thread may call goal at once.
+ */
+#define GOAL_EXT_THREADS 11
+
+/*
  First tag collectives use; user tags below it never mix with theirs.
  */
 #define GOAL_COLL_TAG_BASE (1 << 30)
@@ -909,6 +944,33 @@ GOAL_Schedule GOAL_Alltoallv_init_on(GOAL_Group group, const void *sbuf, const s
  As `GOAL_Reduce_scatter_init`; `group` is any value (a bad one is refused).
  */
 GOAL_Schedule GOAL_Reduce_scatter_init_on(GOAL_Group group, const void *sbuf, void *rbuf, const size_t *rcounts, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`; `size_t` count (large-count form).
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ As `GOAL_Reduce_init_c`; `group` is any value (a bad one is refused).
+ */
+GOAL_Schedule GOAL_Reduce_init_c_on(GOAL_Group group, const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, int root, GOAL_Algorithm alg);
+
+/*
+ Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `count` elements at `sbuf`; `size_t` count (large-count form).
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ As `GOAL_Allreduce_init_c`; `group` is any value (a bad one is refused).
+ */
+GOAL_Schedule GOAL_Allreduce_init_c_on(GOAL_Group group, const void *sbuf, void *rbuf, size_t count, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
+
+/*
+ Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction; `size_t` count (large-count form).
+ Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+
+ # Safety
+ As `GOAL_Reduce_scatter_block_init_c`; `group` is any value (a bad one is refused).
+ */
+GOAL_Schedule GOAL_Reduce_scatter_block_init_c_on(GOAL_Group group, const void *sbuf, void *rbuf, size_t count_per_rank, GOAL_DataType dt, int element_width, GOAL_Op op, GOAL_Algorithm alg);
 
 /*
  Gatherv: `rbuf + rdispls[i]` at `root` receives rank i's `scount` bytes at `sbuf` (`rcounts[i]` bytes; `sbuf == rbuf`: in place).

@@ -1,10 +1,11 @@
 //! Collectives on a group (extension): `GOAL_Xxx_init_on(group, ...)` is
 //! `GOAL_Xxx_init(...)` over the ranks of `group`, with roots, blocks and
-//! per-rank arrays by rank in the group. Collective over the group's ranks
-//! only, which compile the group's schedules in the same order. (On a graph
-//! bound to a group, `GOAL_CreateGraphOn`, every `GOAL_Xxx_append` is over
-//! that group already.) Generated from the `_init` functions of `coll.rs`
-//! and `coll_v.rs`, one twin each.
+//! per-rank arrays by rank in the group (and `GOAL_Xxx_init_c_on` the
+//! large-count form). Collective over the group's ranks only, which compile
+//! the group's schedules in the same order. (On a graph bound to a group,
+//! `GOAL_CreateGraphOn`, every `GOAL_Xxx_append` is over that group
+//! already.) Generated from the `_init` functions of `coll.rs`,
+//! `coll_v.rs` and `coll_large.rs`, one twin each.
 
 #![allow(clippy::too_many_arguments)]
 
@@ -156,4 +157,34 @@ pub unsafe extern "C" fn GOAL_Alltoallv_init_on(group: GOAL_Group, sbuf: *const 
 pub unsafe extern "C" fn GOAL_Reduce_scatter_init_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const usize, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
     // SAFETY: forwarded caller guarantees.
     init_on("GOAL_Reduce_scatter_init_on", Some(group), &|g, grp, at, what| unsafe { build_reduce_scatter(g, grp, at, what, sbuf, rbuf, rcounts, dt, element_width, op, alg) })
+}
+
+/// Reduce: `rbuf` at `root` receives the element-wise `op` of every rank's `count` elements at `sbuf`; `size_t` count (large-count form).
+/// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// As `GOAL_Reduce_init_c`; `group` is any value (a bad one is refused).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Reduce_init_c_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count: usize, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, root: c_int, alg: GOAL_Algorithm) -> GOAL_Schedule {
+    init_on("GOAL_Reduce_init_c_on", Some(group), &|g, grp, at, what| build_reduce(g, grp, at, what, sbuf, rbuf, count.min(i64::MAX as usize) as i64, dt, element_width, op, root, alg))
+}
+
+/// Allreduce: every rank's `rbuf` receives the element-wise `op` of all ranks' `count` elements at `sbuf`; `size_t` count (large-count form).
+/// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// As `GOAL_Allreduce_init_c`; `group` is any value (a bad one is refused).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Allreduce_init_c_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count: usize, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
+    init_on("GOAL_Allreduce_init_c_on", Some(group), &|g, grp, at, what| build_allreduce(g, grp, at, what, sbuf, rbuf, count.min(i64::MAX as usize) as i64, dt, element_width, op, alg))
+}
+
+/// Reduce-scatter with equal blocks: rank i's `rbuf` receives block i (`count_per_rank` elements) of the reduction; `size_t` count (large-count form).
+/// Over the ranks of `group` (extension). Returns the compiled, reusable schedule, or NULL with GOAL_LastError() saying why.
+///
+/// # Safety
+/// As `GOAL_Reduce_scatter_block_init_c`; `group` is any value (a bad one is refused).
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Reduce_scatter_block_init_c_on(group: GOAL_Group, sbuf: *const c_void, rbuf: *mut c_void, count_per_rank: usize, dt: GOAL_DataType, element_width: c_int, op: GOAL_Op, alg: GOAL_Algorithm) -> GOAL_Schedule {
+    init_on("GOAL_Reduce_scatter_block_init_c_on", Some(group), &|g, grp, at, what| build_reduce_scatter_block(g, grp, at, what, sbuf, rbuf, count_per_rank.min(i64::MAX as usize) as i64, dt, element_width, op, alg))
 }

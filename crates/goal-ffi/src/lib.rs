@@ -189,6 +189,20 @@ pub const GOAL_EXT_PROGRESS: c_int = 2;
 pub const GOAL_EXT_ALLOC: c_int = 3;
 /// Extension id: `GOAL_ErrorString` / `GOAL_LastError`.
 pub const GOAL_EXT_ERRORS: c_int = 4;
+/// Extension id: groups (`GOAL_Group_*`, `GOAL_CreateGraphOn`, `GOAL_Xxx_init_on`).
+pub const GOAL_EXT_GROUPS: c_int = 5;
+/// Extension id: collectives with per-rank counts (gatherv ... reduce_scatter).
+pub const GOAL_EXT_VCOLLECTIVES: c_int = 6;
+/// Extension id: 16-bit floats (`GOAL_FLOAT` width 16, `GOAL_BFLOAT`).
+pub const GOAL_EXT_HALF: c_int = 7;
+/// Extension id: user reductions (`GOAL_Op_create`, `GOAL_BYTES`).
+pub const GOAL_EXT_USER_OPS: c_int = 8;
+/// Extension id: buffers given at each run (`GOAL_RunWith`, `GOAL_RUNBUF`, `GOAL_BUF_AT_RUN`).
+pub const GOAL_EXT_RUN_BUFFERS: c_int = 9;
+/// Extension id: `size_t` counts (`GOAL_Send_c` ...), messages up to 4 GiB - 1.
+pub const GOAL_EXT_LARGE_COUNTS: c_int = 10;
+/// Extension id: every application thread may call goal at once.
+pub const GOAL_EXT_THREADS: c_int = 11;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -542,7 +556,7 @@ pub unsafe extern "C" fn GOAL_Wait(h: GOAL_Handle) -> c_int {
 /// Returns 1 if the extension (GOAL_EXT_*) is available, else 0.
 #[no_mangle]
 pub extern "C" fn GOAL_IsExtensionAvailable(extension_id: c_int) -> c_int {
-    matches!(extension_id, GOAL_EXT_WILDCARDS | GOAL_EXT_PROGRESS | GOAL_EXT_ALLOC | GOAL_EXT_ERRORS) as c_int
+    (GOAL_EXT_WILDCARDS..=GOAL_EXT_THREADS).contains(&extension_id) as c_int
 }
 
 /// Advances every running execution as far as it can without blocking; returns the operations finished, or <0.
