@@ -10,7 +10,7 @@
 //! run's received bytes checked against the senders' pattern. Rank 0
 //! gathers every rank's finish times and prints the table ([`report`]).
 //!
-//! The ranks agree ([`sync`]) before running: a file that is invalid, or
+//! The ranks agree ([`coord`]) before running: a file that is invalid, or
 //! written for another number of ranks, is reported on rank 0 only, in
 //! `goal check`'s words, and every rank exits 1; a failure of one rank
 //! (a file it cannot open, a graph it cannot compile, a wrong byte) is
@@ -18,7 +18,7 @@
 
 mod data;
 mod report;
-mod sync;
+mod coord;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -31,7 +31,7 @@ use super::check::{check_path, display_name, print_errors};
 use super::{Context, Failure};
 use data::{Data, Incoming};
 use report::{Report, Row};
-use sync::Sync;
+use coord::Coord;
 
 const HELP: &str = "\
 Usage: goal run [--iterations N] [--warmup N] [--json PATH] [--max-errors N] [--timeout S] FILE
@@ -64,6 +64,10 @@ otherwise (an invalid file, num_ranks not the number of processes, a
 failure), 2 for a usage mistake. See docs/goal-text.md.
 ";
 
+/// The most iterations: every rank keeps a time per iteration, and rank 0
+/// every rank's.
+const MAX_ITERATIONS: usize = 1_000_000;
+
 /// The command line.
 struct Opts {
     file: OsString,
@@ -78,7 +82,7 @@ struct Opts {
 impl Opts {
     /// The options, or `None` after printing the help.
     fn parse(args: Vec<OsString>) -> Result<Option<Opts>, Failure> {
-        let usage = |m: String| Failure::usage(m, "Usage: goal run [--iterations N] [--warmup N] [--json PATH] [--max-errors N] FILE\nTry 'goal run --help' for more information.".into());
+        let usage = |m: String| Failure::usage(m, "Usage: goal run [--iterations N] [--warmup N] [--json PATH] [--max-errors N] [--timeout S] FILE\nTry 'goal run --help' for more information.".into());
         let mut o = Opts { file: OsString::new(), iterations: 10, warmup: 1, json: None, max_errors: 20, timeout: 300.0 };
         let mut files = Vec::new();
         let mut args = args.into_iter();
@@ -119,8 +123,11 @@ impl Opts {
             0 => return Err(usage("no file given".into())),
             _ => return Err(usage("goal run takes one file".into())),
         }
-        if o.iterations == 0 {
-            return Err(usage("--iterations must be at least 1".into()));
+        if o.iterations == 0 || o.iterations > MAX_ITERATIONS {
+            return Err(usage(format!("--iterations takes 1 to {MAX_ITERATIONS}")));
+        }
+        if o.file == "-" {
+            return Err(usage("goal run reads FILE on every rank: it cannot be standard input".into()));
         }
         Ok(Some(o))
     }
@@ -174,7 +181,7 @@ const FAILED: u32 = 2;
 fn execute(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     let (me, n) = (rt.rank(), rt.size());
     // Compiled first, so that every rank numbers them alike.
-    let mut sync = Sync::new(rt, 2 + o.iterations)?;
+    let mut coord = Coord::new(rt, 2 + o.iterations)?;
     let name = display_name(&o.file);
     let mut mine: Option<RankGraph> = None;
     let mut incoming = Incoming::default();
@@ -205,7 +212,7 @@ fn execute(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
             Err(m) => (status, why) = (FAILED, m),
         }
     }
-    let (worst, each) = sync.agree(rt, status)?;
+    let (worst, each) = coord.agree(rt, status)?;
     if worst != OK {
         match (status, read) {
             (REFUSED, Ok(s)) if me == 0 && !s.is_valid() => print_errors(&name, &s),
@@ -226,7 +233,7 @@ fn execute(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     let mut times = Vec::with_capacity(o.iterations);
     for it in 0..o.warmup + o.iterations {
         data.clear();
-        sync.agree(rt, OK)?;
+        coord.agree(rt, OK)?;
         let t0 = goal_rt::wtime();
         // SAFETY: the schedule names only `data.buf` (to_graph_at's
         // regions), which lives until after the wait and is not touched by
@@ -251,7 +258,7 @@ fn execute(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     let (checked, recvs) = data.coverage();
     let mut mine_slots = vec![checked as f64, recvs as f64];
     mine_slots.extend(&times);
-    let gathered = sync.gather(rt, &mine_slots)?;
+    let gathered = coord.gather(rt, &mine_slots)?;
     if let Some(all) = gathered {
         for (row, slots) in rows.iter_mut().zip(all) {
             row.checked = slots[0] as u64;

@@ -15,7 +15,7 @@ use goal_sched::{Buf, Graph};
 
 /// The coordination schedules and their buffers (fixed addresses: the
 /// schedules name them).
-pub(super) struct Sync {
+pub(super) struct Coord {
     me: u32,
     n: u32,
     /// Slots per rank in `up`.
@@ -30,11 +30,11 @@ pub(super) struct Sync {
     scheds: Option<(Schedule, Schedule)>,
 }
 
-impl Sync {
+impl Coord {
     /// Compiles the two schedules, `k` slots per rank.
-    pub(super) fn new(rt: &Runtime, k: usize) -> goal_rt::Result<Sync> {
+    pub(super) fn new(rt: &Runtime, k: usize) -> goal_rt::Result<Coord> {
         let (me, n) = (rt.rank(), rt.size());
-        let mut s = Sync {
+        let mut s = Coord {
             me,
             n,
             k,
