@@ -78,7 +78,7 @@ fn check_one(path: &OsString, max_errors: usize) -> bool {
     let summary = match check_path(path, &name, max_errors, |_| {}) {
         Ok(s) => s,
         Err(message) => {
-            eprintln!("{message}");
+            say(&message);
             return false;
         }
     };
@@ -126,16 +126,23 @@ pub(super) fn check_path(path: &OsString, name: &str, max_errors: usize, on_rank
 
 /// Prints an invalid file's errors on standard error, as `goal check` does.
 pub(super) fn print_errors(name: &str, s: &goal_text::Summary) {
-    let mut err = io::stderr().lock();
     for e in &s.errors {
-        let _ = writeln!(err, "{}:{}:{}: error: {}", e.file, e.line, e.col, e.message);
+        say(&format!("{}:{}:{}: error: {}", e.file, e.line, e.col, e.message));
     }
     let rest = s.error_count - s.errors.len() as u64;
     if rest > 0 {
-        let _ = writeln!(err, "{name}: ... and {rest} more error(s) (--max-errors shows more)");
+        say(&format!("{name}: ... and {rest} more error(s) (--max-errors shows more)"));
     }
     if s.unbalanced_unknown {
-        let _ = writeln!(err, "{name}: sends and receives were not matched across ranks: fix the errors above first");
+        say(&format!("{name}: sends and receives were not matched across ranks: fix the errors above first"));
     }
-    let _ = writeln!(err, "{name}: invalid: {} error(s)", s.error_count);
+    say(&format!("{name}: invalid: {} error(s)", s.error_count));
+}
+
+/// Writes `line` and a newline on standard error in one write, so that a
+/// line stays whole beside other writers of the same pipe (goalrun's
+/// messages, other ranks' under `goal run`): `eprintln!` writes a
+/// formatted line in pieces.
+pub(super) fn say(line: &str) {
+    let _ = io::stderr().write_all(format!("{line}\n").as_bytes());
 }

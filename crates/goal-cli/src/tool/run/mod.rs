@@ -27,7 +27,7 @@ use std::sync::Arc;
 use goal_rt::Runtime;
 use goal_text::{OpKind, RankGraph};
 
-use super::check::{check_path, display_name, print_errors};
+use super::check::{check_path, display_name, print_errors, say};
 use super::{Context, Failure};
 use data::{Data, Incoming};
 use report::{Report, Row};
@@ -143,12 +143,12 @@ pub(crate) fn run(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
     })?;
     let _watchdog = (o.timeout > 0.0).then(|| watchdog(o.timeout, rt.rank(), display_name(&o.file)));
     let code = execute(&rt, &o).unwrap_or_else(|e| {
-        eprintln!("goal run: rank {}: {e}", rt.rank());
+        say(&format!("goal run: rank {}: {e}", rt.rank()));
         1
     });
     drop(rt);
     if let Err(e) = goal_rt::finalize() {
-        eprintln!("goal run: finalizing goal: {e}");
+        say(&format!("goal run: finalizing goal: {e}"));
     }
     Ok(code)
 }
@@ -161,9 +161,9 @@ fn watchdog(seconds: f64, me: u32, name: String) -> std::sync::mpsc::Sender<()> 
     let (disarm, armed) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
         if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = armed.recv_timeout(std::time::Duration::from_secs_f64(seconds)) {
-            eprintln!(
+            say(&format!(
                 "goal run: rank {me}: {name}: not finished after {seconds} s (--timeout): the schedule may be stuck (a receive with -1 that took a message the file meant for another receive, say); GOAL_DEBUG=1 reports what each rank waits for"
-            );
+            ));
             std::process::exit(1);
         }
     });
@@ -216,16 +216,16 @@ fn execute(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     if worst != OK {
         match (status, read) {
             (REFUSED, Ok(s)) if me == 0 && !s.is_valid() => print_errors(&name, &s),
-            (REFUSED, Ok(s)) if me == 0 => eprintln!(
+            (REFUSED, Ok(s)) if me == 0 => say(&format!(
                 "goal run: {name}: the file is written for {} ranks (num_ranks {0}) but this job has {n} process(es): start it with {0} (goalrun -n {0} goal run FILE); running a file on fewer processes than its ranks (--ranks-per-host) is not implemented",
                 s.num_ranks.unwrap_or(0)
-            ),
-            (FAILED, _) => eprintln!("goal run: {why}"),
+            )),
+            (FAILED, _) => say(&format!("goal run: {why}")),
             _ => {}
         }
         if me == 0 && status == OK {
             let failed: Vec<String> = each.iter().enumerate().filter(|(_, &s)| s == FAILED).map(|(r, _)| r.to_string()).collect();
-            eprintln!("goal run: {name}: not run: rank(s) {} failed (their messages above)", failed.join(", "));
+            say(&format!("goal run: {name}: not run: rank(s) {} failed (their messages above)", failed.join(", ")));
         }
         return Ok(1);
     }
@@ -245,9 +245,9 @@ fn execute(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
             // Leave at once: finalizing tells the peers still waiting for
             // this rank that its program ended (their Waits fail), where a
             // barrier would wait for ranks stuck on it forever.
-            eprintln!("goal run: {m}");
+            say(&format!("goal run: {m}"));
             if m.contains("truncation") && g.ops.iter().any(|op| matches!(op.kind, OpKind::Recv { from: None, .. } | OpKind::Recv { tag: None, .. })) {
-                eprintln!("goal run: {name}: rank {me} has receives from -1 or with tag -1: run for real, such a receive takes whichever matching message comes first, which may be one the file meant for another receive (LogGOPSim ignores receive sizes); the file's outcome depends on timing");
+                say(&format!("goal run: {name}: rank {me} has receives from -1 or with tag -1: run for real, such a receive takes whichever matching message comes first, which may be one the file meant for another receive (LogGOPSim ignores receive sizes); the file's outcome depends on timing"));
             }
             return Ok(1);
         }
@@ -269,7 +269,7 @@ fn execute(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
         print!("{}", report.table());
         if let Some(path) = &o.json {
             if let Err(e) = std::fs::write(path, report.json()) {
-                eprintln!("goal run: cannot write {}: {e}", path.display());
+                say(&format!("goal run: cannot write {}: {e}", path.display()));
                 return Ok(1);
             }
         }
