@@ -5,9 +5,13 @@
 //! The corpus is the repository's `tests/goal-corpus/` (public inputs, its
 //! README says where each comes from), or `GOAL_CORPUS` if set.
 
+mod util;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+
+use util::corpus;
 
 const GOAL: &str = env!("CARGO_BIN_EXE_goal");
 
@@ -34,14 +38,6 @@ fn goal(args: &[&str], stdin: Option<&str>) -> Run {
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
     Run { code: out.status.code(), stdout: String::from_utf8_lossy(&out.stdout).into(), stderr: String::from_utf8_lossy(&out.stderr).into() }
-}
-
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("GOAL_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/goal-corpus"));
-    assert!(dir.join("README.md").is_file(), "the GOAL text corpus is not at {} (set GOAL_CORPUS)", dir.display());
-    dir
 }
 
 /// A fresh directory, removed on drop.

@@ -8,9 +8,8 @@
 //! an edge, `irequires` a start edge, `-1` the wildcards.
 //!
 //! Not carried over: `cpu` and `nic` (goal runs a rank's operations on one
-//! progress engine; the simulator models them). TODO(goal run): a file that
-//! says who sends what (to check bytes) and a layout that reuses regions
-//! when a rank's total outgrows memory.
+//! progress engine; the simulator models them). TODO: a layout that reuses
+//! regions when a rank's total outgrows memory.
 
 use goal_sched::{Buf, Graph, Vertex, ANY_SOURCE, ANY_TAG};
 
@@ -39,6 +38,14 @@ pub struct ConvertError {
 /// scratchpad past 2^64 bytes are refused; the rest is checked by
 /// [`goal_sched::compile`] (e.g. a message of 4 GiB or more).
 pub fn to_graph(g: &RankGraph) -> Result<Converted, ConvertError> {
+    to_graph_at(g, None)
+}
+
+/// As [`to_graph`], with the regions laid out the same way but in user
+/// memory starting at address `base` when given (the caller then owns a
+/// buffer of the total size, and can fill the sends and read the receives:
+/// `goal run` checks bytes so), in the scratchpad otherwise.
+pub fn to_graph_at(g: &RankGraph, base: Option<u64>) -> Result<Converted, ConvertError> {
     let mut graph = Graph::new();
     let mut regions = Vec::with_capacity(g.ops.len());
     let mut scratch = 0u64;
@@ -49,7 +56,11 @@ pub fn to_graph(g: &RankGraph) -> Result<Converted, ConvertError> {
             let at = scratch;
             scratch = scratch.checked_add(bytes).ok_or_else(|| too_big("scratchpad"))?;
             regions.push(Some((at, bytes)));
-            Ok((Buf::scratch(at), len))
+            let buf = match base {
+                Some(b) => Buf::user(b.checked_add(at).ok_or_else(|| too_big("address"))?),
+                None => Buf::scratch(at),
+            };
+            Ok((buf, len))
         };
         match op.kind {
             OpKind::Send { bytes, to, tag } => {
@@ -68,7 +79,9 @@ pub fn to_graph(g: &RankGraph) -> Result<Converted, ConvertError> {
             }
         }
     }
-    graph.set_scratchpad(scratch);
+    if base.is_none() {
+        graph.set_scratchpad(scratch);
+    }
     for d in &g.deps {
         let (p, t) = (d.prereq as u64, d.target as u64);
         let added = if d.on_start { graph.requires_start(p, t) } else { graph.requires(p, t) };

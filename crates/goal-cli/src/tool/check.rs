@@ -74,16 +74,12 @@ pub(crate) fn check(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> 
 
 /// Checks one file, printing its summary or its errors; whether it is valid.
 fn check_one(path: &OsString, max_errors: usize) -> bool {
-    let name = if path == "-" { "<stdin>".into() } else { path.to_string_lossy() };
-    let summary = if path == "-" {
-        goal_text::check(io::stdin().lock(), &name, max_errors, |_| {})
-    } else {
-        match File::open(path) {
-            Ok(f) => goal_text::check(BufReader::with_capacity(1 << 20, f), &name, max_errors, |_| {}),
-            Err(e) => {
-                eprintln!("{name}: error: cannot open the file: {e}");
-                return false;
-            }
+    let name = display_name(path);
+    let summary = match check_path(path, &name, max_errors, |_| {}) {
+        Ok(s) => s,
+        Err(message) => {
+            say(&message);
+            return false;
         }
     };
     let s = &summary;
@@ -103,17 +99,50 @@ fn check_one(path: &OsString, max_errors: usize) -> bool {
         );
         return true;
     }
-    let mut err = io::stderr().lock();
+    print_errors(&name, s);
+    false
+}
+
+/// The name a file goes by in messages (`<stdin>` for `-`).
+pub(super) fn display_name(path: &OsString) -> String {
+    if path == "-" {
+        "<stdin>".into()
+    } else {
+        path.to_string_lossy().into_owned()
+    }
+}
+
+/// Checks the file at `path` (`-`: standard input), called `name`; `Err`
+/// is the message for a file that cannot be opened.
+pub(super) fn check_path(path: &OsString, name: &str, max_errors: usize, on_rank: impl FnMut(&goal_text::RankGraph)) -> Result<goal_text::Summary, String> {
+    if path == "-" {
+        return Ok(goal_text::check(io::stdin().lock(), name, max_errors, on_rank));
+    }
+    match File::open(path) {
+        Ok(f) => Ok(goal_text::check(BufReader::with_capacity(1 << 20, f), name, max_errors, on_rank)),
+        Err(e) => Err(format!("{name}: error: cannot open the file: {e}")),
+    }
+}
+
+/// Prints an invalid file's errors on standard error, as `goal check` does.
+pub(super) fn print_errors(name: &str, s: &goal_text::Summary) {
     for e in &s.errors {
-        let _ = writeln!(err, "{}:{}:{}: error: {}", e.file, e.line, e.col, e.message);
+        say(&format!("{}:{}:{}: error: {}", e.file, e.line, e.col, e.message));
     }
     let rest = s.error_count - s.errors.len() as u64;
     if rest > 0 {
-        let _ = writeln!(err, "{name}: ... and {rest} more error(s) (--max-errors shows more)");
+        say(&format!("{name}: ... and {rest} more error(s) (--max-errors shows more)"));
     }
     if s.unbalanced_unknown {
-        let _ = writeln!(err, "{name}: sends and receives were not matched across ranks: fix the errors above first");
+        say(&format!("{name}: sends and receives were not matched across ranks: fix the errors above first"));
     }
-    let _ = writeln!(err, "{name}: invalid: {} error(s)", s.error_count);
-    false
+    say(&format!("{name}: invalid: {} error(s)", s.error_count));
+}
+
+/// Writes `line` and a newline on standard error in one write, so that a
+/// line stays whole beside other writers of the same pipe (goalrun's
+/// messages, other ranks' under `goal run`): `eprintln!` writes a
+/// formatted line in pieces.
+pub(super) fn say(line: &str) {
+    let _ = io::stderr().write_all(format!("{line}\n").as_bytes());
 }

@@ -14,6 +14,7 @@
 mod check;
 mod drivers;
 mod lowargs;
+mod run;
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -52,6 +53,12 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "[--max-errors N] FILE...",
         summary: "read and validate GOAL text schedules (LogGOPSim, Schedgen)",
         run: check::check,
+    },
+    Subcommand {
+        name: "run",
+        args: "[--iterations N] [--warmup N] [--json PATH] FILE",
+        summary: "run a GOAL text schedule for real (under goalrun -n N, mpirun, srun)",
+        run: run::run,
     },
     Subcommand {
         name: "help",

@@ -461,3 +461,13 @@ pub fn debug_count(stderr: &str, what: &str) -> u64 {
 pub fn kernel_ops(stderr: &str) -> Vec<u64> {
     stderr.split("offer(s) declined; ").skip(1).filter_map(|t| t.split_once(" operation(s) in ")?.0.trim().parse().ok()).collect()
 }
+
+/// The GOAL text corpus: the repository's `tests/goal-corpus/` (public
+/// inputs, its README says where each comes from), or `GOAL_CORPUS` if set.
+pub fn corpus() -> PathBuf {
+    let dir = std::env::var_os("GOAL_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/goal-corpus"));
+    assert!(dir.join("README.md").is_file(), "the GOAL text corpus is not at {} (set GOAL_CORPUS)", dir.display());
+    dir
+}
