@@ -258,12 +258,22 @@ fn invalid(msg: String) -> Error {
     Error::new(ErrorKind::InvalidArgument, msg)
 }
 
-/// The panic boundary: runs `f`, turning a panic into `on_panic` and a message.
+/// The entry of every call: refuses a call from inside a user operation's
+/// function (see `userop`), then runs `f` behind the panic boundary.
 fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
     if let Some(e) = userop::refused_inside(what) {
         fail(e);
         return on_panic;
     }
+    boundary(what, on_panic, f)
+}
+
+/// The panic boundary: runs `f`, turning a panic into `on_panic` and a
+/// message. Without `guard`'s check where it is made once already:
+/// `code_result` makes it itself (to return the refusal's code), and
+/// `GOAL_Run` leaves it to goal-rt's `Runtime::run`, so that the Run path
+/// reads that thread-local once.
+fn boundary<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(p) => {
@@ -275,10 +285,11 @@ fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
 }
 
 fn code_result(what: &str, f: impl FnOnce() -> Result<c_int, Error>) -> c_int {
+    // (`guard`'s check, with the refusal's own code.)
     if let Some(e) = userop::refused_inside(what) {
         return fail(e);
     }
-    guard(what, GOAL_ERR_INTERNAL, || f().unwrap_or_else(fail))
+    boundary(what, GOAL_ERR_INTERNAL, || f().unwrap_or_else(fail))
 }
 
 /// Borrows the graph behind `g`, refusing NULL, a freed graph and (after
@@ -496,7 +507,8 @@ unsafe fn take_handle(p: GOAL_Handle) -> goal_rt::Handle {
 /// has finished.
 #[no_mangle]
 pub unsafe extern "C" fn GOAL_Run(s: GOAL_Schedule) -> GOAL_Handle {
-    guard("GOAL_Run", std::ptr::null_mut(), || {
+    // (`Runtime::run` refuses a call from inside a user operation.)
+    boundary("GOAL_Run", std::ptr::null_mut(), || {
         let Some(sc) = registry::find_schedule(s) else {
             fail(registry::not_a_schedule(s as usize, "GOAL_Run"));
             return std::ptr::null_mut();
