@@ -396,8 +396,14 @@ static long in_background(void)
     GOAL_Schedule s = GOAL_Allreduce_init(in, out, N, GOAL_BYTES, 96, OP[HEIS], GOAL_ALG_AUTO);
     CHECKM(s != NULL, "%s", GOAL_LastError());
     long before = CTX.calls_off_main;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         h_sync();
+        /* Each rank in turn starts 20 ms late: its peer, asleep by then,
+         * gets the late rank's data while it sleeps (left to chance, both
+         * ranks could find their peer's data already there at Run, and
+         * combine it in Run on the application's thread). */
+        if (i % 2 == h_rank % 2)
+            h_sleep_ms(20);
         GOAL_Handle h = GOAL_Run(s);
         CHECK(h != NULL);
         h_sleep_ms(100);
