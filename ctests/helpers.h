@@ -155,13 +155,12 @@ static inline void h_sleep_ms(int ms)
 }
 
 /* The survivor's end of a test in which its peer is killed mid-transfer:
- * GOAL_Wait(h) must return GOAL_ERR_PEER_LOST within 15 s of t0. Prints
- * "survivor-saw-error r=RANK after T s<detail>: <the error's text>" (the
- * runner's expect-survivors line) and exits with status 3; exits 1 (wrong
- * result) or 4 (too late) otherwise. */
-static inline void h_expect_peer_lost(GOAL_Handle h, double t0, const char *detail)
+ * `rc`, what its GOAL_Wait returned, must be GOAL_ERR_PEER_LOST, within
+ * 15 s of t0. Prints "survivor-saw-error r=RANK after T s<detail>: <the
+ * error's text>" (the runner's expect-survivors line) and exits with status
+ * 3; exits 1 (wrong result) or 4 (too late) otherwise. */
+static inline void h_expect_peer_lost_rc(int rc, double t0, const char *detail)
 {
-    int rc = GOAL_Wait(h);
     double dt = h_now() - t0;
     if (rc != GOAL_ERR_PEER_LOST) {
         fprintf(stderr, "FAIL [survivor %d]: GOAL_Wait returned %d after %.2f s, expected GOAL_ERR_PEER_LOST (%s)\n",
@@ -175,6 +174,12 @@ static inline void h_expect_peer_lost(GOAL_Handle h, double t0, const char *deta
     printf("survivor-saw-error r=%d after %.2f s%s: %s\n", h_rank, dt, detail ? detail : "", h_last_error());
     fflush(NULL);
     exit(3);
+}
+
+/* h_expect_peer_lost_rc of GOAL_Wait(h). */
+static inline void h_expect_peer_lost(GOAL_Handle h, double t0, const char *detail)
+{
+    h_expect_peer_lost_rc(GOAL_Wait(h), t0, detail);
 }
 
 /* ------------------------------------------------------------- lifecycle */
