@@ -99,6 +99,21 @@ fn ring_exchange_across_hosts() {
     }
 }
 
+/// `goal run` of a Schedgen file of 8 ranks, across the 4 hosts under
+/// mpirun: every rank reads its part of the file, and every byte the file
+/// says who sends is checked at its receiver.
+#[test]
+fn goal_run_of_a_text_schedule_across_hosts() {
+    let Some(c) = cluster(1) else { return };
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/goal-corpus/schedgen-schedule.goal");
+    let file = file.to_str().expect("a UTF-8 path");
+    let goal = Path::new(env!("CARGO_BIN_EXE_goal"));
+    let out = mpirun(&c, 1, &[], goal, &["run", file, "--iterations", "3"], Duration::from_secs(120));
+    check(&out, "goal run schedgen-schedule.goal under mpirun, 4 hosts x 2 ranks");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(": 8 ranks, 3 iteration(s)") && stdout.contains("bytes checked on"), "goal run's report:\n{stdout}");
+}
+
 /// A small message does not overtake a large one with the same tag, from
 /// one host to another, when both wait unread for a receiver that starts
 /// late (see the local test of the same name in `runtime.rs`).

@@ -187,6 +187,16 @@ fn srun_across_hosts() {
                 eprintln!("  {bin}, --mpi={mpi}: {:.1?}", t.elapsed());
             }
         }
+        if rails == 1 {
+            // `goal run` of a Schedgen file of 8 ranks, one part per rank.
+            let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/goal-corpus/schedgen-schedule.goal");
+            let t = Instant::now();
+            let out = srun(&slurm, rails, mpi, &[], &["sh", "-c", report, env!("CARGO_BIN_EXE_goal"), "run", file]);
+            check(&out, &slurm, "ran ", &format!("goal run {file} under srun --mpi={mpi}"));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(stdout.contains(": 8 ranks, ") && stdout.contains("bytes checked on"), "goal run's report:\n{stdout}");
+            eprintln!("  goal run, --mpi={mpi}: {:.1?}", t.elapsed());
+        }
         let t = Instant::now();
         slurm.stop().expect("stopping Slurm");
         eprintln!("{rails} rail(s): Slurm stopped in {:.1?}", t.elapsed());
