@@ -11,6 +11,7 @@
 //! disagree with what runs, and a new tool (`check`, `sim`, `run`, `draw`,
 //! `export`, `calibrate`) is one row plus its own module.
 
+mod calibrate;
 mod check;
 mod drivers;
 mod lowargs;
@@ -59,6 +60,12 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "[--iterations N] [--warmup N] [--json PATH] FILE",
         summary: "run a GOAL text schedule for real (under goalrun -n N, mpirun, srun)",
         run: run::run,
+    },
+    Subcommand {
+        name: "calibrate",
+        args: "--loggops [--out PATH]",
+        summary: "measure LogGOPS parameters between 2 ranks, for goal sim",
+        run: calibrate::calibrate,
     },
     Subcommand {
         name: "help",

@@ -1,0 +1,300 @@
+//! `goal calibrate --loggops`: measures the LogGOPS parameters (L, o, g,
+//! G, O and the rendezvous threshold S) between two ranks of a job, in the
+//! form `goal sim` and LogGOPSim read.
+//!
+//! The method is the parametrised round trip of Hoefler, Schneider and
+//! Lumsdaine ("LogGP in theory and practice", 2009; Netgauge's): rank 0
+//! sends `n` messages of `s` bytes to rank 1, `d` nanoseconds of
+//! computation between two sends, and rank 1 answers with one message of
+//! `s` bytes once it has all of them. With PRTT(n, d, s) the time of that
+//! exchange at rank 0 (the median of many):
+//!
+//! * `g + (s-1)G = (PRTT(n, 0, s) - PRTT(1, 0, s)) / (n - 1)`: back to back,
+//!   the sender issues a message per gap;
+//! * `o + (s-1)O = (PRTT(n, d, s) - PRTT(1, 0, s)) / (n - 1) - d`, with `d`
+//!   longer than a round trip, so the network is idle when each send
+//!   starts and only the sender's own cost is left;
+//! * g, G, o and O are the least-squares lines through those, over the
+//!   eager sizes; `L = PRTT(1, 0, 1) / 2 - 2o` (a message costs `o` at both
+//!   ends, as LogGOPSim charges it);
+//! * S is goal's eager limit: from there on goal hands a message over by
+//!   rendezvous, as LogGOPSim does above S.
+//!
+//! Each configuration is a goal schedule (sends chained by `requires`,
+//! `calc d` between them), compiled in the same order on both ranks and run
+//! many times. Run on one host, it measures shared memory; across two
+//! hosts (mpirun with one rank per host), the network.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use goal_rt::{Runtime, Schedule};
+use goal_sched::{Buf, Graph, Vertex};
+
+use super::check::say;
+use super::{Context, Failure};
+
+const HELP: &str = "\
+Usage: goal calibrate --loggops [--out PATH] [--reps N] [--messages N]
+
+Measures the LogGOPS parameters between the two ranks of a job, in the form
+goal sim and LogGOPSim read:
+  goalrun -n 2 goal calibrate --loggops            (shared memory)
+  mpirun -np 2 --host a,b goal calibrate --loggops (the network)
+Method: the parametrised round trip PRTT(n, d, s) of Hoefler, Schneider and
+Lumsdaine (LogGP in theory and practice, 2009), at every eager size from 1
+byte; S is goal's eager limit. Rank 0 prints the measurements, the
+parameters in nanoseconds (G and O per byte) and the goal sim options.
+
+Options:
+  --loggops       measure the LogGOPS parameters (the only calibration today)
+  --out PATH      also write them as JSON to PATH (rank 0)
+  --reps N        round trips timed per configuration (default 400)
+  --messages N    messages n of the back-to-back trains (default 16)
+  -h, --help      print this help
+
+Exit status: 0 when measured, 1 when goal cannot start or the job does not
+have 2 ranks, 2 for a usage mistake. See docs/goal-text.md.
+";
+
+/// The sizes measured, those up to the eager limit.
+const SIZES: &[usize] = &[1, 8, 64, 512, 2048, 8192, 16384, 32768, 65536];
+
+struct Opts {
+    out: Option<PathBuf>,
+    reps: usize,
+    messages: usize,
+}
+
+impl Opts {
+    fn parse(args: Vec<OsString>) -> Result<Option<Opts>, Failure> {
+        let usage = |m: String| Failure::usage(m, "Usage: goal calibrate --loggops [--out PATH] [--reps N] [--messages N]\nTry 'goal calibrate --help' for more information.".into());
+        let mut o = Opts { out: None, reps: 400, messages: 16 };
+        let mut loggops = false;
+        let mut args = args.into_iter();
+        while let Some(a) = args.next() {
+            let text = a.to_string_lossy().into_owned();
+            let (name, inline) = match text.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(OsString::from(v))),
+                None => (text.clone(), None),
+            };
+            match name.as_str() {
+                "-h" | "--help" => {
+                    print!("{HELP}");
+                    return Ok(None);
+                }
+                "--loggops" => loggops = true,
+                "--out" | "--reps" | "--messages" => {
+                    let value = inline.or_else(|| args.next()).ok_or_else(|| usage(format!("{name} needs a value")))?;
+                    if name == "--out" {
+                        o.out = Some(PathBuf::from(value));
+                        continue;
+                    }
+                    let v = value.to_str().and_then(|v| v.parse::<usize>().ok()).filter(|&v| (2..=1_000_000).contains(&v));
+                    let v = v.ok_or_else(|| usage(format!("{name} takes a number from 2 to 1000000, not '{}'", value.to_string_lossy())))?;
+                    if name == "--reps" {
+                        o.reps = v;
+                    } else {
+                        o.messages = v;
+                    }
+                }
+                _ => return Err(usage(format!("unknown argument '{text}'"))),
+            }
+        }
+        if !loggops {
+            return Err(usage("say what to calibrate: --loggops (the only calibration today)".into()));
+        }
+        Ok(Some(o))
+    }
+}
+
+/// Runs `goal calibrate ARGS`.
+pub(crate) fn calibrate(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
+    let Some(o) = Opts::parse(args)? else { return Ok(0) };
+    let rt = goal_rt::init().map_err(|e| Failure {
+        code: 1,
+        message: format!("calibrate: goal could not start ({e}): start it as the program of a job of 2 ranks, goalrun -n 2 goal calibrate --loggops (or under mpirun or srun)"),
+        hint: None,
+    })?;
+    let code = if rt.size() != 2 {
+        if rt.rank() == 0 {
+            say(&format!("goal calibrate: the job has {} rank(s): the LogGOPS parameters are measured between 2 (goalrun -n 2, or mpirun -np 2 with one rank per host for the network)", rt.size()));
+        }
+        1
+    } else {
+        measure(&rt, &o).unwrap_or_else(|e| {
+            say(&format!("goal calibrate: rank {}: {e}", rt.rank()));
+            1
+        })
+    };
+    drop(rt);
+    if let Err(e) = goal_rt::finalize() {
+        say(&format!("goal calibrate: finalizing goal: {e}"));
+    }
+    Ok(code)
+}
+
+/// The buffers every schedule names: a send region of the largest size and
+/// a receive region of `n` of them (each receive of a train its own).
+struct Bufs {
+    send: Vec<u8>,
+    recv: Vec<u8>,
+}
+
+/// One configuration PRTT(n, d, s), compiled on both ranks.
+fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, s: usize) -> goal_rt::Result<Schedule> {
+    let mut g = Graph::new();
+    let (sb, rb) = (b.send.as_ptr() as u64, b.recv.as_ptr() as u64);
+    if rt.rank() == 0 {
+        let mut prev = None;
+        for i in 0..n {
+            if i > 0 && d_ns > 0 {
+                let c = g.add(Vertex::Calc { units: d_ns as i64 });
+                g.requires(prev.expect("a send before"), c).expect("vertices of g");
+                prev = Some(c);
+            }
+            let v = g.send(Buf::user(sb), s as i64, 1, 1);
+            if let Some(p) = prev {
+                g.requires(p, v).expect("vertices of g");
+            }
+            prev = Some(v);
+        }
+        g.recv(Buf::user(rb), s as i64, 1, 2);
+    } else {
+        let reply = g.send(Buf::user(sb), s as i64, 0, 2);
+        for i in 0..n {
+            let r = g.recv(Buf::user(rb + (i * s) as u64), s as i64, 0, 1);
+            g.requires(r, reply).expect("vertices of g");
+        }
+    }
+    rt.compile(&g)
+}
+
+/// Runs `sched` `reps` times after a few more; on rank 0 the median time
+/// of one run in nanoseconds.
+fn time(rt: &Arc<Runtime>, sched: &Schedule, reps: usize) -> goal_rt::Result<f64> {
+    let mut t = Vec::with_capacity(reps);
+    for i in 0..reps + reps / 10 + 2 {
+        let t0 = goal_rt::wtime();
+        // SAFETY: the schedule names only the `Bufs` of `measure`, which
+        // outlive every run and are not touched while one is in flight.
+        unsafe { rt.run(sched) }?.wait()?;
+        if i >= reps / 10 + 2 {
+            t.push((goal_rt::wtime() - t0) * 1e9);
+        }
+    }
+    t.sort_by(f64::total_cmp);
+    Ok(t[t.len() / 2])
+}
+
+/// One size's measurements, in nanoseconds.
+struct Row {
+    s: usize,
+    prtt1: f64,
+    gap: f64,
+    overhead: f64,
+    d: f64,
+}
+
+fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
+    let eager = rt.thresholds().0;
+    let sizes: Vec<usize> = SIZES.iter().copied().filter(|&s| s <= eager.max(1)).collect();
+    let max = *sizes.last().expect("1 byte is always eager");
+    let n = o.messages;
+    let b = Bufs { send: vec![7; max], recv: vec![0; max * n] };
+    let host = host_hash();
+    let peer_host = exchange(rt, host)?;
+    let mut rows = Vec::new();
+    for &s in &sizes {
+        // Rank 1 learns nothing of d: its schedules hold no computation,
+        // and both ranks compile the same number in the same order.
+        let one = train(rt, &b, 1, 0, s)?;
+        let prtt1 = time(rt, &one, o.reps)?;
+        let back = train(rt, &b, n, 0, s)?;
+        let prttn = time(rt, &back, o.reps)?;
+        // Longer than a round trip: the sender finds the network idle.
+        let d = (prtt1 * 2.0).max(2000.0).round();
+        let spaced = train(rt, &b, n, d as u64, s)?;
+        let prttd = time(rt, &spaced, o.reps.div_ceil(4).max(2))?;
+        let k = (n - 1) as f64;
+        rows.push(Row { s, prtt1, gap: (prttn - prtt1) / k, overhead: (prttd - prtt1) / k - d, d });
+    }
+    if rt.rank() != 0 {
+        return Ok(0);
+    }
+    let pts = |f: fn(&Row) -> f64| rows.iter().map(|r| ((r.s - 1) as f64, f(r))).collect::<Vec<_>>();
+    let (g, big_g) = fit(&pts(|r| r.gap));
+    let (ov, big_o) = fit(&pts(|r| r.overhead));
+    let l = (rows[0].prtt1 / 2.0 - 2.0 * ov).max(0.0);
+    let how = if peer_host == host { "shared memory (both ranks on one host)" } else { "the network (the ranks on different hosts)" };
+    println!("goal calibrate --loggops: rank 0 <-> rank 1 over {how}; eager limit {eager} B; n = {n}, median of {} round trips", o.reps);
+    println!("{:>8} {:>14} {:>14} {:>14} {:>10}", "size", "PRTT(1,0,s)", "g+(s-1)G", "o+(s-1)O", "d");
+    for r in &rows {
+        println!("{:>8} {:>14.0} {:>14.1} {:>14.1} {:>10.0}", r.s, r.prtt1, r.gap, r.overhead, r.d);
+    }
+    println!("L = {l:.0} ns, o = {ov:.0} ns, g = {g:.0} ns, G = {big_g:.4} ns/B, O = {big_o:.4} ns/B, S = {eager} B");
+    println!("goal sim -L {l:.0} -o {ov:.0} -g {g:.0} -G {big_g:.4} -O {big_o:.4} -S {eager} FILE");
+    if let Some(path) = &o.out {
+        let measured: Vec<String> = rows
+            .iter()
+            .map(|r| format!("{{\"bytes\": {}, \"prtt1_ns\": {:.1}, \"gap_ns\": {:.1}, \"overhead_ns\": {:.1}, \"d_ns\": {:.0}}}", r.s, r.prtt1, r.gap, r.overhead, r.d))
+            .collect();
+        let json = format!(
+            "{{\n  \"L\": {l:.1},\n  \"o\": {ov:.1},\n  \"g\": {g:.1},\n  \"G\": {big_g:.6},\n  \"O\": {big_o:.6},\n  \"S\": {eager},\n  \"units\": \"ns; G and O in ns per byte; S in bytes\",\n  \"path\": \"{}\",\n  \"messages\": {n},\n  \"reps\": {},\n  \"measured\": [\n    {}\n  ]\n}}\n",
+            if peer_host == host { "shm" } else { "network" },
+            o.reps,
+            measured.join(",\n    ")
+        );
+        if let Err(e) = std::fs::write(path, json) {
+            say(&format!("goal calibrate: cannot write {}: {e}", path.display()));
+            return Ok(1);
+        }
+    }
+    Ok(0)
+}
+
+/// The least-squares line `y = a + b x` through `pts`, both clamped at 0
+/// (a negative cost is measurement noise).
+fn fit(pts: &[(f64, f64)]) -> (f64, f64) {
+    let n = pts.len() as f64;
+    let (sx, sy) = pts.iter().fold((0.0, 0.0), |(a, b), &(x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let sxx: f64 = pts.iter().map(|&(x, _)| (x - mx) * (x - mx)).sum();
+    let sxy: f64 = pts.iter().map(|&(x, y)| (x - mx) * (y - my)).sum();
+    let b = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
+    ((my - b * mx).max(0.0), b)
+}
+
+/// A hash of this host's name: equal on both ranks when they share a host.
+fn host_hash() -> u64 {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    name.trim().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| (h ^ c as u64).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// Sends `mine` to the other rank; returns the other's.
+fn exchange(rt: &Arc<Runtime>, mine: u64) -> goal_rt::Result<u64> {
+    let (out, mut got) = (Box::new(mine), Box::new(0u64));
+    let peer = 1 - rt.rank() as i64;
+    let mut g = Graph::new();
+    g.send(Buf::user(&*out as *const u64 as u64), 8, peer, 3);
+    g.recv(Buf::user(&mut *got as *mut u64 as u64), 8, peer, 3);
+    let s = rt.compile(&g)?;
+    // SAFETY: the schedule names `out` and `got`, boxed here and alive
+    // until the wait returns; nothing else touches them meanwhile.
+    unsafe { rt.run(&s) }?.wait()?;
+    Ok(*got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn the_fit_recovers_a_line_and_clamps_negative_costs() {
+        let (a, b) = fit(&[(0.0, 100.0), (1000.0, 600.0), (2000.0, 1100.0)]);
+        assert!((a - 100.0).abs() < 1e-9 && (b - 0.5).abs() < 1e-12, "{a} {b}");
+        assert_eq!(fit(&[(0.0, 10.0), (10.0, 5.0)]), (7.5, 0.0), "a falling line is noise: flat at its mean");
+        assert_eq!(fit(&[(0.0, -3.0)]), (0.0, 0.0));
+    }
+}

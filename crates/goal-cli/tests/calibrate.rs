@@ -1,0 +1,64 @@
+//! `goal calibrate --loggops` as users run it, `goalrun -n 2 goal
+//! calibrate --loggops --out FILE`: real round trips between two ranks,
+//! the parameters printed in goal sim's options and written as JSON; and
+//! the refusals (another number of ranks, nothing to calibrate).
+
+use std::process::{Command, Output};
+
+fn goalrun(n: usize, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_goalrun"))
+        .args(["-n", &n.to_string(), "--timeout", "120", "--", env!("CARGO_BIN_EXE_goal"), "calibrate"])
+        .args(args)
+        .output()
+        .expect("goalrun could not be started")
+}
+
+fn text(o: &Output) -> String {
+    format!("exit {:?}\n--- stdout\n{}--- stderr\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// The number after `"key": ` in `json`.
+fn field(json: &str, key: &str) -> f64 {
+    let at = json.find(&format!("\"{key}\": ")).unwrap_or_else(|| panic!("no {key} in {json}")) + key.len() + 4;
+    let end = json[at..].find([',', '\n', '}']).unwrap() + at;
+    json[at..end].trim().parse().unwrap_or_else(|e| panic!("{key}: {e} in {json}"))
+}
+
+#[test]
+fn two_ranks_measure_every_parameter_and_write_them() {
+    let dir = std::env::temp_dir().join(format!("goal-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("loggops.json");
+    let o = goalrun(2, &["--loggops", "--reps", "30", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("over shared memory (both ranks on one host)"), "{}", text(&o));
+    let sim = stdout.lines().find(|l| l.starts_with("goal sim -L ")).unwrap_or_else(|| panic!("no goal sim line: {}", text(&o)));
+    let json = std::fs::read_to_string(&out).unwrap();
+    for k in ["L", "o", "g", "G", "O"] {
+        let v = field(&json, k);
+        assert!(v.is_finite() && v >= 0.0, "{k} = {v}: {json}");
+    }
+    // Goal's eager limit, and only eager sizes measured, from 1 byte on.
+    let s = field(&json, "S");
+    assert!(s >= 1024.0, "S = {s}: {json}");
+    assert!(sim.ends_with(&format!("-S {s} FILE")), "{sim} against S = {s}");
+    let sizes: Vec<f64> = json.match_indices("\"bytes\": ").map(|(i, _)| field(&json[i..], "bytes")).collect();
+    assert!(sizes.len() >= 4 && sizes[0] == 1.0 && sizes.iter().all(|&b| b <= s), "sizes {sizes:?}, S = {s}");
+    // A round trip of the largest size takes longer than none at all, and
+    // every round trip was timed for real (a microsecond at the least is
+    // far below any real one; 10 s is a hang).
+    let prtt: Vec<f64> = json.match_indices("\"prtt1_ns\": ").map(|(i, _)| field(&json[i..], "prtt1_ns")).collect();
+    assert!(prtt.iter().all(|&t| t > 100.0 && t < 1e10), "round trips {prtt:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn another_number_of_ranks_or_no_calibration_named_is_refused() {
+    let o = goalrun(3, &["--loggops", "--reps", "2"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the job has 3 rank(s): the LogGOPS parameters are measured between 2"), "{}", text(&o));
+    let o = Command::new(env!("CARGO_BIN_EXE_goal")).arg("calibrate").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--loggops"), "{}", text(&o));
+}
