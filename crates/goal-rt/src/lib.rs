@@ -104,9 +104,11 @@ pub struct Runtime {
     /// The application's lingering polling mark (see `progress::appmark::AppMark`).
     pub(crate) app_mark: progress::appmark::AppMark,
     pub(crate) shutdown: AtomicBool,
-    /// More ranks on this machine than cores this process may run on: a
-    /// waiting thread polls only briefly before sleeping.
-    pub(crate) oversubscribed: bool,
+    /// A waiting thread hands the CPU over between batches of polls
+    /// without news (see `progress::yields`): there are more ranks on this
+    /// machine than cores this process may run on, or another rank may run
+    /// on this one's CPUs.
+    pub(crate) yield_polls: bool,
     /// How long a Wait polls before it sleeps (see `progress::spin::Spin`).
     pub(crate) spin: progress::spin::Spin,
     helper: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -401,10 +403,24 @@ impl Runtime {
         // emulated hosts on 2 cores spun 50 us per Wait without yielding,
         // and a 4-rank barrier between them took 1.1 ms instead of 0.12.
         let oversubscribed = sharing > cores;
+        // Whether another rank on these cores may run on a CPU this rank
+        // may run on: then the scheduler may put the rank we wait for on
+        // the very CPU our polling holds (see `progress::yields`).
+        let cpus_of = |b: &Vec<u8>| split_blob(b).and_then(|(_, c, _)| affinity::parse_list(std::str::from_utf8(c).ok()?));
+        let my_cpus = cpus_of(&all[rank]).unwrap_or_default();
+        let shares_cpus = all.iter().enumerate().any(|(r, b)| {
+            r != rank && split_blob(b).is_some_and(|(h, _, _)| kernel(h) == mine) && cpus_of(b).is_none_or(|c| c.iter().any(|x| my_cpus.contains(x)))
+        });
         if cfg.debug && rank == 0 {
             say!(
                 "goal: {sharing} rank(s) on this machine's {cores} core(s){}",
-                if oversubscribed { ": more ranks than cores, so waits poll briefly and yield between polls" } else { "" }
+                if oversubscribed {
+                    ": more ranks than cores, so waits poll briefly and yield between polls"
+                } else if shares_cpus {
+                    ": ranks not bound to distinct CPUs, so waits yield between polls"
+                } else {
+                    ""
+                }
             );
             say!(
                 "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?}, stream or cma chosen per message from {} B, credit={} B per sender",
@@ -464,7 +480,7 @@ impl Runtime {
             kernel_deferred,
             app_mark: progress::appmark::AppMark::new(oversubscribed),
             shutdown: AtomicBool::new(false),
-            oversubscribed,
+            yield_polls: oversubscribed || shares_cpus,
             // Adaptive unless fixed by GOAL_SPIN_US, by the spin mode, or
             // by more ranks than cores (a poller then holds a core another
             // rank needs).

@@ -334,8 +334,18 @@ fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Dura
 /// polling 2 us without yielding and then sleeping (each hop a futex
 /// wake-up), 6.2 us pinned / 13 us unpinned when yielding for 50 us; with
 /// a helper thread per rank, 55-96 us against 6.3-13 us.
+///
+/// The same holds with a core per rank when the ranks are not bound to
+/// distinct CPUs and the machine is busy: a rank woken by a peer's ring
+/// is often placed on the waker's CPU (the scheduler's wake-affine
+/// choice), where the waker polls on, so every hop waited for the poller's
+/// spin to end. Measured (2 unbound ranks, 2 cores, 5 compilers running
+/// beside them): an 8-byte round trip took 1 000 us (the adaptive spin
+/// grew to its 1 ms cap), 120 us with a fixed 50 us spin, and 6.2 us
+/// yielding; Open MPI, which never sleeps and so is never moved, 0.8 us;
+/// goal with ranks bound to CPUs 0 and 1, 1.1 us without yielding.
 fn yields(rt: &Runtime) -> bool {
-    rt.oversubscribed
+    rt.yield_polls
 }
 
 /// Gives the CPU to another runnable thread, if any.
