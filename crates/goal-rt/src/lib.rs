@@ -62,6 +62,7 @@ mod runbuf;
 pub mod userop;
 mod slice;
 mod ticks;
+mod timeline;
 pub mod proto;
 
 pub use config::{Config, ProgressMode, Requested};
@@ -253,6 +254,11 @@ pub fn is_finalized() -> bool {
 
 /// Ends goal in this process: stops the helper, unmaps shared memory.
 pub fn finalize() -> Result<()> {
+    // The timelines first, while the ranks can still talk (`GOAL_TRACE_FILE`).
+    let traced = RUNTIME.read().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some(rt) = traced.filter(|rt| rt.cfg.trace_file.is_some()) {
+        timeline::write_at_finalize(&rt);
+    }
     let rt = {
         let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
         let Some(rt) = slot.take() else {
@@ -438,6 +444,9 @@ impl Runtime {
             engine.enable_kernel(ring, kernel_deferred.clone());
         }
         engine.allow_pushes(cfg.progress != ProgressMode::Manual);
+        if cfg.trace_file.is_some() {
+            engine.record(cfg.trace_events);
+        }
         let app_waiting = Arc::new(AtomicU32::new(0));
         engine.allow_splits(cfg.progress != ProgressMode::Manual && !oversubscribed, app_waiting.clone());
         let (wake_fd, wake_set) = match (net_fd, engine.kernel_fd()) {
