@@ -12,6 +12,7 @@
 //! `export`, `calibrate`) is one row plus its own module.
 
 mod check;
+mod draw;
 mod drivers;
 mod lowargs;
 mod run;
@@ -59,6 +60,12 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "[--iterations N] [--warmup N] [--json PATH] FILE",
         summary: "run a GOAL text schedule for real (under goalrun -n N, mpirun, srun)",
         run: run::run,
+    },
+    Subcommand {
+        name: "draw",
+        args: "[-o OUT] [--format svg|dot] [--max-ranks N] FILE",
+        summary: "draw a GOAL text schedule as SVG or DOT: ranks, operations, edges, messages",
+        run: draw::draw,
     },
     Subcommand {
         name: "help",
