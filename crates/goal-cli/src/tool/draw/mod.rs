@@ -107,9 +107,11 @@ pub(crate) fn draw(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
         return Ok(1);
     }
     let m = collector.finish();
+    // The title: the file's name, without the directories it was found in.
+    let title = std::path::Path::new(&name).file_name().map_or(name.clone(), |f| f.to_string_lossy().into_owned());
     let text = match args.format {
-        Format::Svg => svg::svg(&m, &name),
-        Format::Dot => dot::dot(&m, &name),
+        Format::Svg => svg::svg(&m, &title),
+        Format::Dot => dot::dot(&m, &title),
     };
     let written = match &args.output {
         Some(out) => std::fs::write(out, text.as_bytes()).map_err(|e| (out.to_string_lossy().into_owned(), e)),
