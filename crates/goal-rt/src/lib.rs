@@ -255,8 +255,10 @@ pub fn is_finalized() -> bool {
 /// Ends goal in this process: stops the helper, unmaps shared memory.
 pub fn finalize() -> Result<()> {
     // The timelines first, while the ranks can still talk (`GOAL_TRACE_FILE`).
-    let traced = RUNTIME.read().unwrap_or_else(|e| e.into_inner()).clone();
-    if let Some(rt) = traced.filter(|rt| rt.cfg.trace_file.is_some()) {
+    // (Its schedules are not the program's: peers are told the count from before.)
+    let traced = RUNTIME.read().unwrap_or_else(|e| e.into_inner()).clone().filter(|rt| rt.cfg.trace_file.is_some());
+    let compiled = traced.as_ref().map(|rt| rt.world.inner.next_sched.load(Ordering::Relaxed));
+    if let Some(rt) = traced {
         timeline::write_at_finalize(&rt);
     }
     let rt = {
@@ -277,7 +279,7 @@ pub fn finalize() -> Result<()> {
         for line in e.unreported() {
             say!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
         }
-        e.link.shm.mark_finalized(rt.world.inner.next_sched.load(Ordering::Relaxed) as u64);
+        e.link.shm.mark_finalized(compiled.unwrap_or_else(|| rt.world.inner.next_sched.load(Ordering::Relaxed)) as u64);
         e.release_idle();
     }
     rt.shutdown.store(true, Ordering::Release);
