@@ -192,7 +192,7 @@ pub fn write_str<W: Write>(out: &mut W, s: &str) -> io::Result<()> {
     out.write_all(b"\"")?;
     let mut rest = s;
     while let Some(i) = rest.find(|c: char| c == '"' || c == '\\' || (c as u32) < 0x20) {
-        out.write_all(rest[..i].as_bytes())?;
+        out.write_all(&rest.as_bytes()[..i])?;
         let c = rest.as_bytes()[i];
         match c {
             b'"' => out.write_all(b"\\\"")?,

@@ -177,7 +177,7 @@ fn rec_of(e: &Exec, op: u32, now: u64) -> Rec {
         OpKind::Local | OpKind::LocalVec => (2, -1, 0, Path::Local),
         OpKind::Calc => (3, -1, o.addr, Path::Calc),
     };
-    Rec { start: now, end: 0, bytes, sched: e.sched.id, exec: e.seq, vertex: s.origin[op as usize] as u32, peer, tag: o.tag, kind, path: path as u8 }
+    Rec { start: now, end: 0, bytes, sched: e.sched.id, exec: e.seq, vertex: s.origin[op as usize], peer, tag: o.tag, kind, path: path as u8 }
 }
 
 impl Engine {

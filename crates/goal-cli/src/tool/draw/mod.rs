@@ -164,7 +164,7 @@ pub(crate) fn op_text(k: &OpKind) -> String {
 /// Bytes in the shortest exact form: `8b`, `4K`, `1M`, `3G`.
 fn size(b: u64) -> String {
     for (unit, shift) in [("G", 30), ("M", 20), ("K", 10)] {
-        if b >= 1 << shift && b % (1 << shift) == 0 {
+        if b >= 1 << shift && b.is_multiple_of(1 << shift) {
             return format!("{}{unit}", b >> shift);
         }
     }

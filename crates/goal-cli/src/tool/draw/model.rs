@@ -188,13 +188,23 @@ fn longest_paths(n: usize, edges: impl Iterator<Item = (usize, usize)>, more: &[
     (seen == n).then_some(depth)
 }
 
+/// A message's (source, destination, tag).
+type Key = (u32, u32, u32);
+
+/// A send waiting for its receive: its column, and where it is drawn
+/// (`None`: a folded rank's).
+type Waiting = (u32, Option<At>);
+
+/// A receive to pair: column, where, source and tag (`None`: -1), rank.
+type Receive = (u32, At, Option<u32>, Option<u32>, u32);
+
 /// Pairs the sends and receives of the drawn lanes (see the module doc),
 /// ordered by `cols`; returns the pairs and how many messages go to or
 /// come from folded ranks (`folded(rank)`).
-fn pair(lanes: &[Lane], cols: &[Vec<u32>], folded_sends: &[(u32, u32, u32)], folded: impl Fn(u32) -> bool) -> (Vec<(At, At)>, u64) {
+fn pair(lanes: &[Lane], cols: &[Vec<u32>], folded_sends: &[Key], folded: impl Fn(u32) -> bool) -> (Vec<(At, At)>, u64) {
     // Sends by (source, destination, tag), in order: Some(at) for a drawn
     // one, None for a folded rank's.
-    let mut sends: BTreeMap<(u32, u32, u32), Vec<(u32, Option<At>)>> = BTreeMap::new();
+    let mut sends: BTreeMap<Key, Vec<Waiting>> = BTreeMap::new();
     let mut to_folded = 0u64;
     for (li, l) in lanes.iter().enumerate() {
         for (oi, op) in l.ops.iter().enumerate() {
@@ -210,14 +220,14 @@ fn pair(lanes: &[Lane], cols: &[Vec<u32>], folded_sends: &[(u32, u32, u32)], fol
     for &(s, d, t) in folded_sends {
         sends.entry((s, d, t)).or_default().push((0, None));
     }
-    let mut queues: BTreeMap<(u32, u32, u32), VecDeque<(u32, Option<At>)>> = sends
+    let mut queues: BTreeMap<Key, VecDeque<Waiting>> = sends
         .into_iter()
         .map(|(k, mut v)| {
             v.sort_by_key(|&(c, at)| (c, at));
             (k, v.into())
         })
         .collect();
-    let mut recvs: Vec<(u32, At, Option<u32>, Option<u32>, u32)> = Vec::new();
+    let mut recvs: Vec<Receive> = Vec::new();
     for (li, l) in lanes.iter().enumerate() {
         for (oi, op) in l.ops.iter().enumerate() {
             if let OpKind::Recv { from, tag, .. } = op.kind {
