@@ -16,17 +16,20 @@
 //! same clock, so there the offset applied is 0, exactly; the estimate is
 //! still written in the file's `otherData`, which shows how good it would
 //! have been. Ranks on other machines get their estimate. Times are then
-//! written from rank 0's start of recording (its `GOAL_Init`).
+//! written, on rank 0's clock, from the earliest of its start of recording
+//! (its `GOAL_Init`) and every rank's first operation (a rank may start
+//! one before rank 0 is out of `GOAL_Init`).
 //!
 //! # Gathering
 //!
 //! After its ping-pongs, rank `k` sends its records (56 bytes each, see
-//! `Rec::encode`) in one message, and rank 0 writes them into the file at
-//! once: rank 0 holds one rank's records at a time, and one file results,
-//! wherever the ranks ran. Rank 0 serves the ranks in order; the schedules
-//! take three compile numbers per rank, the same on every rank, beyond any
-//! the program used. A rank that cannot reach rank 0 (an error, rank 0
-//! gone) writes its own records to `PATH.RANK` instead, on its own clock,
+//! `Rec::encode`) in one message. Rank 0 first meets every rank, then
+//! writes its own records and takes each rank's in turn, writing them at
+//! once: it holds one rank's records at a time, and one file results,
+//! wherever the ranks ran. The schedules take three compile numbers per
+//! rank, the same on every rank, beyond any the program used. A rank that
+//! cannot reach rank 0 (an error, rank 0 gone) writes its own records to
+//! `PATH.RANK` instead, on its own clock,
 //! and says so on stderr; rank 0 names the ranks missing from the file.
 
 use crate::engine::record::{Path, Rec, Recorder, KINDS};
@@ -40,8 +43,8 @@ use std::sync::Arc;
 pub(crate) const ROUNDS: usize = 8;
 
 /// The pong: rank k's clock, the bytes of its records, its boot id, the
-/// operations it did not record.
-const PONG: usize = 32;
+/// operations it did not record, the start of its first record.
+const PONG: usize = 40;
 
 /// What rank 0 learned of one rank's clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -123,7 +126,8 @@ fn serve(rt: &Arc<Runtime>, rec: &Recorder) -> Result<()> {
         pong[..8].copy_from_slice(&t.to_le_bytes());
         pong[8..16].copy_from_slice(&(blob.len() as u64).to_le_bytes());
         pong[16..24].copy_from_slice(&boot.to_le_bytes());
-        pong[24..].copy_from_slice(&rec.dropped.to_le_bytes());
+        pong[24..32].copy_from_slice(&rec.dropped.to_le_bytes());
+        pong[32..].copy_from_slice(&rec.recs.first().map_or(u64::MAX, |r| r.start).to_le_bytes());
         // SAFETY: as above, `pong`.
         unsafe { run(rt, &send_pong) }?;
     }
@@ -131,44 +135,71 @@ fn serve(rt: &Arc<Runtime>, rec: &Recorder) -> Result<()> {
     unsafe { run(rt, &send_blob) }
 }
 
-/// Rank 0: its own records, then each rank's as it meets it, into `path`.
+/// What rank 0 learned of rank k in their ping-pongs.
+struct Met {
+    clock: Clock,
+    /// On rank 0's kernel (the same boot id).
+    same_kernel: bool,
+    /// Bytes of its records.
+    len: usize,
+    /// Operations it did not record.
+    dropped: u64,
+    /// The start of its first record, on its clock (`u64::MAX`: none).
+    first: u64,
+}
+
+/// Rank 0: meets every rank for its clock, then writes its own records and
+/// each rank's as they come into `path`, from the earliest of its own
+/// start and every rank's first operation.
 fn gather(rt: &Arc<Runtime>, path: &std::path::Path, rec: &Recorder) -> Result<()> {
     let io = |e: std::io::Error| crate::Error::new(crate::ErrorKind::System, format!("writing {}: {e}", path.display()));
     let file = std::fs::File::create(path).map_err(io)?;
     let mut w = TraceWriter::new(BufWriter::new(file)).map_err(io)?;
-    let origin = rec.origin;
-    write_rank(&mut w, 0, &rec.recs, 0, origin).map_err(io)?;
     let boot = boot_id();
-    let mut clocks = vec![(Clock::default(), true)];
+    let numbers = numbers(rt, rt.size - 1);
+    let mut met: Vec<Option<Met>> = Vec::new();
     let mut missing = Vec::new();
-    let mut dropped = rec.dropped;
-    for (k, [a, b, c]) in (1..rt.size).zip(numbers(rt, rt.size - 1)) {
-        match meet(rt, k, [a, b, c], boot) {
-            Ok((clock, same_kernel, recs, not_recorded)) => {
-                write_rank(&mut w, k, &recs, clock.applied, origin).map_err(io)?;
-                clocks.push((clock, same_kernel));
-                dropped += not_recorded;
-            }
+    for (k, &[a, b, _]) in (1..rt.size).zip(&numbers) {
+        match meet(rt, k, [a, b], boot) {
+            Ok(m) => met.push(Some(m)),
             Err(e) => {
                 say!("goal (rank 0): GOAL_TRACE_FILE: rank {k}'s timeline is missing: {e}");
                 missing.push(k.to_string());
-                clocks.push((Clock::default(), false));
+                met.push(None);
             }
         }
     }
+    let mut origin = rec.origin.min(rec.recs.first().map_or(u64::MAX, |r| r.start)) as i64;
+    for m in met.iter().flatten().filter(|m| m.first != u64::MAX) {
+        origin = origin.min(m.first as i64 - m.clock.applied);
+    }
+    write_rank(&mut w, 0, &rec.recs, 0, origin).map_err(io)?;
+    let mut dropped = rec.dropped;
+    for ((k, &[_, _, c]), m) in (1..rt.size).zip(&numbers).zip(&met) {
+        let Some(m) = m else { continue };
+        match records(rt, k, c, m.len) {
+            Ok(recs) => write_rank(&mut w, k, &recs, m.clock.applied, origin).map_err(io)?,
+            Err(e) => {
+                say!("goal (rank 0): GOAL_TRACE_FILE: rank {k}'s timeline is missing: {e}");
+                missing.push(k.to_string());
+            }
+        }
+        dropped += m.dropped;
+    }
     let mut other: Vec<(String, String)> = vec![
         ("producer".into(), "goal runtime (GOAL_TRACE_FILE)".into()),
-        ("clock".into(), "CLOCK_MONOTONIC of each rank, in ns from rank 0's GOAL_Init".into()),
+        ("clock".into(), "CLOCK_MONOTONIC of each rank, in ns from the earliest of rank 0's GOAL_Init and every rank's first operation".into()),
         (
             "alignment".into(),
             format!("offset to rank 0 estimated from the shortest of {ROUNDS} ping-pongs over goal's own messages; applied as 0 for ranks on rank 0's kernel (same boot_id: the same clock)"),
         ),
     ];
-    for (k, (c, same)) in clocks.iter().enumerate().skip(1) {
-        other.push((format!("rank{k}.offset_estimate_ns"), c.estimate.to_string()));
-        other.push((format!("rank{k}.offset_applied_ns"), c.applied.to_string()));
-        other.push((format!("rank{k}.rtt_ns"), c.rtt.to_string()));
-        other.push((format!("rank{k}.same_kernel"), same.to_string()));
+    for (k, m) in (1..rt.size).zip(&met) {
+        let Some(m) = m else { continue };
+        other.push((format!("rank{k}.offset_estimate_ns"), m.clock.estimate.to_string()));
+        other.push((format!("rank{k}.offset_applied_ns"), m.clock.applied.to_string()));
+        other.push((format!("rank{k}.rtt_ns"), m.clock.rtt.to_string()));
+        other.push((format!("rank{k}.same_kernel"), m.same_kernel.to_string()));
     }
     other.push(("ranks".into(), rt.size.to_string()));
     other.push(("missing_ranks".into(), missing.join(",")));
@@ -178,9 +209,8 @@ fn gather(rt: &Arc<Runtime>, path: &std::path::Path, rec: &Recorder) -> Result<(
     Ok(())
 }
 
-/// Rank 0 meets rank `k`: the clock, whether on the same kernel, its
-/// records and how many it did not record.
-fn meet(rt: &Arc<Runtime>, k: u32, [a, b, c]: [u32; 3], boot: u64) -> Result<(Clock, bool, Vec<Rec>, u64)> {
+/// Rank 0's ping-pongs with rank `k` (schedule numbers `a`, `b`).
+fn meet(rt: &Arc<Runtime>, k: u32, [a, b]: [u32; 2], boot: u64) -> Result<Met> {
     let ping = [0u8; 8];
     let mut pong = [0u8; PONG];
     let send_ping = compile(rt, a, |g| {
@@ -198,30 +228,38 @@ fn meet(rt: &Arc<Runtime>, k: u32, [a, b, c]: [u32; 3], boot: u64) -> Result<(Cl
         unsafe { run(rt, &send_ping) }?;
         pong_h.wait()?;
         let t1 = crate::localop::monotonic_ns();
-        let t = u64::from_le_bytes(pong[..8].try_into().unwrap_or_default());
+        let t = word(&pong, 0);
         if t1 - t0 < clock.rtt {
             clock.rtt = t1 - t0;
             clock.estimate = t as i64 - (t0 / 2 + t1 / 2) as i64;
         }
     }
-    let len = u64::from_le_bytes(pong[8..16].try_into().unwrap_or_default()) as usize;
-    let same_kernel = u64::from_le_bytes(pong[16..24].try_into().unwrap_or_default()) == boot && boot != 0;
-    let not_recorded = u64::from_le_bytes(pong[24..].try_into().unwrap_or_default());
+    let same_kernel = word(&pong, 2) == boot && boot != 0;
     clock.applied = if same_kernel { 0 } else { clock.estimate };
+    Ok(Met { clock, same_kernel, len: word(&pong, 1) as usize, dropped: word(&pong, 3), first: word(&pong, 4) })
+}
+
+/// Word `i` of a pong.
+fn word(pong: &[u8; PONG], i: usize) -> u64 {
+    u64::from_le_bytes(pong[8 * i..8 * i + 8].try_into().unwrap_or_default())
+}
+
+/// Rank `k`'s records, `len` bytes (schedule number `c`).
+fn records(rt: &Arc<Runtime>, k: u32, c: u32, len: usize) -> Result<Vec<Rec>> {
     let mut blob = vec![0u8; len];
     let recv_blob = compile(rt, c, |g| {
         g.recv(Buf::user(blob.as_mut_ptr() as u64), len as i64, k as i64, 0);
     })?;
     // SAFETY: `blob` outlives the execution, which ends within.
     unsafe { run(rt, &recv_blob) }?;
-    let recs = blob.chunks_exact(Rec::WIRE).filter_map(Rec::decode).collect();
-    Ok((clock, same_kernel, recs, not_recorded))
+    Ok(blob.chunks_exact(Rec::WIRE).filter_map(Rec::decode).collect())
 }
 
-/// Rank `rank`'s records as events: its clock minus `offset` minus `origin`.
-fn write_rank<W: Write>(w: &mut TraceWriter<W>, rank: u32, recs: &[Rec], offset: i64, origin: u64) -> std::io::Result<()> {
+/// Rank `rank`'s records as events: its clock minus `offset` minus `origin`
+/// (rank 0's clock).
+fn write_rank<W: Write>(w: &mut TraceWriter<W>, rank: u32, recs: &[Rec], offset: i64, origin: i64) -> std::io::Result<()> {
     w.name_rank(rank, &format!("rank {rank}"))?;
-    let at = |t: u64| (t as i64 - offset - origin as i64).max(0) as u64;
+    let at = |t: u64| (t as i64 - offset - origin).max(0) as u64;
     let spans: Vec<(u64, u64)> = recs.iter().map(|r| (at(r.start), at(r.end.max(r.start)))).collect();
     let lanes = assign_lanes(&spans);
     for l in 0..lanes.iter().max().map_or(0, |&m| m + 1) {
@@ -250,7 +288,7 @@ fn write_rank<W: Write>(w: &mut TraceWriter<W>, rank: u32, recs: &[Rec], offset:
 /// A rank that could not reach rank 0: its own file, on its own clock.
 fn write_own(path: &std::path::Path, me: u32, rec: &Recorder) -> std::io::Result<()> {
     let mut w = TraceWriter::new(BufWriter::new(std::fs::File::create(path)?))?;
-    write_rank(&mut w, me, &rec.recs, 0, rec.origin)?;
+    write_rank(&mut w, me, &rec.recs, 0, rec.origin.min(rec.recs.first().map_or(u64::MAX, |r| r.start)) as i64)?;
     let alignment = format!("none: rank {me}'s own clock, from its GOAL_Init (rank 0 could not be reached)");
     w.finish(&[("producer", Arg::Str("goal runtime (GOAL_TRACE_FILE)")), ("alignment", Arg::Str(&alignment)), ("dropped", Arg::UInt(rec.dropped))])?.flush()
 }
