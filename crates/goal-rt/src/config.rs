@@ -15,6 +15,8 @@
 //! | `GOAL_UNEXPECTED_BYTES` | eager bytes a rank buffers for receives not yet started, before senders must wait | 64 MiB |
 //! | `GOAL_SHM_RING_BYTES`, `GOAL_SHM_STREAM_BYTES`, `GOAL_HEAP_BYTES`, `GOAL_PIDFD` | shared-memory sizes; `GOAL_PIDFD=0` watches local peers through `/proc` | see goal-transport |
 //! | `GOAL_DEBUG` | `1`: print decisions (mode, thresholds) on stderr, and what a Wait stuck for 10 s waits for | off |
+//! | `GOAL_TRACE_FILE` | a path: record what every operation did and when, and write the ranks' timelines there at finalize (Chrome trace event format, see `timeline`) | off |
+//! | `GOAL_TRACE_EVENTS` | operations each rank records at most for `GOAL_TRACE_FILE` (the buffer is allocated at init: 56 bytes each) | 1048576 |
 //!
 //! `auto` picks the mode once the runtime knows how many ranks share this
 //! machine: `spin` when every rank can have a second core for its helper
@@ -108,6 +110,10 @@ pub struct Config {
     pub adapt: bool,
     /// Print decisions.
     pub debug: bool,
+    /// `GOAL_TRACE_FILE`: where the timelines go (see `timeline`).
+    pub trace_file: Option<std::path::PathBuf>,
+    /// `GOAL_TRACE_EVENTS`: operations recorded at most per rank.
+    pub trace_events: usize,
     /// Whether `GOAL_SPIN_US` was set (else `spin` follows the mode).
     pub(crate) spin_given: bool,
 }
@@ -236,6 +242,13 @@ impl Config {
             rails: var("GOAL_RAILS"),
             adapt: var("GOAL_ADAPT").is_none_or(|v| v != "0"),
             debug,
+            trace_file: var("GOAL_TRACE_FILE").map(std::path::PathBuf::from),
+            trace_events: match var("GOAL_TRACE_EVENTS") {
+                None => 1 << 20,
+                Some(v) => v.trim().parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    Error::new(ErrorKind::InvalidArgument, format!("GOAL_TRACE_EVENTS={v}: not a positive number of operations"))
+                })?,
+            },
         })
     }
 }

@@ -62,6 +62,7 @@ mod runbuf;
 pub mod userop;
 mod slice;
 mod ticks;
+mod timeline;
 pub mod proto;
 
 pub use config::{Config, ProgressMode, Requested};
@@ -255,6 +256,13 @@ pub fn is_finalized() -> bool {
 
 /// Ends goal in this process: stops the helper, unmaps shared memory.
 pub fn finalize() -> Result<()> {
+    // The timelines first, while the ranks can still talk (`GOAL_TRACE_FILE`).
+    // (Its schedules are not the program's: peers are told the count from before.)
+    let traced = RUNTIME.read().unwrap_or_else(|e| e.into_inner()).clone().filter(|rt| rt.cfg.trace_file.is_some());
+    let compiled = traced.as_ref().map(|rt| rt.world.inner.next_sched.load(Ordering::Relaxed));
+    if let Some(rt) = traced {
+        timeline::write_at_finalize(&rt);
+    }
     let rt = {
         let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
         let Some(rt) = slot.take() else {
@@ -273,7 +281,7 @@ pub fn finalize() -> Result<()> {
         for line in e.unreported() {
             say!("goal (rank {}): at GOAL_Finalize: {line}", rt.rank);
         }
-        e.link.shm.mark_finalized(rt.world.inner.next_sched.load(Ordering::Relaxed) as u64);
+        e.link.shm.mark_finalized(compiled.unwrap_or_else(|| rt.world.inner.next_sched.load(Ordering::Relaxed)) as u64);
         e.release_idle();
     }
     rt.shutdown.store(true, Ordering::Release);
@@ -454,6 +462,9 @@ impl Runtime {
             engine.enable_kernel(ring, kernel_deferred.clone());
         }
         engine.allow_pushes(cfg.progress != ProgressMode::Manual);
+        if cfg.trace_file.is_some() {
+            engine.record(cfg.trace_events);
+        }
         let app_waiting = Arc::new(AtomicU32::new(0));
         engine.allow_splits(cfg.progress != ProgressMode::Manual && !oversubscribed, app_waiting.clone());
         let (wake_fd, wake_set) = match (net_fd, engine.kernel_fd()) {

@@ -13,6 +13,7 @@
 
 mod calibrate;
 mod check;
+mod draw;
 mod drivers;
 mod lowargs;
 mod run;
@@ -66,6 +67,12 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "--loggops [--out PATH]",
         summary: "measure LogGOPS parameters between 2 ranks, for goal sim",
         run: calibrate::calibrate,
+    },
+    Subcommand {
+        name: "draw",
+        args: "[-o OUT] [--format svg|dot] [--max-ranks N] FILE",
+        summary: "draw a GOAL text schedule as SVG or DOT: ranks, operations, edges, messages",
+        run: draw::draw,
     },
     Subcommand {
         name: "help",

@@ -13,6 +13,7 @@ use super::*;
 use super::link::{net_head};
 use super::pieces::{operand};
 use super::recv::{short_message};
+use super::record::Path;
 
 impl Engine {
     pub(super) fn poll_messages(&mut self) {
@@ -45,7 +46,7 @@ impl Engine {
                 Event::BulkSent { token, .. } => arrived.push(Arrival::BulkSent { token: token as u32 }),
                 Event::PeerLost { peer, why, orderly } => state.net_lost.push((peer, why, orderly)),
                 Event::RailLost { peer, rail, why } => {
-                    if trace_on() {
+                    if trace_lines() {
                         say!("goal: rail {rail} to rank {peer} lost: {why}");
                     }
                 }
@@ -96,6 +97,9 @@ impl Engine {
     /// An eager message of `len` bytes from `src` that the poll delivered
     /// into receive `r` (or found not to fit it): finishes (fails) `r`.
     fn delivered(&mut self, src: u32, r: OpRef, len: u32, fit: Fit) {
+        if trace_on() {
+            self.trace_from(r, src, len);
+        }
         match fit {
             Fit::Ok => self.finish(r),
             Fit::Truncated => {
@@ -142,8 +146,12 @@ impl Engine {
             Kind::Cts if h.mode == proto::MODE_PUSH => {
                 if let Some(s) = self.state.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
                     let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: 0, start: 0, ns: 0 };
+                    let r = s.r;
                     self.state.writes.push_back(w);
                     self.state.streams_active += 1;
+                    if trace_on() {
+                        self.trace_path(r, Path::Push);
+                    }
                 }
             }
             Kind::Cts if h.mode == proto::MODE_SPLIT => {
@@ -161,9 +169,13 @@ impl Engine {
                     if waits && idle && (h.len as usize) < s.len {
                         let half = h.len as usize;
                         let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: half, start: half, ns: 0 };
+                        let r = s.r;
                         self.state.split_out.insert(h.token, (2, 0));
                         self.state.writes.push_back(w);
                         self.state.streams_active += 1;
+                        if trace_on() {
+                            self.trace_path(r, Path::Split);
+                        }
                     } else {
                         self.post_message(src as usize, Head::control(Kind::Pushed, h.token).mode(proto::PUSH_DECLINED));
                     }
@@ -204,8 +216,12 @@ impl Engine {
                             // The receiver may not read our memory.
                             self.adapt.deny_cma();
                         }
+                        let r = s.r;
                         self.state.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0 });
                         self.state.streams_active += 1;
+                        if trace_on() {
+                            self.trace_path(r, Path::Stream);
+                        }
                     }
                 }
             }

@@ -10,6 +10,7 @@
 
 use super::*;
 use super::policy::Offer;
+use super::record::Path;
 use super::pieces::{Bases, Pieces, byte_slice, gather, operand, slices_of};
 
 impl Engine {
@@ -83,6 +84,13 @@ impl Engine {
         if let Some(s) = self.state.rdv[token as usize].as_mut() {
             s.mode = head.mode;
         }
+        if trace_on() {
+            self.trace_path(r, match head.mode {
+                proto::MODE_HEAP => Path::Heap,
+                proto::MODE_CMA => Path::Cma,
+                _ => Path::Stream,
+            });
+        }
         self.post_message(p, head);
     }
 
@@ -109,6 +117,9 @@ impl Engine {
         } else {
             head.kind = Kind::Rts;
             head.mode = proto::MODE_NET;
+            if trace_on() {
+                self.trace_path(r, Path::NetBulk);
+            }
             head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false });
             self.net_am(peer, &head, &[]).map(|_| false)
         };

@@ -167,7 +167,7 @@ impl Engine {
         let declined = |kernel: &mut KPath, fds: usize| {
             kernel.stats.declined += 1;
             kernel.fds -= fds;
-            if trace_on() {
+            if trace_lines() {
                 say!("goal: rank {src} declined the channel of schedule {} op {op}", proto::Named(sched));
             }
         };
@@ -186,7 +186,7 @@ impl Engine {
                         // bound in vain, keeps receiving there too, since no
                         // switch ever comes.
                         kernel.fds -= 1;
-                        if trace_on() {
+                        if trace_lines() {
                             let why = got.err().map_or_else(|| "a hello without the job's MAC".to_string(), |e| e.to_string());
                             say!("goal: rank {me}: no channel to rank {src} for schedule {} op {op}: {why}", proto::Named(sched));
                         }
@@ -261,7 +261,7 @@ impl Engine {
                 self.answer_offer(src, ctl, true);
             }
             Err(e) => {
-                if trace_on() {
+                if trace_lines() {
                     say!("goal: rank {}: not taking the channel of rank {src}: {e}", self.rank);
                 }
                 if let Some(ch) = self.kernel.as_mut().and_then(|k| k.chan_mut(id, op)) {
@@ -339,6 +339,9 @@ impl Engine {
                 e.bufs.counters[op as usize] += IN_KERNEL;
             }
         }
+        if trace_on() {
+            self.trace_kernel_run(r, &run);
+        }
         let Some(kernel) = self.kernel.as_mut() else { return };
         let (run_id, uds) = kernel.add_run(&recs);
         let kops: Vec<KOp> = kinds
@@ -351,7 +354,7 @@ impl Engine {
                 KOp { user_data: uds[i], kind, link: Link::Soft, quiet }
             })
             .collect();
-        if trace_on() {
+        if trace_lines() {
             let quiet = kops.iter().filter(|k| k.quiet).count();
             say!("goal-trace {:.6} rank {} kernel run of {} op(s) ({quiet} quiet) from op {}", localop::wtime(), self.rank, kops.len(), r.op);
         }

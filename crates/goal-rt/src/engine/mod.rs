@@ -40,6 +40,7 @@
 //! * [`fusion`]: receives combined with their reduction as they come.
 //! * [`arrive`]: what a poll brings in, and what each message kind does.
 //! * [`failure`]: liveness, and a lost peer failing what needs it.
+//! * [`record`]: `GOAL_TRACE_FILE`'s records of what each operation did.
 //! * [`report`]: `GOAL_DEBUG` and `GOAL_TRACE` output, descriptions of
 //!   operations for errors.
 //! * [`kernel`]: the engine's half of the `kernel` progress mode (offers,
@@ -122,6 +123,7 @@ mod matching;
 mod ops;
 mod pieces;
 mod policy;
+pub(crate) mod record;
 mod push;
 mod rdv;
 mod recv;
@@ -206,6 +208,8 @@ pub(crate) struct Engine {
     /// [`Engine::probe_if_stalled`]): kept out of `State`, whose layout
     /// the arrival path is compiled against.
     stall: StallWatch,
+    /// `GOAL_TRACE_FILE`: what each operation did (see [`record`]).
+    recorder: Option<Box<record::Recorder>>,
 }
 
 struct State {
@@ -297,7 +301,9 @@ struct State {
 
 impl Engine {
     pub fn new(rank: u32, size: u32, shm: ShmNode, thresholds: Thresholds) -> Engine {
-        TRACE.store(std::env::var_os("GOAL_TRACE").is_some_and(|v| v != "0"), Ordering::Relaxed);
+        let lines = std::env::var_os("GOAL_TRACE").is_some_and(|v| v != "0");
+        TRACE_LINES.store(lines, Ordering::Relaxed);
+        TRACE.store(lines, Ordering::Relaxed);
         let n = size as usize;
         let state = State {
             rank,
@@ -338,7 +344,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false, stall: StallWatch::new() }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false, stall: StallWatch::new(), recorder: None }
     }
 
     /// Reaches the peers marked in `remote` through `net`.
@@ -440,12 +446,25 @@ impl Engine {
 
 }
 
-/// Whether `GOAL_TRACE` asks for a line per operation started and finished.
+/// Whether every operation is to be seen at its start and end: for
+/// `GOAL_TRACE`'s lines or `GOAL_TRACE_FILE`'s records (see [`record`]).
+/// Also turns off the fast paths that finish operations without the hooks.
 #[inline(always)]
 fn trace_on() -> bool {
     TRACE.load(Ordering::Relaxed)
 }
 
-/// `GOAL_TRACE`, read once by the engine's constructor: a plain load on the
-/// path of every operation (a `OnceLock` cost a check of its state too).
+/// Whether `GOAL_TRACE` asks for a line per operation started and finished
+/// (and for the lines about channels and rails).
+#[inline]
+fn trace_lines() -> bool {
+    TRACE_LINES.load(Ordering::Relaxed)
+}
+
+/// `GOAL_TRACE` or `GOAL_TRACE_FILE`, set once by the engine's constructor
+/// (and [`Engine::record`]): a plain load on the path of every operation
+/// (a `OnceLock` cost a check of its state too).
 static TRACE: AtomicBool = AtomicBool::new(false);
+
+/// `GOAL_TRACE` alone.
+static TRACE_LINES: AtomicBool = AtomicBool::new(false);

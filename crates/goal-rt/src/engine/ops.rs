@@ -42,10 +42,10 @@ impl Engine {
     }
 
     pub(super) fn start_op(&mut self, r: OpRef) {
-        let Some(e) = self.exec(r) else { return };
         if trace_on() {
             self.trace_start(r);
         }
+        let Some(e) = self.exec(r) else { return };
         let (id, seq) = (e.sched.id, e.seq);
         let o = e.sched.s.ops[r.op as usize];
         if !e.sched.s.start_index.is_empty() {

@@ -7,6 +7,7 @@ use super::*;
 use super::cma::{READ_LATER};
 use super::pieces::{Pieces};
 use super::policy::{Fetch};
+use super::record::Path;
 
 impl Engine {
     /// Whether a large send of `r` to the local peer `p` is half of an
@@ -53,7 +54,18 @@ impl Engine {
     #[allow(clippy::too_many_arguments)] // the fields of an RTS, as the protocol names them
     pub(super) fn fetch(&mut self, r: OpRef, src: u32, len: u32, mode: u8, token: u32, addr: u64, dst: &Pieces) {
         let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
-        match self.choose_fetch(r, src, len as usize, mode, dst) {
+        let fetch = self.choose_fetch(r, src, len as usize, mode, dst);
+        if trace_on() {
+            self.trace_path(r, match fetch {
+                Fetch::Bulk => Path::NetBulk,
+                Fetch::FusedStream | Fetch::Stream => Path::Stream,
+                Fetch::Push { .. } => Path::Push,
+                Fetch::Split { .. } => Path::Split,
+                Fetch::Read if mode == proto::MODE_HEAP => Path::Heap,
+                Fetch::Read => Path::Cma,
+            });
+        }
+        match fetch {
             Fetch::Bulk => {
                 if len > 0 {
                     let mut left = len as usize;

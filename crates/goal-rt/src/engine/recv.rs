@@ -157,6 +157,9 @@ impl Engine {
 
     /// Delivers message `u` into receive `r`.
     pub(super) fn deliver(&mut self, r: OpRef, u: Unexp) {
+        if trace_on() {
+            self.trace_from(r, u.src, u.len);
+        }
         let (cap, exact) = self.rec(r).map_or((0, false), |o| (o.len, o.exact()));
         match fit(u.len as u64, cap as u64, exact) {
             Fit::Ok => {}

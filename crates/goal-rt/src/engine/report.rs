@@ -106,14 +106,26 @@ impl Engine {
     }
 
     #[cold]
-    pub(super) fn trace_start(&self, r: OpRef) {
+    pub(super) fn trace_start(&mut self, r: OpRef) {
+        if self.recorder.is_some() {
+            self.record_start(r);
+        }
+        if !trace_lines() {
+            return;
+        }
         if let Some(e) = self.exec(r) {
             say!("goal-trace {:.6} rank {} start sched {} exec {} {}", localop::wtime(), self.rank, e.sched.id, e.seq, self.describe(r));
         }
     }
 
     #[cold]
-    pub(super) fn trace_finish(&self, r: OpRef) {
+    pub(super) fn trace_finish(&mut self, r: OpRef) {
+        if self.recorder.is_some() {
+            self.record_finish(r);
+        }
+        if !trace_lines() {
+            return;
+        }
         if let Some(e) = self.exec(r) {
             let v = e.sched.s.origin[r.op as usize];
             say!("goal-trace {:.6} rank {} finish sched {} exec {} vertex {v}", localop::wtime(), self.rank, e.sched.id, e.seq);
