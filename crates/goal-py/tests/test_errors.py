@@ -1,0 +1,18 @@
+"""The Python API's errors (workers/errors.py): bad ranks, too-small buffers,
+wrong dtypes, arrays goal cannot use in place, ranks that disagree on a size."""
+
+import pytest
+
+from conftest import launch
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_mistakes_raise_goal_error_with_a_clear_message(mode, n):
+    job = launch(n, "errors.py", mode=mode, timeout=60)
+    assert job.returncodes == [0] * len(job.returncodes), job.describe()
+    oks = job.lines("OK rank ")
+    assert len(oks) == n and all(int(l.split()[4]) >= 20 for l in oks), job.describe()
+    if n > 1:
+        # a disagreement on sizes is reported, not waited on forever
+        outcomes = [l.split()[3] for l in job.lines("SIZES rank ")]
+        assert len(outcomes) == n and any(o != "ok" for o in outcomes), job.describe()
