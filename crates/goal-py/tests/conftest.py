@@ -45,13 +45,31 @@ def goalrun_path() -> str:
     pytest.fail("goalrun not found: set GOAL_PREFIX to an installed goal (make install PREFIX=...)")
 
 
+#: The MPI launchers: mode -> (scripts/mpi-env.sh variable, Debian's name).
+MPIRUN = {"ompi": ("GOAL_OMPI_MPIRUN", "mpirun.openmpi"), "mpich": ("GOAL_MPICH_MPIRUN", "mpirun.mpich")}
+
+
+def mpirun_path(mode: str) -> str | None:
+    """An MPI's launcher, as scripts/install-deps.sh found it, or on PATH."""
+    var, name = MPIRUN[mode]
+    env_file = REPO / "scripts" / "mpi-env.sh"
+    if env_file.exists():
+        for line in env_file.read_text().splitlines():
+            if line.startswith(var + "="):
+                return line.split("=", 1)[1]
+    return shutil.which(name)
+
+
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This process' environment without any launcher's variables."""
     drop = ("GOAL_RANK", "GOAL_SIZE", "GOAL_JOB", "GOAL_BOOTSTRAP", "GOAL_STORE", "GOAL_SECRET",
             "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "PMI_RANK",
             "PMI_FD", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.setdefault("PYTHONUNBUFFERED", "1")
+    # Block-buffered output (the default into a pipe): each rank's lines
+    # reach the shared pipe in one write at exit or flush, never cut into
+    # by another rank's (unbuffered, print() writes text and newline apart).
+    env.pop("PYTHONUNBUFFERED", None)
     env.update(extra or {})
     return env
 
@@ -90,19 +108,27 @@ def free_pair() -> tuple[socket.socket, int]:
 
 
 def launch(n: int, worker: str, *args: str, mode: str = "goalrun", timeout: float = 120,
-           env: dict[str, str] | None = None) -> Job:
-    """Runs ``workers/<worker>`` on n ranks under ``mode`` and collects it."""
+           env: dict[str, str] | None = None, secret: bool = True) -> Job:
+    """Runs ``workers/<worker>`` on n ranks under ``mode`` and collects it
+    (torchrun: with a fresh GOAL_SECRET unless ``secret`` is false)."""
     script = [sys.executable, str(WORKERS / worker), *args]
     if mode == "goalrun":
         p = subprocess.run([goalrun_path(), "-n", str(n), "--timeout", str(int(timeout)), *script],
                            env=clean_env(env), capture_output=True, text=True, timeout=timeout + 30)
         return Job([p.returncode], p.stdout, p.stderr)
+    if mode in MPIRUN:
+        launcher = mpirun_path(mode)
+        extra = ["--allow-run-as-root", "--oversubscribe"] if mode == "ompi" else []
+        p = subprocess.run([launcher, *extra, "-n", str(n), *script], env=clean_env(env),
+                           capture_output=True, text=True, timeout=timeout)
+        return Job([p.returncode], p.stdout, p.stderr)
     assert mode == "torchrun", mode
     holder, port = free_pair()
     try:
         base = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(n),
-                "LOCAL_WORLD_SIZE": str(n), "GOAL_SECRET": os.urandom(32).hex(),
-                "TORCHELASTIC_RUN_ID": f"pytest-{port}", **(env or {})}
+                "LOCAL_WORLD_SIZE": str(n), "TORCHELASTIC_RUN_ID": f"pytest-{port}", **(env or {})}
+        if secret:
+            base["GOAL_SECRET"] = os.urandom(32).hex()
         procs = [subprocess.Popen(script, env=clean_env({**base, "RANK": str(r), "LOCAL_RANK": str(r)}),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for r in range(n)]

@@ -16,3 +16,18 @@ def test_mistakes_raise_goal_error_with_a_clear_message(mode, n):
         # a disagreement on sizes is reported, not waited on forever
         outcomes = [l.split()[3] for l in job.lines("SIZES rank ")]
         assert len(outcomes) == n and any(o != "ok" for o in outcomes), job.describe()
+
+
+def test_torchrun_without_goal_secret_says_how_to_set_it(tmp_path):
+    script = tmp_path / "init.py"
+    script.write_text(
+        "import sys, goal\n"
+        "try:\n"
+        "    goal.init()\n"
+        "except goal.Error as e:\n"
+        "    sys.stdout.write(f'INIT {e.name} {e.message}\\n')\n")
+    job = launch(2, str(script), mode="torchrun", timeout=60, secret=False)
+    lines = job.lines("INIT ")
+    assert len(lines) == 2, job.describe()
+    for line in lines:
+        assert "GOAL_SECRET" in line and "MASTER_PORT + 1" in line, line
