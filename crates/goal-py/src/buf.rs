@@ -189,18 +189,3 @@ fn get(obj: &Bound<'_, PyAny>, writable: bool, dtype: Option<Dtype>) -> PyResult
     };
     Ok(buffer)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_map_to_goal_types() {
-        assert_eq!(Dtype::from_format("<f", 4).unwrap(), Dtype { dt: DataType::Float, bits: 32 });
-        assert_eq!(Dtype::from_format("e", 2).unwrap().name(), "float16");
-        assert_eq!(Dtype::from_format("l", 8).unwrap().name(), "int64");
-        assert_eq!(Dtype::from_format("?", 1).unwrap().name(), "uint8");
-        assert_eq!(Dtype::from_format("T{ii}", 8).unwrap().name(), "void64");
-        assert!(Dtype::from_format(">f", 4).unwrap_err().contains("big-endian"));
-    }
-}

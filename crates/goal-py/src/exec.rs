@@ -8,7 +8,9 @@
 //! execution is not waited for, and its GIL is never let go.
 //!
 //! A handle dropped while its execution runs waits for it first (the
-//! arrays it writes must not be freed under it), with the GIL released.
+//! arrays it writes must not be freed under it), with the GIL released;
+//! after `goal.finalize` (at interpreter exit, say) it cannot finish, and
+//! its arrays are left allocated instead.
 
 use crate::buf::{self, Buffer};
 use crate::err;
@@ -117,19 +119,29 @@ impl Handle {
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        if let Some(h) = self.h.take() {
-            // The arrays in `keep` must outlive the execution.
-            Python::with_gil(|py| {
-                let _ = py.allow_threads(move || h.wait());
-            });
+        let Some(h) = self.h.take() else { return };
+        if h.is_finished() {
+            return;
         }
+        if !goal_rt::is_initialized() {
+            // Finalized with the execution still running: it can never
+            // finish, and nothing may free the arrays it would write.
+            std::mem::forget(std::mem::take(&mut self.keep));
+            std::mem::forget(h);
+            return;
+        }
+        // The arrays in `keep` must outlive the execution.
+        Python::with_gil(|py| {
+            let _ = py.allow_threads(move || h.wait());
+        });
     }
 }
 
 #[pymethods]
 impl Schedule {
     /// Starts one execution and returns its `goal.Handle`. `bufs` are the
-    /// run-time buffers (`goal.runbuf(i)` in a graph), in slot order; a
+    /// run-time buffers (`goal.runbuf(i)` in a graph), in slot order, each
+    /// writable (or None for a slot the schedule does not use); a
     /// persistent collective runs on its own arrays when none are given.
     #[pyo3(signature = (*bufs))]
     fn run(&self, bufs: &Bound<'_, PyTuple>) -> PyResult<Handle> {

@@ -54,6 +54,25 @@ def zero_copy(w: goal.Group) -> None:
     goal.allreduce(b16)
     check(b16.astype(np.float32).tolist() == [float(total)] * 5, f"bfloat16 {b16}")
     check(view.tobytes() == b16.tobytes(), "bfloat16 views differ")
+    # a torch-like tensor (no buffer protocol; goal takes t.detach().numpy(),
+    # which for a CPU tensor is the tensor's own memory)
+    class FakeDtype:
+        def __str__(self) -> str:
+            return "torch.float32"
+
+    class FakeTensor:
+        def __init__(self, a: np.ndarray) -> None:
+            self.a, self.dtype = a, FakeDtype()
+
+        def detach(self) -> "FakeTensor":
+            return self
+
+        def numpy(self) -> np.ndarray:
+            return self.a
+
+    t = FakeTensor(np.full(3, me + 1, np.float32))
+    goal.allreduce(t)
+    check(t.a.tolist() == [float(total)] * 3, f"tensor {t.a}")
     # persistent: the schedule reads and writes the arrays themselves at each run
     x, y = np.zeros(3, np.int32), np.zeros(3, np.int32)
     s = goal.allreduce_init(x, y)
