@@ -356,7 +356,7 @@ fn starting(py: Python<'_>, call: Call) -> PyResult<Handle> {
 fn persistent(py: Python<'_>, call: Call) -> PyResult<Schedule> {
     let s = call.schedule(py)?;
     let defaults = call.bufs.into_iter().map(|b| b.map(Arc::new)).collect();
-    Ok(Schedule { s, bound: Vec::new(), defaults, what: call.what })
+    Ok(Schedule { s, bound: Arc::default(), defaults, what: call.what })
 }
 
 /// The three forms of one collective.

@@ -23,9 +23,9 @@ use std::sync::Arc;
 #[pyclass(module = "goal", frozen)]
 pub(crate) struct Schedule {
     pub(crate) s: goal_rt::Schedule,
-    /// Arrays the schedule names: held (never read) while it lives.
-    #[allow(dead_code)]
-    pub(crate) bound: Vec<Arc<Buffer>>,
+    /// Arrays the schedule names: held while it lives, and by each of its
+    /// executions (which may outlive the `goal.Schedule` object).
+    pub(crate) bound: Arc<Vec<Arc<Buffer>>>,
     /// A persistent collective's arrays, its run-time buffers by default.
     pub(crate) defaults: Vec<Option<Arc<Buffer>>>,
     pub(crate) what: &'static str,
@@ -35,8 +35,10 @@ pub(crate) struct Schedule {
 #[pyclass(module = "goal")]
 pub(crate) struct Handle {
     h: Option<goal_rt::Handle>,
-    /// The arrays the execution reads and writes, held until it finished.
+    /// The arrays the execution reads and writes, held until it finished:
+    /// its run-time buffers, and the arrays its schedule names.
     keep: Vec<Arc<Buffer>>,
+    bound: Option<Arc<Vec<Arc<Buffer>>>>,
     /// The schedule, alive while the execution runs.
     _sched: Option<goal_rt::Schedule>,
     what: &'static str,
@@ -67,11 +69,12 @@ pub(crate) fn wait(py: Python<'_>, what: &str, h: goal_rt::Handle) -> PyResult<(
 
 impl Handle {
     pub(crate) fn new(what: &'static str, h: goal_rt::Handle, keep: Vec<Arc<Buffer>>, sched: goal_rt::Schedule) -> Handle {
-        Handle { h: Some(h), keep, _sched: Some(sched), what }
+        Handle { h: Some(h), keep, bound: None, _sched: Some(sched), what }
     }
 
     fn release(&mut self) {
         self.keep.clear();
+        self.bound = None;
         self._sched = None;
     }
 }
@@ -127,6 +130,7 @@ impl Drop for Handle {
             // Finalized with the execution still running: it can never
             // finish, and nothing may free the arrays it would write.
             std::mem::forget(std::mem::take(&mut self.keep));
+            std::mem::forget(self.bound.take());
             std::mem::forget(h);
             return;
         }
@@ -148,7 +152,9 @@ impl Schedule {
         let keep = self.run_buffers(bufs)?;
         let slots: Vec<(*mut u8, usize)> = keep.iter().map(|b| b.as_ref().map_or((std::ptr::null_mut(), 0), |b| b.slot())).collect();
         let h = start(self.what, &self.s, &slots)?;
-        Ok(Handle::new(self.what, h, keep.into_iter().flatten().collect(), self.s.clone()))
+        let mut h = Handle::new(self.what, h, keep.into_iter().flatten().collect(), self.s.clone());
+        h.bound = Some(self.bound.clone());
+        Ok(h)
     }
 
     /// Runs once and waits (`run(...).wait()` without a handle).

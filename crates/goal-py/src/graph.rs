@@ -204,7 +204,7 @@ impl Graph {
         let grp = group::or_world(py, self.group.as_ref().map(|g| g.clone_ref(py)), "Graph.compile")?;
         let rt = goal_rt::runtime("Graph.compile").map_err(err::to_py)?;
         let s = rt.compile_on(&grp.bind(py).get().g, &self.g).map_err(|e| crate::exec::failed("Graph.compile", e))?;
-        Ok(Schedule { s, bound: self.bound.clone(), defaults: Vec::new(), what: "Schedule.run" })
+        Ok(Schedule { s, bound: Arc::new(self.bound.clone()), defaults: Vec::new(), what: "Schedule.run" })
     }
 }
 

@@ -201,6 +201,40 @@ def main() -> None:
     for form in FORMS:
         reductions(w, "world", np.float32, form, salt=7)
         moves(w, "world", ml_dtypes.bfloat16, form, salt=8)
+    # every algorithm: a result as numpy says, or ERR_UNSUPPORTED on every rank
+    algs = [a for a in dir(goal) if a.startswith("ALG_")]
+    n, me = w.size, w.rank
+    for name in algs:
+        alg = getattr(goal, name)
+        for coll in ("allreduce", "bcast", "reduce", "allgather", "alltoall", "reduce_scatter_block"):
+            x = np.arange(4 * n, dtype=np.float64) + me
+            try:
+                if coll == "allreduce":
+                    goal.allreduce(x, alg=alg)
+                    same(x, n * np.arange(4 * n) + n * (n - 1) / 2, f"allreduce {name}")
+                elif coll == "bcast":
+                    goal.bcast(x, root=n - 1, alg=alg)
+                    same(x, np.arange(4 * n) + n - 1, f"bcast {name}")
+                elif coll == "reduce":
+                    out = np.zeros(4 * n) if me == 0 else None
+                    goal.reduce(x, out, goal.MAX, 0, alg=alg)
+                    if me == 0:
+                        same(out, np.arange(4 * n) + n - 1, f"reduce {name}")
+                elif coll == "allgather":
+                    out = np.zeros(4 * n * n)
+                    goal.allgather(x, out, alg=alg)
+                    same(out, np.concatenate([np.arange(4 * n) + r for r in range(n)]), f"allgather {name}")
+                elif coll == "alltoall":
+                    out = np.zeros(4 * n)
+                    goal.alltoall(x, out, alg=alg)
+                    same(out, np.concatenate([np.arange(4 * me, 4 * me + 4) + r for r in range(n)]), f"alltoall {name}")
+                else:
+                    out = np.zeros(4)
+                    goal.reduce_scatter_block(x, out, alg=alg)
+                    same(out, n * np.arange(4 * me, 4 * me + 4) + n * (n - 1) / 2, f"reduce_scatter_block {name}")
+            except goal.Error as e:
+                if e.code != goal.ERR_UNSUPPORTED:
+                    raise
     # a large allreduce (segmented algorithms) and the cache: same shape twice
     n = 300_000
     x = np.full(n, w.rank + 1, np.float32)

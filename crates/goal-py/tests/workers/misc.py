@@ -140,6 +140,16 @@ def graphs(w: goal.Group) -> None:
             src[:] = g.members[me] * 100 + it
             s.run().wait()
             check(out.tolist() == [g.members[left] * 100 + it + g.members[me] * 100 + it] * 4, f"ring {out}")
+        # arrays only the graph refers to, a schedule only its handle: the
+        # execution still has them (the handle holds them until it finished)
+        got = goal.Graph(g)
+        got.send(np.full(1 << 14, g.members[me], np.int64), right, tag=5)
+        inbox = np.zeros(1 << 14, np.int64)
+        got.recv(inbox, left, tag=5)
+        h = got.compile().run()
+        del got
+        h.wait()
+        check((inbox == g.members[left]).all(), f"temporary arrays {inbox[:2]}")
         # the same with run-time buffers: one schedule, new arrays each run
         gr = goal.Graph(g)
         gr.send(goal.runbuf(0, 16), right, tag=4)
