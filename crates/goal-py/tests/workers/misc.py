@@ -5,6 +5,7 @@
   larger array, a bytearray, a bfloat16 array, a persistent schedule's
   arrays rewritten between runs), never in a copy handed back;
 - the GIL: a Python thread keeps running while this thread waits in goal;
+  two threads run collectives at once, each on a group of its own;
 - graphs: send, recv, local operations, requires, the scratchpad and
   run-time buffers, compiled once and run several times, on the world and
   on a split.
@@ -123,6 +124,37 @@ def gil(w: goal.Group) -> None:
         check(buf[0] == 7 and during > 1000, f"{form}: the other thread ran {during} times while goal waited")
 
 
+def threads(w: goal.Group) -> None:
+    """Two Python threads, each with a group of its own, run collectives at
+    once (goal takes calls from any thread; each group's calls stay in one
+    order because one thread makes them)."""
+    groups = [w.split(0, key=w.rank), w.split(0, key=w.rank)]
+    errors: list[BaseException] = []
+
+    def work(g: goal.Group, k: int) -> None:
+        try:
+            for it in range(50):
+                x = np.full(64, g.rank + it + k, np.int64)
+                if it % 2:
+                    goal.iallreduce(x, group=g).wait()
+                else:
+                    goal.allreduce(x, group=g)
+                want = sum(range(g.size)) + g.size * (it + k)
+                if not (x == want).all():
+                    raise AssertionError(f"thread {k} step {it}: {x[0]} != {want}")
+        except BaseException as e:  # noqa: BLE001 (reported by the main thread)
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(g, k)) for k, g in enumerate(groups)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    check(not errors, f"threads: {errors}")
+    for g in groups:
+        g.free()
+
+
 def graphs(w: goal.Group) -> None:
     for g in (w, w.split(w.rank % 2, key=w.rank)):
         n, me = g.size, g.rank
@@ -169,6 +201,7 @@ def main() -> None:
     w = goal.world()
     zero_copy(w)
     gil(w)
+    threads(w)
     graphs(w)
     goal.finalize()
     sys.stdout.write(f"OK rank {w.rank} misc {checks}\n")
