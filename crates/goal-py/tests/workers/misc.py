@@ -6,6 +6,7 @@
   arrays rewritten between runs), never in a copy handed back;
 - the GIL: a Python thread keeps running while this thread waits in goal;
   two threads run collectives at once, each on a group of its own;
+- the cache: a shape compiles once, however often it is called;
 - graphs: send, recv, local operations, requires, the scratchpad and
   run-time buffers, compiled once and run several times, on the world and
   on a split.
@@ -89,6 +90,21 @@ def zero_copy(w: goal.Group) -> None:
         pass
     check(z.tolist() == [total] * 2 and h.done, f"test() then read {z}")
     h.wait()  # again: returns at once
+
+
+def cache(w: goal.Group) -> None:
+    """One-shot calls compile once per shape: on a new group, 20 calls of two
+    shapes (and a persistent schedule of one of them) compile 2 schedules,
+    so the next compile there is number 2."""
+    g = w.split(0, key=w.rank)
+    first = goal.Graph(g).compile().id
+    for it in range(10):
+        goal.allreduce(np.full(8, it, np.float32), group=g)
+        goal.allreduce(np.full(9, it, np.float32), group=g)
+    s = goal.allreduce_init(np.zeros(8, np.float32), group=g)
+    check(s.id == first + 1, f"the persistent schedule is the cached one: {s.id}")
+    check(goal.Graph(g).compile().id == first + 3, "one compile per shape")
+    g.free()
 
 
 def gil(w: goal.Group) -> None:
@@ -200,6 +216,7 @@ def main() -> None:
     goal.init()
     w = goal.world()
     zero_copy(w)
+    cache(w)
     gil(w)
     threads(w)
     graphs(w)
