@@ -113,13 +113,14 @@ impl Drop for Buffer {
 }
 
 /// The contiguous view of `obj` (writable if `writable`), and its element
-/// type. `what` names the call and the argument for errors
-/// ("goal.allreduce: recvbuf").
-pub(crate) fn acquire(obj: &Bound<'_, PyAny>, writable: bool, what: &str) -> PyResult<Buffer> {
+/// type. `what` and `name` name the call and the argument for errors
+/// ("goal.allreduce", "recvbuf"), put together only if one is raised.
+pub(crate) fn acquire(obj: &Bound<'_, PyAny>, writable: bool, what: &str, name: &str) -> PyResult<Buffer> {
     match get(obj, writable, None) {
         Ok(b) => Ok(b),
         Err(first) => {
             let py = obj.py();
+            let what = format!("{what}: {name}");
             match viewed(obj) {
                 Ok(Some((view_obj, dtype))) => get(&view_obj, writable, dtype)
                     .map_err(|e| crate::err::invalid(format!("{what}: {}", describe(py, &e)))),

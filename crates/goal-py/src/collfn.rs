@@ -63,10 +63,10 @@ impl Ctx {
         Ok(root as u32)
     }
     fn send(&self, o: &Bound<'_, PyAny>) -> PyResult<Buffer> {
-        buf::acquire(o, false, &format!("{}: sendbuf", self.what))
+        buf::acquire(o, false, self.what, "sendbuf")
     }
     fn recv(&self, o: &Bound<'_, PyAny>) -> PyResult<Buffer> {
-        buf::acquire(o, true, &format!("{}: recvbuf", self.what))
+        buf::acquire(o, true, self.what, "recvbuf")
     }
     /// `recvbuf`, required (on this rank).
     fn recv_req(&self, o: Option<&Bound<'_, PyAny>>, why: &str) -> PyResult<Buffer> {
@@ -138,7 +138,7 @@ fn barrier_prep(py: Python<'_>, what: &'static str, group: Option<Py<Group>>, al
 fn bcast_prep(py: Python<'_>, what: &'static str, buf: &Bound<'_, PyAny>, root: i64, group: Option<Py<Group>>, alg: i64) -> PyResult<Call> {
     let c = ctx(py, what, group, alg)?;
     let root = c.root(root)?;
-    let b = if c.rank == root { c.send(buf)? } else { buf::acquire(buf, true, &format!("{what}: buf"))? };
+    let b = if c.rank == root { c.send(buf)? } else { buf::acquire(buf, true, what, "buf")? };
     let mut key = c.key(Kind::Bcast, b.len());
     key.root = root;
     Ok(c.call(key, Some(b), None))
@@ -172,7 +172,7 @@ fn allreduce_prep(py: Python<'_>, what: &'static str, sendbuf: &Bound<'_, PyAny>
     let (s, r, in_place) = match (is_in_place(sendbuf), recvbuf) {
         (true, None) => return Err(err::invalid(format!("{what}: sendbuf is goal.IN_PLACE but no recvbuf is given"))),
         (true, Some(r)) => (c.recv(r)?, None, true),
-        (false, None) => (buf::acquire(sendbuf, true, &format!("{what}: sendbuf (in place: no recvbuf)"))?, None, true),
+        (false, None) => (buf::acquire(sendbuf, true, what, "sendbuf (in place: no recvbuf)")?, None, true),
         (false, Some(r)) => {
             let (s, r) = (c.send(sendbuf)?, c.recv(r)?);
             c.same_dtype(&s, &r)?;

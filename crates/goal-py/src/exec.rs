@@ -198,7 +198,7 @@ impl Schedule {
                 if b.is_none() {
                     return Ok(None);
                 }
-                let b = buf::acquire(&b, true, &format!("{}: run-time buffer {i}", self.what))?;
+                let b = buf::acquire(&b, true, self.what, &format!("run-time buffer {i}"))?;
                 if let Some(&n) = need.get(i) {
                     if b.len() < n {
                         return Err(err::invalid(format!("{}: run-time buffer {i} holds {} bytes, fewer than the {n} the schedule uses of it", self.what, b.len())));

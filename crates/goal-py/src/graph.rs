@@ -68,12 +68,12 @@ struct Operand {
 }
 
 impl Graph {
-    fn operand(&mut self, o: &Bound<'_, PyAny>, writable: bool, what: &str) -> PyResult<Operand> {
+    fn operand(&mut self, o: &Bound<'_, PyAny>, writable: bool, what: &str, name: &str) -> PyResult<Operand> {
         if let Ok(s) = o.downcast::<Slot>() {
             let s = s.get();
             return Ok(Operand { buf: s.buf, nbytes: s.nbytes, dtype: None });
         }
-        let b = buf::acquire(o, writable, what)?;
+        let b = buf::acquire(o, writable, what, name)?;
         let op = Operand { buf: Buf::user(b.ptr() as u64), nbytes: b.len(), dtype: Some(b.dtype) };
         self.bound.push(Arc::new(b));
         Ok(op)
@@ -124,7 +124,7 @@ impl Graph {
     /// Sends `buf` (its first `nbytes`) to rank `dest` with `tag`.
     #[pyo3(signature = (buf, dest, tag = 0, nbytes = None))]
     fn send(&mut self, buf: &Bound<'_, PyAny>, dest: i64, tag: i64, nbytes: Option<u64>) -> PyResult<VertexId> {
-        let o = self.operand(buf, false, "Graph.send: buf")?;
+        let o = self.operand(buf, false, "Graph.send", "buf")?;
         let n = Self::bytes(&o, nbytes, "Graph.send")?;
         Ok(self.g.send(o.buf, n, dest, tag))
     }
@@ -133,7 +133,7 @@ impl Graph {
     /// goal.ANY_SOURCE) with `tag` (or goal.ANY_TAG).
     #[pyo3(signature = (buf, source, tag = 0, nbytes = None))]
     fn recv(&mut self, buf: &Bound<'_, PyAny>, source: i64, tag: i64, nbytes: Option<u64>) -> PyResult<VertexId> {
-        let o = self.operand(buf, true, "Graph.recv: buf")?;
+        let o = self.operand(buf, true, "Graph.recv", "buf")?;
         let n = Self::bytes(&o, nbytes, "Graph.recv")?;
         Ok(self.g.recv(o.buf, n, source, tag))
     }
@@ -143,9 +143,9 @@ impl Graph {
     #[pyo3(signature = (op, a, b, out, count = None, dtype = None))]
     #[allow(clippy::too_many_arguments)]
     fn local_op(&mut self, op: i64, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>, count: Option<u64>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<VertexId> {
-        let a = self.operand(a, false, "Graph.local_op: a")?;
-        let b = self.operand(b, false, "Graph.local_op: b")?;
-        let out = self.operand(out, true, "Graph.local_op: out")?;
+        let a = self.operand(a, false, "Graph.local_op", "a")?;
+        let b = self.operand(b, false, "Graph.local_op", "b")?;
+        let out = self.operand(out, true, "Graph.local_op", "out")?;
         let dt = match dtype {
             Some(d) => dtype_of(d)?,
             None => [&out, &a, &b].iter().find_map(|o| o.dtype).ok_or_else(|| err::invalid("Graph.local_op: no operand is an array: give dtype="))?,
@@ -162,8 +162,8 @@ impl Graph {
     /// Copies `nbytes` (default: all of `dst`) from `src` to `dst`.
     #[pyo3(signature = (src, dst, nbytes = None))]
     fn copy(&mut self, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, nbytes: Option<u64>) -> PyResult<VertexId> {
-        let s = self.operand(src, false, "Graph.copy: src")?;
-        let d = self.operand(dst, true, "Graph.copy: dst")?;
+        let s = self.operand(src, false, "Graph.copy", "src")?;
+        let d = self.operand(dst, true, "Graph.copy", "dst")?;
         let n = nbytes.unwrap_or(d.nbytes);
         if s.nbytes < n || d.nbytes < n {
             return Err(err::invalid(format!("Graph.copy: {n} bytes do not fit (src {} bytes, dst {})", s.nbytes, d.nbytes)));
