@@ -2,9 +2,9 @@
 #
 #   make demo                  build goal, install the MPI peers, run the main job
 #   make test                  every test (cargo tests + C acceptance suite + the Python
-#                              package's pytest, no tracked file
-#                              over 1 MB); installs the Debian packages the tests use
-#                              first (MPIs, iproute2)
+#                              package's pytest, no tracked file over 1 MB); installs the
+#                              Debian packages and Python modules the tests use first
+#                              (MPIs, iproute2; maturin, numpy, ml_dtypes, pytest)
 #   make python PREFIX=DIR     the Python package (import goal): installs maturin, numpy,
 #                              ml_dtypes and pytest if missing, builds the wheel into
 #                              DIR/share/goal/python/ and pip-installs it (docs/python.md)
