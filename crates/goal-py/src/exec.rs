@@ -84,6 +84,13 @@ impl Handle {
     /// Blocks until the execution has finished; raises `goal.Error` if it
     /// failed. The GIL is released meanwhile. Waiting again returns at once.
     fn wait(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.h.as_ref().is_some_and(|h| !h.is_finished()) && !goal_rt::is_initialized() {
+            // (The handle keeps its arrays: the execution can never finish.)
+            return Err(err::new(
+                goal_rt::ErrorKind::NotInitialized,
+                format!("{}: goal was finalized while this execution ran; it can never finish", self.what),
+            ));
+        }
         let Some(h) = self.h.take() else { return Ok(()) };
         let r = wait(py, self.what, h);
         self.release();

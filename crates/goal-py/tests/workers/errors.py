@@ -5,6 +5,7 @@ and a message naming the call, the argument and the numbers. Prints
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 
@@ -99,7 +100,14 @@ def main() -> None:
             assert e.code in (goal.ERR_MISMATCH, goal.ERR_TRUNCATED, goal.ERR_PEER_LOST), str(e)
             outcome = e.name
         sys.stdout.write(f"SIZES rank {me} {outcome}\n")
+    # a handle still running at finalize: its wait says so instead of hanging
+    late = goal.ibarrier() if n > 1 and me == 0 else None
+    if n > 1 and me != 0:
+        time.sleep(0.3)  # rank 0 finalizes before the others join the barrier
     goal.finalize()
+    if late is not None and not late.done:
+        raises(goal.ERR_NOT_INITIALIZED, "goal.ibarrier: goal was finalized while this execution ran", late.wait)
+    raises(goal.ERR_NOT_INITIALIZED, "goal.allreduce: called after goal was finalized", goal.allreduce, f4)
     sys.stdout.write(f"OK rank {me} errors {count}\n")
     sys.stdout.flush()
 
