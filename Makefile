@@ -1,9 +1,13 @@
 # goal: build, install, test, demonstrate.
 #
 #   make demo                  build goal, install the MPI peers, run the main job
-#   make test                  every test (cargo tests + C acceptance suite, no tracked file
-#                              over 1 MB); installs the Debian packages the tests use
-#                              first (MPIs, iproute2)
+#   make test                  every test (cargo tests + C acceptance suite + the Python
+#                              package's pytest, no tracked file over 1 MB); installs the
+#                              Debian packages and Python modules the tests use first
+#                              (MPIs, iproute2; maturin, numpy, ml_dtypes, pytest)
+#   make python PREFIX=DIR     the Python package (import goal): installs maturin, numpy,
+#                              ml_dtypes and pytest if missing, builds the wheel into
+#                              DIR/share/goal/python/ and pip-installs it (docs/python.md)
 #   make install PREFIX=DIR    DIR/include/goal.h, DIR/lib/libgoal.{so,a},
 #                              DIR/lib/pkgconfig/goal.pc, DIR/bin/goalrun, DIR/bin/goal,
 #                              DIR/share/goal/bench/ (the drivers `goal bench` and
@@ -13,7 +17,7 @@ CARGO ?= cargo
 # Where cargo puts what it builds: CARGO_TARGET_DIR if set (cargo reads it too).
 RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 
-.PHONY: all build install test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
+.PHONY: all build install python python-test test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
@@ -33,6 +37,13 @@ install: build
 deps:
 	scripts/install-deps.sh
 
+python:
+	scripts/install-python.sh --build $(PREFIX)
+
+# The Python package's tests start real jobs with the goalrun of PREFIX.
+python-test: install python
+	GOAL_PREFIX=$(abspath $(PREFIX)) $${PYTHON:-python3} -m pytest -q crates/goal-py/tests
+
 cargo-test:
 	$(CARGO) test --release --workspace
 
@@ -48,7 +59,7 @@ repo-check:
 	@scripts/check-repo.sh
 
 test: deps
-	$(MAKE) bench-check repo-check cargo-test ctest
+	$(MAKE) bench-check repo-check cargo-test ctest python-test
 
 demo: deps install
 	$(PREFIX)/bin/goal bench p2p --prefix $(PREFIX) --out results/p2p

@@ -24,6 +24,10 @@ use std::time::Duration;
 use crate::env;
 use crate::secret::Secret;
 
+/// How far above `MASTER_PORT` goal's store listens when
+/// `GOAL_MASTER_PORT_OFFSET` is unset (torch's store has `MASTER_PORT`).
+pub(crate) const DEFAULT_MASTER_PORT_OFFSET: usize = 1;
+
 /// How long ranks wait for the store when `GOAL_STORE_TIMEOUT` is unset.
 pub(crate) const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -528,15 +532,35 @@ fn store(env: &Env) -> io::Result<Option<StorePlan>> {
             (Some(_), None) => return Err(bad("MASTER_ADDR is set but MASTER_PORT is not".into())),
             (None, Some(_)) => return Err(bad("MASTER_PORT is set but MASTER_ADDR is not".into())),
             (Some(host), Some(port)) => {
+                // torch's own store (torchrun's agent, or rank 0 under
+                // init_method="env://") listens on MASTER_PORT: goal's
+                // listens beside it, GOAL_MASTER_PORT_OFFSET above.
+                let offset = env.number(env::MASTER_PORT_OFFSET)?.unwrap_or(DEFAULT_MASTER_PORT_OFFSET);
+                let ours = match port.trim().parse::<u16>() {
+                    Ok(p) if p != 0 && offset > 0 && p as usize + offset <= u16::MAX as usize => p as usize + offset,
+                    Ok(_) if offset == 0 => {
+                        return Err(bad(format!("{}='0': goal's store cannot share MASTER_PORT with torch's", env::MASTER_PORT_OFFSET)))
+                    }
+                    _ => {
+                        return Err(bad(format!(
+                            "MASTER_PORT='{port}' plus {}={offset} is not a port (1 to 65535)",
+                            env::MASTER_PORT_OFFSET
+                        )))
+                    }
+                };
                 let addr = if host.contains(':') && !host.starts_with('[') {
-                    format!("[{host}]:{port}")
+                    format!("[{host}]:{ours}")
                 } else {
-                    format!("{host}:{port}")
+                    format!("{host}:{ours}")
                 };
                 check_host_port(&addr, "MASTER_ADDR/MASTER_PORT")?;
                 (
                     addr,
-                    format!("MASTER_ADDR='{host}' and MASTER_PORT='{port}'"),
+                    format!(
+                        "MASTER_ADDR='{host}' and MASTER_PORT='{port}' (goal's store at MASTER_PORT + {offset}, \
+                         {}; torch's has MASTER_PORT)",
+                        env::MASTER_PORT_OFFSET
+                    ),
                 )
             }
         }
@@ -870,7 +894,7 @@ mod tests {
         ]) else {
             panic!()
         };
-        assert_eq!(p.addr, "10.1.2.3:29500");
+        assert_eq!(p.addr, "10.1.2.3:29501", "beside torch's store, not on it");
         assert_eq!(p.timeout, Duration::from_millis(2500));
         let Launch::Store(p) = launch(&[
             ("MASTER_ADDR", "::1"),
@@ -880,11 +904,20 @@ mod tests {
         ]) else {
             panic!()
         };
-        assert_eq!(p.addr, "[::1]:5");
+        assert_eq!(p.addr, "[::1]:6");
         assert_eq!(p.timeout, DEFAULT_STORE_TIMEOUT);
 
         let e = error_with(&[("MASTER_ADDR", "h")]);
         assert!(e.contains("MASTER_PORT is not"), "{e}");
+        let torch = [("MASTER_ADDR", "h"), ("MASTER_PORT", "29500"), ("RANK", "0"), ("WORLD_SIZE", "2")];
+        let Launch::Store(p) = launch(&[torch.as_slice(), &[("GOAL_MASTER_PORT_OFFSET", "100")]].concat()) else {
+            panic!()
+        };
+        assert_eq!(p.addr, "h:29600");
+        let e = error_with(&[torch.as_slice(), &[("GOAL_MASTER_PORT_OFFSET", "0")]].concat());
+        assert!(e.contains("cannot share MASTER_PORT"), "{e}");
+        let e = error_with(&[("MASTER_ADDR", "h"), ("MASTER_PORT", "65535"), ("RANK", "0"), ("WORLD_SIZE", "2")]);
+        assert!(e.contains("MASTER_PORT='65535' plus GOAL_MASTER_PORT_OFFSET=1 is not a port"), "{e}");
         let e = error_with(&[
             ("GOAL_STORE", "h:0"),
             ("GOAL_RANK", "0"),

@@ -42,7 +42,8 @@
 //! 4. `PMIX_RANK` or `PMIX_NAMESPACE`: a PMIx server (`srun --mpi=pmix`,
 //!    `prterun`). If libpmix cannot be loaded, goal's store is used instead
 //!    when one is configured (5); otherwise that is an error saying so.
-//! 5. `GOAL_STORE`, or `MASTER_ADDR` with `MASTER_PORT`: goal's TCP store.
+//! 5. `GOAL_STORE`, or `MASTER_ADDR` with `MASTER_PORT`: goal's TCP store
+//!    (torchrun's variables: at `MASTER_PORT + 1`, see the table below).
 //!    The rank and size come from the first pair that is set, in this
 //!    order: `GOAL_RANK`/`GOAL_SIZE`, `OMPI_COMM_WORLD_RANK`/`_SIZE`,
 //!    `PMI_RANK`/`PMI_SIZE`, `SLURM_PROCID`/`SLURM_NTASKS` (or
@@ -68,7 +69,8 @@
 //! | `GOAL_SIZE`            | number of ranks, at least 1                                       |
 //! | `GOAL_JOB`             | job identifier, the same on every rank                            |
 //! | `GOAL_STORE`           | `host:port` of goal's TCP store: rank 0's host and a free port    |
-//! | `MASTER_ADDR`, `MASTER_PORT` | the same, torchrun's way (`GOAL_STORE` wins)                |
+//! | `MASTER_ADDR`, `MASTER_PORT` | torchrun's way (`GOAL_STORE` wins): the store is at `MASTER_ADDR`, port `MASTER_PORT` + `GOAL_MASTER_PORT_OFFSET`, since torch's own store has `MASTER_PORT` |
+//! | `GOAL_MASTER_PORT_OFFSET` | how far above `MASTER_PORT` goal's store listens (default 1, at least 1) |
 //! | `GOAL_STORE_TIMEOUT`   | seconds a rank keeps trying to reach the store, and rank 0 waits for all to join (default 30) |
 //! | `GOAL_SECRET`          | the job secret, 64 hex digits; required with the store            |
 //! | `GOAL_BOOT`            | `auto` (default), or force `single`, `goalrun`, `pmix`, `pmi`, `store` |
@@ -176,6 +178,8 @@ pub mod env {
     pub const SECRET: &str = "GOAL_SECRET";
     /// `host:port` of goal's TCP store, served by rank 0.
     pub const STORE: &str = "GOAL_STORE";
+    /// How far above torchrun's `MASTER_PORT` goal's store listens (default 1).
+    pub const MASTER_PORT_OFFSET: &str = "GOAL_MASTER_PORT_OFFSET";
     /// Seconds a rank keeps trying to reach the store.
     pub const STORE_TIMEOUT: &str = "GOAL_STORE_TIMEOUT";
     /// Forces a bootstrap: `auto`, `single`, `goalrun`, `pmix`, `pmi`, `store`.

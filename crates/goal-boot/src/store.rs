@@ -1,7 +1,8 @@
 //! goal's own exchange for launchers that offer none (`srun --mpi=none`,
 //! torchrun-style scripts, a loop over ssh): rank 0 serves it on TCP, the
 //! way torchrun's TCPStore works, at the address in `GOAL_STORE` (or
-//! `MASTER_ADDR`/`MASTER_PORT`).
+//! `MASTER_ADDR` and `MASTER_PORT + GOAL_MASTER_PORT_OFFSET`, default 1:
+//! under torchrun, torch's own store already listens on `MASTER_PORT`).
 //!
 //! # Design
 //!

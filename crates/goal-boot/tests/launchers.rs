@@ -360,6 +360,40 @@ fn store_with_goal_rank_and_size_set_by_hand() {
     assert!(out.stdout.contains("job by-hand "), "{}", out.describe());
 }
 
+/// torchrun's environment: `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`,
+/// `MASTER_PORT`, with torch's own store already listening on MASTER_PORT
+/// (as torchrun's agent does). goal's store goes beside it, at
+/// MASTER_PORT + 1, so both live.
+#[test]
+fn torchrun_environment_leaves_master_port_to_torch() {
+    let (secret, size) = (new_secret(), 3);
+    // A MASTER_PORT whose next port is free too.
+    let (torch_store, port) = loop {
+        let l = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let p = l.local_addr().unwrap().port();
+        if p < u16::MAX && std::net::TcpListener::bind(("0.0.0.0", p + 1)).is_ok() {
+            break (l, p);
+        }
+    };
+    let children = (0..size)
+        .map(|r| {
+            let mut cmd = command(CHECK);
+            cmd.env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", port.to_string())
+                .env("GOAL_SECRET", &secret)
+                .env("RANK", r.to_string())
+                .env("LOCAL_RANK", r.to_string())
+                .env("WORLD_SIZE", size.to_string())
+                .env("TORCHELASTIC_RUN_ID", "t1");
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    let out = collect(children);
+    assert_all_ok(&out, size, "store");
+    assert!(out.stdout.contains("job torch-t1 "), "{}", out.describe());
+    drop(torch_store);
+}
+
 /// Starts a store job of `size` in which rank `victim` stalls after the
 /// first round; kills it once the others are blocked in the second round;
 /// returns the others' outputs and how long they took to end after the kill.
