@@ -143,6 +143,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub mod client;
 mod conn;
+pub mod cpulist;
 mod detect;
 mod pmi;
 mod pmix;
