@@ -14,6 +14,7 @@
 mod check;
 mod drivers;
 mod lowargs;
+mod noise;
 mod run;
 
 use std::ffi::{OsStr, OsString};
@@ -59,6 +60,12 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "[--iterations N] [--warmup N] [--json PATH] FILE",
         summary: "run a GOAL text schedule for real (under goalrun -n N, mpirun, srun)",
         run: run::run,
+    },
+    Subcommand {
+        name: "noise",
+        args: "KIND [--duration S] [--cpus LIST]",
+        summary: "make this machine busy in a known way (busy, detour:D/P)",
+        run: noise::noise,
     },
     Subcommand {
         name: "help",
