@@ -27,6 +27,9 @@ MPI_Alltoallv), every goal algorithm and GOAL_ALG_AUTO, sizes 8 B .. 4 MiB per r
     openmpi            mpirun.openmpi -n N --bind-to none ... --pin   (blocking, nonblocking, persistent)
     openmpi-nosc       the same with --mca btl_vader_single_copy_mechanism none
     mpich              mpirun.mpich -n N -bind-to none ... --pin      (blocking, nonblocking, persistent)
+    oneccl             Intel oneCCL, mpi_coll.c built against it, under mpirun.mpich (blocking: a
+                       ccl:: call + wait), where scripts/install-oneccl.sh installed it (bench/ccl.py);
+                       in the tables and plots, not in "best MPI"
 
 Binding as in bench/p2p.py: launcher binding off, each program pins rank r to CPU r % ncpus.
 With more ranks than CPUs (4 ranks on 2 cores) ranks share CPUs; the output says so.
@@ -62,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ccl  # noqa: E402
 import common as C  # noqa: E402
 import noise as N  # noqa: E402
 
@@ -72,6 +76,8 @@ SIZES = [8, 64, 512, 4 * KiB, 32 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB]
 GATHER_EXTRA = 500 * KiB
 QUICK_SIZES = [8, 4 * KiB, 64 * KiB, MiB]
 MPI_LIBS = ("openmpi", "openmpi-nosc", "mpich")
+# Peers beside the MPIs: in the tables and plots, not in "best MPI" (bench/ccl.py).
+OTHER_PEERS = (ccl.NAME,)
 OMPI_LIBS = ("openmpi", "openmpi-nosc")
 VARIANTS = ("blocking", "nonblocking", "persistent")
 
@@ -116,6 +122,7 @@ def parse_args():
                     help="NAME:K=V[,K=V]: an extra goal variant with this environment "
                          "(e.g. goal-spin0:GOAL_SPIN_US=0); repeatable")
     ap.add_argument("--heap", action="store_true", help="also run goal with GOAL_Alloc buffers (goal-heap)")
+    ap.add_argument("--no-oneccl", action="store_true", help="leave out Intel oneCCL (bench/ccl.py)")
     ap.add_argument("--libs", default="", help="comma list: run only these library names")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="MPI variants (default: all three)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin ranks (no binding at all)")
@@ -234,6 +241,11 @@ def build_and_configure(a) -> tuple[list[Config], dict]:
                 cmd, env = mpi.launch(n, [exe, vname, "--variants", a.variants, *program_args(a, n)],
                                       mca=mca, bind="none")
                 configs.append(Config(vname, "mpi", n, cmd, env, note))
+    if not a.no_oneccl:
+        more, info = ccl.configs(a, mpis, deps, program_args, Config)
+        configs += more
+        if info:
+            libinfo[ccl.NAME] = info
     if a.libs:
         want = {x.strip() for x in a.libs.split(",") if x.strip()}
         configs = [c for c in configs if c.name in want]
@@ -504,6 +516,7 @@ def setting_label(lib, st):
 def report(summary, ranks_list, targets, libs) -> str:
     out = []
     mpis = [l for l in MPI_LIBS if l in libs]
+    peers = mpis + [l for l in OTHER_PEERS if l in libs]
     goal_extra = [l for l in libs if l.startswith("goal") and l != "goal"]
     for n in ranks_list:
         pts = points(summary, n)
@@ -515,7 +528,7 @@ def report(summary, ranks_list, targets, libs) -> str:
         out.append("times in us, median over rounds of each run's median; MPI columns: the best of that "
                    "library's variants (b = blocking, nb = MPI_Ixxx+Wait, p = persistent Start+Wait)")
         hdr = ["collective", "bytes", "goal AUTO", "best goal alg"] + goal_extra + \
-              [{"openmpi": "ompi", "openmpi-nosc": "ompi-nosc"}.get(m, m) for m in mpis] + \
+              [{"openmpi": "ompi", "openmpi-nosc": "ompi-nosc"}.get(m, m) for m in peers] + \
               ["best MPI", "AUTO/best", "target"]
         rows = []
         for coll, nb in pts:
@@ -524,7 +537,7 @@ def report(summary, ranks_list, targets, libs) -> str:
             row = [coll, C.fmt_bytes(nb) if nb else "-", C.fmt_num(g),
                    f"{C.fmt_num(ga)} {galg.lower()}" if galg else "-"]
             row += [C.fmt_num(value(summary, n, coll, nb, gl, "AUTO")) for gl in goal_extra]
-            for m in mpis:
+            for m in peers:
                 v, _, st = best_of(summary, n, coll, nb, [m])
                 row.append(f"{C.fmt_num(v)} {VAR_SHORT.get(st, '')}" if st else "-")
             bv, bl, bs = best_of(summary, n, coll, nb, mpis)
@@ -555,7 +568,7 @@ def plot(summary, ranks_list, libs, path: Path, title: str, footnote: str) -> bo
     ranks_list = [n for n in ranks_list if points(summary, n)]
     if not ranks_list:
         return False
-    mpis = [l for l in MPI_LIBS if l in libs]
+    mpis = [l for l in MPI_LIBS + OTHER_PEERS if l in libs]
     goal_extra = [l for l in libs if l.startswith("goal") and l != "goal"]
     alg_colors = ["#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"]
     rows = -(-len(COLLS) // 3)  # per group size: the collectives, three a row
