@@ -1,4 +1,4 @@
-"""Intel oneCCL as a peer of the collective benchmark (bench/coll.py's "oneccl").
+"""Intel oneCCL as a peer of the collective and overlap benchmarks (coll.py's and overlap.py's "oneccl").
 
 oneCCL is the ML world's collective library (PyTorch's "ccl" backend, DeepSpeed on CPUs): its
 worker threads progress collectives asynchronously, its answer to the progress problem, and
@@ -11,7 +11,8 @@ bench/ccl_shim.cpp: the same method, iterations, verification and output as the 
 timed collective a oneCCL call plus the wait on its event (variant "blocking"), MPICH starting
 the job and carrying only the harness' own traffic (ccl_shim.h). oneCCL has no gather or
 scatter; its transport is OFI (Debian's libfabric), its MPI transport wanting Intel MPI.
-Where oneCCL is not installed the benchmark runs without it, saying so.
+overlap.py builds bench/overlap.c the same way (start = the ccl:: call, test = the event's
+test(), wait = its wait()). Where oneCCL is not installed the benchmarks run without it, saying so.
 """
 from __future__ import annotations
 
@@ -31,19 +32,22 @@ def find() -> Path | None:
     return None
 
 
-def build(mpi: C.MPI, prefix: Path, deps) -> Path:
-    """BUILD/mpi_coll.oneccl: mpi_coll.c (-DGOAL_BENCH_ONECCL) + ccl_shim.cpp, with MPICH's wrappers."""
-    out = C.BUILD / "mpi_coll.oneccl"
-    srcs = [C.BENCH / "mpi_coll.c", C.BENCH / "ccl_shim.cpp", C.BENCH / "ccl_shim.h", *deps]
+def build(mpi: C.MPI, prefix: Path, deps, src: Path | None = None, out: Path | None = None,
+          libs=()) -> Path:
+    """`src` (default mpi_coll.c) built with -DGOAL_BENCH_ONECCL and linked with ccl_shim.cpp by
+    MPICH's wrappers into `out` (default BUILD/mpi_coll.oneccl); BenchError if that fails."""
+    src = src or C.BENCH / "mpi_coll.c"
+    out = out or C.BUILD / "mpi_coll.oneccl"
+    srcs = [src, C.BENCH / "ccl_shim.cpp", C.BENCH / "ccl_shim.h", *deps]
     if C._newer(out, srcs + [prefix / "lib" / "libccl.so.1"]):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     mpicxx = mpi.mpicc.replace("mpicc", "mpicxx")
-    inc = f"-I{prefix / 'include'}"
-    c_obj, cc_obj = C.BUILD / "mpi_coll.oneccl.o", C.BUILD / "ccl_shim.o"
-    C.run([mpi.mpicc, *C.CFLAGS, "-DGOAL_BENCH_ONECCL", "-c", C.BENCH / "mpi_coll.c", "-o", c_obj], timeout=300, check=True)
-    C.run([mpicxx, "-O2", "-g", "-Wall", inc, "-c", C.BENCH / "ccl_shim.cpp", "-o", cc_obj], timeout=300, check=True)
-    C.run([mpicxx, "-o", out, c_obj, cc_obj, f"-L{prefix / 'lib'}", "-lccl", f"-Wl,-rpath,{prefix / 'lib'}"],
+    c_obj, cc_obj = out.with_name(out.name + ".o"), out.with_name(out.name + ".shim.o")
+    C.run([mpi.mpicc, *C.CFLAGS, "-I", C.BENCH, "-DGOAL_BENCH_ONECCL", "-c", src, "-o", c_obj], timeout=300, check=True)
+    C.run([mpicxx, "-O2", "-g", "-Wall", f"-I{prefix / 'include'}", "-c", C.BENCH / "ccl_shim.cpp", "-o", cc_obj],
+          timeout=300, check=True)
+    C.run([mpicxx, "-o", out, c_obj, cc_obj, f"-L{prefix / 'lib'}", "-lccl", *libs, f"-Wl,-rpath,{prefix / 'lib'}"],
           timeout=300, check=True)
     return out
 

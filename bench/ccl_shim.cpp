@@ -65,6 +65,24 @@ extern "C" void ccl_shim_run(int c, const char *sbuf, char *rbuf, size_t n) {
     }
 }
 
+extern "C" void *ccl_shim_start(int kind, void *sbuf, void *rbuf, size_t bytes) {
+    ccl::communicator &w = *comm;
+    switch (kind) {
+    case 0: return new ccl::event(ccl::barrier(w));
+    case 1: return new ccl::event(ccl::broadcast(sbuf, bytes, ccl::datatype::int8, 0, w));
+    default:
+        return new ccl::event(ccl::allreduce(sbuf, rbuf, bytes / 4, ccl::datatype::float32, ccl::reduction::sum, w));
+    }
+}
+
+extern "C" int ccl_shim_test(void *ev) { return static_cast<ccl::event *>(ev)->test() ? 1 : 0; }
+
+extern "C" void ccl_shim_wait(void *ev) {
+    auto *e = static_cast<ccl::event *>(ev);
+    e->wait();
+    delete e;
+}
+
 extern "C" void ccl_shim_version(char *out, size_t cap) {
     auto v = ccl::get_library_version();
     const char *transport = getenv("CCL_ATL_TRANSPORT");

@@ -9,6 +9,7 @@
  * so) and progresses collectives in worker threads, one per rank by default
  * (CCL_WORKER_COUNT), which spin: their CPU cost is part of what is measured.
  *
+ * The blocking calls serve bench/mpi_coll.c, the start/test/wait ones bench/overlap.c.
  * The collectives are numbered as in coll_common.h; gather and scatter have no oneCCL call
  * (ccl_shim_has says which), reductions are double sums, sizes one rank's bytes. */
 #ifndef GOAL_BENCH_CCL_SHIM_H
@@ -26,6 +27,14 @@ int ccl_shim_init(int rank, int nranks);
 int ccl_shim_has(int c);
 /* Runs collective c of n bytes per rank (root 0) from sbuf into rbuf and waits for it. */
 void ccl_shim_run(int c, const char *sbuf, char *rbuf, size_t n);
+/* Starts, without waiting (bench/overlap.c): kind 0 a barrier, 1 a broadcast of `bytes` from
+ * rank 0 in sbuf, 2 an allreduce of `bytes` of float32 sums from sbuf into rbuf. Returns the
+ * event to test and wait for. */
+void *ccl_shim_start(int kind, void *sbuf, void *rbuf, size_t bytes);
+/* 1 if the event has completed (and may be waited for at once). */
+int ccl_shim_test(void *ev);
+/* Waits for the event and frees it. */
+void ccl_shim_wait(void *ev);
 /* oneCCL's version and transport, for the meta line. */
 void ccl_shim_version(char *out, size_t cap);
 /* Frees the communicator (before MPI_Finalize). */
