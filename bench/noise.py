@@ -90,7 +90,7 @@ def wrap(kind: str, cmd: list[str], ranks: int) -> list[str]:
         cmd = [cmd[0], "--oversubscribe", *cmd[1:]]
     taskset = shutil.which("taskset")
     if not taskset:
-        raise C.BenchError("--noise oversub needs taskset (util-linux)")
+        C.die("--noise oversub needs taskset (util-linux), which is not on PATH")
     return [taskset, "-c", ",".join(map(str, oversub_cpus(ranks))), *cmd]
 
 
@@ -108,15 +108,15 @@ class Running:
         if self.kind in ("none", "oversub"):
             return self
         if not self.tool:
-            raise C.BenchError("--noise needs `goal noise`: no goal executable found (GOAL_TOOL, PREFIX/bin/goal, "
-                               "target/release/goal, PATH)")
+            C.die("--noise needs `goal noise`: no goal executable found (GOAL_TOOL, PREFIX/bin/goal, "
+                  "target/release/goal, PATH)")
         self.proc = subprocess.Popen([self.tool, "noise", self.kind], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
         ready = self.proc.stdout.readline()
         if '"ready": true' not in ready:
             err = self.proc.stderr.read() if self.proc.poll() is not None else ""
             self._stop()
-            raise C.BenchError(f"`{self.tool} noise {self.kind}` did not start: {ready.strip()} {err.strip()}")
+            C.die(f"`{self.tool} noise {self.kind}` did not start: {ready.strip()} {err.strip()}")
         return self
 
     def _stop(self) -> str:
