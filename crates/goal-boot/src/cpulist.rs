@@ -43,9 +43,40 @@ pub fn parse_list(list: &str) -> Option<Vec<usize>> {
     Some(cpus)
 }
 
+/// The machine's online CPUs (`/sys/devices/system/cpu/online`); empty
+/// if that cannot be read.
+pub fn online() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| parse_list(&t))
+        .unwrap_or_default()
+}
+
+/// A process' binding in words, from the CPUs it may run on (`mine`) and
+/// the machine's `online` ones: `bound to CPUs 1 of the online 0-1`, or
+/// `not bound: CPUs 0-1, every online CPU`. Said the same way by goal-rt
+/// under `GOAL_DEBUG=1` and by `goal info`.
+pub fn binding(mine: &[usize], online: &[usize]) -> String {
+    let list = to_list(mine);
+    if mine.is_empty() {
+        "CPUs unknown (sched_getaffinity failed)".to_string()
+    } else if online.is_empty() || mine.len() >= online.len() {
+        format!("not bound: CPUs {list}, every online CPU")
+    } else {
+        format!("bound to CPUs {list} of the online {}", to_list(online))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binding_is_described_against_the_online_cpus() {
+        assert_eq!(binding(&[1], &[0, 1]), "bound to CPUs 1 of the online 0-1");
+        assert_eq!(binding(&[0, 1], &[0, 1]), "not bound: CPUs 0-1, every online CPU");
+        assert!(binding(&[], &[0, 1]).starts_with("CPUs unknown"));
+    }
 
     #[test]
     fn cpu_lists_round_trip() {

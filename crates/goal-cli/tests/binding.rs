@@ -227,3 +227,27 @@ fn a_goal_rank_keeps_the_binding_it_was_started_with_and_reports_it() {
         }
     }
 }
+
+/// `goal info` as the program of a job: one line per rank, its binding in
+/// goal's words, matching what the kernel gives that rank.
+#[test]
+fn goal_info_under_goalrun_says_each_ranks_binding() {
+    let goal = env!("CARGO_BIN_EXE_goal");
+    let (all, cores) = (allowed(), cores());
+    let online = parse_list(&std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap());
+    let n = if cores.len() >= 2 { 2 } else { 1 };
+    for extra in [&[][..], &["--bind-to", "none"]] {
+        let out = Command::new(GOALRUN).args(["-n", &n.to_string()]).args(extra).arg(goal).arg("info").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{extra:?}: {text}");
+        for rank in 0..n {
+            let line = text.lines().find(|l| l.starts_with(&format!("goal info: rank {rank} of {n} (launcher goalrun, "))).unwrap_or_else(|| panic!("{extra:?}: no line for rank {rank}:\n{text}"));
+            let want: &[usize] = if extra.is_empty() && n >= 2 { &cores[rank] } else { &all };
+            let listed = line.split("CPUs ").nth(1).unwrap().split([' ', ',']).next().unwrap();
+            assert_eq!(parse_list(listed), want, "{extra:?}: {line}");
+            assert_eq!(line.contains("bound to CPUs"), want.len() < online.len(), "{line}");
+        }
+    }
+    let out = Command::new(goal).arg("info").env_remove("GOAL_RANK").env_remove("GOAL_BOOTSTRAP").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("goal info: rank 0 of 1 (launcher single, "), "{out:?}");
+}

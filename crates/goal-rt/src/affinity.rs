@@ -62,32 +62,9 @@ pub(crate) fn pin(cpu: usize) -> std::io::Result<()> {
 /// threads move (the helper to `GOAL_PROGRESS_CPU` or the CPU the ranks'
 /// helpers share, calibration's two threads for a moment).
 pub(crate) fn describe(mine: &[usize], launcher: &str) -> String {
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok().and_then(|t| parse_list(&t)).unwrap_or_default();
-    describe_on(mine, &online, launcher)
-}
-
-fn describe_on(mine: &[usize], online: &[usize], launcher: &str) -> String {
-    let list = to_list(mine);
-    let how = if mine.is_empty() {
-        "CPUs unknown (sched_getaffinity failed)".to_string()
-    } else if online.is_empty() || mine.len() >= online.len() {
-        format!("not bound: CPUs {list}, every online CPU")
-    } else {
-        format!("bound to CPUs {list} of the online {}", to_list(online))
-    };
+    let how = goal_boot::cpulist::binding(mine, &goal_boot::cpulist::online());
     format!("{how} (launcher: {launcher}); goal leaves the binding as it found it")
 }
 
 pub(crate) use goal_boot::cpulist::{parse_list, to_list};
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_binding_is_described_against_the_online_cpus() {
-        assert_eq!(describe_on(&[1], &[0, 1], "goalrun"), "bound to CPUs 1 of the online 0-1 (launcher: goalrun); goal leaves the binding as it found it");
-        assert!(describe_on(&[0, 1], &[0, 1], "pmix").starts_with("not bound: CPUs 0-1, every online CPU (launcher: pmix)"));
-        assert!(describe_on(&[], &[0, 1], "pmi").starts_with("CPUs unknown"));
-    }
-}

@@ -13,6 +13,7 @@
 
 mod check;
 mod drivers;
+mod info;
 mod lowargs;
 mod noise;
 mod run;
@@ -60,6 +61,12 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "[--iterations N] [--warmup N] [--json PATH] FILE",
         summary: "run a GOAL text schedule for real (under goalrun -n N, mpirun, srun)",
         run: run::run,
+    },
+    Subcommand {
+        name: "info",
+        args: "",
+        summary: "this process' rank, launcher and binding (start it under a launcher)",
+        run: info::info,
     },
     Subcommand {
         name: "noise",

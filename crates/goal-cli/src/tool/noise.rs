@@ -318,7 +318,7 @@ fn pin(cpu: usize) -> io::Result<()> {
 }
 
 /// The CPUs this process may run on.
-fn allowed() -> io::Result<Vec<usize>> {
+pub(super) fn allowed() -> io::Result<Vec<usize>> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set, and
     // sched_getaffinity(0, ..) writes at most its size into it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
