@@ -6,7 +6,8 @@
 Each kind is a condition the whole measurement runs under, every library (peers included)
 in the same rounds, one condition after the other; rows and runs carry "noise", and the
 driver summarizes, reports and plots each condition on its own (OUT.png for "none", else
-OUT-noise-KIND.png), since libraries are compared within a condition, never across.
+OUT-noise-KIND.png), since libraries are compared within a condition, never across; with
+several, OUT-noise.png sets each target's ratio (goal / best peer) side by side per condition.
 
   none               a quiet machine (the drivers' usual run)
   busy               `goal noise busy`: one CPU-bound thread beside the job, not pinned
@@ -171,4 +172,51 @@ def write(out: Path, benchmark: str, a, machine: dict, results: dict) -> Path:
                             "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
                             "machine": machine, "conditions": results})
     print(f"wrote {path}")
+    if len(results) > 1 and plot_conditions(Path(f"{out}-noise.png"), benchmark, results):
+        print(f"wrote {out}-noise.png")
     return path
+
+
+def _label(t: dict) -> str:
+    size = C.fmt_bytes(t["bytes"]) if t.get("bytes") else ""
+    if "coll" in t:
+        return f"{t['ranks']} ranks {t['coll']} {size}".strip()
+    who = "" if t.get("lib", "goal") == "goal" else f" ({t['lib']})"
+    return f"{t['section']} {size}{who}".strip() + (" [higher is better]" if t["relation"] == ">=" else "")
+
+
+def plot_conditions(path: Path, benchmark: str, results: dict) -> bool:
+    """OUT-noise.png: every ratio target of goal against its peer (the value the driver judged,
+    goal / best peer), one marker per condition, each target's bound a black bar: how each kind
+    of contention moves goal against the peers."""
+    rows: dict[str, dict[str, tuple[float, float]]] = {}
+    for kind, res in results.items():
+        for t in res.get("targets") or []:
+            if t.get("relation") in ("<=", ">=") and t.get("unit", "x") == "x" and C.isnum(t.get("value")) \
+                    and t["value"] > 0:
+                rows.setdefault(_label(t), {})[kind] = (t["value"], t["bound"])
+    plt = C.pyplot()
+    if plt is None or not rows:
+        return False
+    labels = list(rows)
+    fig, ax = plt.subplots(figsize=(11, 0.32 * len(labels) + 1.8), constrained_layout=True)
+    markers = ["o", "s", "^", "D", "v", "P", "X"]
+    for k, kind in enumerate(results):
+        ys = [i + (k - (len(results) - 1) / 2) * 0.12 for i, lab in enumerate(labels) if kind in rows[lab]]
+        xs = [rows[lab][kind][0] for lab in labels if kind in rows[lab]]
+        ax.scatter(xs, ys, label=kind, marker=markers[k % len(markers)], s=28, zorder=3)
+    for i, lab in enumerate(labels):
+        bound = next(iter(rows[lab].values()))[1]
+        ax.plot([bound, bound], [i - 0.4, i + 0.4], color="black", linewidth=1.2)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("goal / best peer (black bar: the target's bound)")
+    ax.set_title(f"goal bench {benchmark}: the targets under each --noise condition")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
