@@ -31,7 +31,7 @@ install: build
 	install -m 644 $(RELEASE)/libgoal.a $(PREFIX)/lib/libgoal.a
 	install -m 755 $(RELEASE)/goalrun $(PREFIX)/bin/goalrun
 	install -m 755 $(RELEASE)/goal $(PREFIX)/bin/goal
-	install -m 644 bench/*.py bench/*.c bench/*.h bench/README.md $(PREFIX)/share/goal/bench/
+	install -m 644 bench/*.py bench/*.c bench/*.cpp bench/*.h bench/README.md $(PREFIX)/share/goal/bench/
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' goal.pc.in > $(PREFIX)/lib/pkgconfig/goal.pc
 
 deps:

@@ -27,6 +27,9 @@ MPI_Alltoallv), every goal algorithm and GOAL_ALG_AUTO, sizes 8 B .. 4 MiB per r
     openmpi            mpirun.openmpi -n N --bind-to none ... --pin   (blocking, nonblocking, persistent)
     openmpi-nosc       the same with --mca btl_vader_single_copy_mechanism none
     mpich              mpirun.mpich -n N -bind-to none ... --pin      (blocking, nonblocking, persistent)
+    oneccl             Intel oneCCL, mpi_coll.c built against it, under mpirun.mpich (blocking: a
+                       ccl:: call + wait), where scripts/install-oneccl.sh installed it (bench/ccl.py);
+                       in the tables and plots, not in "best MPI"
 
 Binding as in bench/p2p.py: launcher binding off, each program pins rank r to CPU r % ncpus.
 With more ranks than CPUs (4 ranks on 2 cores) ranks share CPUs; the output says so.
@@ -47,6 +50,9 @@ verdicts and the JSON every pair.
 
 Writes OUT.json (machine, commands, every row, the summary, the targets) and OUT.png
 (per collective: time vs size, log-log, one line per library and goal algorithm).
+--noise KIND,... runs all of it under each condition in turn (bench/noise.py): OUT.json then
+holds one result per condition ("conditions"), every row and run says its "noise", and each
+condition has its plot (OUT.png for none, OUT-noise-KIND.png).
 Exit status: 1 if goal fails to build or run (or, with --strict, misses a target).
 """
 from __future__ import annotations
@@ -59,7 +65,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ccl  # noqa: E402
 import common as C  # noqa: E402
+import noise as N  # noqa: E402
 
 KiB, MiB = 1 << 10, 1 << 20
 COLLS = ["barrier", "bcast", "gather", "scatter", "allgather", "alltoall", "reduce", "allreduce",
@@ -68,6 +76,8 @@ SIZES = [8, 64, 512, 4 * KiB, 32 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB]
 GATHER_EXTRA = 500 * KiB
 QUICK_SIZES = [8, 4 * KiB, 64 * KiB, MiB]
 MPI_LIBS = ("openmpi", "openmpi-nosc", "mpich")
+# Peers beside the MPIs: in the tables and plots, not in "best MPI" (bench/ccl.py).
+OTHER_PEERS = (ccl.NAME,)
 OMPI_LIBS = ("openmpi", "openmpi-nosc")
 VARIANTS = ("blocking", "nonblocking", "persistent")
 
@@ -112,6 +122,7 @@ def parse_args():
                     help="NAME:K=V[,K=V]: an extra goal variant with this environment "
                          "(e.g. goal-spin0:GOAL_SPIN_US=0); repeatable")
     ap.add_argument("--heap", action="store_true", help="also run goal with GOAL_Alloc buffers (goal-heap)")
+    ap.add_argument("--no-oneccl", action="store_true", help="leave out Intel oneCCL (bench/ccl.py)")
     ap.add_argument("--libs", default="", help="comma list: run only these library names")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="MPI variants (default: all three)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin ranks (no binding at all)")
@@ -138,6 +149,7 @@ def parse_args():
                     help="every rank reads its result after each timed iteration; the summary is then "
                          "Run+Wait's median plus the read's (touch_us), not the thesis' time alone "
                          "(bench/coll_common.h says why)")
+    N.add_args(ap)
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
     a = ap.parse_args()
     if not a.no_goal and a.prefix is None:
@@ -229,6 +241,11 @@ def build_and_configure(a) -> tuple[list[Config], dict]:
                 cmd, env = mpi.launch(n, [exe, vname, "--variants", a.variants, *program_args(a, n)],
                                       mca=mca, bind="none")
                 configs.append(Config(vname, "mpi", n, cmd, env, note))
+    if not a.no_oneccl:
+        more, info = ccl.configs(a, mpis, deps, program_args, Config)
+        configs += more
+        if info:
+            libinfo[ccl.NAME] = info
     if a.libs:
         want = {x.strip() for x in a.libs.split(",") if x.strip()}
         configs = [c for c in configs if c.name in want]
@@ -269,6 +286,7 @@ def run_all(a, configs: list[Config], tests=("coll",)):
                     x["lib"] = cfg.name
                     x["round"] = r
                     x["c2c_ns"] = c2c
+                    x["noise"] = run["noise"]
                     x.setdefault("variant", "")
                 run.update({"round": r, "position": pos, "rows": len(data), "meta": meta, "skips": skips})
                 if not res.ok:
@@ -283,15 +301,18 @@ def run_all(a, configs: list[Config], tests=("coll",)):
 
 def run_once(a, cfg: Config, label: str):
     """One run of cfg, between two probes of the CPUs' state, repeated (up to --retries)
-    while other processes disturbed it or the vCPUs changed state. (result, run record)."""
+    while other processes disturbed it or the vCPUs changed state, under the noise a.noise_kind
+    (bench/noise.py; "none" when unset, as for groups.py). (result, run record)."""
+    kind = getattr(a, "noise_kind", "none")
     for attempt in range(a.retries + 1):
         idle, waited = C.wait_for_idle(a.wait_idle) if a.wait_idle > 0 else (None, 0.0)
         probe = C.cpu_probe if getattr(a, "probe", True) else dict  # a driver's smoke run may skip it
         p0 = probe()
         c2c0 = p0.get("oneway_ns")
         C.log(f"{label} ..." + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
-        with C.SeparatorFile() as sep, C.CpuMeter() as meter:
-            res = C.run(sep.put_in(cfg.cmd), env=cfg.env, timeout=a.timeout, cwd=C.REPO)
+        # The noise stops (and is waited for) inside the meter: its CPU is ours.
+        with C.SeparatorFile() as sep, C.CpuMeter() as meter, N.Running(kind, getattr(a, "noise_tool", None), cfg.ranks) as noise:
+            res = C.run(N.wrap(kind, sep.put_in(cfg.cmd), cfg.ranks), env=cfg.env, timeout=a.timeout, cwd=C.REPO)
         st = meter.result
         p1 = probe()
         c2c1 = p1.get("oneway_ns")
@@ -300,7 +321,7 @@ def run_once(a, cfg: Config, label: str):
         if not (disturbed or unstable) or not res.ok or attempt == a.retries:
             break
         C.log_again(disturbed, st["foreign_pct"], c2c0, c2c1)
-    run = {"lib": cfg.name, "ranks": cfg.ranks, "rc": res.rc, "timed_out": res.timed_out,
+    run = {"lib": cfg.name, "ranks": cfg.ranks, "noise": kind, "noise_report": noise.report, "rc": res.rc, "timed_out": res.timed_out,
            "seconds": round(res.seconds, 2), "c2c_ns": C.c2c_mean(c2c0, c2c1), "c2c_before_ns": c2c0,
            "c2c_after_ns": c2c1, "cpu_ratio_before": p0.get("cpu_ratio"), "cpu_ratio_after": p1.get("cpu_ratio"),
            "attempts": attempt + 1, "idle_wait_s": round(waited, 1), "disturbed": disturbed,
@@ -495,6 +516,7 @@ def setting_label(lib, st):
 def report(summary, ranks_list, targets, libs) -> str:
     out = []
     mpis = [l for l in MPI_LIBS if l in libs]
+    peers = mpis + [l for l in OTHER_PEERS if l in libs]
     goal_extra = [l for l in libs if l.startswith("goal") and l != "goal"]
     for n in ranks_list:
         pts = points(summary, n)
@@ -506,7 +528,7 @@ def report(summary, ranks_list, targets, libs) -> str:
         out.append("times in us, median over rounds of each run's median; MPI columns: the best of that "
                    "library's variants (b = blocking, nb = MPI_Ixxx+Wait, p = persistent Start+Wait)")
         hdr = ["collective", "bytes", "goal AUTO", "best goal alg"] + goal_extra + \
-              [{"openmpi": "ompi", "openmpi-nosc": "ompi-nosc"}.get(m, m) for m in mpis] + \
+              [{"openmpi": "ompi", "openmpi-nosc": "ompi-nosc"}.get(m, m) for m in peers] + \
               ["best MPI", "AUTO/best", "target"]
         rows = []
         for coll, nb in pts:
@@ -515,7 +537,7 @@ def report(summary, ranks_list, targets, libs) -> str:
             row = [coll, C.fmt_bytes(nb) if nb else "-", C.fmt_num(g),
                    f"{C.fmt_num(ga)} {galg.lower()}" if galg else "-"]
             row += [C.fmt_num(value(summary, n, coll, nb, gl, "AUTO")) for gl in goal_extra]
-            for m in mpis:
+            for m in peers:
                 v, _, st = best_of(summary, n, coll, nb, [m])
                 row.append(f"{C.fmt_num(v)} {VAR_SHORT.get(st, '')}" if st else "-")
             bv, bl, bs = best_of(summary, n, coll, nb, mpis)
@@ -546,7 +568,7 @@ def plot(summary, ranks_list, libs, path: Path, title: str, footnote: str) -> bo
     ranks_list = [n for n in ranks_list if points(summary, n)]
     if not ranks_list:
         return False
-    mpis = [l for l in MPI_LIBS if l in libs]
+    mpis = [l for l in MPI_LIBS + OTHER_PEERS if l in libs]
     goal_extra = [l for l in libs if l.startswith("goal") and l != "goal"]
     alg_colors = ["#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"]
     rows = -(-len(COLLS) // 3)  # per group size: the collectives, three a row
@@ -630,8 +652,27 @@ def main() -> int:
                   "(Open MPI gets --oversubscribe)")
 
     configs, libinfo = build_and_configure(a)
+    kinds = N.kinds(a)
+    C.log(f"configurations: {', '.join(f'{c.name}/{c.ranks}' for c in configs)}; {a.rounds} round(s)"
+          + (f"; under each of: {', '.join(kinds)}" if kinds != ["none"] else ""))
+    a.noise_tool = N.goal_tool(a.prefix)
+    results, rc = {}, 0
+    for kind in kinds:
+        a.noise_kind = kind
+        results[kind], code = condition(a, configs, libinfo, machine, out)
+        rc = max(rc, code)
+    N.write(out, "coll", a, machine, results)
+    return rc
+
+
+def condition(a, configs, libinfo, machine, out: Path) -> tuple[dict, int]:
+    """The whole measurement under the noise a.noise_kind: runs, close calls, summary, report,
+    plot; returns the condition's result (the JSON, or its part for this kind) and the exit
+    status."""
+    kind, ncpu = a.noise_kind, machine["nproc"] or 1
     libs = list(dict.fromkeys(c.name for c in configs))
-    C.log(f"configurations: {', '.join(f'{c.name}/{c.ranks}' for c in configs)}; {a.rounds} round(s)")
+    if kind != "none":
+        print(f"\n=== noise: {kind} ===")
     t0 = time.time()
     rows, runs, failures = run_all(a, configs)
 
@@ -676,6 +717,8 @@ def main() -> int:
                      "the host moved the vCPUs; the summary prefers runs in the fast state")
     if (n := C.cpu_ratio_note(runs)):
         notes.append(n)
+    if (n := N.condition_note(kind, runs)):
+        notes.append(n)
     for lib, info in libinfo.items():
         for s in info.get("skipped", []):
             notes.append(f"{lib}: skipped {s}")
@@ -694,6 +737,9 @@ def main() -> int:
     print()
     print(text)
     binding = "none (no pinning)" if a.no_pin else "rank r pinned to CPU r % ncpus by the program (launcher binding off)"
+    if kind == "oversub":
+        binding = ("launcher binding off, no pinning, each job on half as many CPUs as ranks: "
+                   + "; ".join(f"{n} ranks on CPUs {N.oversub_cpus(n)}" for n in a.ranks) + " (--noise oversub)")
     print(f"machine: {machine['hostname']}, {ncpu} CPUs ({machine['cpu_model']}), kernel {machine['kernel']}; "
           f"binding: {binding}")
     if c2cs:
@@ -730,6 +776,7 @@ def main() -> int:
 
     result = {
         "benchmark": "coll",
+        "noise": kind,
         "method": "thesis 6.5: per-iteration time of Run+Wait (MPI: call / Ixxx+Wait / Start+Wait) on every "
                   "rank, barrier before each iteration of bcast/gather/scatter/reduce, mean over ranks per "
                   "iteration, median over iterations; summary: median over rounds; ratio targets within 5 % of "
@@ -751,19 +798,18 @@ def main() -> int:
         "notes": notes,
         "table": text,
     }
-    C.write_json(out.with_suffix(".json"), result)
     title = (f"goal collectives vs MPI — {machine['hostname']}, {ncpu} CPUs, {time.strftime('%Y-%m-%d')}, "
-             f"median of {a.rounds} round(s)" + (" [quick]" if a.quick else "") + (", results read (--touch)" if a.touch else ""))
+             f"median of {a.rounds} round(s)" + (" [quick]" if a.quick else "") + (", results read (--touch)" if a.touch else "")
+             + (f", noise: {kind}" if kind != "none" else ""))
     foot = ("Thesis 6.5 method: Run+Wait per iteration on every rank, mean over ranks, median over iterations; "
             "barrier before bcast/gather/scatter/reduce iterations"
             + (", plus each rank's read of its result after every iteration (--touch)" if a.touch else "")
             + ". MPI lines: best of blocking, non-blocking and persistent. " + "; ".join(f"{n} ranks on {ncpu} CPUs (oversubscribed)" for n in a.ranks if n > ncpu)
             + ". " + "; ".join(dict.fromkeys(C.short_version(libinfo[l]["version"]) for l in libs
                                               if libinfo.get(l, {}).get("version"))))
-    if plot(summary, a.ranks, libs, out.with_suffix(".png"), title, foot):
-        print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
-    else:
-        print(f"wrote {out.with_suffix('.json')}")
+    png = Path(f"{out}{N.suffix(kind)}.png")
+    if plot(summary, a.ranks, libs, png, title, foot):
+        print(f"wrote {png}")
     rc = 0
     if goal_wrong:
         print(f"ERROR: goal gave wrong results at {len(goal_wrong)} point(s): "
@@ -777,7 +823,7 @@ def main() -> int:
         rc = 1
     if a.strict and any(not t["ok"] for t in targets):
         rc = 1
-    return rc
+    return result, rc
 
 
 if __name__ == "__main__":

@@ -680,6 +680,7 @@ STYLES = {
     "openmpi": dict(color="#1f77b4", marker="s"),
     "openmpi-nosc": dict(color="#17becf", marker="v"),
     "mpich": dict(color="#2ca02c", marker="^"),
+    "oneccl": dict(color="#0068b5", marker="P"),
 }
 _EXTRA_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
 

@@ -29,10 +29,17 @@
  * from the second MPI_Start on, non-root ranks complete without receiving (such rows are kept in
  * the JSON but left out of the summary by bench/coll.py).
  * plus a {"test": "meta"} line first (library version).
+ *
+ * Built with -DGOAL_BENCH_ONECCL and linked with ccl_shim.cpp it measures Intel oneCCL the
+ * same way (bench/coll.py's "oneccl", variant blocking: a ccl:: call and the wait on its
+ * event; gather and scatter, which oneCCL lacks, are left out): see ccl_shim.h.
  */
 #include "coll_common.h"
 #include "mpi_persistent.h"
 #include "separator.h"
+#ifdef GOAL_BENCH_ONECCL
+#include "ccl_shim.h"
+#endif
 
 /* GCC 12 misreads MPICH's MPI_STATUSES_IGNORE as a zero-size array */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
@@ -142,6 +149,10 @@ static void restore(size_t n) {
 static void blocking(int c, size_t n) {
     int b = (int)n, cnt = (int)(n / 8);
     MPI_Comm w = MPI_COMM_WORLD;
+#ifdef GOAL_BENCH_ONECCL
+    ccl_shim_run(c, g_sbuf, g_rbuf, n);
+    return;
+#endif
     switch (c) {
     case BARRIER: MPI_Barrier(w); break;
     case BCAST: MPI_Bcast(g_sbuf, b, MPI_BYTE, 0, w); break;
@@ -300,6 +311,9 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+#ifdef GOAL_BENCH_ONECCL
+    if (ccl_shim_init(rank, nranks) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
 
     int quick = 0, pin = 0, min_it = -1, max_it = -1;
     double budget_ms = -1;
@@ -385,6 +399,9 @@ int main(int argc, char **argv) {
         MPI_Get_library_version(ver, &len);
         char *nl = strchr(ver, '\n');
         if (nl) *nl = 0;
+#ifdef GOAL_BENCH_ONECCL
+        ccl_shim_version(ver, sizeof ver);
+#endif
         char aff[128];
         affinity_string(aff, sizeof aff);
         printf("{\"lib\": ");
@@ -412,6 +429,9 @@ int main(int argc, char **argv) {
 
     for (int c = 0; c < NCOLL; c++) {
         if (!in_list(colls, COLL[c])) continue;
+#ifdef GOAL_BENCH_ONECCL
+        if (!ccl_shim_has(c)) continue;
+#endif
         for (int si = 0; si < (c == BARRIER ? 1 : nsizes + (c == GATHER && gextra)); si++) {
             size_t n = c == BARRIER ? 0 : si < nsizes ? sizes[si] : GATHER_EXTRA;
             if ((c == REDUCE || c == ALLREDUCE || c == RSB) && n < 8) continue;
@@ -422,6 +442,9 @@ int main(int argc, char **argv) {
             }
         }
     }
+#ifdef GOAL_BENCH_ONECCL
+    ccl_shim_fini();
+#endif
     MPI_Finalize();
     return 0;
 }

@@ -3,6 +3,9 @@
  *
  *   cc -DUSE_GOAL overlap.c $(pkg-config --cflags --libs goal) -lm    goalrun -n N ./overlap.goal ...
  *   mpicc overlap.c -lm                                               mpirun -n N ./overlap.mpi ...
+ *   mpicc -DGOAL_BENCH_ONECCL overlap.c + ccl_shim.cpp (bench/ccl.py)  Intel oneCCL, started by MPICH:
+ *         start = ccl::barrier/broadcast/allreduce (an event), progress call and test = the
+ *         event's test(), wait = its wait(); oneCCL's worker threads progress it (ccl_shim.h)
  *
  *   overlap [--name LIB] [--quick] [--pin] [--tests LIST] [--ops LIST] [--mm-sizes LIST]
  *           [--budget-ms X] [--window-ms X] [--bg-ms X] [--idle-s X] [--max-s X]
@@ -145,6 +148,9 @@
 #include <goal.h>
 #else
 #include <mpi.h>
+#ifdef GOAL_BENCH_ONECCL
+#include "ccl_shim.h"
+#endif
 #endif
 
 /* ---- options and state --------------------------------------------------------------- */
@@ -168,6 +174,7 @@ typedef struct {
     GOAL_Handle h;
 #else
     MPI_Request req;
+    void *ev; /* oneCCL's event (GOAL_BENCH_ONECCL) */
 #endif
 } op_t;
 
@@ -360,9 +367,17 @@ static void lib_init(int *argc, char ***argv) {
     MPICHK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     MPICHK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MPICHK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+#ifdef GOAL_BENCH_ONECCL
+    if (ccl_shim_init(rank, nranks) != 0) die("no oneCCL communicator");
+#endif
 }
 
-static void lib_finalize(void) { MPICHK(MPI_Finalize()); }
+static void lib_finalize(void) {
+#ifdef GOAL_BENCH_ONECCL
+    ccl_shim_fini();
+#endif
+    MPICHK(MPI_Finalize());
+}
 
 static void barrier(void) { MPICHK(MPI_Barrier(MPI_COMM_WORLD)); }
 
@@ -374,6 +389,9 @@ static const char *lib_version(void) {
     static char v[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPICHK(MPI_Get_library_version(v, &len));
+#ifdef GOAL_BENCH_ONECCL
+    ccl_shim_version(v, sizeof v);
+#endif
     for (char *p = v; *p; p++)
         if (*p == '\n') *p = ' ';
     return v;
@@ -381,10 +399,21 @@ static const char *lib_version(void) {
 
 static int op_available(int kind) { return kind != PINGPONG; }
 
-static void op_create(op_t *o) { o->req = MPI_REQUEST_NULL; }
+static void op_create(op_t *o) { o->req = MPI_REQUEST_NULL, o->ev = NULL; }
 
 static void op_free(op_t *o) { (void)o; }
 
+#ifdef GOAL_BENCH_ONECCL
+/* oneCCL: the same operations, float32 sums; the event is freed by the wait */
+static void op_start(op_t *o) {
+    if (o->kind == PINGPONG) die("pingpong200 has no oneCCL form");
+    o->ev = ccl_shim_start(o->kind == BARRIER ? 0 : o->kind == BCAST ? 1 : 2, o->sbuf, o->rbuf, o->bytes);
+}
+static void op_progress(op_t *o) { (void)ccl_shim_test(o->ev); }
+static int op_test(op_t *o) { return ccl_shim_test(o->ev); }
+static void op_wait(op_t *o) { ccl_shim_wait(o->ev), o->ev = NULL; }
+static const char *progress_mode(void) { return "oneccl-workers"; }
+#else
 static void op_start(op_t *o) {
     switch (o->kind) {
     case BARRIER: MPICHK(MPI_Ibarrier(MPI_COMM_WORLD, &o->req)); break;
@@ -415,6 +444,7 @@ static const char *progress_mode(void) {
     const char *p = getenv("MPIR_CVAR_ASYNC_PROGRESS");
     return p && *p && strcmp(p, "0") ? "async" : "default";
 }
+#endif /* GOAL_BENCH_ONECCL */
 #endif
 
 /* ---- computation ---------------------------------------------------------------------- */

@@ -30,6 +30,8 @@ Libraries and modes:
     openmpi        mpirun.openmpi -n 2 --bind-to none overlap.openmpi --pin (no progress thread)
     mpich          mpirun.mpich -n 2 -bind-to none overlap.mpich --pin
     mpich-async    the same with MPIR_CVAR_ASYNC_PROGRESS=1 (MPI_THREAD_MULTIPLE; a progress thread)
+    oneccl         Intel oneCCL (bench/ccl.py), started by MPICH, where scripts/install-oneccl.sh
+                   installed it; its worker thread per rank progresses, spinning (local setups only)
 Setups: "local" = 2 ranks on this machine's 2 CPUs (fully subscribed: every core computes, and the
 progress threads run on their rank's core, --pin, unless the library pinned them to one CPU itself:
 goal's helpers share the highest CPU then). With --cluster (root): an emulated cluster of 4
@@ -58,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ccl  # noqa: E402
 import common as C  # noqa: E402
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -205,6 +208,16 @@ def build(a) -> tuple[dict, dict]:
     for name in ("openmpi", "mpich"):
         if name not in exes:
             C.warn(f"{name} is not available (scripts/install-deps.sh installs it); continuing without it")
+    prefix = ccl.find()
+    if prefix is None or "mpich" not in exes:
+        C.warn("oneCCL (and MPICH, which starts it) not found: continuing without it (scripts/install-oneccl.sh)")
+    else:
+        mpich = C.find_mpis()["mpich"]
+        try:
+            exes[ccl.NAME] = ccl.build(mpich, prefix, [C.BENCH / "p2p_common.h"], src, bdir / "overlap.oneccl", ["-lm"])
+            info[ccl.NAME] = {"prefix": str(prefix), "mpirun": mpich.mpirun}
+        except C.BenchError as e:
+            C.warn(f"oneCCL: building overlap.c failed, skipping it:\n{e}")
     return exes, info
 
 
@@ -244,6 +257,8 @@ def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None)
     if "mpich" in exes:
         libs += [("mpich", "mpich", {"MPIR_CVAR_ASYNC_PROGRESS": "0"}),
                  ("mpich-async", "mpich", {"MPIR_CVAR_ASYNC_PROGRESS": "1"})]
+    if ccl.NAME in exes and hosts is None:  # on one machine only, started by MPICH
+        libs.append((ccl.NAME, ccl.NAME, {}))
     for lib, base, env in libs:
         exe = str(exes["goal" if base == "goal" else base])
         prog = [exe, *program_args(a, setup, lib)]
@@ -253,7 +268,7 @@ def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None)
                 cmd = [str(a.prefix.resolve() / "bin" / "goalrun"), "-n", str(ranks), *prog]
                 out.append(Config(setup, lib, cmd, env, note))
             else:
-                cmd, _ = mpis[base].launch(ranks, prog, bind="none")
+                cmd, _ = mpis["mpich" if base == ccl.NAME else base].launch(ranks, prog, bind="none")
                 out.append(Config(setup, lib, cmd, env, note))
             continue
         head = [str(tool), "mpirun", "--name", cname, "--np", str(ranks), "--per-host", "1", "--rails", "0"]
@@ -657,7 +672,7 @@ def report_setup(summary, setup, libs, ncpu, state) -> str:
 
 LIB_COLORS = {"goal-manual": "#f4a582", "goal-thread": "#d62728", "goal-spin": "#8c2d04",
               "goal-auto": "#e377c2", "goal-kernel": "#9467bd", "goal-thread-rt": "#7f0000", "openmpi": "#1f77b4",
-              "mpich": "#2ca02c", "mpich-async": "#98df8a"}
+              "mpich": "#2ca02c", "mpich-async": "#98df8a", ccl.NAME: "#0068b5"}
 
 
 def color(lib):

@@ -19,6 +19,9 @@ rounds of each run's median, and ratios goal / best Open MPI setting computed pe
 (both runs close in time) and then the median over rounds.
 
 Writes OUT.json (machine, commands, every raw row, the summary, the targets) and OUT.png.
+--noise KIND,... runs all of it under each condition in turn (bench/noise.py): OUT.json then
+holds one result per condition ("conditions"), every row and run says its "noise", and each
+condition has its plot (OUT.png for none, OUT-noise-KIND.png).
 Exit status: 1 if goal fails to build or run (or, with --strict, misses a target).
 """
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C  # noqa: E402
+import noise as N  # noqa: E402
 
 KiB, MiB = 1 << 10, 1 << 20
 LAT_SIZES = [0, 1, 8, 64, 512, KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB]
@@ -91,6 +95,7 @@ def parse_args():
                     help="summarize all runs, also those made while the vCPUs were far apart "
                          "(default: only the runs in the fastest core-to-core state, if every "
                          "library has one)")
+    N.add_args(ap)
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
     a = ap.parse_args()
     if not a.no_goal and a.prefix is None:
@@ -162,7 +167,8 @@ def build_and_configure(a) -> tuple[list[Config], dict, C.Goal | None]:
 
 # ---------------------------------------------------------------------------------------
 
-def run_all(a, configs: list[Config]):
+def run_all(a, configs: list[Config], kind: str = "none", tool: str | None = None):
+    """Every configuration once per round, under the noise `kind` (bench/noise.py)."""
     rows, runs, failures = [], [], []
     n = len(configs)
     for r in range(a.rounds):
@@ -174,8 +180,9 @@ def run_all(a, configs: list[Config]):
                 c2c0 = p0.get("oneway_ns")
                 C.log(f"[round {r + 1}/{a.rounds}] {cfg.name} ..."
                       + ("" if idle is not False else f" (machine still busy after {waited:.0f} s)"))
-                with C.CpuMeter() as meter:
-                    res = C.run(cfg.cmd, env=cfg.env, timeout=a.timeout, cwd=C.REPO)
+                # The noise stops (and is waited for) inside the meter: its CPU is ours.
+                with C.CpuMeter() as meter, N.Running(kind, tool) as noise:
+                    res = C.run(N.wrap(kind, cfg.cmd, 2), env=cfg.env, timeout=a.timeout, cwd=C.REPO)
                 st = meter.result
                 p1 = C.cpu_probe()
                 c2c1 = p1.get("oneway_ns")
@@ -196,7 +203,9 @@ def run_all(a, configs: list[Config]):
                 x["round"] = r
                 x["c2c_ns"] = c2c
                 x["clean_run"] = not (disturbed or unstable)
-            run = {"lib": cfg.name, "round": r, "position": pos, "rc": res.rc,
+                x["noise"] = kind
+            run = {"lib": cfg.name, "round": r, "position": pos, "noise": kind, "noise_report": noise.report,
+                   "rc": res.rc,
                    "timed_out": res.timed_out, "seconds": round(res.seconds, 2),
                    "c2c_ns": c2c, "rows": len(data), "meta": meta, **st}
             if not res.ok:
@@ -529,9 +538,25 @@ def main() -> int:
 
     configs, libinfo, goal = build_and_configure(a)
     libs = [c.name for c in configs]
-    C.log(f"libraries: {', '.join(libs)}; {a.rounds} round(s)")
+    kinds = N.kinds(a)
+    C.log(f"libraries: {', '.join(libs)}; {a.rounds} round(s)"
+          + (f"; under each of: {', '.join(kinds)}" if kinds != ["none"] else ""))
+    results, rc = {}, 0
+    for kind in kinds:
+        results[kind], code = condition(a, configs, libinfo, machine, kind, out)
+        rc = max(rc, code)
+    N.write(out, "p2p", a, machine, results)
+    return rc
+
+
+def condition(a, configs, libinfo, machine, kind: str, out: Path) -> tuple[dict, int]:
+    """The whole measurement under one --noise kind: runs, summary, report, plot; returns the
+    condition's result (the JSON's content, or its part for this kind) and the exit status."""
+    libs = [c.name for c in configs]
+    if kind != "none":
+        print(f"\n=== noise: {kind} ===")
     t0 = time.time()
-    rows, runs, failures = run_all(a, configs)
+    rows, runs, failures = run_all(a, configs, kind, N.goal_tool(a.prefix))
     elapsed = time.time() - t0
 
     # facts from the programs' meta lines
@@ -568,12 +593,16 @@ def main() -> int:
         notes.append(f"CPU steal up to {max(steal):.1f}% during some runs (busy host)")
     if (n := C.cpu_ratio_note(runs)):
         notes.append(n)
+    if (n := N.condition_note(kind, runs)):
+        notes.append(n)
     machine["loadavg_end"] = C.loadavg()
 
     print()
     print(text)
     print()
     binding = "none (no pinning)" if a.no_pin else "rank r pinned to CPU r by the program (launcher binding off)"
+    if kind == "oversub":
+        binding = f"launcher binding off, no pinning, the job on CPUs {N.oversub_cpus(2)} (--noise oversub)"
     print(f"machine: {machine['hostname']}, {machine['nproc']} CPUs ({machine['cpu_model']}), "
           f"kernel {machine['kernel']}; binding: {binding}")
     if c2cs:
@@ -596,6 +625,7 @@ def main() -> int:
 
     result = {
         "benchmark": "p2p",
+        "noise": kind,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
         "machine": machine,
         "binding": binding,
@@ -608,17 +638,16 @@ def main() -> int:
         "notes": notes,
         "table": text,
     }
-    C.write_json(out.with_suffix(".json"), result)
     title = (f"goal point-to-point vs MPI — {machine['hostname']}, {machine['nproc']} CPUs, "
-             f"{time.strftime('%Y-%m-%d')}, median of {a.rounds} round(s)" + (" [quick]" if a.quick else ""))
+             f"{time.strftime('%Y-%m-%d')}, median of {a.rounds} round(s)" + (" [quick]" if a.quick else "")
+             + (f", noise: {kind}" if kind != "none" else ""))
     foot = (f"2 ranks on one machine; binding: {binding}. Bands: min..max over rounds. "
             + (f"Core-to-core cache-line latency {C.median(c2cs):.0f} ns. " if c2cs else "")
             + "; ".join(dict.fromkeys(C.short_version(libinfo[l]["version"]) for l in libs
                                       if libinfo.get(l, {}).get("version"))))
-    if plot(ix, libs, targets, out.with_suffix(".png"), title, foot):
-        print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
-    else:
-        print(f"wrote {out.with_suffix('.json')}")
+    png = Path(f"{out}{N.suffix(kind)}.png")
+    if plot(ix, libs, targets, png, title, foot):
+        print(f"wrote {png}")
 
     rc = 0
     goal_fail = [(c, r) for c, r in failures if c.kind == "goal"]
@@ -629,7 +658,7 @@ def main() -> int:
         rc = 1
     if a.strict and any(t["ok"] is False for t in targets):
         rc = 1
-    return rc
+    return result, rc
 
 
 if __name__ == "__main__":

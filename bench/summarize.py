@@ -32,6 +32,9 @@ Per benchmark (the raw file's "benchmark" field):
            ranges the driver's decision (switch cost as measured) makes of them
 Anything else with a "summary" field: that summary, rounded.
 
+A file of several --noise conditions (bench/noise.py): {"noise": [kinds], "conditions": {kind:
+that condition's summary}}.
+
 Several files (a record with more than one run): a JSON object of their summaries, keyed by
 file name ("coll.json", "coll-K.json", ...), in the order given.
 """
@@ -315,6 +318,11 @@ def summarize(path: Path) -> dict:
     raw = json.loads(path.read_text())
     if not isinstance(raw, dict):
         raise SystemExit(f"summarize.py: {path}: not a driver's result file (a JSON object with 'benchmark')")
+    if "conditions" in raw:
+        # --noise with several kinds (bench/noise.py): each condition is a result of its own.
+        return {"noise": raw.get("noise"), "conditions": {
+            kind: BY_BENCHMARK.get(raw.get("benchmark"), summarize_other)(cond, header(cond, path))
+            for kind, cond in raw["conditions"].items()}}
     out = header(raw, path)
     return BY_BENCHMARK.get(raw.get("benchmark"), summarize_other)(raw, out)
 

@@ -145,6 +145,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub mod client;
 mod conn;
+pub mod cpulist;
 mod detect;
 mod pmi;
 mod pmix;
@@ -224,6 +225,35 @@ pub trait Bootstrap: Send {
 pub fn from_env() -> io::Result<Box<dyn Bootstrap>> {
     let plan = Plan::from_env(&Env::from_process())?;
     start(plan)
+}
+
+/// Who launched this process and which rank it is, as far as the
+/// environment says without connecting to anything (for diagnostics such
+/// as `goal info`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchInfo {
+    /// The bootstrap the environment asks for: `"goalrun"`, `"pmix"`,
+    /// `"pmi"`, `"store"` or `"single"` (as [`Bootstrap::kind`] names them).
+    pub launcher: &'static str,
+    /// This rank, where the environment says (PMIx and PMI-1 with `PMI_ID`
+    /// leave it to their server).
+    pub rank: Option<usize>,
+    /// The number of ranks, where the environment says.
+    pub size: Option<usize>,
+}
+
+/// This process' [`LaunchInfo`], from its environment; an error names a
+/// half-set or garbled variable, as [`from_env`]'s would.
+pub fn launch_info() -> io::Result<LaunchInfo> {
+    let plan = Plan::from_env(&Env::from_process())?;
+    let (launcher, rank, size) = match plan.launch {
+        Launch::Single => ("single", Some(0), Some(1)),
+        Launch::Goalrun { rank, size, .. } => ("goalrun", Some(rank), Some(size)),
+        Launch::Pmix { rank, .. } => ("pmix", Some(rank), None),
+        Launch::Pmi { identity, .. } => ("pmi", identity.map(|i| i.0), identity.map(|i| i.1)),
+        Launch::Store(p) => ("store", Some(p.rank), Some(p.size)),
+    };
+    Ok(LaunchInfo { launcher, rank, size })
 }
 
 /// Carries out a plan: connects to whatever it names.

@@ -159,7 +159,16 @@ fn body() {
 /// The mode `auto` must pick for `ranks` ranks on this machine.
 fn auto_choice(ranks: usize) -> &'static str {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    if ranks * 2 <= cores {
+    // goalrun binds 2 and more ranks, up to the physical cores, to a core
+    // each: a rank may then run on that core's hardware threads only, and
+    // a polling helper needs a second one there.
+    let physical = {
+        let topo = |cpu: usize, what: &str| std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{what}")).unwrap_or_else(|_| cpu.to_string());
+        let ids: std::collections::BTreeSet<(String, String)> = (0..cores).map(|c| (topo(c, "physical_package_id"), topo(c, "core_id"))).collect();
+        ids.len().max(1)
+    };
+    let own = if (2..=physical).contains(&ranks) { cores / physical } else { cores };
+    if ranks * 2 <= cores && own >= 2 {
         "spin"
     } else {
         "thread"
@@ -463,8 +472,11 @@ fn share_body() {
     if std::env::var_os("TEST_BIND_BEFORE_INIT").is_some() {
         // As `mpirun --bind-to core` or `srun --cpu-bind=cores` would: this
         // rank may run on one CPU only, from before GOAL_Init on.
+        // (goalrun binds each rank to a core of its own by default: the
+        // machine's CPUs are the online ones, not this rank's.)
         let rank: usize = std::env::var("GOAL_RANK").unwrap().parse().unwrap();
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+        let cpus = goal_boot::cpulist::parse_list(&online).map_or(1, |c| c.len().max(1));
         // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET stays within it.
         let rc = unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();

@@ -258,18 +258,25 @@ impl Config {
     /// ranks of this job on this machine (on this kernel: emulated hosts in
     /// namespaces share its cores), `shm_ranks` of them reached through
     /// shared memory (this rank included), `cpus` the CPUs they may run on
-    /// (the union of their masks; the helpers share the highest of them).
+    /// (the union of their masks; the helpers share the highest of them),
+    /// `own` how many of them this rank may run on (its launcher's binding).
     /// Sets the spins that follow from the mode and records why.
-    pub fn resolve_progress(&mut self, local_ranks: usize, shm_ranks: usize, cpus: &[usize]) {
+    pub fn resolve_progress(&mut self, local_ranks: usize, shm_ranks: usize, cpus: &[usize], own: usize) {
         let cores = cpus.len().max(1);
         self.cpus = cpus.to_vec();
         // A helper per rank polls on a core of its own only if there are
-        // twice as many cores as ranks here.
-        let spare = local_ranks * 2 <= cores;
+        // twice as many cores as ranks here, and only if the launcher left
+        // this rank more than one CPU: bound to one (`goalrun` with a core
+        // per rank, `mpirun --bind-to core`), its helper would poll on the
+        // application's own CPU, and goal does not move it out of the
+        // binding.
+        let spare = local_ranks * 2 <= cores && own >= 2;
         let machine = format!("{local_ranks} rank(s) on this machine's {cores} core(s)");
+        let bound = if own < 2 && local_ranks * 2 <= cores { ", but each bound to one CPU by its launcher" } else { "" };
         let (mode, why) = match self.requested {
             Requested::Mode(m) => (m, format!("GOAL_PROGRESS={}", m.name())),
             Requested::Auto if spare => (ProgressMode::Spin, format!("auto: {machine}, a spare core per rank for a polling helper")),
+            Requested::Auto if !bound.is_empty() => (ProgressMode::Thread, format!("auto: {machine}{bound}: a helper that sleeps until data arrives")),
             Requested::Auto => (ProgressMode::Thread, format!("auto: {machine}, no spare core: a helper that sleeps until data arrives")),
         };
         self.progress = mode;

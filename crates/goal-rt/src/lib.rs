@@ -356,7 +356,12 @@ impl Runtime {
             cpus = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
         }
         let cores = cpus.len();
-        cfg.resolve_progress(local_ranks.max(sharing), local_ranks, &cpus);
+        cfg.resolve_progress(local_ranks.max(sharing), local_ranks, &cpus, if my_cpus.is_empty() { cores } else { my_cpus.len() });
+        if cfg.debug {
+            // Each rank its own line: the binding is per rank, and goal
+            // keeps whatever the launcher (or the user) set.
+            say!("goal: rank {rank} (pid {}): {}", std::process::id(), affinity::describe(&my_cpus, boot.kind()));
+        }
         let kring = if cfg.progress == ProgressMode::Kernel {
             match goal_transport::kchain::KRing::with_entries(KERNEL_RING_ENTRIES) {
                 Ok(ring) => Some(ring),

@@ -15,6 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::bind::{BindTo, MapBy};
 use super::lowargs::LowArgs;
 use super::{sys, Failure};
 
@@ -61,6 +62,10 @@ pub(crate) struct HiArgs {
     /// `--timeout`, and its text for the message.
     pub timeout: Option<(Duration, String)>,
     pub tag_output: bool,
+    /// `--bind-to`; `None`: the default (see `bind`).
+    pub bind_to: Option<BindTo>,
+    pub map_by: MapBy,
+    pub report_bindings: bool,
     /// How long survivors of a failed rank may take to end by themselves.
     pub abort_grace: Duration,
     /// The resolved program file that each rank execs.
@@ -133,6 +138,20 @@ impl HiArgs {
                 }
             },
         };
+        let bind_to = match low.bind_to {
+            None => None,
+            Some(text) => match BindTo::parse(text.trim()) {
+                Some(b) => Some(b),
+                None => return Err(usage(format!("--bind-to must be one of {}; got '{text}'", BindTo::NAMES))),
+            },
+        };
+        let map_by = match low.map_by {
+            None => MapBy::Core,
+            Some(text) => match MapBy::parse(text.trim()) {
+                Some(m) => m,
+                None => return Err(usage(format!("--map-by must be one of {}; got '{text}'", MapBy::NAMES))),
+            },
+        };
         let abort_grace = match env("GOAL_ABORT_GRACE") {
             None => DEFAULT_ABORT_GRACE,
             Some(v) => match v.to_str().and_then(|t| seconds(t, true)) {
@@ -170,6 +189,9 @@ impl HiArgs {
             progress,
             timeout,
             tag_output: low.tag_output,
+            bind_to,
+            map_by,
+            report_bindings: low.report_bindings,
             abort_grace,
             program,
             argv0,
@@ -272,6 +294,8 @@ mod tests {
         assert!(message(&["-n", "1", "--timeout", "0", "sh"]).contains("got '0'"));
         assert!(message(&["-n", "1", "--timeout", "-1", "sh"]).contains("got '-1'"));
         assert!(message(&["-n", "1"]).contains("no program"));
+        assert!(message(&["-n", "1", "--bind-to", "board", "sh"]).contains("core, hwthread, socket, none; got 'board'"));
+        assert!(message(&["-n", "1", "--map-by", "node", "sh"]).contains("got 'node'"));
         let f = hi(&["-n", "1", "sh"], &[("GOAL_ABORT_GRACE", "soon")]).unwrap_err();
         assert!(
             f.message.contains("GOAL_ABORT_GRACE='soon'"),

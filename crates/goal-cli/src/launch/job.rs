@@ -12,7 +12,9 @@
 //!    ([`goal_boot::server`]).
 //! 3. Spawn the ranks from this, the main, thread (the parent-death signal
 //!    is tied to the forking thread; see [`sys::child_setup`]), each with its
-//!    GOAL_ variables, and open a pidfd for each.
+//!    GOAL_ variables and bound to its CPUs (decided before step 1 by
+//!    [`bind::plan`], which refuses a binding it cannot keep before anything
+//!    starts), and open a pidfd for each.
 //! 4. [`Monitor::run`]: one `poll` over the signalfd and the pidfds of the
 //!    running ranks, its timeout the nearest deadline. It never spins.
 //! 5. Shut the server down, wait briefly for tagged output to drain, and
@@ -51,6 +53,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use goal_boot::env;
 use goal_boot::server::{Server, ServerHandle};
 
+use super::bind;
 use super::hiargs::HiArgs;
 use super::output::{Stream, Tagger};
 use super::sys::{self, ExitStatus, SignalFd};
@@ -76,6 +79,18 @@ fn fatal(what: &str) -> impl FnOnce(io::Error) -> Failure + '_ {
 
 /// Runs the job `args` describes; returns goalrun's exit status.
 pub(crate) fn run(args: &HiArgs) -> Result<i32, Failure> {
+    let topo = bind::Topology::read().map_err(fatal("cannot read the CPUs goalrun may use"))?;
+    let binding = bind::plan(&topo, args.ranks, args.bind_to, args.map_by).map_err(|message| Failure {
+        code: 2,
+        message,
+        usage: false,
+    })?;
+    let sets = binding
+        .ranks
+        .iter()
+        .map(|cpus| cpus.as_deref().map(sys::cpu_set).transpose())
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(fatal("cannot bind the ranks"))?;
     let signals = SignalFd::new(&FORWARDED).map_err(fatal("cannot set up signal handling"))?;
     // pidfd, two bootstrap socket descriptors, two pipes per rank, and spare.
     let _ = sys::raise_nofile_limit(8 * args.ranks as u64 + 64);
@@ -90,8 +105,13 @@ pub(crate) fn run(args: &HiArgs) -> Result<i32, Failure> {
     let mut ranks = Vec::with_capacity(args.ranks);
     let mut spawn_error = None;
     for index in 0..args.ranks {
-        match spawn_rank(args, index, &sock, &job, tagger.as_mut()) {
-            Ok(rank) => ranks.push(rank),
+        match spawn_rank(args, index, &sock, &job, sets[index], tagger.as_mut()) {
+            Ok(rank) => {
+                if args.report_bindings {
+                    say!("goalrun: {}", bind::report_line(&topo, &binding, index, rank.pid));
+                }
+                ranks.push(rank)
+            }
             Err(e) => {
                 spawn_error = Some((index, e));
                 break;
@@ -161,6 +181,7 @@ fn spawn_rank(
     index: usize,
     sock: &Path,
     job: &str,
+    cpus: Option<libc::cpu_set_t>,
     tagger: Option<&mut Tagger>,
 ) -> io::Result<Rank> {
     let mut cmd = Command::new(&args.program);
@@ -184,9 +205,16 @@ fn spawn_rank(
     // SAFETY: the closure runs between fork and exec in the child of a
     // multi-threaded process, where only async-signal-safe calls are allowed:
     // child_setup makes only prctl, getppid, raise, sigemptyset and
-    // sigprocmask calls, allocates nothing and takes no locks.
+    // sigprocmask calls, bind_self one sched_setaffinity on a set made
+    // before the fork; neither allocates nor takes a lock.
     unsafe {
-        cmd.pre_exec(move || sys::child_setup(parent));
+        cmd.pre_exec(move || {
+            sys::child_setup(parent)?;
+            match &cpus {
+                Some(set) => sys::bind_self(set),
+                None => Ok(()),
+            }
+        });
     }
     let mut child = cmd.spawn()?;
     let pid = child.id() as libc::pid_t;

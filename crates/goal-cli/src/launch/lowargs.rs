@@ -18,6 +18,12 @@ pub(crate) struct LowArgs {
     pub progress: Option<String>,
     /// `--timeout`: seconds, as text.
     pub timeout: Option<String>,
+    /// `--bind-to`: what each rank is bound to, as text.
+    pub bind_to: Option<String>,
+    /// `--map-by`: the order ranks take the cores in, as text.
+    pub map_by: Option<String>,
+    /// `--report-bindings`.
+    pub report_bindings: bool,
     /// `--tag-output`/`-l`.
     pub tag_output: bool,
     /// `-h`/`--help`.
@@ -36,6 +42,8 @@ fn takes_value(name: &str) -> Option<&'static str> {
         "-n" | "--np" => Some("np"),
         "--progress" => Some("progress"),
         "--timeout" => Some("timeout"),
+        "--bind-to" => Some("bind-to"),
+        "--map-by" => Some("map-by"),
         _ => None,
     }
 }
@@ -85,6 +93,8 @@ impl LowArgs {
                 let slot = match key {
                     "np" => &mut low.np,
                     "progress" => &mut low.progress,
+                    "bind-to" => &mut low.bind_to,
+                    "map-by" => &mut low.map_by,
                     _ => &mut low.timeout,
                 };
                 *slot = Some(value);
@@ -95,6 +105,7 @@ impl LowArgs {
             }
             match name.as_str() {
                 "-l" | "--tag-output" => low.tag_output = true,
+                "--report-bindings" => low.report_bindings = true,
                 "-h" | "--help" => low.help = true,
                 _ => return Err(ParseError(format!("unknown option '{text}'"))),
             }
@@ -130,6 +141,9 @@ mod tests {
         assert_eq!(low.progress.as_deref(), Some("spin"));
         assert_eq!(low.timeout.as_deref(), Some("2.5"));
         assert_eq!(low.command, vec![OsString::from("-x")]);
+        let low = parse(&["--bind-to", "none", "--map-by=socket", "--report-bindings", "p"]).unwrap();
+        assert_eq!((low.bind_to.as_deref(), low.map_by.as_deref()), (Some("none"), Some("socket")));
+        assert!(low.report_bindings);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! The launcher is three steps, one module each, in the order they run:
 //! [`lowargs`] sorts the command line, [`hiargs`] validates it into a launch
 //! (nothing is started until everything checks out), and [`job`] runs it.
-//! [`output`] is the `--tag-output` plumbing and [`sys`] the system calls.
+//! [`bind`] decides which CPUs each rank runs on, [`output`] is the
+//! `--tag-output` plumbing and [`sys`] the system calls.
 //! The bootstrap protocol itself lives in goal-boot, shared with the ranks.
 
 /// Writes one line to stderr with a single `write`, so that it cannot be
@@ -20,6 +21,7 @@ macro_rules! say {
     }};
 }
 
+mod bind;
 mod hiargs;
 mod job;
 mod lowargs;
@@ -31,8 +33,8 @@ use std::ffi::OsString;
 use hiargs::HiArgs;
 use lowargs::{LowArgs, ParseError};
 
-const USAGE: &str =
-    "Usage: goalrun -n N [--progress MODE] [--timeout S] [--tag-output] [--] PROGRAM [ARGS...]";
+const USAGE: &str = "Usage: goalrun -n N [--progress MODE] [--bind-to WHAT] [--map-by ORDER] \
+     [--report-bindings] [--timeout S] [--tag-output] [--] PROGRAM [ARGS...]";
 
 const HELP: &str = "\
 goalrun: start a goal job of N ranks on this machine.
@@ -43,6 +45,16 @@ Options:
   -n, --np N           number of ranks to start (at least 1)
       --progress MODE  the runtime's progress mode: manual, thread, spin,
                        kernel or auto (given to the ranks as GOAL_PROGRESS)
+      --bind-to WHAT   what each rank is bound to: core, hwthread, socket or
+                       none. Default: a core each when there are 2 or more
+                       ranks and no more than the cores goalrun may use
+                       (its affinity and cpuset: taskset, a batch system);
+                       otherwise none (every rank may use every such CPU)
+      --map-by ORDER   the order ranks take the cores: core (or slot; the
+                       default: socket 0's cores first) or socket (round
+                       robin over the sockets)
+      --report-bindings
+                       print to stderr, per rank, the CPUs it may run on
       --timeout S      kill every rank after S seconds (exit status 124)
   -l, --tag-output     prefix each line the ranks print with \"[rank] \"
   -h, --help           print this help

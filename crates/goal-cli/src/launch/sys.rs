@@ -351,3 +351,37 @@ pub(crate) fn signal_name(sig: i32) -> String {
     };
     name.to_owned()
 }
+
+/// The CPUs this process may run on (`sched_getaffinity`), in order.
+pub(crate) fn affinity() -> io::Result<Vec<usize>> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, and
+    // sched_getaffinity(0, ..) writes at most its size into it.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        cvt(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set))?;
+        set
+    };
+    // SAFETY: CPU_ISSET reads inside the set for indices below its capacity.
+    Ok((0..8 * std::mem::size_of::<libc::cpu_set_t>()).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+}
+
+/// `cpus` as a `cpu_set_t`; CPUs beyond its capacity (1024) are an error.
+pub(crate) fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU {cpu} is beyond what a cpu_set_t holds")));
+        }
+        // SAFETY: `cpu` is below the set's capacity (checked).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Ok(set)
+}
+
+/// Binds the calling process to `set`. Async-signal-safe (one system
+/// call), for the child between fork and exec.
+pub(crate) fn bind_self(set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: `set` is a valid cpu_set_t of the size given; pid 0 is the caller.
+    cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) }).map(drop)
+}

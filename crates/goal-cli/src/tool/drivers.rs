@@ -13,7 +13,8 @@
 //! The drivers find goal by `--prefix DIR` (see `bench/common.py`: it wants
 //! `DIR/bin/goalrun`, `DIR/include/goal.h` and `DIR/lib/pkgconfig/goal.pc`).
 //! An installed goal, one whose executable sits in such a `DIR/bin`, gives
-//! the driver `--prefix DIR` unless ARGS already give one.
+//! the driver `--prefix DIR` unless ARGS already give one, and every driver
+//! `GOAL_TOOL`, this goal's own path, for the tools it starts (`goal noise`).
 
 use std::ffi::OsString;
 use std::io;
@@ -117,7 +118,13 @@ pub(crate) fn tune(args: Vec<OsString>, cx: &Context) -> Result<i32, Failure> {
 fn run_driver(name: &str, args: Vec<OsString>, cx: &Context) -> Result<i32, Failure> {
     let driver = find(name, cx)?;
     let args = with_prefix(args, installed_prefix(cx));
-    let err = Command::new("python3").arg(&driver).args(&args).exec();
+    let mut cmd = Command::new("python3");
+    cmd.arg(&driver).args(&args);
+    // The drivers start this goal's tools (`goal noise` for --noise).
+    if let Some(exe) = &cx.exe {
+        cmd.env("GOAL_TOOL", exe);
+    }
+    let err = cmd.exec();
     Err(cannot_run(&driver, &err, cx))
 }
 

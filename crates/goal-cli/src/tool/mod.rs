@@ -15,7 +15,9 @@ mod calibrate;
 mod check;
 mod draw;
 mod drivers;
+mod info;
 mod lowargs;
+mod noise;
 mod run;
 
 use std::ffi::{OsStr, OsString};
@@ -73,6 +75,18 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "[-o OUT] [--format svg|dot] [--max-ranks N] FILE",
         summary: "draw a GOAL text schedule as SVG or DOT: ranks, operations, edges, messages",
         run: draw::draw,
+    },
+    Subcommand {
+        name: "info",
+        args: "",
+        summary: "this process' rank, launcher and binding (start it under a launcher)",
+        run: info::info,
+    },
+    Subcommand {
+        name: "noise",
+        args: "KIND [--duration S] [--cpus LIST]",
+        summary: "make this machine busy in a known way (busy, detour:D/P)",
+        run: noise::noise,
     },
     Subcommand {
         name: "help",

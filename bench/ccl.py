@@ -1,0 +1,75 @@
+"""Intel oneCCL as a peer of the collective and overlap benchmarks (coll.py's and overlap.py's "oneccl").
+
+oneCCL is the ML world's collective library (PyTorch's "ccl" backend, DeepSpeed on CPUs): its
+worker threads progress collectives asynchronously, its answer to the progress problem, and
+they spin (one per rank by default, CCL_WORKER_COUNT), so its CPU cost is part of what it
+measures. scripts/install-oneccl.sh installs it from PyPI (oneccl-cpu, oneccl-cpu-devel and
+the loader libccl.so.2 from oneccl) into build/oneccl, or GOAL_ONECCL=DIR names another.
+
+The program is bench/mpi_coll.c built with -DGOAL_BENCH_ONECCL against MPICH and linked with
+bench/ccl_shim.cpp: the same method, iterations, verification and output as the MPIs', every
+timed collective a oneCCL call plus the wait on its event (variant "blocking"), MPICH starting
+the job and carrying only the harness' own traffic (ccl_shim.h). oneCCL has no gather or
+scatter; its transport is OFI (Debian's libfabric), its MPI transport wanting Intel MPI.
+overlap.py builds bench/overlap.c the same way (start = the ccl:: call, test = the event's
+test(), wait = its wait()). Where oneCCL is not installed the benchmarks run without it, saying so.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import common as C
+
+NAME = "oneccl"
+
+
+def find() -> Path | None:
+    """oneCCL's install prefix (lib/libccl.so.1, include/oneapi/ccl.hpp), or None."""
+    for d in (os.environ.get("GOAL_ONECCL"), str(C.REPO / "build" / "oneccl")):
+        if d and (Path(d) / "lib" / "libccl.so.1").exists() and (Path(d) / "include" / "oneapi" / "ccl.hpp").exists():
+            return Path(d)
+    return None
+
+
+def build(mpi: C.MPI, prefix: Path, deps, src: Path | None = None, out: Path | None = None,
+          libs=()) -> Path:
+    """`src` (default mpi_coll.c) built with -DGOAL_BENCH_ONECCL and linked with ccl_shim.cpp by
+    MPICH's wrappers into `out` (default BUILD/mpi_coll.oneccl); BenchError if that fails."""
+    src = src or C.BENCH / "mpi_coll.c"
+    out = out or C.BUILD / "mpi_coll.oneccl"
+    srcs = [src, C.BENCH / "ccl_shim.cpp", C.BENCH / "ccl_shim.h", *deps]
+    if C._newer(out, srcs + [prefix / "lib" / "libccl.so.1"]):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    mpicxx = mpi.mpicc.replace("mpicc", "mpicxx")
+    c_obj, cc_obj = out.with_name(out.name + ".o"), out.with_name(out.name + ".shim.o")
+    C.run([mpi.mpicc, *C.CFLAGS, "-I", C.BENCH, "-DGOAL_BENCH_ONECCL", "-c", src, "-o", c_obj], timeout=300, check=True)
+    C.run([mpicxx, "-O2", "-g", "-Wall", f"-I{prefix / 'include'}", "-c", C.BENCH / "ccl_shim.cpp", "-o", cc_obj],
+          timeout=300, check=True)
+    C.run([mpicxx, "-o", out, c_obj, cc_obj, f"-L{prefix / 'lib'}", "-lccl", *libs, f"-Wl,-rpath,{prefix / 'lib'}"],
+          timeout=300, check=True)
+    return out
+
+
+def configs(a, mpis: dict, deps, program_args, Config) -> tuple[list, dict]:
+    """The oneccl configurations of coll.py (one per rank count) and its library facts; none,
+    with a warning, where oneCCL or MPICH is missing or the build fails."""
+    prefix = find()
+    if prefix is None:
+        C.warn("oneCCL not installed (scripts/install-oneccl.sh, or GOAL_ONECCL=DIR); continuing without it")
+        return [], {}
+    mpi = mpis.get("mpich")
+    if mpi is None:
+        C.warn("oneCCL is run under MPICH, which is missing; continuing without oneCCL")
+        return [], {}
+    try:
+        exe = build(mpi, prefix, deps)
+    except C.BenchError as e:
+        C.warn(f"oneCCL: build failed, skipping it:\n{e}")
+        return [], {}
+    out = []
+    for n in a.ranks:
+        cmd, env = mpi.launch(n, [exe, NAME, "--variants", "blocking", *program_args(a, n)], bind="none")
+        out.append(Config(NAME, "mpi", n, cmd, env, "oneCCL over OFI, started by MPICH; worker threads spin"))
+    return out, {"prefix": str(prefix), "mpicc": mpi.mpicc, "mpirun": mpi.mpirun}
