@@ -245,11 +245,16 @@ pub struct LaunchInfo {
 /// This process' [`LaunchInfo`], from its environment; an error names a
 /// half-set or garbled variable, as [`from_env`]'s would.
 pub fn launch_info() -> io::Result<LaunchInfo> {
-    let plan = Plan::from_env(&Env::from_process())?;
+    let env = Env::from_process();
+    let plan = Plan::from_env(&env)?;
     let (launcher, rank, size) = match plan.launch {
         Launch::Single => ("single", Some(0), Some(1)),
         Launch::Goalrun { rank, size, .. } => ("goalrun", Some(rank), Some(size)),
-        Launch::Pmix { rank, .. } => ("pmix", Some(rank), None),
+        // The server knows the size; Open MPI and Slurm say it too.
+        Launch::Pmix { rank, .. } => {
+            let size = ["OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"].iter().find_map(|v| env.number(v).ok().flatten());
+            ("pmix", Some(rank), size)
+        }
         Launch::Pmi { identity, .. } => ("pmi", identity.map(|i| i.0), identity.map(|i| i.1)),
         Launch::Store(p) => ("store", Some(p.rank), Some(p.size)),
     };
