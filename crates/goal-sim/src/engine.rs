@@ -1,0 +1,373 @@
+//! The simulation loop: LogGOPSim's, event for event.
+//!
+//! Each host has, per cpu, the time its cpu is next free (`nexto`), and per
+//! nic the time it may next send (`nextgs`) and receive (`nextgr`). Events
+//! are taken in (time, stamp) order ([`crate::queue`]):
+//!
+//! * a **calc** of N units starts when its cpu is free and holds it N ns;
+//! * a **send** of s bytes starts when its cpu and its nic are free; it
+//!   holds the cpu `o + (s-1)O` and the nic `g + (s-1)G`, and its message
+//!   arrives at the destination `o + L` after the start. Up to S bytes it is
+//!   eager: it finishes at once. Above S it is a rendezvous: it finishes
+//!   when the message meets its receive;
+//! * a **message** is taken by the destination when the cpu (the number the
+//!   *send* named: LogGOPSim's) and the nic there are free, holding the cpu
+//!   `o + max((s-1)O, (s-1)G)` and the nic `g + (s-1)G`; it then completes
+//!   the oldest matching posted receive, or waits in the unexpected queue;
+//! * a **receive** starts when it is ready (it takes no resource) and
+//!   completes at once from the unexpected queue, or is posted.
+//!
+//! When a rendezvous completes, the sender's cpu and nic are moved up to
+//! the time of the match. Arithmetic is LogGOPSim's: unsigned 64-bit,
+//! wrapping (so a 0-byte message charges `(0-1)*G`, as it does there).
+//!
+//! After each event, the operations it made ready are queued host by host
+//! (lowest host first), sends before receives before calcs, and otherwise
+//! in the order they were released: LogGOPSim sorts them by kind with
+//! `std::sort`, which keeps that order for up to 16 operations and not
+//! beyond; goal keeps it always (docs/sim.md).
+
+use crate::program::{Kind, Program, START};
+use crate::queue::{Event, Queue, MSG};
+use crate::matchq::Lists;
+use crate::{Activity, Params, Resource, What};
+
+/// No operation (global index).
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// What the critical path needs, kept only on request.
+#[derive(Debug, Default)]
+pub(crate) struct Trail {
+    /// Per operation (global index): the operation whose event decided when
+    /// it started or finished, last.
+    pub why: Vec<u32>,
+    /// Per operation: when it started and finished.
+    pub start: Vec<u64>,
+    pub end: Vec<u64>,
+    /// Per cpu slot: the operation that last set its `nexto`.
+    pub cpu_holder: Vec<u32>,
+    /// Per nic slot: the operations that last set `nextgs` and `nextgr`.
+    pub nic_send_holder: Vec<u32>,
+    pub nic_recv_holder: Vec<u32>,
+}
+
+/// The state of a simulation.
+pub(crate) struct Engine<'p, O: crate::Observer> {
+    pub p: &'p Program,
+    pub prm: Params,
+    pub obs: O,
+    pub pending: Vec<u32>,
+    pub nexto: Vec<u64>,
+    pub nextgs: Vec<u64>,
+    pub nextgr: Vec<u64>,
+    pub rq: Lists,
+    pub uq: Lists,
+    pub queue: Queue,
+    stamp: u64,
+    /// Operations released by the current event: (host, op, releaser).
+    ready: Vec<(u32, u32, u32)>,
+    pub events: u64,
+    pub done: u64,
+    pub trail: Option<Trail>,
+}
+
+impl<'p, O: crate::Observer> Engine<'p, O> {
+    pub fn new(p: &'p Program, prm: Params, obs: O, trail: bool) -> Engine<'p, O> {
+        let hosts = p.num_ranks as usize;
+        let (nc, nn) = (p.ncpus as usize, p.nnics as usize);
+        let trail = trail.then(|| Trail {
+            why: vec![NONE; p.peer.len()],
+            start: vec![0; p.peer.len()],
+            end: vec![0; p.peer.len()],
+            cpu_holder: vec![NONE; hosts * nc],
+            nic_send_holder: vec![NONE; hosts * nn],
+            nic_recv_holder: vec![NONE; hosts * nn],
+        });
+        Engine {
+            p,
+            prm,
+            obs,
+            pending: p.npre.clone(),
+            nexto: vec![0; hosts * nc],
+            nextgs: vec![0; hosts * nn],
+            nextgr: vec![0; hosts * nn],
+            rq: Lists::new(p.num_ranks),
+            uq: Lists::new(p.num_ranks),
+            queue: Queue::default(),
+            stamp: 0,
+            ready: Vec::new(),
+            events: 0,
+            done: 0,
+            trail,
+        }
+    }
+
+    #[inline]
+    fn global(&self, host: u32, op: u32) -> u32 {
+        self.p.op_base[host as usize] + op
+    }
+
+    #[inline]
+    fn attr(&self, host: u32, op: u32) -> crate::program::Attr {
+        let g = self.global(host, op) as usize;
+        self.p.attrs[self.p.attr[g] as usize]
+    }
+
+    #[inline]
+    fn cpu(&self, host: u32, cpu: u8) -> usize {
+        host as usize * self.p.ncpus as usize + cpu as usize
+    }
+
+    #[inline]
+    fn nic(&self, host: u32, nic: u8) -> usize {
+        host as usize * self.p.nnics as usize + nic as usize
+    }
+
+    /// Releases the successors of `op` that wait for its start (`start`)
+    /// or its end.
+    #[inline]
+    fn release(&mut self, host: u32, op: u32, start: bool) {
+        let (a, b) = self.p.succ_range(host, op);
+        let base = self.p.op_base[host as usize] as usize;
+        let by = (base as u32).wrapping_add(op);
+        for k in a..b {
+            let e = self.p.edges[k];
+            if (e & START != 0) != start {
+                continue;
+            }
+            let t = e & !START;
+            let c = &mut self.pending[base + t as usize];
+            *c -= 1;
+            if *c == 0 {
+                self.ready.push((host, t, by));
+            }
+        }
+    }
+
+    fn started(&mut self, host: u32, op: u32, t: u64, cause: u32) {
+        if let Some(tr) = &mut self.trail {
+            let g = (self.p.op_base[host as usize] + op) as usize;
+            tr.why[g] = cause;
+            tr.start[g] = t;
+            tr.end[g] = t;
+        }
+        self.release(host, op, true);
+    }
+
+    fn finished(&mut self, host: u32, op: u32, t: u64, cause: Option<u32>) {
+        if let Some(tr) = &mut self.trail {
+            let g = (self.p.op_base[host as usize] + op) as usize;
+            tr.end[g] = t;
+            if let Some(c) = cause {
+                tr.why[g] = c;
+            }
+        }
+        self.done += 1;
+        self.release(host, op, false);
+    }
+
+    fn next_stamp(&mut self) -> u64 {
+        let s = self.stamp;
+        self.stamp += 1;
+        s
+    }
+
+    /// Queues every operation without prerequisites, at time 0, host by
+    /// host, as LogGOPSim starts.
+    pub fn start(&mut self) {
+        for h in 0..self.p.num_ranks {
+            let (a, b) = (self.p.op_base[h as usize], self.p.op_base[h as usize + 1]);
+            for g in a..b {
+                if self.pending[g as usize] == 0 {
+                    self.ready.push((h, g - a, NONE));
+                }
+            }
+            self.flush();
+        }
+    }
+
+    /// Queues the operations released by the last event.
+    fn flush(&mut self) {
+        if self.ready.is_empty() {
+            return;
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        if ready.len() > 1 {
+            // Stable: within a host and kind, the order of release.
+            ready.sort_by_key(|&(h, op, _)| (h, self.attr(h, op).kind));
+        }
+        for &(h, op, by) in &ready {
+            let a = self.attr(h, op);
+            let c = self.nexto[self.cpu(h, a.cpu)];
+            let time = match a.kind {
+                Kind::Send => c.max(self.nextgs[self.nic(h, a.nic)]),
+                Kind::Recv | Kind::Calc => c,
+            };
+            let ts = self.next_stamp();
+            self.queue.push(Event { time, ts, host: h, src: h, op, cause: by });
+        }
+        ready.clear();
+        self.ready = ready;
+    }
+
+    /// Runs until no event is left.
+    pub fn run(&mut self) {
+        while let Some(e) = self.queue.pop() {
+            self.events += 1;
+            if e.is_msg() {
+                self.message(e);
+            } else {
+                match self.attr(e.host, e.op).kind {
+                    Kind::Calc => self.calc(e),
+                    Kind::Send => self.send(e),
+                    Kind::Recv => self.recv(e),
+                }
+            }
+            self.flush();
+        }
+    }
+
+    /// Puts `e` back for `time`, keeping its stamp; `blocker` held the
+    /// resource it waits for.
+    fn retry(&mut self, mut e: Event, time: u64, blocker: u32) {
+        e.time = time;
+        if self.trail.is_some() && blocker != NONE {
+            e.cause = blocker;
+        }
+        self.queue.push(e);
+    }
+
+    fn calc(&mut self, e: Event) {
+        let (h, t) = (e.host, e.time);
+        let a = self.attr(h, e.op);
+        let c = self.cpu(h, a.cpu);
+        if self.nexto[c] > t {
+            let blocker = self.trail.as_ref().map_or(NONE, |tr| tr.cpu_holder[c]);
+            return self.retry(e, self.nexto[c], blocker);
+        }
+        let end = t.wrapping_add(a.size);
+        self.nexto[c] = end;
+        self.hold_cpu(c, h, e.op);
+        self.started(h, e.op, t, e.cause);
+        self.finished(h, e.op, end, None);
+        self.obs.activity(&Activity { rank: h, op: e.op, what: What::Calc, start: t, end, peer: None, bytes: a.size, resource: Resource::Cpu(a.cpu as u32) });
+    }
+
+    fn hold_cpu(&mut self, c: usize, h: u32, op: u32) {
+        if self.trail.is_some() {
+            let g = self.global(h, op);
+            if let Some(tr) = &mut self.trail {
+                tr.cpu_holder[c] = g;
+            }
+        }
+    }
+
+    fn send(&mut self, e: Event) {
+        let (h, t) = (e.host, e.time);
+        let a = self.attr(h, e.op);
+        let (c, n) = (self.cpu(h, a.cpu), self.nic(h, a.nic));
+        let free = self.nexto[c].max(self.nextgs[n]);
+        if free > t {
+            let blocker = self.trail.as_ref().map_or(NONE, |tr| if self.nexto[c] >= self.nextgs[n] { tr.cpu_holder[c] } else { tr.nic_send_holder[n] });
+            return self.retry(e, free, blocker);
+        }
+        let prm = self.prm;
+        let s1 = a.size.wrapping_sub(1);
+        let g = self.global(h, e.op);
+        let peer = self.p.peer[g as usize];
+        self.started(h, e.op, t, e.cause);
+        let cpu_end = t.wrapping_add(prm.o).wrapping_add(s1.wrapping_mul(prm.big_o));
+        let nic_end = t.wrapping_add(prm.g).wrapping_add(s1.wrapping_mul(prm.big_g));
+        self.nexto[c] = cpu_end;
+        self.nextgs[n] = nic_end;
+        self.hold_cpu(c, h, e.op);
+        if let Some(tr) = &mut self.trail {
+            tr.nic_send_holder[n] = g;
+        }
+        let arrive = t.wrapping_add(prm.o).wrapping_add(prm.l);
+        let ts = self.next_stamp() | MSG;
+        self.queue.push(Event { time: arrive, ts, host: peer, src: h, op: e.op, cause: g });
+        if a.size <= prm.s {
+            self.finished(h, e.op, t, None);
+        }
+        let o = &mut self.obs;
+        o.activity(&Activity { rank: h, op: e.op, what: What::Send, start: t, end: cpu_end.max(t), peer: Some(peer), bytes: a.size, resource: Resource::Cpu(a.cpu as u32) });
+        o.activity(&Activity { rank: h, op: e.op, what: What::Send, start: t, end: nic_end.max(t), peer: Some(peer), bytes: a.size, resource: Resource::Nic(a.nic as u32) });
+        let wire = t.wrapping_add(prm.o);
+        o.activity(&Activity { rank: h, op: e.op, what: What::Transfer, start: wire, end: arrive.max(wire), peer: Some(peer), bytes: a.size, resource: Resource::Network });
+    }
+
+    /// A rendezvous send (`op` of `host`) meets its receive at `t`: it
+    /// finishes, and the sender's cpu and nic are moved up to `t`.
+    fn rendezvous(&mut self, host: u32, op: u32, cpu: u8, nic: u8, t: u64, cause: u32) {
+        let (c, n) = (self.cpu(host, cpu), self.nic(host, nic));
+        self.finished(host, op, t, Some(cause));
+        if self.nexto[c] < t {
+            self.nexto[c] = t;
+        }
+        if self.nextgs[n] < t {
+            self.nextgs[n] = t;
+        }
+    }
+
+    fn recv(&mut self, e: Event) {
+        let (h, t) = (e.host, e.time);
+        let a = self.attr(h, e.op);
+        let g = self.global(h, e.op);
+        let src = self.p.peer[g as usize];
+        self.started(h, e.op, t, e.cause);
+        match self.uq.take(h, src, a.tag) {
+            Some(m) => {
+                if a.size > self.prm.s {
+                    // LogGOPSim moves the sender's cpu and nic named by the *receive*.
+                    self.rendezvous(m.src, m.op, a.cpu, a.nic, t, g);
+                }
+                self.finished(h, e.op, t, None);
+                self.obs.activity(&Activity { rank: h, op: e.op, what: What::Recv, start: t, end: t, peer: Some(m.src), bytes: a.size, resource: Resource::Cpu(a.cpu as u32) });
+            }
+            None => self.rq.push(h, src, a.tag, e.op),
+        }
+    }
+
+    fn message(&mut self, e: Event) {
+        let (h, t, from) = (e.host, e.time, e.src);
+        let a = self.attr(from, e.op);
+        let (c, n) = (self.cpu(h, a.cpu), self.nic(h, a.nic));
+        let free = self.nexto[c].max(self.nextgr[n]);
+        if free > t {
+            let blocker = self.trail.as_ref().map_or(NONE, |tr| if self.nexto[c] >= self.nextgr[n] { tr.cpu_holder[c] } else { tr.nic_recv_holder[n] });
+            return self.retry(e, free, blocker);
+        }
+        let prm = self.prm;
+        let s1 = a.size.wrapping_sub(1);
+        let cpu_end = t.wrapping_add(prm.o).wrapping_add(s1.wrapping_mul(prm.big_o).max(s1.wrapping_mul(prm.big_g)));
+        let nic_end = t.wrapping_add(prm.g).wrapping_add(s1.wrapping_mul(prm.big_g));
+        self.nexto[c] = cpu_end;
+        self.nextgr[n] = nic_end;
+        let matched = self.rq.take(h, from, a.tag);
+        let holder = match matched {
+            Some(m) => self.global(h, m.op),
+            None => self.global(from, e.op),
+        };
+        if let Some(tr) = &mut self.trail {
+            tr.cpu_holder[c] = holder;
+            tr.nic_recv_holder[n] = holder;
+        }
+        let op = match matched {
+            Some(m) => {
+                if a.size > prm.s {
+                    self.rendezvous(from, e.op, a.cpu, a.nic, t, holder);
+                }
+                self.finished(h, m.op, cpu_end, Some(e.cause));
+                m.op
+            }
+            None => {
+                self.uq.push(h, from, a.tag, e.op);
+                u32::MAX
+            }
+        };
+        let o = &mut self.obs;
+        o.activity(&Activity { rank: h, op, what: What::Recv, start: t, end: cpu_end.max(t), peer: Some(from), bytes: a.size, resource: Resource::Cpu(a.cpu as u32) });
+        o.activity(&Activity { rank: h, op, what: What::Recv, start: t, end: nic_end.max(t), peer: Some(from), bytes: a.size, resource: Resource::Nic(a.nic as u32) });
+    }
+}
