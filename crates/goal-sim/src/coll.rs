@@ -79,7 +79,7 @@ pub fn program(w: &World, cost: Cost, mut on_rank: impl FnMut(u32)) -> Result<Pr
 
 /// Writes `w` as a text schedule in Schedgen's layout (`num_ranks`, one
 /// block per rank, labels `l1`, `l2`, ...), which LogGOPSim reads too.
-pub fn write_text(w: &World, cost: Cost, out: &mut impl Write) -> std::io::Result<()> {
+pub fn write_text(w: &World, cost: Cost, out: &mut (impl Write + ?Sized)) -> std::io::Result<()> {
     let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
     let mut text = String::new();
     writeln!(out, "num_ranks {}", w.size)?;

@@ -41,6 +41,9 @@ pub(crate) struct Trail {
     /// Per operation (global index): the operation whose event decided when
     /// it started or finished, last.
     pub why: Vec<u32>,
+    /// Per send: what decided when its message was taken (the send, or the
+    /// operation holding the destination's cpu or nic).
+    pub msg_why: Vec<u32>,
     /// Per operation: when it started and finished.
     pub start: Vec<u64>,
     pub end: Vec<u64>,
@@ -64,8 +67,10 @@ pub(crate) struct Engine<'p, O: crate::Observer> {
     pub uq: Lists,
     pub queue: Queue,
     stamp: u64,
-    /// Operations released by the current event: (host, op, releaser).
-    ready: Vec<(u32, u32, u32)>,
+    /// Operations released by the current event: (host, op).
+    ready: Vec<(u32, u32)>,
+    /// The operations without prerequisites, queued lazily (see `start`).
+    init: Initial,
     pub events: u64,
     pub done: u64,
     pub trail: Option<Trail>,
@@ -77,6 +82,7 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let (nc, nn) = (p.ncpus as usize, p.nnics as usize);
         let trail = trail.then(|| Trail {
             why: vec![NONE; p.peer.len()],
+            msg_why: vec![NONE; p.peer.len()],
             start: vec![0; p.peer.len()],
             end: vec![0; p.peer.len()],
             cpu_holder: vec![NONE; hosts * nc],
@@ -96,6 +102,7 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
             queue: Queue::default(),
             stamp: 0,
             ready: Vec::new(),
+            init: Initial::default(),
             events: 0,
             done: 0,
             trail,
@@ -129,7 +136,6 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
     fn release(&mut self, host: u32, op: u32, start: bool) {
         let (a, b) = self.p.succ_range(host, op);
         let base = self.p.op_base[host as usize] as usize;
-        let by = (base as u32).wrapping_add(op);
         for k in a..b {
             let e = self.p.edges[k];
             if (e & START != 0) != start {
@@ -139,15 +145,17 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
             let c = &mut self.pending[base + t as usize];
             *c -= 1;
             if *c == 0 {
-                self.ready.push((host, t, by));
+                self.ready.push((host, t));
+                if let Some(tr) = &mut self.trail {
+                    tr.why[base + t as usize] = (base as u32).wrapping_add(op);
+                }
             }
         }
     }
 
-    fn started(&mut self, host: u32, op: u32, t: u64, cause: u32) {
+    fn started(&mut self, host: u32, op: u32, t: u64) {
         if let Some(tr) = &mut self.trail {
             let g = (self.p.op_base[host as usize] + op) as usize;
-            tr.why[g] = cause;
             tr.start[g] = t;
             tr.end[g] = t;
         }
@@ -166,24 +174,57 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         self.release(host, op, false);
     }
 
-    fn next_stamp(&mut self) -> u64 {
+    pub(crate) fn next_stamp(&mut self) -> u64 {
         let s = self.stamp;
         self.stamp += 1;
         s
     }
 
-    /// Queues every operation without prerequisites, at time 0, host by
-    /// host, as LogGOPSim starts.
+    /// Counts the operations without prerequisites: LogGOPSim queues them
+    /// all at time 0 before the first event, host by host, and numbers
+    /// them first. Here they are handed out host by host as the loop asks
+    /// (`next`), with those numbers, and never held all at once: a
+    /// Schedgen file has most of its receives among them (twenty million
+    /// at a million ranks).
     pub fn start(&mut self) {
-        for h in 0..self.p.num_ranks {
-            let (a, b) = (self.p.op_base[h as usize], self.p.op_base[h as usize + 1]);
-            for g in a..b {
-                if self.pending[g as usize] == 0 {
-                    self.ready.push((h, g - a, NONE));
-                }
+        let roots = self.pending.iter().filter(|&&c| c == 0).count() as u64;
+        self.stamp = roots;
+    }
+
+    /// The next event: the next initial operation while there are some
+    /// (time 0 and the smallest stamps: they come before anything queued),
+    /// then the queue's.
+    #[inline]
+    fn next(&mut self) -> Option<Event> {
+        if self.init.host < self.p.num_ranks || self.init.pos < self.init.ops.len() {
+            if let Some(e) = self.next_initial() {
+                return Some(e);
             }
-            self.flush();
         }
+        self.queue.pop()
+    }
+
+    fn next_initial(&mut self) -> Option<Event> {
+        while self.init.pos == self.init.ops.len() {
+            if self.init.host >= self.p.num_ranks {
+                return None;
+            }
+            let h = self.init.host;
+            self.init.host += 1;
+            self.init.ops.clear();
+            self.init.pos = 0;
+            let (a, b) = (self.p.op_base[h as usize], self.p.op_base[h as usize + 1]);
+            let mut ops = std::mem::take(&mut self.init.ops);
+            ops.extend((a..b).filter(|&g| self.p.npre[g as usize] == 0).map(|g| g - a));
+            ops.sort_by_key(|&op| self.attr(h, op).kind);
+            self.init.ops = ops;
+            self.init.cur = h;
+        }
+        let op = self.init.ops[self.init.pos];
+        self.init.pos += 1;
+        let ts = self.init.stamp;
+        self.init.stamp += 1;
+        Some(Event { time: 0, ts, host: self.init.cur, op })
     }
 
     /// Queues the operations released by the last event.
@@ -194,9 +235,9 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let mut ready = std::mem::take(&mut self.ready);
         if ready.len() > 1 {
             // Stable: within a host and kind, the order of release.
-            ready.sort_by_key(|&(h, op, _)| (h, self.attr(h, op).kind));
+            ready.sort_by_key(|&(h, op)| (h, self.attr(h, op).kind));
         }
-        for &(h, op, by) in &ready {
+        for &(h, op) in &ready {
             let a = self.attr(h, op);
             let c = self.nexto[self.cpu(h, a.cpu)];
             let time = match a.kind {
@@ -204,7 +245,7 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
                 Kind::Recv | Kind::Calc => c,
             };
             let ts = self.next_stamp();
-            self.queue.push(Event { time, ts, host: h, src: h, op, cause: by });
+            self.queue.push(Event { time, ts, host: h, op });
         }
         ready.clear();
         self.ready = ready;
@@ -212,7 +253,7 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
 
     /// Runs until no event is left.
     pub fn run(&mut self) {
-        while let Some(e) = self.queue.pop() {
+        while let Some(e) = self.next() {
             self.events += 1;
             if e.is_msg() {
                 self.message(e);
@@ -231,8 +272,15 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
     /// resource it waits for.
     fn retry(&mut self, mut e: Event, time: u64, blocker: u32) {
         e.time = time;
-        if self.trail.is_some() && blocker != NONE {
-            e.cause = blocker;
+        if blocker != NONE {
+            let g = self.global(e.host, e.op) as usize;
+            if let Some(tr) = &mut self.trail {
+                if e.is_msg() {
+                    tr.msg_why[g] = blocker;
+                } else {
+                    tr.why[g] = blocker;
+                }
+            }
         }
         self.queue.push(e);
     }
@@ -248,7 +296,7 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let end = t.wrapping_add(a.size);
         self.nexto[c] = end;
         self.hold_cpu(c, h, e.op);
-        self.started(h, e.op, t, e.cause);
+        self.started(h, e.op, t);
         self.finished(h, e.op, end, None);
         self.obs.activity(&Activity { rank: h, op: e.op, what: What::Calc, start: t, end, peer: None, bytes: a.size, resource: Resource::Cpu(a.cpu as u32) });
     }
@@ -275,7 +323,7 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let s1 = a.size.wrapping_sub(1);
         let g = self.global(h, e.op);
         let peer = self.p.peer[g as usize];
-        self.started(h, e.op, t, e.cause);
+        self.started(h, e.op, t);
         let cpu_end = t.wrapping_add(prm.o).wrapping_add(s1.wrapping_mul(prm.big_o));
         let nic_end = t.wrapping_add(prm.g).wrapping_add(s1.wrapping_mul(prm.big_g));
         self.nexto[c] = cpu_end;
@@ -283,10 +331,11 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         self.hold_cpu(c, h, e.op);
         if let Some(tr) = &mut self.trail {
             tr.nic_send_holder[n] = g;
+            tr.msg_why[g as usize] = g;
         }
         let arrive = t.wrapping_add(prm.o).wrapping_add(prm.l);
         let ts = self.next_stamp() | MSG;
-        self.queue.push(Event { time: arrive, ts, host: peer, src: h, op: e.op, cause: g });
+        self.queue.push(Event { time: arrive, ts, host: h, op: e.op });
         if a.size <= prm.s {
             self.finished(h, e.op, t, None);
         }
@@ -315,7 +364,7 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let a = self.attr(h, e.op);
         let g = self.global(h, e.op);
         let src = self.p.peer[g as usize];
-        self.started(h, e.op, t, e.cause);
+        self.started(h, e.op, t);
         match self.uq.take(h, src, a.tag) {
             Some(m) => {
                 if a.size > self.prm.s {
@@ -330,7 +379,9 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
     }
 
     fn message(&mut self, e: Event) {
-        let (h, t, from) = (e.host, e.time, e.src);
+        let (from, t) = (e.host, e.time);
+        let sg = self.global(from, e.op);
+        let h = self.p.peer[sg as usize];
         let a = self.attr(from, e.op);
         let (c, n) = (self.cpu(h, a.cpu), self.nic(h, a.nic));
         let free = self.nexto[c].max(self.nextgr[n]);
@@ -358,7 +409,8 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
                 if a.size > prm.s {
                     self.rendezvous(from, e.op, a.cpu, a.nic, t, holder);
                 }
-                self.finished(h, m.op, cpu_end, Some(e.cause));
+                let why = self.trail.as_ref().map_or(NONE, |tr| tr.msg_why[sg as usize]);
+                self.finished(h, m.op, cpu_end, Some(why));
                 m.op
             }
             None => {
@@ -370,4 +422,15 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         o.activity(&Activity { rank: h, op, what: What::Recv, start: t, end: cpu_end.max(t), peer: Some(from), bytes: a.size, resource: Resource::Cpu(a.cpu as u32) });
         o.activity(&Activity { rank: h, op, what: What::Recv, start: t, end: nic_end.max(t), peer: Some(from), bytes: a.size, resource: Resource::Nic(a.nic as u32) });
     }
+}
+
+/// The operations without prerequisites not yet handed out: hosts from
+/// `host` on, and `ops[pos..]` of host `cur`, numbered from `stamp`.
+#[derive(Debug, Default)]
+struct Initial {
+    host: u32,
+    cur: u32,
+    ops: Vec<u32>,
+    pos: usize,
+    stamp: u64,
 }

@@ -27,13 +27,14 @@ pub const ANY: u32 = u32::MAX;
 /// What an operation is. The numeric order is LogGOPSim's (`OP_SEND` 1,
 /// `OP_RECV` 2, `OP_LOCOP` 3): operations that become ready together are
 /// ordered by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Kind {
     /// A send.
     Send = 1,
     /// A receive.
     Recv = 2,
     /// Local work (`calc`).
+    #[default]
     Calc = 3,
 }
 
@@ -49,7 +50,7 @@ impl Kind {
 }
 
 /// The attributes of an operation other than its peer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Attr {
     /// Send, receive or calc.
     pub kind: Kind,
@@ -169,7 +170,10 @@ impl Program {
 pub struct ProgramBuilder {
     p: Program,
     interned: HashMap<Attr, u32>,
-    last: Option<(Attr, u32)>,
+    /// The attributes used last, most recent first: a rank alternates
+    /// between a few, so most operations find theirs here.
+    recent: [(Attr, u32); 4],
+    nrecent: usize,
     /// This rank's dependencies: (prerequisite, target | START).
     deps: Vec<(u32, u32)>,
     /// Counting-sort buffers.
@@ -218,9 +222,14 @@ impl ProgramBuilder {
             return Err(BuildError("the schedule has more than 2^32 - 1 operations in all, more than goal sim holds".into()));
         }
         let a = spec.attr;
-        let id = match self.last {
-            Some((l, id)) if l == a => id,
-            _ => {
+        let id = match self.recent[..self.nrecent].iter().position(|r| r.0 == a) {
+            Some(k) => {
+                let hit = self.recent[k];
+                self.recent.copy_within(0..k, 1);
+                self.recent[0] = hit;
+                hit.1
+            }
+            None => {
                 let next = self.p.attrs.len() as u32;
                 let id = *self.interned.entry(a).or_insert(next);
                 if id == next {
@@ -228,7 +237,9 @@ impl ProgramBuilder {
                     self.p.ncpus = self.p.ncpus.max(a.cpu as u32 + 1);
                     self.p.nnics = self.p.nnics.max(a.nic as u32 + 1);
                 }
-                self.last = Some((a, id));
+                self.recent.copy_within(0..3, 1);
+                self.recent[0] = (a, id);
+                self.nrecent = (self.nrecent + 1).min(4);
                 id
             }
         };

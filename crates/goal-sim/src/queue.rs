@@ -28,16 +28,11 @@ pub(crate) struct Event {
     pub time: u64,
     /// Insertion stamp; bit 63 marks a message.
     pub ts: u64,
-    /// The host it happens on.
+    /// The host of the operation (for a message: of the send; the
+    /// message happens at the send's destination).
     pub host: u32,
-    /// For a message: the sending host.
-    pub src: u32,
-    /// The operation (index in its rank: for a message, the send's).
+    /// The operation (index in its rank: for a message, the send).
     pub op: u32,
-    /// The operation (global index) that decided this event's time, for
-    /// the critical path: the one that released it, sent it, or held the
-    /// resource it waited for.
-    pub cause: u32,
 }
 
 /// Marks a message in [`Event::ts`].
@@ -166,7 +161,9 @@ impl Queue {
         }
         let mut old = std::mem::replace(&mut self.cur, b.events);
         old.clear();
-        if old.capacity() > 0 && self.spare.len() < 64 {
+        // Keep a few small vectors; large ones go back to the allocator
+        // (a bucket of a million events would otherwise stay held).
+        if old.capacity() > 0 && old.capacity() <= 1 << 16 && self.spare.len() < 64 {
             self.spare.push(old);
         }
         self.cur_time = t;
@@ -180,7 +177,7 @@ mod tests {
     use super::*;
 
     fn ev(time: u64, ts: u64) -> Event {
-        Event { time, ts, host: 0, src: 0, op: 0, cause: 0 }
+        Event { time, ts, host: 0, op: 0 }
     }
 
     /// The queue against a sorted list, with re-insertions (old stamps,

@@ -6,6 +6,10 @@
 //! reported and the rest of the statement skipped, so one run reports many;
 //! only a missing `num_ranks` and an unreadable input stop the parse.
 //!
+//! Statement lines in the simple forms Schedgen writes take a fast path
+//! (`fast.rs`) that reads them without tokens; any other line, and every
+//! mistake, goes through the general path.
+//!
 //! Labels are looked up in a map that is cleared, not freed, between ranks;
 //! a label of at most 16 bytes (Schedgen's `l1`, `l2`, ...) is its own key,
 //! packed into a `u128`, so defining one allocates nothing.
@@ -18,6 +22,9 @@ use std::sync::Arc;
 use crate::hash::FxMap;
 use crate::lex::{for_each_line, Lexer, Tok, Token};
 use crate::{Dep, Op, OpKind, Pos, RankGraph, TextError};
+
+#[path = "fast.rs"]
+mod fast;
 
 /// The most ranks a file may declare (peers are 32-bit signed in goal).
 pub const MAX_RANKS: u64 = 1 << 31;
@@ -141,6 +148,9 @@ impl Parser {
     }
 
     fn line(&mut self, n: u64, line: &[u8], on_rank: OnRank, on_error: OnError) -> ControlFlow<()> {
+        if self.state == State::Body && self.lexer.open_comment.is_none() && self.fast_statement(n, line) {
+            return ControlFlow::Continue(());
+        }
         let mut toks = std::mem::take(&mut self.tokens);
         self.lexer.tokens(n, line, &mut toks);
         let mut i = 0;

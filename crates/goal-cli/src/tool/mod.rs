@@ -15,6 +15,7 @@ mod check;
 mod drivers;
 mod lowargs;
 mod run;
+mod sim;
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -59,6 +60,18 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "[--iterations N] [--warmup N] [--json PATH] FILE",
         summary: "run a GOAL text schedule for real (under goalrun -n N, mpirun, srun)",
         run: run::run,
+    },
+    Subcommand {
+        name: "sim",
+        args: "[-L N -o N -g N -G N -O N -S N] [-b] [--json PATH] [--critical-path] FILE | --coll NAME ...",
+        summary: "simulate a GOAL text schedule or a collective under LogGOPS (LogGOPSim's results)",
+        run: sim::sim,
+    },
+    Subcommand {
+        name: "export",
+        args: "--coll NAME [--alg ALG] --ranks N [--bytes B] [-o FILE]",
+        summary: "write one of goal's collectives as a GOAL text schedule",
+        run: sim::export::export,
     },
     Subcommand {
         name: "help",
