@@ -6,7 +6,8 @@
 //! (the posted queues), messages that arrived and were never received (the
 //! unexpected queues; their sends are unfinished too if they went by
 //! rendezvous), and operations whose prerequisites never all finished. The
-//! last are named with the prerequisites they still wait for.
+//! last are counted, and those that wait on an operation that started (the
+//! edge of what is stuck) are named with the prerequisites they wait for.
 
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -133,7 +134,10 @@ pub(crate) fn leftover<O: crate::Observer>(e: &Engine<'_, O>, max: usize) -> Lef
                 continue;
             }
             left.blocked += 1;
-            if lines.2.len() < max {
+            // Name only the operations waiting on one that started (the
+            // edge of what is stuck); those behind them are counted.
+            let edge = waits.iter().find(|(w, _)| *w == v).is_some_and(|(_, l)| l.iter().any(|&(u, _)| started(h, u)));
+            if edge && lines.2.len() < max {
                 let mut on = String::new();
                 if let Some((_, l)) = waits.iter().find(|(w, _)| *w == v) {
                     for (k, &(u, st)) in l.iter().enumerate() {
