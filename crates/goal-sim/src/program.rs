@@ -221,8 +221,17 @@ impl ProgramBuilder {
         if self.p.peer.len() as u64 >= u32::MAX as u64 {
             return Err(BuildError("the schedule has more than 2^32 - 1 operations in all, more than goal sim holds".into()));
         }
-        let a = spec.attr;
-        let id = match self.recent[..self.nrecent].iter().position(|r| r.0 == a) {
+        let id = self.intern(spec.attr);
+        self.p.peer.push(spec.peer);
+        self.p.attr.push(id);
+        self.p.succ_end.push(0);
+        self.p.npre.push(0);
+        Ok(index as u32)
+    }
+
+    /// The index of `a` in the table of distinct attributes.
+    fn intern(&mut self, a: Attr) -> u32 {
+        match self.recent[..self.nrecent].iter().position(|r| r.0 == a) {
             Some(k) => {
                 let hit = self.recent[k];
                 self.recent.copy_within(0..k, 1);
@@ -242,12 +251,27 @@ impl ProgramBuilder {
                 self.nrecent = (self.nrecent + 1).min(4);
                 id
             }
-        };
-        self.p.peer.push(spec.peer);
-        self.p.attr.push(id);
-        self.p.succ_end.push(0);
-        self.p.npre.push(0);
-        Ok(index as u32)
+        }
+    }
+
+    /// Appends the ranks of `other` (built separately, for the ranks that
+    /// follow this builder's) after this builder's.
+    pub fn append(&mut self, other: ProgramBuilder) -> Result<(), BuildError> {
+        let q = other.p;
+        let ops = self.p.peer.len() as u64 + q.peer.len() as u64;
+        if ops >= u32::MAX as u64 {
+            return Err(BuildError("the schedule has more than 2^32 - 1 operations in all, more than goal sim holds".into()));
+        }
+        let map: Vec<u32> = q.attrs.iter().map(|&a| self.intern(a)).collect();
+        let (op0, e0) = (self.p.peer.len() as u32, self.p.edges.len() as u64);
+        self.p.peer.extend_from_slice(&q.peer);
+        self.p.attr.extend(q.attr.iter().map(|&i| map[i as usize]));
+        self.p.succ_end.extend_from_slice(&q.succ_end);
+        self.p.npre.extend_from_slice(&q.npre);
+        self.p.edges.extend_from_slice(&q.edges);
+        self.p.op_base.extend(q.op_base[1..].iter().map(|&b| b + op0));
+        self.p.edge_base.extend(q.edge_base[1..].iter().map(|&b| b + e0));
+        Ok(())
     }
 
     /// `target` (an index in the open rank) waits for `prereq` to finish,

@@ -14,8 +14,7 @@ mod output;
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::BufReader;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use goal_sim::coll::Cost;
@@ -218,9 +217,9 @@ pub(crate) fn load(source: &Source, max_errors: usize, cost: Cost) -> Result<Loa
             let read = if path == "-" {
                 goal_sim::text::read(std::io::stdin().lock(), &name, 0, max_errors)
             } else {
-                let f = File::open(path).map_err(|e| fail(format!("{name}: cannot open the file: {e}")))?;
-                let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-                goal_sim::text::read(BufReader::with_capacity(1 << 20, f), &name, len, max_errors)
+                File::open(path).map_err(|e| fail(format!("{name}: cannot open the file: {e}")))?;
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+                goal_sim::text::read_path(Path::new(path), &name, max_errors, threads)
             };
             match read {
                 Ok(p) => (p, name),
