@@ -99,10 +99,13 @@ fn read_path_from(path: &Path, name: &str, max_errors: usize, threads: usize, pa
     }
 }
 
+/// Where the parts of a file start: (byte offset, first rank).
+type Cuts = Vec<(u64, u32)>;
+
 /// `num_ranks` and the parts: (byte offset, first rank), the first at 0.
 /// `None` when the file does not look like one to split (no `num_ranks`
 /// first, no `rank` lines where expected).
-fn split(path: &Path, len: u64, threads: usize) -> std::io::Result<Option<(u32, Vec<(u64, u32)>)>> {
+fn split(path: &Path, len: u64, threads: usize) -> std::io::Result<Option<(u32, Cuts)>> {
     let mut f = File::open(path)?;
     let mut head = vec![0u8; 4096.min(len as usize)];
     f.read_exact(&mut head)?;

@@ -42,6 +42,9 @@ Options:
   -h, --help        print this help
 ";
 
+/// What writes the schedule, wherever it goes.
+type Writer = dyn Fn(&mut dyn Write) -> std::io::Result<()>;
+
 fn usage(m: String) -> Failure {
     Failure::usage(m, "Usage: goal export --coll NAME [--alg ALG] --ranks N [--bytes B] [-o FILE]\nTry 'goal export --help' for more information.".into())
 }
@@ -81,7 +84,7 @@ pub(crate) fn export(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure>
             }
         }
     }
-    let write: Box<dyn Fn(&mut dyn Write) -> std::io::Result<()>> = match pattern {
+    let write: Box<Writer> = match pattern {
         Some(p) => {
             let pat = Pattern::from_name(&p).ok_or_else(|| usage(format!("unknown pattern '{p}': expected dissemination or binomial_bcast")))?;
             let ranks = coll.ranks.as_deref().ok_or_else(|| usage("--pattern needs --ranks N".into()))?;

@@ -194,7 +194,7 @@ pub(crate) fn sim(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
     let run = output::Run { name: &loaded.name, program: &loaded.program, prm: o.prm, out: &out, read_seconds: loaded.seconds, sim_seconds, peak_rss: peak_rss() };
     print!("{}", run.text(o.batch, o.critical));
     if let Some(left) = &out.left {
-        super::check::say(&format!("{}: {left}", loaded.name).trim_end().to_string());
+        super::check::say(format!("{}: {left}", loaded.name).trim_end());
     }
     if let Some(path) = &o.json {
         let j = run.json();
@@ -232,7 +232,7 @@ pub(crate) fn load(source: &Source, max_errors: usize, cost: Cost) -> Result<Loa
             }
         }
         Source::Coll(w) => {
-            check_fits(w, cost)?;
+            check_fits(w)?;
             let name = format!("{} {} over {} ranks, {} bytes", w.coll.name(), describe_alg(w), w.size, w.bytes);
             (goal_sim::coll::program(w, cost, |_| {}).map_err(fail)?, name)
         }
@@ -246,12 +246,11 @@ fn describe_alg(w: &goal_sched::coll::World) -> String {
 
 /// Refuses a collective whose program would not fit in memory, estimated
 /// from its first and last ranks, before building it.
-fn check_fits(w: &goal_sched::coll::World, cost: Cost) -> Result<(), Failure> {
+fn check_fits(w: &goal_sched::coll::World) -> Result<(), Failure> {
     let mut per_rank = 0u64;
     for r in [0, w.size - 1, w.size / 2] {
         let g = w.rank_graph(r).map_err(|e| Failure { code: 1, message: format!("rank {r}: {e}"), hint: None })?;
         per_rank = per_rank.max(g.len() as u64 * 16 + g.edges().len() as u64 * 4 + g.start_edges().len() as u64 * 4);
-        let _ = cost;
     }
     let ops_est = per_rank / 16 * w.size as u64;
     let need = per_rank.saturating_mul(w.size as u64).saturating_mul(2);

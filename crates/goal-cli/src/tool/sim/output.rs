@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! LogGP network backend; size: 4 (1 CPUs, 1 NICs); L=2500, o=1500 g=1000, G=6, O=0, P=4, S=65535
-//! PERFORMANCE: Processes: 4 	 Events: 40 	 Time: 0 s 	 Speed: 1.2e7 ev/s
+//! PERFORMANCE: Processes: 4 <TAB> Events: 40 <TAB> Time: 0 s <TAB> Speed: 1.2e7 ev/s
 //! Times: 
 //! Host 0: 20000
 //! ...
