@@ -28,3 +28,34 @@ fn a_message_shows_as_send_transfer_and_receive_with_the_models_times() {
     assert_eq!(goal_sim::simulate(&p, prm).finish, out.finish);
     assert_eq!(p.nics(), 2);
 }
+
+/// Where LogGOPSim's `std::sort` reorders more than 16 operations ready at
+/// once, goal keeps program order within each kind: sends first, then
+/// receives, then calcs, each in the order written.
+#[test]
+fn forty_operations_ready_at_once_start_in_program_order_within_their_kind() {
+    let mut text = String::from("num_ranks 2\nrank 0 {\n");
+    for i in 0..20 {
+        text.push_str(&format!("c{i}: calc {}\ns{i}: send {}b to 1 tag {i}\n", i + 1, i + 1));
+    }
+    text.push_str("}\nrank 1 {\n");
+    for i in 0..20 {
+        text.push_str(&format!("r{i}: recv {}b from 0 tag {i}\n", i + 1));
+    }
+    text.push_str("}\n");
+    let p = program(&text);
+    let mut order: Vec<(What, u32, u64)> = Vec::new();
+    goal_sim::simulate_with(&p, Params::default(), Options::default(), |a: &Activity| {
+        if a.rank == 0 && a.resource == Resource::Cpu(0) {
+            order.push((a.what, a.op, a.start));
+        }
+    });
+    let sends: Vec<u32> = order.iter().filter(|x| x.0 == What::Send).map(|x| x.1).collect();
+    let calcs: Vec<u32> = order.iter().filter(|x| x.0 == What::Calc).map(|x| x.1).collect();
+    assert_eq!(sends, (0..20).map(|i| 2 * i + 1).collect::<Vec<_>>());
+    assert_eq!(calcs, (0..20).map(|i| 2 * i).collect::<Vec<_>>());
+    // Every send before every calc, each starting when the cpu is free.
+    let last_send = order.iter().filter(|x| x.0 == What::Send).map(|x| x.2).max().unwrap();
+    let first_calc = order.iter().filter(|x| x.0 == What::Calc).map(|x| x.2).min().unwrap();
+    assert!(last_send < first_calc, "{order:?}");
+}
