@@ -111,7 +111,7 @@ impl Parser {
             }
             let a = self.graph.names.len() as u32;
             // Labels are ASCII here (ident() took only ASCII bytes).
-            self.graph.names.push_str(std::str::from_utf8(label).unwrap_or_default());
+            self.graph.names.extend(label.iter().map(|&b| b as char));
             self.graph.ops.push(Op { label: (a, self.graph.names.len() as u32), ..op });
             return true;
         }
