@@ -40,7 +40,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "bench",
         args: "BENCHMARK [ARGS...]",
-        summary: "run a benchmark (p2p, coll, net, overlap, groups) beside the MPIs",
+        summary: "run a benchmark (p2p, coll, net, overlap, groups beside the MPIs; sim)",
         run: drivers::bench,
     },
     Subcommand {
@@ -63,7 +63,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     },
     Subcommand {
         name: "sim",
-        args: "[-L N -o N -g N -G N -O N -S N] [-b] [--json PATH] [--critical-path] FILE | --coll NAME ...",
+        args: "[-L N -o N ...] [-b] [--json PATH] FILE | --coll NAME ...",
         summary: "simulate a GOAL text schedule or a collective under LogGOPS (LogGOPSim's results)",
         run: sim::sim,
     },
