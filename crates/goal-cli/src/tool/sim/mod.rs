@@ -244,27 +244,33 @@ fn describe_alg(w: &goal_sched::coll::World) -> String {
     w.alg.name()
 }
 
-/// Refuses a collective whose program would not fit in memory, estimated
-/// from its first and last ranks, before building it.
+/// Refuses a collective whose program would not fit in memory, before
+/// building it: the operations and dependencies of 64 ranks spread over the
+/// group (a rooted collective's root is one of few large ranks, so the mean
+/// of a sample is the better estimate than its largest), times the group,
+/// twice over for the simulation's state.
 fn check_fits(w: &goal_sched::coll::World) -> Result<(), Failure> {
-    let mut per_rank = 0u64;
-    for r in [0, w.size - 1, w.size / 2] {
+    let samples: Vec<u32> = (0..64u64).map(|i| ((i * w.size as u64) / 64 + i).min(w.size as u64 - 1) as u32).collect();
+    let (mut ops, mut bytes) = (0u64, 0u64);
+    for &r in &samples {
         let g = w.rank_graph(r).map_err(|e| Failure { code: 1, message: format!("rank {r}: {e}"), hint: None })?;
-        per_rank = per_rank.max(g.len() as u64 * 16 + g.edges().len() as u64 * 4 + g.start_edges().len() as u64 * 4);
+        ops += g.len() as u64;
+        bytes += g.len() as u64 * 16 + (g.edges().len() + g.start_edges().len()) as u64 * 4;
     }
-    let ops_est = per_rank / 16 * w.size as u64;
-    let need = per_rank.saturating_mul(w.size as u64).saturating_mul(2);
+    let n = samples.len() as u64;
+    let ops_est = ops / n * w.size as u64;
+    let need = (bytes / n).saturating_mul(w.size as u64).saturating_mul(2);
     let avail = mem_available().unwrap_or(u64::MAX);
     if need > avail || ops_est >= u32::MAX as u64 {
         return Err(Failure {
             code: 1,
             message: format!(
-                "{} ({}) over {} ranks has about {} operations ({} per rank at the largest): about {:.1} GB to simulate, and {:.1} GB are available; use fewer ranks",
+                "{} ({}) over {} ranks has about {} operations (about {} per rank): about {:.1} GB to simulate, and {:.1} GB are available; use fewer ranks",
                 w.coll.name(),
                 w.alg.name(),
                 w.size,
                 ops_est,
-                per_rank / 16,
+                ops / n,
                 need as f64 / 1e9,
                 avail as f64 / 1e9
             ),
