@@ -251,16 +251,23 @@ fn describe_alg(w: &goal_sched::coll::World) -> String {
 /// twice over for the simulation's state.
 fn check_fits(w: &goal_sched::coll::World) -> Result<(), Failure> {
     let samples: Vec<u32> = (0..64u64).map(|i| ((i * w.size as u64) / 64 + i).min(w.size as u64 - 1) as u32).collect();
-    let (mut ops, mut bytes) = (0u64, 0u64);
+    let avail = mem_available().unwrap_or(u64::MAX);
+    let (mut ops, mut bytes, mut n) = (0u64, 0u64, 0u64);
+    let mut smallest = u64::MAX;
     for &r in &samples {
         let g = w.rank_graph(r).map_err(|e| Failure { code: 1, message: format!("rank {r}: {e}"), hint: None })?;
+        let b = g.len() as u64 * 16 + (g.edges().len() + g.start_edges().len()) as u64 * 4;
         ops += g.len() as u64;
-        bytes += g.len() as u64 * 16 + (g.edges().len() + g.start_edges().len()) as u64 * 4;
+        bytes += b;
+        n += 1;
+        smallest = smallest.min(b);
+        // Far too large already on the smallest rank seen: no need to look further.
+        if smallest.saturating_mul(w.size as u64).saturating_mul(2) > avail {
+            break;
+        }
     }
-    let n = samples.len() as u64;
     let ops_est = ops / n * w.size as u64;
     let need = (bytes / n).saturating_mul(w.size as u64).saturating_mul(2);
-    let avail = mem_available().unwrap_or(u64::MAX);
     if need > avail || ops_est >= u32::MAX as u64 {
         return Err(Failure {
             code: 1,
