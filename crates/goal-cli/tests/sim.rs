@@ -148,6 +148,13 @@ fn mistakes_on_the_command_line_and_in_the_file_are_named() {
     assert!(r.stderr.contains("allreduce has no algorithm 'binomial'"), "{}", r.stderr);
     let r = goal(&["sim", "-L", "x", "f"]);
     assert_eq!(r.code, Some(2));
+    let r = goal(&["sim", "--network-type=simple", "f"]);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("the 'simple' network is LogGOPSim's; goal sim does not model it"), "{}", r.stderr);
+    // LogGOPSim's options that change nothing are taken.
+    let path = corpus().join("llamp-blocking.goal");
+    let r = goal(&["sim", "-n", "LogGP", "--save-mem", "--progress", "-v", path.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
     let path = corpus().join("htsim-chained_1.goal");
     let r = goal(&["sim", path.to_str().unwrap()]);
     assert_eq!(r.code, Some(1));

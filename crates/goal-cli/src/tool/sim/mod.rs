@@ -113,6 +113,8 @@ impl Opts {
                     critical = true;
                     continue;
                 }
+                // LogGOPSim's options that change nothing here.
+                "--save-mem" | "--progress" | "-v" | "--verbose" | "--noise-cosched" => continue,
                 _ => {}
             }
             // -L2500, -L 2500, --LogGOPS_L=2500, --json=x, --json x
@@ -136,6 +138,25 @@ impl Opts {
                 "--filename" => "-f".into(),
                 _ => name,
             };
+            let name = match name.as_str() {
+                "--network-type" => "-n".to_string(),
+                "--vizfile" => "-V".into(),
+                _ => name,
+            };
+            let unsupported = |what: &str| usage(format!("{text}: {what} is LogGOPSim's; goal sim does not model it (docs/sim.md)"));
+            match name.as_str() {
+                "-n" => {
+                    let v = inline.clone().or_else(|| args.next().map(|v| v.to_string_lossy().into_owned())).unwrap_or_default();
+                    if v == "LogGP" {
+                        continue;
+                    }
+                    return Err(unsupported(&format!("the '{v}' network")));
+                }
+                "-V" => return Err(unsupported("the visualisation file (a timeline of goal sim is its observer: docs/sim.md)")),
+                "--noise-trace" => return Err(unsupported("OS noise")),
+                "--qstat" => return Err(unsupported("the queue statistics")),
+                _ => {}
+            }
             let known = ["-L", "-o", "-g", "-G", "-O", "-S", "-f", "--json", "--max-errors", "--calc-per-byte"];
             if !known.contains(&name.as_str()) && !COLL_OPTIONS.contains(&name.as_str()) {
                 return Err(usage(format!("unknown option '{text}'")));
