@@ -60,9 +60,11 @@ pub(crate) struct Engine<'p, O: crate::Observer> {
     pub prm: Params,
     pub obs: O,
     pub pending: Vec<u32>,
-    pub nexto: Vec<u64>,
-    pub nextgs: Vec<u64>,
-    pub nextgr: Vec<u64>,
+    /// Per host, one slot of `stride` times, so that a host's clocks share
+    /// a cache line: each cpu's next free time (`nexto`), then each nic's
+    /// next send (`nextgs`), then each nic's next receive (`nextgr`).
+    pub clock: Vec<u64>,
+    pub stride: usize,
     pub rq: Lists,
     pub uq: Lists,
     pub queue: Queue,
@@ -85,18 +87,17 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
             msg_why: vec![NONE; p.peer.len()],
             start: vec![0; p.peer.len()],
             end: vec![0; p.peer.len()],
-            cpu_holder: vec![NONE; hosts * nc],
-            nic_send_holder: vec![NONE; hosts * nn],
-            nic_recv_holder: vec![NONE; hosts * nn],
+            cpu_holder: vec![NONE; hosts * (nc + 2 * nn)],
+            nic_send_holder: vec![NONE; hosts * (nc + 2 * nn)],
+            nic_recv_holder: vec![NONE; hosts * (nc + 2 * nn)],
         });
         Engine {
             p,
             prm,
             obs,
             pending: p.npre.clone(),
-            nexto: vec![0; hosts * nc],
-            nextgs: vec![0; hosts * nn],
-            nextgr: vec![0; hosts * nn],
+            clock: vec![0; hosts * (nc + 2 * nn)],
+            stride: nc + 2 * nn,
             rq: Lists::new(p.num_ranks),
             uq: Lists::new(p.num_ranks),
             queue: Queue::default(),
@@ -122,12 +123,24 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
 
     #[inline]
     fn cpu(&self, host: u32, cpu: u8) -> usize {
-        host as usize * self.p.ncpus as usize + cpu as usize
+        host as usize * self.stride + cpu as usize
+    }
+
+    /// The receive side of nic slot `n` (`nic` gives the send side).
+    #[inline]
+    fn gr(&self, n: usize) -> usize {
+        n + self.p.nnics as usize
+    }
+
+    /// The times each cpu of `host` is next free.
+    pub fn cpu_times(&self, host: u32) -> &[u64] {
+        let a = host as usize * self.stride;
+        &self.clock[a..a + self.p.ncpus as usize]
     }
 
     #[inline]
     fn nic(&self, host: u32, nic: u8) -> usize {
-        host as usize * self.p.nnics as usize + nic as usize
+        host as usize * self.stride + self.p.ncpus as usize + nic as usize
     }
 
     /// Releases the successors of `op` that wait for its start (`start`)
@@ -239,9 +252,9 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         }
         for &(h, op) in &ready {
             let a = self.attr(h, op);
-            let c = self.nexto[self.cpu(h, a.cpu)];
+            let c = self.clock[self.cpu(h, a.cpu)];
             let time = match a.kind {
-                Kind::Send => c.max(self.nextgs[self.nic(h, a.nic)]),
+                Kind::Send => c.max(self.clock[self.nic(h, a.nic)]),
                 Kind::Recv | Kind::Calc => c,
             };
             let ts = self.next_stamp();
@@ -289,12 +302,12 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let (h, t) = (e.host, e.time);
         let a = self.attr(h, e.op);
         let c = self.cpu(h, a.cpu);
-        if self.nexto[c] > t {
+        if self.clock[c] > t {
             let blocker = self.trail.as_ref().map_or(NONE, |tr| tr.cpu_holder[c]);
-            return self.retry(e, self.nexto[c], blocker);
+            return self.retry(e, self.clock[c], blocker);
         }
         let end = t.wrapping_add(a.size);
-        self.nexto[c] = end;
+        self.clock[c] = end;
         self.hold_cpu(c, h, e.op);
         self.started(h, e.op, t);
         self.finished(h, e.op, end, None);
@@ -314,9 +327,9 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let (h, t) = (e.host, e.time);
         let a = self.attr(h, e.op);
         let (c, n) = (self.cpu(h, a.cpu), self.nic(h, a.nic));
-        let free = self.nexto[c].max(self.nextgs[n]);
+        let free = self.clock[c].max(self.clock[n]);
         if free > t {
-            let blocker = self.trail.as_ref().map_or(NONE, |tr| if self.nexto[c] >= self.nextgs[n] { tr.cpu_holder[c] } else { tr.nic_send_holder[n] });
+            let blocker = self.trail.as_ref().map_or(NONE, |tr| if self.clock[c] >= self.clock[n] { tr.cpu_holder[c] } else { tr.nic_send_holder[n] });
             return self.retry(e, free, blocker);
         }
         let prm = self.prm;
@@ -326,8 +339,8 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         self.started(h, e.op, t);
         let cpu_end = t.wrapping_add(prm.o).wrapping_add(s1.wrapping_mul(prm.big_o));
         let nic_end = t.wrapping_add(prm.g).wrapping_add(s1.wrapping_mul(prm.big_g));
-        self.nexto[c] = cpu_end;
-        self.nextgs[n] = nic_end;
+        self.clock[c] = cpu_end;
+        self.clock[n] = nic_end;
         self.hold_cpu(c, h, e.op);
         if let Some(tr) = &mut self.trail {
             tr.nic_send_holder[n] = g;
@@ -351,11 +364,11 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
     fn rendezvous(&mut self, host: u32, op: u32, cpu: u8, nic: u8, t: u64, cause: u32) {
         let (c, n) = (self.cpu(host, cpu), self.nic(host, nic));
         self.finished(host, op, t, Some(cause));
-        if self.nexto[c] < t {
-            self.nexto[c] = t;
+        if self.clock[c] < t {
+            self.clock[c] = t;
         }
-        if self.nextgs[n] < t {
-            self.nextgs[n] = t;
+        if self.clock[n] < t {
+            self.clock[n] = t;
         }
     }
 
@@ -384,17 +397,18 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let h = self.p.peer[sg as usize];
         let a = self.attr(from, e.op);
         let (c, n) = (self.cpu(h, a.cpu), self.nic(h, a.nic));
-        let free = self.nexto[c].max(self.nextgr[n]);
+        let free = self.clock[c].max(self.clock[self.gr(n)]);
         if free > t {
-            let blocker = self.trail.as_ref().map_or(NONE, |tr| if self.nexto[c] >= self.nextgr[n] { tr.cpu_holder[c] } else { tr.nic_recv_holder[n] });
+            let blocker = self.trail.as_ref().map_or(NONE, |tr| if self.clock[c] >= self.clock[self.gr(n)] { tr.cpu_holder[c] } else { tr.nic_recv_holder[n] });
             return self.retry(e, free, blocker);
         }
         let prm = self.prm;
         let s1 = a.size.wrapping_sub(1);
         let cpu_end = t.wrapping_add(prm.o).wrapping_add(s1.wrapping_mul(prm.big_o).max(s1.wrapping_mul(prm.big_g)));
         let nic_end = t.wrapping_add(prm.g).wrapping_add(s1.wrapping_mul(prm.big_g));
-        self.nexto[c] = cpu_end;
-        self.nextgr[n] = nic_end;
+        self.clock[c] = cpu_end;
+        let r = self.gr(n);
+        self.clock[r] = nic_end;
         let matched = self.rq.take(h, from, a.tag);
         let holder = match matched {
             Some(m) => self.global(h, m.op),

@@ -183,15 +183,14 @@ pub fn simulate_with<O: Observer>(p: &Program, prm: Params, opts: Options, obs: 
     let mut e = engine::Engine::new(p, prm, obs, opts.critical_path);
     e.start();
     e.run();
-    let nc = p.ncpus as usize;
-    let finish: Vec<u64> = e.nexto.chunks(nc.max(1)).map(|c| c.iter().copied().max().unwrap_or(0)).collect();
+    let finish: Vec<u64> = (0..p.num_ranks).map(|h| e.cpu_times(h).iter().copied().max().unwrap_or(0)).collect();
     let mut out = Outcome {
         finish,
         events: e.events,
         done: e.done,
         ops: p.num_ops(),
         peak_events: e.queue.peak,
-        state_bytes: (e.pending.capacity() * 4 + (e.nexto.capacity() + e.nextgs.capacity() + e.nextgr.capacity()) * 8) as u64
+        state_bytes: (e.pending.capacity() * 4 + e.clock.capacity() * 8) as u64
             + e.rq.memory()
             + e.uq.memory()
             + e.queue.memory(),
@@ -201,7 +200,8 @@ pub fn simulate_with<O: Observer>(p: &Program, prm: Params, opts: Options, obs: 
         out.left = Some(report::leftover(&e, if opts.max_left == 0 { 20 } else { opts.max_left }));
     }
     if let Some(tr) = &e.trail {
-        out.critical_path = report::critical_path(p, tr, &e.nexto, out.max().0);
+        let host = out.max().0;
+        out.critical_path = report::critical_path(p, tr, e.cpu_times(host), host as usize * e.stride);
     }
     out
 }

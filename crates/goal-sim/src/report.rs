@@ -176,11 +176,10 @@ pub struct CriticalStep {
 /// decided each one's time (the prerequisite that released it, the message
 /// that completed it, or the operation that held the resource it waited
 /// for), latest first.
-pub(crate) fn critical_path(p: &Program, tr: &Trail, nexto: &[u64], host: u32) -> Vec<CriticalStep> {
-    let nc = p.ncpus as usize;
-    let cpus = &nexto[host as usize * nc..host as usize * nc + nc];
-    let best = (0..nc).max_by_key(|&c| (cpus[c], std::cmp::Reverse(c))).unwrap_or(0);
-    let mut g = tr.cpu_holder[host as usize * nc + best];
+/// `cpus` are the host's cpu times, its first cpu slot at `slot`.
+pub(crate) fn critical_path(p: &Program, tr: &Trail, cpus: &[u64], slot: usize) -> Vec<CriticalStep> {
+    let best = (0..cpus.len()).max_by_key(|&c| (cpus[c], std::cmp::Reverse(c))).unwrap_or(0);
+    let mut g = tr.cpu_holder[slot + best];
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     while g != NONE && seen.insert(g) {
