@@ -147,13 +147,14 @@ impl Program {
         let (a, b) = self.succ_range(rank, op);
         self.edges[a..b].iter().map(|&e| (e & !START, e & START != 0))
     }
-    /// Bytes the program takes in memory.
+    /// Bytes the program's operations and dependencies take (what is
+    /// filled; room reserved and never written takes no memory).
     pub fn memory(&self) -> u64 {
         let v = |n: usize, s: usize| (n * s) as u64;
-        v(self.op_base.capacity(), 4)
-            + v(self.edge_base.capacity(), 8)
-            + v(self.peer.capacity() + self.attr.capacity() + self.succ_end.capacity() + self.npre.capacity() + self.edges.capacity(), 4)
-            + v(self.attrs.capacity(), std::mem::size_of::<Attr>())
+        v(self.op_base.len(), 4)
+            + v(self.edge_base.len(), 8)
+            + v(self.peer.len() + self.attr.len() + self.succ_end.len() + self.npre.len() + self.edges.len(), 4)
+            + v(self.attrs.len(), std::mem::size_of::<Attr>())
     }
 
     #[inline]
