@@ -94,11 +94,18 @@ fn a_schedule_that_cannot_finish_says_what_is_left() {
     assert_eq!(r.code, Some(1), "{} {}", r.stdout, r.stderr);
     let e = &r.stderr;
     assert!(e.contains("the schedule cannot finish: 3 receive(s) never matched, 1 message(s) never received, 2 operation(s) never started"), "{e}");
-    assert!(e.contains("rank 0: op #1 (recv 8b from rank 2 tag 0) was posted and no message matched it"), "{e}");
-    assert!(e.contains("rank 1: a message of 8b tag 4 from rank 0 (op #0 (send 8b to rank 1 tag 4) there) arrived and no receive took it"), "{e}");
-    assert!(e.contains("rank 1: op #1 (send 8b to rank 2 tag 0) never started: it waits for op #0 (recv 8b from rank 0 tag 5) to finish"), "{e}");
+    assert!(e.contains("rank 0: l2 (recv 8b from rank 2 tag 0) was posted and no message matched it"), "{e}");
+    assert!(e.contains("rank 1: a message of 8b tag 4 from rank 0 (l1 (send 8b to rank 1 tag 4) there) arrived and no receive took it"), "{e}");
+    assert!(e.contains("rank 1: l2 (send 8b to rank 2 tag 0) never started: it waits for l1 (recv 8b from rank 0 tag 5) to finish"), "{e}");
     // The calc behind it is counted, not named.
-    assert!(!e.contains("op #2 (calc 10) never started"), "{e}");
+    assert!(!e.contains("(calc 10) never started"), "{e}");
+    // Read from standard input, the file is not read again for labels:
+    // operations go by their index.
+    let mut child = Command::new(GOAL).args(["sim", "-"]).stdin(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), std::fs::read(&f).unwrap().as_slice()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let e2 = String::from_utf8_lossy(&o.stderr);
+    assert!(e2.contains("rank 0: op #1 (recv 8b from rank 2 tag 0) was posted"), "{e2}");
     // Times are still printed (each host's last event), and the JSON says so too.
     assert_eq!(hosts(&r.stdout).len(), 3);
     let j = std::fs::read_to_string(d.path("out.json")).unwrap();

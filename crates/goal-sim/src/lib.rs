@@ -34,7 +34,7 @@ pub mod report;
 pub mod text;
 
 pub use program::{Program, ProgramBuilder};
-pub use report::{CriticalStep, Left};
+pub use report::{CriticalStep, Left, LeftItem};
 
 /// The LogGOPS parameters, in nanoseconds and bytes, as LogGOPSim names
 /// them. [`Default`] gives LogGOPSim's defaults.

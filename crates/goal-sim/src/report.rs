@@ -24,26 +24,92 @@ pub struct Left {
     pub unreceived_msgs: u64,
     /// Operations that never started (a prerequisite never finished).
     pub blocked: u64,
-    /// One line per leftover, the first of each kind: `rank R: ...`.
-    pub lines: Vec<String>,
+    /// The first leftovers of each kind, in that order.
+    pub items: Vec<LeftItem>,
 }
 
-impl std::fmt::Display for Left {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(
-            f,
-            "the schedule cannot finish: {} receive(s) never matched, {} message(s) never received, {} operation(s) never started",
+/// One leftover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeftItem {
+    /// Receive `op` of `rank` was posted and no message matched it.
+    Posted {
+        /// Its rank.
+        rank: u32,
+        /// Its index in the rank.
+        op: u32,
+    },
+    /// A message from send `op` of `from` arrived at `rank` and no receive
+    /// took it; `rendezvous`: the send waits for it.
+    Unreceived {
+        /// Where it arrived.
+        rank: u32,
+        /// Its sender.
+        from: u32,
+        /// The send, on `from`.
+        op: u32,
+        /// Above S bytes: the send is unfinished too.
+        rendezvous: bool,
+    },
+    /// Operation `op` of `rank` never started: it waits for `on` (index,
+    /// and whether it waits for the start only) of the same rank, at least
+    /// one of which started and never finished.
+    Blocked {
+        /// Its rank.
+        rank: u32,
+        /// Its index in the rank.
+        op: u32,
+        /// What it waits for.
+        on: Vec<(u32, bool)>,
+    },
+}
+
+/// A name for operation (rank, index), such as its label in the file.
+pub type Names<'a> = &'a dyn Fn(u32, u32) -> Option<String>;
+
+impl Left {
+    /// The report: a summary line, then one line per item (`rank R: ...`),
+    /// operations named by `names` where it knows them, by index otherwise.
+    pub fn render(&self, p: &Program, names: Names<'_>) -> String {
+        let mut out = format!(
+            "the schedule cannot finish: {} receive(s) never matched, {} message(s) never received, {} operation(s) never started\n",
             self.unmatched_recvs, self.unreceived_msgs, self.blocked
-        )?;
-        for l in &self.lines {
-            writeln!(f, "  {l}")?;
+        );
+        let d = |rank: u32, op: u32| describe(p, rank, op, names(rank, op).as_deref());
+        for it in &self.items {
+            let _ = match it {
+                LeftItem::Posted { rank, op } => writeln!(out, "  rank {rank}: {} was posted and no message matched it", d(*rank, *op)),
+                LeftItem::Unreceived { rank, from, op, rendezvous } => {
+                    let a = p.op(*from, *op).attr;
+                    let waits = if *rendezvous { " (a rendezvous: the send waits for it)" } else { "" };
+                    writeln!(out, "  rank {rank}: a message of {}b {} from rank {from} ({} there) arrived and no receive took it{waits}", a.size, tag(a.tag), d(*from, *op))
+                }
+                LeftItem::Blocked { rank, op, on } => {
+                    let list: Vec<String> = on.iter().map(|&(u, st)| format!("{} {}", d(*rank, u), if st { "to start" } else { "to finish" })).collect();
+                    writeln!(out, "  rank {rank}: {} never started: it waits for {}", d(*rank, *op), list.join(", "))
+                }
+            };
         }
-        let named = self.lines.len() as u64;
         let all = self.unmatched_recvs + self.unreceived_msgs + self.blocked;
-        if all > named {
-            writeln!(f, "  ... and {} more", all - named)?;
+        if all > self.items.len() as u64 {
+            let _ = writeln!(out, "  ... and {} more", all - self.items.len() as u64);
         }
-        Ok(())
+        out
+    }
+
+    /// Every operation the items name: (rank, index).
+    pub fn ops(&self) -> Vec<(u32, u32)> {
+        let mut v = Vec::new();
+        for it in &self.items {
+            match it {
+                LeftItem::Posted { rank, op } => v.push((*rank, *op)),
+                LeftItem::Unreceived { from, op, .. } => v.push((*from, *op)),
+                LeftItem::Blocked { rank, op, on } => {
+                    v.push((*rank, *op));
+                    v.extend(on.iter().map(|&(u, _)| (*rank, u)));
+                }
+            }
+        }
+        v
     }
 }
 
@@ -63,14 +129,15 @@ fn tag(t: u32) -> String {
     }
 }
 
-/// `op #i (send 8b to rank 3 tag 0)`.
-pub(crate) fn describe(p: &Program, rank: u32, op: u32) -> String {
+/// `l3 (send 8b to rank 3 tag 0)` with a name, `op #2 (send ...)` without.
+pub fn describe(p: &Program, rank: u32, op: u32, name: Option<&str>) -> String {
     let s = p.op(rank, op);
     let a = s.attr;
+    let who = name.map_or_else(|| format!("op #{op}"), str::to_string);
     match a.kind {
-        Kind::Send => format!("op #{op} (send {}b to rank {} {})", a.size, s.peer, tag(a.tag)),
-        Kind::Recv => format!("op #{op} (recv {}b from {} {})", a.size, peer(s.peer), tag(a.tag)),
-        Kind::Calc => format!("op #{op} (calc {})", a.size),
+        Kind::Send => format!("{who} (send {}b to rank {} {})", a.size, s.peer, tag(a.tag)),
+        Kind::Recv => format!("{who} (recv {}b from {} {})", a.size, peer(s.peer), tag(a.tag)),
+        Kind::Calc => format!("{who} (calc {})", a.size),
     }
 }
 
@@ -79,31 +146,23 @@ pub(crate) fn leftover<O: crate::Observer>(e: &Engine<'_, O>, max: usize) -> Lef
     let mut left = Left::default();
     // Started and unfinished: posted receives, rendezvous sends unmatched.
     let mut open: HashSet<(u32, u32)> = HashSet::new();
-    let mut lines = (Vec::new(), Vec::new(), Vec::new());
+    let mut items = (Vec::new(), Vec::new(), Vec::new());
     for h in 0..p.num_ranks {
         for m in e.rq.iter(h) {
             left.unmatched_recvs += 1;
             open.insert((h, m.op));
-            if lines.0.len() < max {
-                lines.0.push(format!("rank {h}: {} was posted and no message matched it", describe(p, h, m.op)));
+            if items.0.len() < max {
+                items.0.push(LeftItem::Posted { rank: h, op: m.op });
             }
         }
         for m in e.uq.iter(h) {
             left.unreceived_msgs += 1;
-            let a = p.op(m.src, m.op).attr;
-            let rndv = a.size > e.prm.s;
-            if rndv {
+            let rendezvous = p.op(m.src, m.op).attr.size > e.prm.s;
+            if rendezvous {
                 open.insert((m.src, m.op));
             }
-            if lines.1.len() < max {
-                let waits = if rndv { " (a rendezvous: the send waits for it)" } else { "" };
-                lines.1.push(format!(
-                    "rank {h}: a message of {}b {} from rank {} ({} there) arrived and no receive took it{waits}",
-                    a.size,
-                    tag(a.tag),
-                    m.src,
-                    describe(p, m.src, m.op)
-                ));
+            if items.1.len() < max {
+                items.1.push(LeftItem::Unreceived { rank: h, from: m.src, op: m.op, rendezvous });
             }
         }
     }
@@ -136,23 +195,15 @@ pub(crate) fn leftover<O: crate::Observer>(e: &Engine<'_, O>, max: usize) -> Lef
             left.blocked += 1;
             // Name only the operations waiting on one that started (the
             // edge of what is stuck); those behind them are counted.
-            let edge = waits.iter().find(|(w, _)| *w == v).is_some_and(|(_, l)| l.iter().any(|&(u, _)| started(h, u)));
-            if edge && lines.2.len() < max {
-                let mut on = String::new();
-                if let Some((_, l)) = waits.iter().find(|(w, _)| *w == v) {
-                    for (k, &(u, st)) in l.iter().enumerate() {
-                        let sep = if k == 0 { "" } else { ", " };
-                        let what = if st { "to start" } else { "to finish" };
-                        let _ = write!(on, "{sep}{} {what}", describe(p, h, u));
-                    }
-                }
-                lines.2.push(format!("rank {h}: {} never started: it waits for {on}", describe(p, h, v)));
+            let on = waits.iter().find(|(w, _)| *w == v).map(|(_, l)| l.clone()).unwrap_or_default();
+            if on.iter().any(|&(u, _)| started(h, u)) && items.2.len() < max {
+                items.2.push(LeftItem::Blocked { rank: h, op: v, on });
             }
         }
     }
-    left.lines = lines.0;
-    left.lines.append(&mut lines.1);
-    left.lines.append(&mut lines.2);
+    left.items = items.0;
+    left.items.append(&mut items.1);
+    left.items.append(&mut items.2);
     left
 }
 
@@ -161,10 +212,8 @@ pub(crate) fn leftover<O: crate::Observer>(e: &Engine<'_, O>, max: usize) -> Lef
 pub struct CriticalStep {
     /// Its rank.
     pub rank: u32,
-    /// Its index in the rank.
+    /// Its index in the rank ([`describe`] says what it is).
     pub op: u32,
-    /// What it is (`op #i (send 8b to rank 3 tag 0)`).
-    pub what: String,
     /// When it started and finished, in ns.
     pub start: u64,
     /// When it finished.
@@ -185,7 +234,7 @@ pub(crate) fn critical_path(p: &Program, tr: &Trail, cpus: &[u64], slot: usize) 
     while g != NONE && seen.insert(g) {
         let rank = (p.op_base.partition_point(|&b| b <= g) - 1) as u32;
         let op = g - p.op_base[rank as usize];
-        out.push(CriticalStep { rank, op, what: describe(p, rank, op), start: tr.start[g as usize], end: tr.end[g as usize] });
+        out.push(CriticalStep { rank, op, start: tr.start[g as usize], end: tr.end[g as usize] });
         g = tr.why[g as usize];
     }
     out

@@ -12,6 +12,7 @@ mod args;
 pub(crate) mod export;
 mod output;
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -212,10 +213,19 @@ pub(crate) fn sim(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
     let start = Instant::now();
     let out = goal_sim::simulate_with(&loaded.program, o.prm, Options { critical_path: o.critical, max_left: 20 }, ());
     let sim_seconds = start.elapsed().as_secs_f64();
-    let run = output::Run { name: &loaded.name, program: &loaded.program, prm: o.prm, out: &out, read_seconds: loaded.seconds, sim_seconds, peak_rss: peak_rss() };
+    // Operations are named by their labels in the file, read again for
+    // the few the report names.
+    let mut wanted: Vec<(u32, u32)> = out.left.as_ref().map(|l| l.ops()).unwrap_or_default();
+    wanted.extend(out.critical_path.iter().map(|s| (s.rank, s.op)));
+    let labels = match &o.source {
+        Source::File(path) if path != "-" && !wanted.is_empty() => labels_of(Path::new(path), &wanted),
+        _ => HashMap::new(),
+    };
+    let names = |r: u32, op: u32| labels.get(&(r, op)).cloned();
+    let run = output::Run { name: &loaded.name, program: &loaded.program, prm: o.prm, out: &out, read_seconds: loaded.seconds, sim_seconds, peak_rss: peak_rss(), names: &names };
     print!("{}", run.text(o.batch, o.critical));
     if let Some(left) = &out.left {
-        super::check::say(format!("{}: {left}", loaded.name).trim_end());
+        super::check::say(format!("{}: {}", loaded.name, left.render(&loaded.program, &names)).trim_end());
     }
     if let Some(path) = &o.json {
         let j = run.json();
@@ -226,6 +236,30 @@ pub(crate) fn sim(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
         }
     }
     Ok(if out.complete() { 0 } else { 1 })
+}
+
+/// The labels of the operations `wanted` (rank, index) in the file at
+/// `path`, for those that have one.
+fn labels_of(path: &Path, wanted: &[(u32, u32)]) -> HashMap<(u32, u32), String> {
+    let mut by_rank: HashMap<u32, Vec<u32>> = HashMap::new();
+    for &(r, op) in wanted {
+        by_rank.entry(r).or_default().push(op);
+    }
+    let mut labels = HashMap::new();
+    let Ok(f) = File::open(path) else { return labels };
+    goal_text::parse(
+        std::io::BufReader::with_capacity(1 << 20, f),
+        "",
+        |g| {
+            for &op in by_rank.get(&g.rank).map_or(&[][..], |v| &v[..]) {
+                if let Some(o) = g.ops.get(op as usize).filter(|o| o.label.0 < o.label.1) {
+                    labels.insert((g.rank, op), g.names[o.label.0 as usize..o.label.1 as usize].to_string());
+                }
+            }
+        },
+        |_| {},
+    );
+    labels
 }
 
 /// Reads the schedule of `source` into a program.

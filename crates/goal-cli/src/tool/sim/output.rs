@@ -25,6 +25,8 @@ pub(super) struct Run<'a> {
     pub read_seconds: f64,
     pub sim_seconds: f64,
     pub peak_rss: Option<u64>,
+    /// Names of operations (their labels), where known.
+    pub names: goal_sim::report::Names<'a>,
 }
 
 fn esc(s: &str) -> String {
@@ -43,6 +45,10 @@ fn esc(s: &str) -> String {
 }
 
 impl Run<'_> {
+    fn describe(&self, rank: u32, op: u32) -> String {
+        goal_sim::report::describe(self.program, rank, op, (self.names)(rank, op).as_deref())
+    }
+
     /// LogGOPSim's output.
     pub fn text(&self, batch: bool, critical: bool) -> String {
         let (p, prm, out) = (self.program, self.prm, self.out);
@@ -73,7 +79,7 @@ impl Run<'_> {
         if critical {
             let _ = writeln!(t, "Critical path (latest first; start and end in ns):");
             for s in &out.critical_path {
-                let _ = writeln!(t, "  rank {} {}: {} - {}", s.rank, s.what, s.start, s.end);
+                let _ = writeln!(t, "  rank {} {}: {} - {}", s.rank, self.describe(s.rank, s.op), s.start, s.end);
             }
         }
         t
@@ -112,7 +118,8 @@ impl Run<'_> {
         }
         j.push(']');
         if let Some(l) = &out.left {
-            let lines: Vec<String> = l.lines.iter().map(|s| format!("\"{}\"", esc(s))).collect();
+            let text = l.render(p, self.names);
+            let lines: Vec<String> = text.lines().skip(1).map(|s| format!("\"{}\"", esc(s.trim()))).collect();
             let _ = write!(
                 j,
                 ",\"left\":{{\"unmatched_recvs\":{},\"unreceived_msgs\":{},\"blocked\":{},\"lines\":[{}]}}",
@@ -125,7 +132,7 @@ impl Run<'_> {
         if !out.critical_path.is_empty() {
             j.push_str(",\"critical_path\":[");
             for (i, s) in out.critical_path.iter().enumerate() {
-                let _ = write!(j, "{}{{\"rank\":{},\"op\":{},\"what\":\"{}\",\"start\":{},\"end\":{}}}", if i == 0 { "" } else { "," }, s.rank, s.op, esc(&s.what), s.start, s.end);
+                let _ = write!(j, "{}{{\"rank\":{},\"op\":{},\"what\":\"{}\",\"start\":{},\"end\":{}}}", if i == 0 { "" } else { "," }, s.rank, s.op, esc(&self.describe(s.rank, s.op)), s.start, s.end);
             }
             j.push(']');
         }
