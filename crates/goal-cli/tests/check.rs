@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use util::corpus;
+use util::{corpus, Dir};
 
 const GOAL: &str = env!("CARGO_BIN_EXE_goal");
 
@@ -38,28 +38,6 @@ fn goal(args: &[&str], stdin: Option<&str>) -> Run {
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
     Run { code: out.status.code(), stdout: String::from_utf8_lossy(&out.stdout).into(), stderr: String::from_utf8_lossy(&out.stderr).into() }
-}
-
-/// A fresh directory, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("goal-check-test-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).unwrap();
-        p.to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[test]
@@ -112,7 +90,7 @@ fn corpus_files_are_read_as_the_tools_that_wrote_them_meant() {
 
 #[test]
 fn a_generated_barrier_in_a_temporary_file_is_valid() {
-    let d = Dir::new("gen");
+    let d = Dir::new("check-gen");
     let mut text = String::new();
     goal_text::generate::dissemination(1024, 0..1024, &mut text);
     let f = d.file("barrier.goal", &text);
@@ -124,7 +102,7 @@ fn a_generated_barrier_in_a_temporary_file_is_valid() {
 
 #[test]
 fn mistakes_are_listed_with_file_line_and_column_and_bounded() {
-    let d = Dir::new("bad");
+    let d = Dir::new("check-bad");
     let f = d.file("bad.goal", "num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 3\nl2: calc 5\nl1 requires l2\nl2 requires l1\n}\nrank 1 {\nrecv 8b from 0 tag 4\n}\n");
     let r = goal(&[&f], None);
     assert_eq!(r.code, Some(1), "{}", r.stderr);

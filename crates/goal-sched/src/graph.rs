@@ -299,6 +299,12 @@ impl Graph {
         &self.edges
     }
 
+    /// The start-to-start edges (prerequisite, target): the target starts
+    /// once the prerequisite has started.
+    pub fn start_edges(&self) -> &[(u32, u32)] {
+        &self.start_edges
+    }
+
     /// Appends every vertex and edge of `other`, returning the index offset of
     /// `other`'s vertices in `self`. The scratchpads are laid side by side:
     /// `other`'s scratchpad offsets are shifted past `self`'s.

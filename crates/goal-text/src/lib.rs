@@ -44,7 +44,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use check::{check, Summary};
-pub use parse::{parse, Header};
+pub use parse::{parse, parse_part, Header, Part};
 
 /// A mistake in a text schedule, at a place in its file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,10 @@
 //! reported and the rest of the statement skipped, so one run reports many;
 //! only a missing `num_ranks` and an unreadable input stop the parse.
 //!
+//! Statement lines in the simple forms Schedgen writes take a fast path
+//! (`fast.rs`) that reads them without tokens; any other line, and every
+//! mistake, goes through the general path.
+//!
 //! Labels are looked up in a map that is cleared, not freed, between ranks;
 //! a label of at most 16 bytes (Schedgen's `l1`, `l2`, ...) is its own key,
 //! packed into a `u128`, so defining one allocates nothing.
@@ -18,6 +22,9 @@ use std::sync::Arc;
 use crate::hash::FxMap;
 use crate::lex::{for_each_line, Lexer, Tok, Token};
 use crate::{Dep, Op, OpKind, Pos, RankGraph, TextError};
+
+#[path = "fast.rs"]
+mod fast;
 
 /// The most ranks a file may declare (peers are 32-bit signed in goal).
 pub const MAX_RANKS: u64 = 1 << 31;
@@ -41,17 +48,42 @@ pub struct Header {
 /// Parses `input` (called `file` in errors), calling `on_rank` with each
 /// rank's graph when its `}` is read and `on_error` with each mistake.
 /// The graph passed to `on_rank` is reused for the next rank.
-pub fn parse<R: BufRead>(
+pub fn parse<R: BufRead>(input: R, file: &str, on_rank: impl FnMut(&RankGraph), on_error: impl FnMut(TextError)) -> Header {
+    parse_part(input, file, Part::default(), on_rank, on_error)
+}
+
+/// A part of a file to parse on its own, for reading a large file on
+/// several threads: the ranks `first..end` (`end`: every rank after
+/// `first` when `None`). A part that starts at rank 0 starts at the top of
+/// the file (with `num_ranks`); a later one starts at the line `rank
+/// first {` and needs `num_ranks` from the caller. Line numbers count from
+/// the start of the part: a caller that finds errors reads the file again
+/// as a whole to report them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Part {
+    /// `num_ranks` of the file, for a part that does not start at the top.
+    pub num_ranks: u32,
+    /// The first rank of the part.
+    pub first: u32,
+    /// The rank after the part's last, if not the file's last.
+    pub end: Option<u32>,
+}
+
+/// [`parse`] of one [`Part`] of a file.
+pub fn parse_part<R: BufRead>(
     input: R,
     file: &str,
+    part: Part,
     mut on_rank: impl FnMut(&RankGraph),
     mut on_error: impl FnMut(TextError),
 ) -> Header {
+    let top = part.first == 0;
     let mut p = Parser {
         file: Arc::from(file),
-        state: State::Header,
-        num_ranks: 0,
-        next_rank: 0,
+        state: if top { State::Header } else { State::Between },
+        num_ranks: part.num_ranks,
+        next_rank: part.first as u64,
+        end_rank: part.end,
         lexer: Lexer::default(),
         tokens: Vec::new(),
         graph: RankGraph::default(),
@@ -61,7 +93,7 @@ pub fn parse<R: BufRead>(
         numbered_used: 0,
         long: HashMap::new(),
         pending: Vec::new(),
-        header: Header::default(),
+        header: Header { num_ranks: (!top).then_some(part.num_ranks), ..Header::default() },
         last: Pos { line: 1, col: 1 },
     };
     let read = for_each_line(input, |n, line| {
@@ -98,6 +130,8 @@ struct Parser {
     num_ranks: u32,
     /// The rank expected next.
     next_rank: u64,
+    /// The rank after the last this part reads, if not the file's last.
+    end_rank: Option<u32>,
     lexer: Lexer,
     tokens: Vec<Token>,
     graph: RankGraph,
@@ -141,6 +175,9 @@ impl Parser {
     }
 
     fn line(&mut self, n: u64, line: &[u8], on_rank: OnRank, on_error: OnError) -> ControlFlow<()> {
+        if self.state == State::Body && self.lexer.open_comment.is_none() && self.fast_statement(n, line) {
+            return ControlFlow::Continue(());
+        }
         let mut toks = std::mem::take(&mut self.tokens);
         self.lexer.tokens(n, line, &mut toks);
         let mut i = 0;
@@ -292,8 +329,9 @@ impl Parser {
             }
             State::Between | State::Stopped => {}
         }
-        if self.state != State::Stopped && self.header.num_ranks.is_some() && self.next_rank < self.num_ranks as u64 {
-            let (a, b) = (self.next_rank, self.num_ranks - 1);
+        let last_rank = self.end_rank.unwrap_or(self.num_ranks).min(self.num_ranks);
+        if self.state != State::Stopped && self.header.num_ranks.is_some() && self.next_rank < last_rank as u64 {
+            let (a, b) = (self.next_rank, last_rank - 1);
             let missing = if a == b as u64 { format!("rank {a} is missing") } else { format!("ranks {a} to {b} are missing") };
             on_error(self.err(end, format!("the file ends but {missing}: num_ranks {} expects ranks 0 to {b}", self.num_ranks)));
         }

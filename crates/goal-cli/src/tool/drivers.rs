@@ -52,6 +52,10 @@ const BENCHMARKS: &[(&str, &str)] = &[
         "groups",
         "group creation, collectives on a sub-group, half-precision allreduce",
     ),
+    (
+        "sim",
+        "goal sim at 1K to 1M ranks and one 16M-rank collective: time, memory",
+    ),
 ];
 
 fn benchmark_list() -> String {

@@ -19,6 +19,7 @@ mod info;
 mod lowargs;
 mod noise;
 mod run;
+mod sim;
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -43,7 +44,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "bench",
         args: "BENCHMARK [ARGS...]",
-        summary: "run a benchmark (p2p, coll, net, overlap, groups) beside the MPIs",
+        summary: "run a benchmark (p2p, coll, net, overlap, groups beside the MPIs; sim)",
         run: drivers::bench,
     },
     Subcommand {
@@ -87,6 +88,18 @@ const SUBCOMMANDS: &[Subcommand] = &[
         args: "KIND [--duration S] [--cpus LIST]",
         summary: "make this machine busy in a known way (busy, detour:D/P)",
         run: noise::noise,
+    },
+    Subcommand {
+        name: "sim",
+        args: "[-L N -o N ...] [-b] [--json PATH] FILE | --coll NAME ...",
+        summary: "simulate a GOAL text schedule or a collective under LogGOPS (LogGOPSim's results)",
+        run: sim::sim,
+    },
+    Subcommand {
+        name: "export",
+        args: "--coll NAME [--alg ALG] --ranks N [--bytes B] [-o FILE]",
+        summary: "write one of goal's collectives as a GOAL text schedule",
+        run: sim::export::export,
     },
     Subcommand {
         name: "help",

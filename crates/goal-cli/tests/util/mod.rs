@@ -471,3 +471,31 @@ pub fn corpus() -> PathBuf {
     assert!(dir.join("README.md").is_file(), "the GOAL text corpus is not at {} (set GOAL_CORPUS)", dir.display());
     dir
 }
+
+/// A fresh directory for a test's files, removed on drop.
+pub struct Dir(pub PathBuf);
+
+impl Dir {
+    /// `$TMPDIR/goal-test-TAG-PID`.
+    pub fn new(tag: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("goal-test-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+    /// Writes `text` to the file `name` in it; its path.
+    pub fn file(&self, name: &str, text: &str) -> String {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+    /// The path of `name` in it.
+    pub fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

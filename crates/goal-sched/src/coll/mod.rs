@@ -71,6 +71,7 @@ mod reduce_scatter;
 mod reduce_scatter_block;
 mod scatter;
 mod scatterv;
+mod world;
 
 mod arith;
 mod auto_table;
@@ -93,6 +94,7 @@ pub use reduce_scatter::reduce_scatter;
 pub use reduce_scatter_block::reduce_scatter_block;
 pub use scatter::scatter;
 pub use scatterv::scatterv;
+pub use world::World;
 pub use reduction::{keeps_order, Reduction};
 pub(crate) use reduction::resolve_for;
 
