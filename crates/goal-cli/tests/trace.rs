@@ -158,3 +158,32 @@ fn without_goal_trace_file_nothing_is_written() {
     assert_eq!(files, ["ring.goal"], "only the schedule");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `goal sim --trace` writes the predicted timeline of the same file in
+/// the same format: valid against the schema, a track per rank, and on
+/// the cpu lanes the file's 5 sends, 5 receives and its calc, at
+/// the times the model gives (every operation within the finish time).
+#[test]
+fn goal_sim_writes_the_predicted_timeline_in_the_same_format() {
+    let dir = scratch("sim");
+    let file = dir.join("ring.goal");
+    std::fs::write(&file, RING).unwrap();
+    let trace = dir.join("sim.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_goal")).args(["sim", "-b", "--trace"]).arg(&trace).arg(&file).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "goal sim failed: {said}");
+    let max: u64 = said.split("Maximum finishing time at host ").nth(1).and_then(|r| r.split(": ").nth(1)).and_then(|r| r.split(' ').next()).and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("no maximum in {said}"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let s = schema();
+    schema::validate(&s, &s, &v, "").unwrap();
+    let ops: Vec<&Value> = v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+    let ranks: BTreeSet<u64> = ops.iter().map(|e| e["pid"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, (0..4).collect());
+    let on_cpu = |name: &str| ops.iter().filter(|e| e["name"] == name && e["tid"] == 0).count();
+    assert_eq!((on_cpu("send"), on_cpu("recv"), on_cpu("calc")), (5, 5, 1), "{ops:#?}");
+    for e in &ops {
+        let end_ns = (e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()) * 1000.0;
+        assert!(end_ns <= max as f64 + 0.5, "{e} ends after the finish time {max} ns");
+    }
+    assert_eq!(v["otherData"]["simulated"], "goal sim (LogGOPS)");
+}

@@ -337,8 +337,8 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         let g = self.global(h, e.op);
         let peer = self.p.peer[g as usize];
         self.started(h, e.op, t);
-        let cpu_end = t.wrapping_add(prm.o).wrapping_add(s1.wrapping_mul(prm.big_o));
-        let nic_end = t.wrapping_add(prm.g).wrapping_add(s1.wrapping_mul(prm.big_g));
+        let cpu_end = t.wrapping_add(prm.o).wrapping_add(per_byte(s1, prm.big_o_ps));
+        let nic_end = t.wrapping_add(prm.g).wrapping_add(per_byte(s1, prm.big_g_ps));
         self.clock[c] = cpu_end;
         self.clock[n] = nic_end;
         self.hold_cpu(c, h, e.op);
@@ -404,8 +404,8 @@ impl<'p, O: crate::Observer> Engine<'p, O> {
         }
         let prm = self.prm;
         let s1 = a.size.wrapping_sub(1);
-        let cpu_end = t.wrapping_add(prm.o).wrapping_add(s1.wrapping_mul(prm.big_o).max(s1.wrapping_mul(prm.big_g)));
-        let nic_end = t.wrapping_add(prm.g).wrapping_add(s1.wrapping_mul(prm.big_g));
+        let cpu_end = t.wrapping_add(prm.o).wrapping_add(per_byte(s1, prm.big_o_ps).max(per_byte(s1, prm.big_g_ps)));
+        let nic_end = t.wrapping_add(prm.g).wrapping_add(per_byte(s1, prm.big_g_ps));
         self.clock[c] = cpu_end;
         let r = self.gr(n);
         self.clock[r] = nic_end;
@@ -447,4 +447,19 @@ struct Initial {
     ops: Vec<u32>,
     pos: usize,
     stamp: u64,
+}
+
+/// `s1` bytes at `ps` picoseconds each, in whole ns: exactly LogGOPSim's
+/// wrapping `s1 * G` for a whole number of ns per byte (`s1` is `size - 1`,
+/// all ones for an empty message), rounded down otherwise.
+#[inline]
+fn per_byte(s1: u64, ps: u64) -> u64 {
+    if ps % 1000 == 0 {
+        s1.wrapping_mul(ps / 1000)
+    } else if s1 == u64::MAX {
+        // An empty message: LogGOPSim's -G, whole ns.
+        (ps / 1000).wrapping_neg()
+    } else {
+        (s1 as u128 * ps as u128 / 1000) as u64
+    }
 }

@@ -46,17 +46,18 @@ pub struct Params {
     pub o: u64,
     /// g: nic gap per message.
     pub g: u64,
-    /// G: nic gap per byte.
-    pub big_g: u64,
-    /// O: cpu overhead per byte.
-    pub big_o: u64,
+    /// G: nic gap per byte, in picoseconds (LogGOPSim's whole ns x 1000:
+    /// a calibrated shared-memory G is a fraction of a ns).
+    pub big_g_ps: u64,
+    /// O: cpu overhead per byte, in picoseconds.
+    pub big_o_ps: u64,
     /// S: messages of more than S bytes go by rendezvous.
     pub s: u64,
 }
 
 impl Default for Params {
     fn default() -> Params {
-        Params { l: 2500, o: 1500, g: 1000, big_g: 6, big_o: 0, s: 65535 }
+        Params { l: 2500, o: 1500, g: 1000, big_g_ps: 6000, big_o_ps: 0, s: 65535 }
     }
 }
 

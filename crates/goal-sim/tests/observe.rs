@@ -10,7 +10,7 @@ fn program(text: &str) -> goal_sim::Program {
 #[test]
 fn a_message_shows_as_send_transfer_and_receive_with_the_models_times() {
     let p = program("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 3 nic 1\n}\nrank 1 {\nl1: recv 8b from 0 tag 3\nl2: calc 50\nl2 requires l1\n}\n");
-    let prm = Params { l: 1000, o: 100, g: 7, big_g: 2, big_o: 0, s: 65535 };
+    let prm = Params { l: 1000, o: 100, g: 7, big_g_ps: 2000, big_o_ps: 0, s: 65535 };
     let mut seen: Vec<Activity> = Vec::new();
     let out = goal_sim::simulate_with(&p, prm, Options::default(), |a: &Activity| seen.push(*a));
     let a = |rank, what, resource, start, end, peer: Option<u32>| Activity { rank, op: 0, what, start, end, peer, bytes: 8, resource };

@@ -112,3 +112,52 @@ mod tests {
         assert_eq!(size("x"), None);
     }
 }
+
+/// `-G`/`-O`'s value, ns per byte with decimals allowed, in picoseconds.
+pub(crate) fn ps_per_byte(value: &str) -> Option<u64> {
+    let v: f64 = value.parse().ok()?;
+    (v.is_finite() && v >= 0.0 && v < 1e12).then(|| (v * 1000.0).round() as u64)
+}
+
+/// Sets `prm` from the JSON that `goal calibrate --loggops --out` writes:
+/// `"L"`, `"o"`, `"g"` in ns (rounded to whole ns, as LogGOPSim takes
+/// them), `"G"`, `"O"` in ns per byte (to the picosecond), `"S"` in bytes.
+pub(crate) fn read_params(path: &std::path::Path, prm: &mut goal_sim::Params) -> Result<(), Failure> {
+    let bad = |m: String| Failure { code: 1, message: format!("--params {}: {m}", path.display()), hint: None };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let field = |key: &str| -> Result<f64, Failure> {
+        let at = text.find(&format!("\"{key}\":")).ok_or_else(|| bad(format!("no \"{key}\" (expected the JSON of goal calibrate --loggops --out)")))?;
+        let rest = text[at + key.len() + 3..].trim_start();
+        let end = rest.find([',', '}', '\n']).unwrap_or(rest.len());
+        rest[..end].trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).ok_or_else(|| bad(format!("\"{key}\" is not a number of 0 or more")))
+    };
+    prm.l = field("L")?.round() as u64;
+    prm.o = field("o")?.round() as u64;
+    prm.g = field("g")?.round() as u64;
+    prm.big_g_ps = (field("G")? * 1000.0).round() as u64;
+    prm.big_o_ps = (field("O")? * 1000.0).round() as u64;
+    prm.s = field("S")?.round() as u64;
+    Ok(())
+}
+
+#[cfg(test)]
+mod param_tests {
+    use super::*;
+
+    #[test]
+    fn per_byte_costs_read_to_the_picosecond_and_calibrations_load() {
+        assert_eq!(ps_per_byte("6"), Some(6000));
+        assert_eq!(ps_per_byte("0.1126"), Some(113));
+        assert_eq!(ps_per_byte("-1"), None);
+        assert_eq!(ps_per_byte("x"), None);
+        let path = std::env::temp_dir().join(format!("goal-params-{}.json", std::process::id()));
+        std::fs::write(&path, "{\n  \"L\": 120.4,\n  \"o\": 300.0,\n  \"g\": 15.3,\n  \"G\": 0.112646,\n  \"O\": 0.054071,\n  \"S\": 16384,\n  \"measured\": []\n}\n").unwrap();
+        let mut prm = goal_sim::Params::default();
+        read_params(&path, &mut prm).unwrap();
+        assert_eq!((prm.l, prm.o, prm.g, prm.big_g_ps, prm.big_o_ps, prm.s), (120, 300, 15, 113, 54, 16384));
+        std::fs::write(&path, "{\"L\": 1}").unwrap();
+        let e = read_params(&path, &mut prm).unwrap_err();
+        assert!(e.message.contains("no \"o\""), "{}", e.message);
+        std::fs::remove_file(&path).unwrap();
+    }
+}

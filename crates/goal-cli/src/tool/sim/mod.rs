@@ -11,6 +11,7 @@
 mod args;
 pub(crate) mod export;
 mod output;
+mod trace;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -22,7 +23,7 @@ use goal_sim::coll::Cost;
 use goal_sim::{Options, Params, Program};
 
 use super::{Context, Failure};
-pub(crate) use args::{CollArgs, Source, COLL_OPTIONS};
+pub(crate) use args::{ps_per_byte, read_params, CollArgs, Source, COLL_OPTIONS};
 
 const HELP: &str = "\
 Usage: goal sim [OPTIONS] FILE
@@ -39,8 +40,8 @@ Model (LogGOPSim's options, defaults and units):
   -L N       network latency, ns (default 2500)
   -o N       cpu overhead per message, ns (default 1500)
   -g N       nic gap per message, ns (default 1000)
-  -G N       nic gap per byte, ns (default 6)
-  -O N       cpu overhead per byte, ns (default 0)
+  -G N       nic gap per byte, ns (default 6; decimals allowed, to 1 ps)
+  -O N       cpu overhead per byte, ns (default 0; decimals allowed)
   -S N       largest eager message, bytes; larger go by rendezvous (default 65535)
 
 Options:
@@ -48,6 +49,10 @@ Options:
   -b, --batchmode  print only the maximum, not every host
   --json PATH      also write the results as JSON to PATH (- for standard output)
   --critical-path  print the chain of operations that set the finish time
+  --trace PATH     write the simulated timeline as a Chrome trace (Perfetto,
+                   chrome://tracing), as GOAL_TRACE_FILE does for a real run
+  --params FILE    L, o, g, G, O and S from goal calibrate --loggops's JSON
+                   (options after it override them)
   --max-errors N   show at most N errors of a text file (default 20)
   --coll NAME      simulate goal's collective NAME (barrier, bcast, gather,
                    scatter, allgather, alltoall, reduce, allreduce,
@@ -77,6 +82,8 @@ struct Opts {
     critical: bool,
     max_errors: usize,
     cost: Cost,
+    /// `--trace PATH`: the simulated timeline, as a Chrome trace.
+    trace: Option<PathBuf>,
 }
 
 fn usage(m: String) -> Failure {
@@ -87,6 +94,7 @@ impl Opts {
     fn parse(args: Vec<OsString>) -> Result<Option<Opts>, Failure> {
         let mut prm = Params::default();
         let (mut batch, mut critical, mut json, mut max_errors, mut cost) = (false, false, None, 20usize, Cost::default());
+        let mut trace = None;
         let mut coll = CollArgs::default();
         let mut files = Vec::new();
         let mut args = args.into_iter();
@@ -158,7 +166,7 @@ impl Opts {
                 "--qstat" => return Err(unsupported("the queue statistics")),
                 _ => {}
             }
-            let known = ["-L", "-o", "-g", "-G", "-O", "-S", "-f", "--json", "--max-errors", "--calc-per-byte"];
+            let known = ["-L", "-o", "-g", "-G", "-O", "-S", "-f", "--json", "--max-errors", "--calc-per-byte", "--params", "--trace"];
             if !known.contains(&name.as_str()) && !COLL_OPTIONS.contains(&name.as_str()) {
                 return Err(usage(format!("unknown option '{text}'")));
             }
@@ -167,13 +175,16 @@ impl Opts {
                 None => args.next().ok_or_else(|| usage(format!("{name} needs a value")))?.to_string_lossy().into_owned(),
             };
             let number = || value.parse::<u64>().map_err(|_| usage(format!("{name} takes a whole number (ns or bytes), not '{value}'")));
+            let per_byte = || ps_per_byte(&value).ok_or_else(|| usage(format!("{name} takes ns per byte (0 or more, decimals allowed), not '{value}'")));
             match name.as_str() {
                 "-L" => prm.l = number()?,
                 "-o" => prm.o = number()?,
                 "-g" => prm.g = number()?,
-                "-G" => prm.big_g = number()?,
-                "-O" => prm.big_o = number()?,
+                "-G" => prm.big_g_ps = per_byte()?,
+                "-O" => prm.big_o_ps = per_byte()?,
                 "-S" => prm.s = number()?,
+                "--params" => read_params(Path::new(&value), &mut prm)?,
+                "--trace" => trace = Some(PathBuf::from(&value)),
                 "-f" => files.push(OsString::from(&value)),
                 "--json" => json = Some(PathBuf::from(&value)),
                 "--max-errors" => max_errors = number()? as usize,
@@ -192,7 +203,7 @@ impl Opts {
             (None, 0) => return Err(usage("no file given (or --coll NAME)".into())),
             (None, _) => return Err(usage("goal sim takes one file".into())),
         };
-        Ok(Some(Opts { source, prm, batch, json, critical, max_errors, cost }))
+        Ok(Some(Opts { source, prm, batch, json, critical, max_errors, cost, trace }))
     }
 }
 
@@ -211,7 +222,16 @@ pub(crate) fn sim(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
         eprintln!("after load: peak rss {:?} MB", peak_rss().map(|b| b / 1_000_000));
     }
     let start = Instant::now();
-    let out = goal_sim::simulate_with(&loaded.program, o.prm, Options { critical_path: o.critical, max_left: 20 }, ());
+    let opts = Options { critical_path: o.critical, max_left: 20 };
+    let out = match &o.trace {
+        None => goal_sim::simulate_with(&loaded.program, o.prm, opts, ()),
+        Some(path) => {
+            let mut timeline = trace::Timeline::default();
+            let out = goal_sim::simulate_with(&loaded.program, o.prm, opts, |a: &goal_sim::Activity| timeline.push(a));
+            timeline.write(path, &loaded.name, loaded.program.num_ranks(), o.prm).map_err(|e| Failure { code: 1, message: format!("cannot write the trace {}: {e}", path.display()), hint: None })?;
+            out
+        }
+    };
     let sim_seconds = start.elapsed().as_secs_f64();
     // Operations are named by their labels in the file, read again for
     // the few the report names.

@@ -62,8 +62,8 @@ impl Run<'_> {
             prm.l,
             prm.o,
             prm.g,
-            prm.big_g,
-            prm.big_o,
+            ns_of_ps(prm.big_g_ps),
+            ns_of_ps(prm.big_o_ps),
             prm.s
         );
         let speed = out.events as f64 / self.sim_seconds.max(1e-9);
@@ -102,8 +102,8 @@ impl Run<'_> {
             prm.l,
             prm.o,
             prm.g,
-            prm.big_g,
-            prm.big_o,
+            ns_of_ps(prm.big_g_ps),
+            ns_of_ps(prm.big_o_ps),
             prm.s,
             out.complete(),
             out.events,
@@ -138,5 +138,14 @@ impl Run<'_> {
         }
         j.push_str("}\n");
         j
+    }
+}
+
+/// Picoseconds as ns: a whole number as LogGOPSim prints it, else decimals.
+fn ns_of_ps(ps: u64) -> String {
+    if ps % 1000 == 0 {
+        (ps / 1000).to_string()
+    } else {
+        format!("{}", ps as f64 / 1000.0)
     }
 }
