@@ -56,6 +56,10 @@ const BENCHMARKS: &[(&str, &str)] = &[
         "sim",
         "goal sim at 1K to 1M ranks and one 16M-rank collective: time, memory",
     ),
+    (
+        "predict",
+        "goal sim with goal calibrate's parameters against goal run",
+    ),
 ];
 
 fn benchmark_list() -> String {
