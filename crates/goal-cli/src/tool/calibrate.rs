@@ -112,27 +112,15 @@ impl Opts {
 /// Runs `goal calibrate ARGS`.
 pub(crate) fn calibrate(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
     let Some(o) = Opts::parse(args)? else { return Ok(0) };
-    let rt = goal_rt::init().map_err(|e| Failure {
-        code: 1,
-        message: format!("calibrate: goal could not start ({e}): start it as the program of a job of 2 ranks, goalrun -n 2 goal calibrate --loggops (or under mpirun or srun)"),
-        hint: None,
-    })?;
-    let code = if rt.size() != 2 {
+    super::as_rank("calibrate", "goalrun -n 2 goal calibrate --loggops", |rt| {
+        if rt.size() == 2 {
+            return measure(rt, &o);
+        }
         if rt.rank() == 0 {
             say(&format!("goal calibrate: the job has {} rank(s): the LogGOPS parameters are measured between 2 (goalrun -n 2, or mpirun -np 2 with one rank per host for the network)", rt.size()));
         }
-        1
-    } else {
-        measure(&rt, &o).unwrap_or_else(|e| {
-            say(&format!("goal calibrate: rank {}: {e}", rt.rank()));
-            1
-        })
-    };
-    drop(rt);
-    if let Err(e) = goal_rt::finalize() {
-        say(&format!("goal calibrate: finalizing goal: {e}"));
-    }
-    Ok(code)
+        Ok(1)
+    })
 }
 
 /// The buffers every schedule names: a send region of the largest size and

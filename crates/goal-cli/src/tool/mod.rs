@@ -133,6 +133,31 @@ impl Failure {
     }
 }
 
+/// Runs `body` as one rank of a job, for the subcommands that are a job's
+/// program (`goal run`, `goal calibrate`): starts goal (or fails, saying
+/// how to start `goal NAME` under a launcher: `how`), reports an error of
+/// `body` as `goal NAME: rank R: ...` (status 1), and finalizes goal.
+pub(crate) fn as_rank(
+    name: &str,
+    how: &str,
+    body: impl FnOnce(&std::sync::Arc<goal_rt::Runtime>) -> goal_rt::Result<i32>,
+) -> Result<i32, Failure> {
+    let rt = goal_rt::init().map_err(|e| Failure {
+        code: 1,
+        message: format!("{name}: goal could not start ({e}): start it as the program of a job, {how} (or under mpirun or srun)"),
+        hint: None,
+    })?;
+    let code = body(&rt).unwrap_or_else(|e| {
+        check::say(&format!("goal {name}: rank {}: {e}", rt.rank()));
+        1
+    });
+    drop(rt);
+    if let Err(e) = goal_rt::finalize() {
+        check::say(&format!("goal {name}: finalizing goal: {e}"));
+    }
+    Ok(code)
+}
+
 /// What goal knows of where it is and of its environment, gathered once so
 /// that the subcommands can be tested without a process of their own.
 #[derive(Debug, Clone, Default)]

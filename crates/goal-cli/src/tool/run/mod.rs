@@ -136,21 +136,10 @@ impl Opts {
 /// Runs `goal run ARGS`.
 pub(crate) fn run(args: Vec<OsString>, _cx: &Context) -> Result<i32, Failure> {
     let Some(o) = Opts::parse(args)? else { return Ok(0) };
-    let rt = goal_rt::init().map_err(|e| Failure {
-        code: 1,
-        message: format!("run: goal could not start ({e}): start goal run as the program of a job, goalrun -n RANKS goal run FILE (or under mpirun or srun)"),
-        hint: None,
-    })?;
-    let _watchdog = (o.timeout > 0.0).then(|| watchdog(o.timeout, rt.rank(), display_name(&o.file)));
-    let code = execute(&rt, &o).unwrap_or_else(|e| {
-        say(&format!("goal run: rank {}: {e}", rt.rank()));
-        1
-    });
-    drop(rt);
-    if let Err(e) = goal_rt::finalize() {
-        say(&format!("goal run: finalizing goal: {e}"));
-    }
-    Ok(code)
+    super::as_rank("run", "goalrun -n RANKS goal run FILE", |rt| {
+        let _watchdog = (o.timeout > 0.0).then(|| watchdog(o.timeout, rt.rank(), display_name(&o.file)));
+        execute(rt, &o)
+    })
 }
 
 /// Ends this process (status 1) with a message if it is still running
