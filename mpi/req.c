@@ -39,6 +39,8 @@ struct gm_req {
     GOAL_Handle h;            /* NULL once goal's execution has ended */
     int busy;                 /* a thread waits in GOAL_WaitFor on h */
     int error;                /* MPI_SUCCESS, or MPI_ERR_OTHER if goal's execution failed */
+    int mpi_freed;            /* MPI called free_fn: the request is gone from MPI */
+    int goal_done;            /* goal's execution has ended */
     struct gm_comm *comm;
     struct gm_entry *entry;   /* the cached schedule, or NULL */
     GOAL_Schedule own;        /* a schedule compiled for this call only, or NULL */
@@ -87,6 +89,10 @@ static int query_fn(void *extra, MPI_Status *st)
     return q->error;
 }
 
+/* MPI lets go of the request. The standard has MPI call this only once the
+ * request is complete, and Open MPI does; MPICH calls it inside
+ * MPI_Request_free of a request still running, so the record lives on
+ * until goal's execution has ended too. */
 static int free_fn(void *extra)
 {
     struct gm_req *q = extra;
@@ -96,8 +102,10 @@ static int free_fn(void *extra)
             *p = q->next;
             break;
         }
+    q->mpi_freed = 1;
+    if (q->goal_done)
+        free(q);
     gm_unlock();
-    free(q);
     return MPI_SUCCESS;
 }
 
@@ -130,7 +138,11 @@ static void ended(struct gm_req *q, int rc)
     q->entry = NULL, q->own = NULL, q->tmp = NULL;
     gm_comm_put(q->comm);
     q->comm = NULL;
-    PMPI_Grequest_complete(q->mreq);
+    q->goal_done = 1;
+    if (q->mpi_freed)
+        free(q); /* MPICH forgot the request at MPI_Request_free already */
+    else
+        PMPI_Grequest_complete(q->mreq); /* may call free_fn, which frees q */
 }
 
 /* Finishes, for MPI, every execution that has ended; returns how many. */
