@@ -151,4 +151,14 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
              MPI_Request *request);
 void gm_req_drain(void);
 
+/* ---- persistent collectives (persist.c) ---- */
+
+/* `reqs`, or a copy (in `buf` if n <= nbuf) in which each started
+ * persistent collective of the layer is the request doing its work. */
+MPI_Request *gm_pers_swap(int n, MPI_Request *reqs, MPI_Request *buf, int nbuf);
+/* After MPI's call on the copy `v`: what MPI completed or freed, back. */
+void gm_pers_back(int n, MPI_Request *reqs, MPI_Request *v, MPI_Request *buf);
+/* MPI_Request_free of a persistent handle of the layer's: -1 if it is not one. */
+int gm_pers_free(MPI_Request *req);
+
 #endif

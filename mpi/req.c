@@ -261,7 +261,10 @@ static void pause_wait(int n, const MPI_Request *reqs, int round)
         ;
 }
 
-int MPI_Wait(MPI_Request *r, MPI_Status *st)
+/* The Wait and Test functions, on the array as MPI should see it (see
+ * persist.c for the swap of started persistent collectives). */
+
+static int wait1(MPI_Request *r, MPI_Status *st)
 {
     if (!any_ours(1, r)) {
         if (nrunning)
@@ -278,7 +281,7 @@ int MPI_Wait(MPI_Request *r, MPI_Status *st)
     }
 }
 
-int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
+static int waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
     if (!any_ours(n, reqs)) {
         if (nrunning)
@@ -295,7 +298,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     }
 }
 
-int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
+static int waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 {
     if (!any_ours(n, reqs)) {
         if (nrunning)
@@ -312,7 +315,7 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
     }
 }
 
-int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status sts[])
+static int waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status sts[])
 {
     if (!any_ours(n, reqs)) {
         if (nrunning)
@@ -328,39 +331,46 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     }
 }
 
-int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
+/* Calls `call` (an expression using `v`, the array MPI sees) on the
+ * program's array `reqs` of `n`. */
+#define SWAPPED(n, reqs, call)                                                                                             do {                                                                                                                       MPI_Request buf_[16], *v = gm_pers_swap(n, reqs, buf_, 16);                                                            if (v == (reqs) && nrunning)                                                                                               drive();                                                                                                           int rc_ = (call);                                                                                                      gm_pers_back(n, reqs, v, buf_);                                                                                        return rc_;                                                                                                        } while (0)
+
+int MPI_Wait(MPI_Request *r, MPI_Status *st) { SWAPPED(1, r, wait1(v, st)); }
+int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[]) { SWAPPED(n, reqs, waitall(n, v, sts)); }
+int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st) { SWAPPED(n, reqs, waitany(n, v, index, st)); }
+
+int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status sts[])
+{
+    SWAPPED(n, reqs, waitsome(n, v, outcount, indices, sts));
+}
+
+static int test_driven(void)
 {
     if (nrunning)
         drive();
-    return PMPI_Test(r, flag, st);
+    return 0;
 }
+
+int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st) { SWAPPED(1, r, test_driven() + PMPI_Test(v, flag, st)); }
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 {
-    if (nrunning)
-        drive();
-    return PMPI_Testall(n, reqs, flag, sts);
+    SWAPPED(n, reqs, test_driven() + PMPI_Testall(n, v, flag, sts));
 }
 
 int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st)
 {
-    if (nrunning)
-        drive();
-    return PMPI_Testany(n, reqs, index, flag, st);
+    SWAPPED(n, reqs, test_driven() + PMPI_Testany(n, v, index, flag, st));
 }
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status sts[])
 {
-    if (nrunning)
-        drive();
-    return PMPI_Testsome(n, reqs, outcount, indices, sts);
+    SWAPPED(n, reqs, test_driven() + PMPI_Testsome(n, v, outcount, indices, sts));
 }
 
 int MPI_Request_get_status(MPI_Request r, int *flag, MPI_Status *st)
 {
-    if (nrunning)
-        drive();
-    return PMPI_Request_get_status(r, flag, st);
+    SWAPPED(1, &r, test_driven() + PMPI_Request_get_status(*v, flag, st));
 }
 
 int MPI_Request_free(MPI_Request *r)
@@ -370,7 +380,8 @@ int MPI_Request_free(MPI_Request *r)
      * (at the latest in MPI_Finalize). */
     if (nrunning)
         drive();
-    return PMPI_Request_free(r);
+    int rc = gm_pers_free(r);
+    return rc >= 0 ? rc : PMPI_Request_free(r);
 }
 
 /* MPI_Finalize: every execution still running (requests freed before
