@@ -13,18 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size;
+#include "helpers.h"
 
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            printf("FAIL rank %d line %d: ", rank, __LINE__);                                                          \
-            printf(__VA_ARGS__);                                                                                       \
-            printf("\n");                                                                                              \
-            fflush(stdout);                                                                                            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                              \
-        }                                                                                                              \
-    } while (0)
+static int rank, size;
 
 #define BIG (256 * 1024)
 #define N 6
@@ -73,6 +64,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    t_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);

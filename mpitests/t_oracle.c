@@ -20,18 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int wrank;
+#include "helpers.h"
 
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            printf("FAIL rank %d line %d: ", wrank, __LINE__);                                                         \
-            printf(__VA_ARGS__);                                                                                       \
-            printf("\n");                                                                                              \
-            fflush(stdout);                                                                                            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                              \
-        }                                                                                                              \
-    } while (0)
+static int wrank;
 
 /* 2x2 matrices of uint32 (mod 2^32): associative, not commutative. */
 static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
@@ -105,6 +96,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    t_rank = wrank;
     int wsize;
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     MPI_Op user;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "helpers.h"
 #ifdef OPEN_MPI
 #include <mpi-ext.h>
 #define INIT(name) MPIX_##name##_init
@@ -21,17 +23,6 @@
 
 static int rank, size;
 
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            printf("FAIL rank %d line %d: ", rank, __LINE__);                                                          \
-            printf(__VA_ARGS__);                                                                                       \
-            printf("\n");                                                                                              \
-            fflush(stdout);                                                                                            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                              \
-        }                                                                                                              \
-    } while (0)
-
 #define N 300
 #define K 9
 
@@ -39,6 +30,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    t_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
