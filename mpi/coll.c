@@ -32,9 +32,9 @@
 #define BUF1 GOAL_BUF_AT_RUN(1)
 
 /* A cached collective: the entry for `k`, started with b0 and b1. Returns
- * -1 (nothing started, `tmp` freed) if goal refused to compile it. */
+ * -1 (nothing started, `x` ended) if goal refused to compile it. */
 static int serve(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build,
-                 const void *b0, const void *b1, void *tmp, MPI_Request *req)
+                 const void *b0, const void *b1, struct gm_bufs *x, MPI_Request *req)
 {
     struct gm_entry *e = gm_cache_get(c, k, r, build);
     if (!e) {
@@ -42,26 +42,29 @@ static int serve(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, const
             fprintf(stderr, "goal-mpi (rank %d): goal refused a collective, MPI runs it: %s\n", gm.world_rank,
                     GOAL_LastError());
         gm_count(fn, GM_REFUSED);
-        free(tmp);
+        if (x)
+            gm_bufs_end(x, 0);
         return -1;
     }
     void *bufs[2] = { (void *)b0, (void *)b1 };
     gm_count(fn, GM_SERVED);
-    return gm_start(c, e, NULL, bufs, 2, tmp, req);
+    return gm_start(c, e, NULL, bufs, 2, x, req);
 }
 
 /* A schedule compiled for this call only (NULL: refused, counted). */
-int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, MPI_Request *req)
+int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, struct gm_bufs *x, MPI_Request *req)
 {
     if (!s) {
         if (gm.debug)
             fprintf(stderr, "goal-mpi (rank %d): goal refused a collective, MPI runs it: %s\n", gm.world_rank,
                     GOAL_LastError());
         gm_count(fn, GM_REFUSED);
+        if (x)
+            gm_bufs_end(x, 0);
         return -1;
     }
     gm_count(fn, GM_SERVED);
-    return gm_start(c, NULL, s, NULL, 0, NULL, req);
+    return gm_start(c, NULL, s, NULL, 0, x, req);
 }
 
 /* The communicator's goal side, or NULL (counted as going to MPI). */
@@ -84,14 +87,6 @@ int gm_bytes_of(enum gm_fn fn, MPI_Datatype dt, int count, size_t *out)
     }
     *out = b * (size_t)count;
     return 1;
-}
-
-static void *copy_of(const void *p, size_t n)
-{
-    void *t = malloc(n ? n : 1);
-    if (t && n)
-        memcpy(t, p, n);
-    return t;
 }
 
 /* ---- builders: one schedule for a key, buffers left open ---- */
@@ -161,14 +156,25 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     return PMPI_Ibarrier(comm, req);
 }
 
+/* A buffer goal cannot see (counted; what `x` holds is freed). */
+static int unseen(enum gm_fn fn, struct gm_bufs *x)
+{
+    gm_count(fn, GM_TYPE);
+    gm_bufs_end(x, 0);
+    return -1;
+}
+
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_IBCAST, comm);
+    struct gm_bufs x = { 0 };
+    void *b;
     size_t n;
-    int rc;
-    if (c && gm_bytes_of(GM_IBCAST, dt, count, &n)) {
+    if (c) {
+        int me = c->rank == root;
+        int rc = gm_view(&x, buf, count, dt, me, !me, &b, &n) ? 0 : unseen(GM_IBCAST, &x);
         struct gm_key k = { .kind = K_BCAST, .root = root, .n = n };
-        if ((rc = serve(GM_IBCAST, c, &k, NULL, b_bcast, buf, NULL, NULL, req)) >= 0)
+        if (rc == 0 && (rc = serve(GM_IBCAST, c, &k, NULL, b_bcast, b, NULL, &x, req)) >= 0)
             return rc;
     }
     return PMPI_Ibcast(buf, count, dt, root, comm, req);
@@ -208,16 +214,19 @@ int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
     struct gm_key k = { .kind = K_REDUCE, .root = root };
     int rc;
     if (c && gm_reduction_key(GM_IREDUCE, dt, op, count, &r, &k)) {
-        void *tmp = NULL;
-        size_t esz = 0;
-        if (sbuf == MPI_IN_PLACE) {
+        struct gm_bufs x = { 0 };
+        const void *s = sbuf;
+        if (sbuf == MPI_IN_PLACE) { /* the root reduces from a copy of its input */
+            size_t esz = 0;
             gm_type_bytes(dt, &esz);
-            sbuf = tmp = copy_of(rbuf, esz * (size_t)count);
+            void *t = gm_scratch(&x, esz * (size_t)count);
+            if (t)
+                memcpy(t, rbuf, esz * (size_t)count);
+            s = t;
         }
-        if ((rc = serve(GM_IREDUCE, c, &k, &r, b_reduce, sbuf, rbuf, tmp, req)) >= 0)
+        if (s && (rc = serve(GM_IREDUCE, c, &k, &r, b_reduce, s, rbuf, &x, req)) >= 0)
             return rc;
-        if (tmp)
-            sbuf = MPI_IN_PLACE;
+        gm_bufs_end(&x, 0);
     }
     return PMPI_Ireduce(sbuf, rbuf, count, dt, op, root, comm, req);
 }
@@ -235,17 +244,24 @@ int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datat
     return PMPI_Ireduce_scatter_block(sbuf, rbuf, count, dt, op, comm, req);
 }
 
-/* allgather and alltoall: blocks of `rcount` `rt`, in place or not. */
+/* allgather and alltoall: blocks of `rcount` `rt`, in place or not. In
+ * place with a type goal cannot see, all of rbuf is packed and unpacked. */
 static int all_blocks(enum gm_fn fn, int kind, gm_build build, const void *sbuf, int scount, MPI_Datatype st,
                       void *rbuf, int rcount, MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(fn, comm);
-    size_t n, sn;
-    int inplace = sbuf == MPI_IN_PLACE;
-    if (!c || !gm_bytes_of(fn, rt, rcount, &n) || (!inplace && !gm_bytes_of(fn, st, scount, &sn)))
+    if (!c)
         return -1;
-    struct gm_key k = { .kind = kind, .inplace = inplace, .n = n };
-    return serve(fn, c, &k, NULL, build, inplace ? rbuf : sbuf, rbuf, NULL, req);
+    struct gm_bufs x = { 0 };
+    int inplace = sbuf == MPI_IN_PLACE;
+    size_t n, sn;
+    void *s = NULL, *r;
+    if (rcount < 0 || (size_t)rcount * (size_t)c->size > INT32_MAX ||
+        !gm_view(&x, rbuf, rcount * c->size, rt, inplace, 1, &r, &n) ||
+        (!inplace && !gm_view(&x, sbuf, kind == K_ALLTOALL ? scount * c->size : scount, st, 1, 0, &s, &sn)))
+        return unseen(fn, &x);
+    struct gm_key k = { .kind = kind, .inplace = inplace, .n = n / (size_t)c->size };
+    return serve(fn, c, &k, NULL, build, inplace ? r : s, r, &x, req);
 }
 
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
@@ -266,22 +282,36 @@ int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int r
                 MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_IGATHER, comm);
-    size_t n;
-    int at_root = c && c->rank == root;
-    int rc;
-    if (c && (at_root ? gm_bytes_of(GM_IGATHER, rt, rcount, &n) : gm_bytes_of(GM_IGATHER, st, scount, &n))) {
-        void *tmp = NULL;
-        if (at_root && sbuf == MPI_IN_PLACE)
-            sbuf = tmp = copy_of((char *)rbuf + (size_t)root * n, n);
-        else if (at_root && !gm_bytes_of(GM_IGATHER, st, scount, &(size_t){ 0 }))
-            goto mpi;
+    if (c) {
+        struct gm_bufs x = { 0 };
+        int me = c->rank == root, rc = 0;
+        size_t n, rn;
+        void *s = NULL, *r = rbuf;
+        if (me) {
+            MPI_Aint lb, ext = 0;
+            PMPI_Type_get_extent(rt, &lb, &ext);
+            if (rcount < 0 || !gm_view(&x, rbuf, rcount * c->size, rt, 0, 1, &r, &rn))
+                rc = unseen(GM_IGATHER, &x);
+            else if (sbuf == MPI_IN_PLACE) { /* its own block, copied or packed: goal writes it back */
+                char *own = (char *)rbuf + (MPI_Aint)root * rcount * ext;
+                size_t esz;
+                if (gm_type_bytes(rt, &esz) && (s = gm_scratch(&x, esz * (size_t)rcount)) != NULL)
+                    memcpy(s, own, esz * (size_t)rcount);
+                else if (!gm_view(&x, own, rcount, rt, 1, 0, &s, &n))
+                    s = NULL;
+                if (!s)
+                    rc = unseen(GM_IGATHER, &x);
+            } else if (!gm_view(&x, sbuf, scount, st, 1, 0, &s, &n))
+                rc = unseen(GM_IGATHER, &x);
+            if (rc == 0)
+                n = rn / (size_t)c->size;
+        } else if (!gm_view(&x, sbuf, scount, st, 1, 0, &s, &n)) {
+            rc = unseen(GM_IGATHER, &x);
+        }
         struct gm_key k = { .kind = K_GATHER, .root = root, .n = n };
-        if ((rc = serve(GM_IGATHER, c, &k, NULL, b_gather, sbuf, rbuf, tmp, req)) >= 0)
+        if (rc == 0 && (rc = serve(GM_IGATHER, c, &k, NULL, b_gather, s, r, &x, req)) >= 0)
             return rc;
-        if (tmp)
-            sbuf = MPI_IN_PLACE;
     }
-mpi:
     return PMPI_Igather(sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
 }
 
@@ -289,20 +319,20 @@ int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int 
                  MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_ISCATTER, comm);
-    size_t n;
-    int at_root = c && c->rank == root;
-    int rc;
-    if (c && (at_root ? gm_bytes_of(GM_ISCATTER, st, scount, &n) : gm_bytes_of(GM_ISCATTER, rt, rcount, &n))) {
-        void *tmp = NULL, *r = rbuf;
-        if (at_root && rbuf == MPI_IN_PLACE)
-            r = tmp = malloc(n ? n : 1);
-        else if (at_root && !gm_bytes_of(GM_ISCATTER, rt, rcount, &(size_t){ 0 }))
-            goto mpi;
+    if (c) {
+        struct gm_bufs x = { 0 };
+        int me = c->rank == root, rc = 0;
+        size_t n = 0, sn;
+        void *s = NULL, *r = NULL;
+        if (me && (scount < 0 || !gm_view(&x, sbuf, scount * c->size, st, 1, 0, &s, &sn)))
+            rc = unseen(GM_ISCATTER, &x);
+        else if (me && rbuf == MPI_IN_PLACE) /* its own block lands in a buffer of the layer's */
+            n = sn / (size_t)c->size, r = gm_scratch(&x, n), rc = r ? 0 : unseen(GM_ISCATTER, &x);
+        else if (!gm_view(&x, rbuf, rcount, rt, 0, 1, &r, &n))
+            rc = unseen(GM_ISCATTER, &x);
         struct gm_key k = { .kind = K_SCATTER, .root = root, .n = n };
-        if ((rc = serve(GM_ISCATTER, c, &k, NULL, b_scatter, sbuf, r, tmp, req)) >= 0)
+        if (rc == 0 && (rc = serve(GM_ISCATTER, c, &k, NULL, b_scatter, s, r, &x, req)) >= 0)
             return rc;
     }
-mpi:
     return PMPI_Iscatter(sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
 }
-

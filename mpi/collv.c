@@ -11,45 +11,43 @@
 
 #include <stdlib.h>
 
-/* counts[i] * unit (and displs[i] * unit) as size_t arrays of n entries,
- * in one allocation (NULL counts give NULL: off the root). */
-static size_t *scaled(const int *counts, const int *displs, int n, size_t unit, size_t **dout)
+/* Two size_t arrays of n entries (counts, displacements), in one allocation. */
+static size_t *pair(int n)
 {
-    *dout = NULL;
-    if (!counts)
-        return NULL;
-    size_t *out = malloc(sizeof(size_t) * 2 * (size_t)(n ? n : 1));
-    if (!out)
-        return NULL;
-    for (int i = 0; i < n; i++) {
-        out[i] = (size_t)counts[i] * unit;
-        if (displs)
-            out[n + i] = (size_t)displs[i] * unit;
-    }
-    if (displs)
-        *dout = out + n;
-    return out;
+    return malloc(sizeof(size_t) * 2 * (size_t)(n > 0 ? n : 1));
+}
+
+/* Counted as a datatype goal cannot take; `x` and `a` freed. */
+static int unseen(enum gm_fn fn, struct gm_bufs *x, size_t *a)
+{
+    gm_count(fn, GM_TYPE);
+    gm_bufs_end(x, 0);
+    free(a);
+    return -1;
 }
 
 int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, const int rcounts[], const int displs[],
                  MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_IGATHERV, comm);
-    size_t unit = 0, sn = 0;
-    int at_root = c && c->rank == root, rc;
-    if (c && (!at_root || gm_bytes_of(GM_IGATHERV, rt, 1, &unit)) &&
-        (sbuf == MPI_IN_PLACE || gm_bytes_of(GM_IGATHERV, st, scount, &sn))) {
-        size_t *d, *n = at_root ? scaled(rcounts, displs, c->size, unit, &d) : NULL;
-        if (!at_root)
-            d = NULL;
-        if (sbuf == MPI_IN_PLACE && n)
-            sbuf = rbuf, sn = n[root];
-        GOAL_Schedule s = GOAL_Gatherv_init_on(c->group, sbuf, sn, rbuf, n, d, root, GOAL_ALG_LINEAR);
+    if (c) {
+        struct gm_bufs x = { 0 };
+        int me = c->rank == root, inplace = me && sbuf == MPI_IN_PLACE;
+        size_t *n = me ? pair(c->size) : NULL, sn = 0;
+        void *r = rbuf, *s = NULL;
+        /* In place, the root's block is already among the blocks: they are all packed. */
+        if ((me && (!n || !gm_view_v(&x, rbuf, rcounts, displs, c->size, rt, inplace, 1, &r, n, n + c->size))) ||
+            (!inplace && !gm_view(&x, sbuf, scount, st, 1, 0, &s, &sn))) {
+            unseen(GM_IGATHERV, &x, n);
+            return PMPI_Igatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, root, comm, req);
+        }
+        if (inplace)
+            s = r, sn = n[root];
+        GOAL_Schedule sch = GOAL_Gatherv_init_on(c->group, s, sn, r, n, me ? n + c->size : NULL, root, GOAL_ALG_LINEAR);
         free(n);
-        if ((rc = gm_serve_once(GM_IGATHERV, c, s, req)) >= 0)
+        int rc = gm_serve_once(GM_IGATHERV, c, sch, &x, req);
+        if (rc >= 0)
             return rc;
-        if (sbuf == rbuf && at_root)
-            sbuf = MPI_IN_PLACE;
     }
     return PMPI_Igatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, root, comm, req);
 }
@@ -58,19 +56,22 @@ int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI
                   MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_ISCATTERV, comm);
-    size_t unit = 0, rn = 0;
-    int at_root = c && c->rank == root, rc;
-    if (c && (!at_root || gm_bytes_of(GM_ISCATTERV, st, 1, &unit)) &&
-        (rbuf == MPI_IN_PLACE || gm_bytes_of(GM_ISCATTERV, rt, rcount, &rn))) {
-        size_t *d, *n = at_root ? scaled(scounts, displs, c->size, unit, &d) : NULL;
-        if (!at_root)
-            d = NULL;
-        void *r = rbuf;
-        if (rbuf == MPI_IN_PLACE && n)
-            r = (void *)sbuf, rn = n[root];
-        GOAL_Schedule s = GOAL_Scatterv_init_on(c->group, sbuf, n, d, r, rn, root, GOAL_ALG_LINEAR);
+    if (c) {
+        struct gm_bufs x = { 0 };
+        int me = c->rank == root, inplace = me && rbuf == MPI_IN_PLACE;
+        size_t *n = me ? pair(c->size) : NULL, rn = 0;
+        void *s = NULL, *r = NULL;
+        if ((me && (!n || !gm_view_v(&x, sbuf, scounts, displs, c->size, st, 1, 0, &s, n, n + c->size))) ||
+            (!inplace && !gm_view(&x, rbuf, rcount, rt, 0, 1, &r, &rn))) {
+            unseen(GM_ISCATTERV, &x, n);
+            return PMPI_Iscatterv(sbuf, scounts, displs, st, rbuf, rcount, rt, root, comm, req);
+        }
+        if (inplace) /* the root's block stays where it is */
+            r = s, rn = n[root];
+        GOAL_Schedule sch = GOAL_Scatterv_init_on(c->group, s, n, me ? n + c->size : NULL, r, rn, root, GOAL_ALG_LINEAR);
         free(n);
-        if ((rc = gm_serve_once(GM_ISCATTERV, c, s, req)) >= 0)
+        int rc = gm_serve_once(GM_ISCATTERV, c, sch, &x, req);
+        if (rc >= 0)
             return rc;
     }
     return PMPI_Iscatterv(sbuf, scounts, displs, st, rbuf, rcount, rt, root, comm, req);
@@ -80,17 +81,22 @@ int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, c
                     const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_IALLGATHERV, comm);
-    size_t unit = 0, sn = 0;
-    int rc;
-    if (c && gm_bytes_of(GM_IALLGATHERV, rt, 1, &unit) &&
-        (sbuf == MPI_IN_PLACE || gm_bytes_of(GM_IALLGATHERV, st, scount, &sn))) {
-        size_t *d, *n = scaled(rcounts, displs, c->size, unit, &d);
-        const void *s0 = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-        if (sbuf == MPI_IN_PLACE && n)
-            sn = n[c->rank];
-        GOAL_Schedule s = n ? GOAL_Allgatherv_init_on(c->group, s0, sn, rbuf, n, d, GOAL_ALG_AUTO) : NULL;
+    if (c) {
+        struct gm_bufs x = { 0 };
+        int inplace = sbuf == MPI_IN_PLACE;
+        size_t *n = pair(c->size), sn = 0;
+        void *r, *s = NULL;
+        if (!n || !gm_view_v(&x, rbuf, rcounts, displs, c->size, rt, inplace, 1, &r, n, n + c->size) ||
+            (!inplace && !gm_view(&x, sbuf, scount, st, 1, 0, &s, &sn))) {
+            unseen(GM_IALLGATHERV, &x, n);
+            return PMPI_Iallgatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, comm, req);
+        }
+        if (inplace)
+            s = r, sn = n[c->rank];
+        GOAL_Schedule sch = GOAL_Allgatherv_init_on(c->group, s, sn, r, n, n + c->size, GOAL_ALG_AUTO);
         free(n);
-        if ((rc = gm_serve_once(GM_IALLGATHERV, c, s, req)) >= 0)
+        int rc = gm_serve_once(GM_IALLGATHERV, c, sch, &x, req);
+        if (rc >= 0)
             return rc;
     }
     return PMPI_Iallgatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, comm, req);
@@ -100,17 +106,24 @@ int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[], M
                    const int rcounts[], const int rdispls[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_IALLTOALLV, comm);
-    size_t su = 0, ru = 0;
-    int inplace = sbuf == MPI_IN_PLACE, rc;
-    if (c && gm_bytes_of(GM_IALLTOALLV, rt, 1, &ru) && (inplace || gm_bytes_of(GM_IALLTOALLV, st, 1, &su))) {
-        size_t *rd, *rn = scaled(rcounts, rdispls, c->size, ru, &rd);
-        size_t *sd = NULL, *sn = inplace ? NULL : scaled(scounts, sdispls, c->size, su, &sd);
-        GOAL_Schedule s = rn && (inplace || sn)
-                              ? GOAL_Alltoallv_init_on(c->group, inplace ? rbuf : sbuf, sn, sd, rbuf, rn, rd, GOAL_ALG_AUTO)
-                              : NULL;
+    if (c) {
+        struct gm_bufs x = { 0 };
+        int inplace = sbuf == MPI_IN_PLACE;
+        size_t *rn = pair(c->size), *sn = inplace ? NULL : pair(c->size);
+        void *r, *s = NULL;
+        if (!rn || (!inplace && !sn) ||
+            !gm_view_v(&x, rbuf, rcounts, rdispls, c->size, rt, inplace, 1, &r, rn, rn + c->size) ||
+            (!inplace && !gm_view_v(&x, sbuf, scounts, sdispls, c->size, st, 1, 0, &s, sn, sn + c->size))) {
+            free(sn);
+            unseen(GM_IALLTOALLV, &x, rn);
+            return PMPI_Ialltoallv(sbuf, scounts, sdispls, st, rbuf, rcounts, rdispls, rt, comm, req);
+        }
+        GOAL_Schedule sch = GOAL_Alltoallv_init_on(c->group, inplace ? r : s, sn, sn ? sn + c->size : NULL, r, rn,
+                                                   rn + c->size, GOAL_ALG_AUTO);
         free(rn);
         free(sn);
-        if ((rc = gm_serve_once(GM_IALLTOALLV, c, s, req)) >= 0)
+        int rc = gm_serve_once(GM_IALLTOALLV, c, sch, &x, req);
+        if (rc >= 0)
             return rc;
     }
     return PMPI_Ialltoallv(sbuf, scounts, sdispls, st, rbuf, rcounts, rdispls, rt, comm, req);
@@ -122,14 +135,16 @@ int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_D
     struct gm_comm *c = gm_served(GM_IREDUCE_SCATTER, comm);
     struct gm_red r;
     struct gm_key k = { 0 };
-    int rc;
     if (c && gm_reduction_key(GM_IREDUCE_SCATTER, dt, op, 0, &r, &k)) {
-        size_t *d, *n = scaled(rcounts, NULL, c->size, r.per, &d);
+        size_t *n = pair(c->size);
+        for (int i = 0; n && i < c->size; i++)
+            n[i] = (size_t)rcounts[i] * r.per;
         GOAL_Schedule s = n ? GOAL_Reduce_scatter_init_on(c->group, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, n,
                                                           r.gdt, r.width, r.op, GOAL_ALG_AUTO)
                             : NULL;
         free(n);
-        if ((rc = gm_serve_once(GM_IREDUCE_SCATTER, c, s, req)) >= 0)
+        int rc = gm_serve_once(GM_IREDUCE_SCATTER, c, s, NULL, req);
+        if (rc >= 0)
             return rc;
     }
     return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dt, op, comm, req);

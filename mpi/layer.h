@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct gm_bufs;
+
 /* ---- the functions served, and why a call went to MPI (init.c) ---- */
 
 enum gm_fn {
@@ -140,15 +142,51 @@ int gm_bytes_of(enum gm_fn fn, MPI_Datatype dt, int count, size_t *out);
 /* The reduction of `count` elements of `dt` by `op` into r and k (else counted). */
 int gm_reduction_key(enum gm_fn fn, MPI_Datatype dt, MPI_Op op, int count, struct gm_red *r, struct gm_key *k);
 /* Starts `s`, compiled for this call only; -1 (counted) if it is NULL. */
-int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, MPI_Request *req);
+int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, struct gm_bufs *x, MPI_Request *req);
+
+/* ---- buffers as goal moves them (pack.c) ---- */
+
+#define GM_MAXTMP 4
+
+struct gm_unpack {
+    const void *from;    /* packed bytes of the layer's */
+    void *to;            /* the program's buffer */
+    int count, size;     /* elements, bytes per element */
+    MPI_Datatype dt;     /* a duplicate of the program's type */
+};
+
+/* What a call holds until its collective ends: buffers of the layer's
+ * (packed data, root copies), and what to unpack into the program's. */
+struct gm_bufs {
+    void *tmp[GM_MAXTMP];
+    int ntmp;
+    struct gm_unpack *un;
+    int nun;
+};
+
+/* `count` x `dt` at `buf` as bytes for goal (`*out`, `*bytes`): the buffer
+ * itself if `dt` is contiguous, else a packed buffer of `x`'s, packed now
+ * if this rank sends from it (`send`), unpacked at the end if it receives
+ * into it (`recv`). 0 if that cannot be done. */
+int gm_view(struct gm_bufs *x, const void *buf, int count, MPI_Datatype dt, int send, int recv, void **out,
+            size_t *bytes);
+/* The same for n blocks (counts[i] elements at displs[i] extents from
+ * `base`): bytes counts and displacements for goal in bcounts, bdispls. */
+int gm_view_v(struct gm_bufs *x, const void *base, const int *counts, const int *displs, int n, MPI_Datatype dt,
+              int send, int recv, void **out, size_t *bcounts, size_t *bdispls);
+/* A buffer of `n` bytes that lives until the collective ends. */
+void *gm_scratch(struct gm_bufs *x, size_t n);
+/* The end: unpacks (if `unpack`), frees. */
+void gm_bufs_end(struct gm_bufs *x, int unpack);
 
 /* ---- requests (req.c) ---- */
 
 /* Starts the execution of `s` (an entry's, or `own`, compiled for this call
  * and freed at its end) with `bufs`, and makes `*request` its MPI request.
- * `tmp` is freed at the end. Returns an MPI error code. */
-int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *const *bufs, int nbufs, void *tmp,
-             MPI_Request *request);
+ * `x` (may be NULL) is taken over and ended with the collective. Returns an
+ * MPI error code. */
+int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *const *bufs, int nbufs,
+             struct gm_bufs *x, MPI_Request *request);
 void gm_req_drain(void);
 
 /* ---- persistent collectives (persist.c) ---- */

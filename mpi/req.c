@@ -44,7 +44,7 @@ struct gm_req {
     struct gm_comm *comm;
     struct gm_entry *entry;   /* the cached schedule, or NULL */
     GOAL_Schedule own;        /* a schedule compiled for this call only, or NULL */
-    void *tmp;
+    struct gm_bufs x;         /* the layer's buffers for the call, unpacked and freed at the end */
     struct gm_req *next;      /* in the table's bucket */
     struct gm_req *anext;     /* among the running */
 };
@@ -134,8 +134,8 @@ static void ended(struct gm_req *q, int rc)
         gm_entry_put(q->entry);
     if (q->own)
         GOAL_FreeSchedule(q->own);
-    free(q->tmp);
-    q->entry = NULL, q->own = NULL, q->tmp = NULL;
+    gm_bufs_end(&q->x, rc >= 0);
+    q->entry = NULL, q->own = NULL;
     gm_comm_put(q->comm);
     q->comm = NULL;
     q->goal_done = 1;
@@ -164,9 +164,12 @@ static int drive(void)
     return n;
 }
 
-int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *const *bufs, int nbufs, void *tmp,
-             MPI_Request *request)
+int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *const *bufs, int nbufs,
+             struct gm_bufs *x, MPI_Request *request)
 {
+    struct gm_bufs none = { 0 };
+    if (!x)
+        x = &none;
     GOAL_Schedule s = e ? e->s : own;
     size_t sizes[2] = { 0, 0 };
     if (e)
@@ -178,7 +181,7 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
             gm_entry_put(e);
         if (own)
             GOAL_FreeSchedule(own);
-        free(tmp);
+        gm_bufs_end(x, 0);
         return MPI_ERR_INTERN;
     }
     struct gm_req *q = calloc(1, sizeof *q);
@@ -188,16 +191,23 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
             gm_entry_put(e);
         if (own)
             GOAL_FreeSchedule(own);
-        free(tmp);
+        gm_bufs_end(x, 0);
         return MPI_ERR_NO_MEM;
     }
-    q->h = h, q->entry = e, q->own = own, q->tmp = tmp, q->comm = c, q->error = MPI_SUCCESS;
+    q->h = h, q->entry = e, q->own = own, q->x = *x, q->comm = c, q->error = MPI_SUCCESS;
     gm_lock();
     c->refs++;
     int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, q, &q->mreq);
     if (rc != MPI_SUCCESS) {
+        c->refs--;
         gm_unlock();
         GOAL_Wait(h);
+        if (e)
+            gm_entry_put(e);
+        if (own)
+            GOAL_FreeSchedule(own);
+        gm_bufs_end(&q->x, 1);
+        free(q);
         return rc;
     }
     unsigned b = bucket(q->mreq);

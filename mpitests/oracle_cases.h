@@ -7,7 +7,7 @@ struct ctx {
     MPI_Comm c;
     const struct type *t;
     int n, r, p;
-    size_t es, len; /* element size, bytes of n elements */
+    size_t es, len; /* element extent, bytes n elements span (holes included) */
     char what[160];
 };
 
@@ -245,9 +245,64 @@ static long movement(struct ctx *x)
     return 12;
 }
 
+/* Ranks whose datatypes differ with the same type signature, as MPI
+ * allows: `x->t` (ints with holes) on some ranks, MPI_INT on the others. */
+static long mixed_types(struct ctx *x)
+{
+    MPI_Request q;
+    int n = x->n, p = x->p, r = x->r, root = p - 1;
+    size_t span = x->len, dense = 4 * (size_t)n;
+    MPI_Datatype holes = x->t->dt, mine = r == root ? holes : MPI_INT;
+    size_t mylen = r == root ? span : dense;
+    describe(x, "bcast, root's type with holes", 0, 0, root);
+    {
+        BUFS(mylen, mylen, 14);
+        if (r == root)
+            memcpy(a, in, mylen), memcpy(b, in, mylen);
+        MPI_Ibcast(a, n, mine, root, x->c, &q);
+        wait1(&q);
+        PMPI_Bcast(b, n, mine, root, x->c);
+        same(x->what, a, b, mylen, mylen + 64);
+        DONE;
+    }
+    describe(x, "gather into holes at the root", 0, 0, root);
+    {
+        BUFS(span * p, dense, 15);
+        MPI_Igather(in, n, MPI_INT, a, n, holes, root, x->c, &q);
+        wait1(&q);
+        PMPI_Gather(in, n, MPI_INT, b, n, holes, root, x->c);
+        if (r == root)
+            same(x->what, a, b, span * p, span * p + 64);
+        DONE;
+    }
+    describe(x, "scatter from holes at the root", 0, 0, root);
+    {
+        BUFS(dense, span * p, 16);
+        MPI_Iscatter(in, n, holes, a, n, MPI_INT, root, x->c, &q);
+        wait1(&q);
+        PMPI_Scatter(in, n, holes, b, n, MPI_INT, root, x->c);
+        same(x->what, a, b, dense, dense + 64);
+        DONE;
+    }
+    describe(x, "allgather, odd ranks' types with holes", 0, 0, -1);
+    {
+        MPI_Datatype t = r % 2 ? holes : MPI_INT;
+        size_t l = r % 2 ? span : dense;
+        BUFS(l * p, dense, 17);
+        MPI_Iallgather(in, n, MPI_INT, a, n, t, x->c, &q);
+        wait1(&q);
+        PMPI_Allgather(in, n, MPI_INT, b, n, t, x->c);
+        same(x->what, a, b, l * p, l * p + 64);
+        DONE;
+    }
+    return 4;
+}
+
 static long run_all(const char *comm, MPI_Comm c, const struct type *t, int n, MPI_Op user)
 {
-    struct ctx x = { comm, c, t, n, 0, 0, tsize(t->dt), 0, "" };
+    MPI_Aint lb, ext;
+    MPI_Type_get_extent(t->dt, &lb, &ext);
+    struct ctx x = { comm, c, t, n, 0, 0, (size_t)ext, 0, "" };
     MPI_Comm_rank(c, &x.r);
     MPI_Comm_size(c, &x.p);
     x.len = x.es * (size_t)n;
@@ -259,5 +314,7 @@ static long run_all(const char *comm, MPI_Comm c, const struct type *t, int n, M
     int k = ops_of(t, user, ops);
     for (int i = 0; i < k; i++)
         done += reductions(&x, ops[i], i);
+    if (t->dt != MPI_INT && tsize(t->dt) == 4)
+        done += mixed_types(&x);
     return done + movement(&x);
 }

@@ -2,7 +2,8 @@
 // (MPI_Ixxx + a Wait) and through the MPI library itself (PMPI_Xxx, in the
 // same program), on every kind of communicator (world, a dup, a split by
 // parity, the rows and columns of a 2-column grid, MPI_COMM_SELF), several
-// datatypes (int, double, unsigned char, a contiguous type of 3 ints) and
+// datatypes (int, double, unsigned char, a contiguous type of 3 ints, an
+// int followed by a hole, and ranks mixing that with MPI_INT) and
 // operations (SUM, PROD, MIN, MAX, BXOR, a non-commutative user operation:
 // 2x2 matrix products), in place and not, counts from 0 up past the eager
 // limit. Results must agree bit for bit, and bytes the collective must not
@@ -106,12 +107,16 @@ int main(int argc, char **argv)
     MPI_Type_commit(&mat);
     MPI_Type_contiguous(3, MPI_INT, &tri);
     MPI_Type_commit(&tri);
+    MPI_Datatype holes; /* an int and 4 bytes of nothing: not contiguous */
+    MPI_Type_create_resized(MPI_INT, 0, 8, &holes);
+    MPI_Type_commit(&holes);
     struct type types[] = {
         { "int", MPI_INT, 0, 0 },
         { "double", MPI_DOUBLE, 1, 0 },
         { "uchar", MPI_UNSIGNED_CHAR, 0, 0 },
         { "3 ints", tri, 0, 0 },
         { "matrix", mat, 0, 1 },
+        { "int+hole", holes, 0, 0 },
     };
     MPI_Comm dup, parity, row, col;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -135,6 +140,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&col);
     MPI_Type_free(&mat);
     MPI_Type_free(&tri);
+    MPI_Type_free(&holes);
     MPI_Op_free(&user);
     if (wrank == 0)
         printf("oracle: %ld collectives agreed with MPI's on %d ranks\n", cases, wsize);
