@@ -116,20 +116,27 @@ static int cancel_fn(void *extra, int complete)
 }
 
 /* goal's execution of `q` has ended (`rc` from GOAL_Test/GOAL_WaitFor):
- * release what it held and tell MPI. Lock held. */
-static void ended(struct gm_req *q, int rc)
+ * takes it out of the running ones. Lock held; `ended` follows, without. */
+static void claim(struct gm_req *q, int rc)
 {
     q->h = NULL;
-    if (rc < 0) {
-        q->error = MPI_ERR_OTHER;
-        fprintf(stderr, "goal-mpi (rank %d): a collective failed on goal: %s\n", gm.world_rank, GOAL_LastError());
-    }
+    q->error = rc < 0 ? MPI_ERR_OTHER : MPI_SUCCESS;
     for (struct gm_req **p = &running; *p; p = &(*p)->anext)
         if (*p == q) {
             *p = q->anext;
             nrunning--;
             break;
         }
+}
+
+/* Releases what the ended execution held and tells MPI, without the lock:
+ * MPI takes its own locks in MPI_Grequest_complete and PMPI_Unpack, and
+ * calls free_fn (which takes the layer's) with them held, so the layer
+ * never waits for MPI's while holding its own. */
+static void ended(struct gm_req *q, int rc)
+{
+    if (rc < 0)
+        fprintf(stderr, "goal-mpi (rank %d): a collective failed on goal: %s\n", gm.world_rank, GOAL_LastError());
     if (q->entry)
         gm_entry_put(q->entry);
     if (q->own)
@@ -138,29 +145,36 @@ static void ended(struct gm_req *q, int rc)
     q->entry = NULL, q->own = NULL;
     gm_comm_put(q->comm);
     q->comm = NULL;
+    MPI_Request m = q->mreq;
+    gm_lock();
     q->goal_done = 1;
-    if (q->mpi_freed)
+    int forgotten = q->mpi_freed;
+    gm_unlock();
+    if (forgotten)
         free(q); /* MPICH forgot the request at MPI_Request_free already */
     else
-        PMPI_Grequest_complete(q->mreq); /* may call free_fn, which frees q */
+        PMPI_Grequest_complete(m); /* may call free_fn, which frees q */
 }
 
 /* Finishes, for MPI, every execution that has ended; returns how many. */
 static int drive(void)
 {
-    int n = 0;
+    struct gm_req *done[64];
+    int rcs[64], n = 0;
     gm_lock();
-    for (struct gm_req *q = running, *next; q; q = next) {
+    for (struct gm_req *q = running, *next; q && n < 64; q = next) {
         next = q->anext;
         if (q->busy)
             continue;
         int rc = GOAL_Test(q->h);
         if (rc != 0) {
-            ended(q, rc);
-            n++;
+            claim(q, rc);
+            rcs[n] = rc, done[n++] = q;
         }
     }
     gm_unlock();
+    for (int i = 0; i < n; i++)
+        ended(done[i], rcs[i]);
     return n;
 }
 
@@ -197,19 +211,16 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
     q->h = h, q->entry = e, q->own = own, q->x = *x, q->comm = c, q->error = MPI_SUCCESS;
     gm_lock();
     c->refs++;
+    gm_unlock();
+    /* Outside the lock (see `ended`); nobody else knows q yet. */
     int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, q, &q->mreq);
     if (rc != MPI_SUCCESS) {
-        c->refs--;
-        gm_unlock();
         GOAL_Wait(h);
-        if (e)
-            gm_entry_put(e);
-        if (own)
-            GOAL_FreeSchedule(own);
-        gm_bufs_end(&q->x, 1);
-        free(q);
+        q->mpi_freed = 1; /* no MPI request to complete */
+        ended(q, 0);
         return rc;
     }
+    gm_lock();
     unsigned b = bucket(q->mreq);
     q->next = table[b];
     table[b] = q;
@@ -262,8 +273,10 @@ static void pause_wait(int n, const MPI_Request *reqs, int round)
         gm_lock();
         q->busy = 0;
         if (rc != 0)
-            ended(q, rc);
+            claim(q, rc);
         gm_unlock();
+        if (rc != 0)
+            ended(q, rc);
         return;
     }
     struct timespec ts = { 0, (long)(t * 1e9) };

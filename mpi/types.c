@@ -183,11 +183,10 @@ void gm_ops_end(void)
     gm_unlock();
 }
 
-static enum gm_why user_reduction(MPI_Datatype dt, MPI_Op op, struct gm_red *r)
+/* With the lock held (and so no MPI call: see req.c's `ended`); `bytes`
+ * per element of `dt`. */
+static enum gm_why user_reduction(MPI_Datatype dt, size_t bytes, MPI_Op op, struct gm_red *r)
 {
-    size_t bytes;
-    if (!gm_type_bytes(dt, &bytes) || bytes == 0 || bytes * 8 > INT32_MAX)
-        return GM_TYPE;
     struct uop *u;
     for (u = uops; u && u->op != op; u = u->next)
         ;
@@ -227,13 +226,15 @@ enum gm_why gm_reduction(MPI_Datatype dt, MPI_Op op, struct gm_red *r)
     for (int i = 0; i < 7; i++)
         if (ops[i].op == op)
             k = i;
+    size_t bytes;
     if (k < 0) {
+        if (!gm_type_bytes(dt, &bytes) || bytes == 0 || bytes * 8 > INT32_MAX)
+            return GM_TYPE;
         gm_lock();
-        enum gm_why w = user_reduction(dt, op, r);
+        enum gm_why w = user_reduction(dt, bytes, op, r);
         gm_unlock();
         return w;
     }
-    size_t bytes;
     if (!gm_type_bytes(dt, &bytes) || !unroll(dt, &r->gdt, &r->width, &r->per, 0) || dt == MPI_BYTE)
         return GM_TYPE;
     if (ops[k].ints_only && r->gdt == GOAL_FLOAT)

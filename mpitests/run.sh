@@ -68,7 +68,7 @@ for mpi in openmpi mpich; do
         if ! command -v $cc >/dev/null; then
             echo "SKIP $name ($mpi): no $cc"; skip=$((skip + 1)); continue
         fi
-        if ! $cc -O1 -g -Wall "$t" -o "$bin" -lm > "$BUILD/logs/$name-$mpi.build.log" 2>&1; then
+        if ! $cc -O1 -g -Wall "$t" -o "$bin" -lm -lpthread > "$BUILD/logs/$name-$mpi.build.log" 2>&1; then
             echo "FAIL $name ($mpi): does not build (see $BUILD/logs/$name-$mpi.build.log)"
             fail=$((fail + 1)); continue
         fi
