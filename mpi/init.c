@@ -127,6 +127,11 @@ static void start_goal(void)
     }
     gm.on = 1;
     gm_comm_attach_world();
+    const char *mode = getenv("GOAL_PROGRESS");
+    if (mode && strcmp(mode, "manual") == 0 && gm.world_rank == 0)
+        fprintf(stderr, "goal-mpi: warning: GOAL_PROGRESS=manual: collectives on goal move only inside the "
+                        "layer's Wait and Test calls, so a rank blocked in another MPI call while its peers wait "
+                        "for it hangs (docs/mpi.md)\n");
     if (gm.debug && gm.world_rank == 0)
         fprintf(stderr, "goal-mpi: goal runs the non-blocking collectives of %d ranks\n", size);
 }

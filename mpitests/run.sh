@@ -18,6 +18,8 @@
 #   expect: RE         some output line matches the extended regex (repeatable)
 #   expect-none: RE    no output line matches it (repeatable)
 #   env: K=V           one more variable for the ranks (repeatable)
+#   expect-exit: nonzero  the launcher must exit non-zero, and not by the
+#                      timeout (a test that kills a rank)
 # A case passes when the launcher exits 0, no line says FAIL and every
 # expectation holds; its log is kept under build/mpitests/logs/.
 set -u
@@ -81,12 +83,18 @@ for mpi in openmpi mpich; do
                 [ -n "$kv" ] || continue
                 mapfile -t -O ${#envs[@]} envs < <(envflag "${kv%%=*}" "${kv#*=}")
             done < <(printf 'LD_PRELOAD=%s\nGOAL_DEBUG=1\n' "$lib"; directive "$t" env)
-            start=$(date +%s.%N)
-            timeout -k 5 "$tmo" "${launch[@]}" -n "$n" "${envs[@]}" "$bin" > "$log" 2>&1
+            start=$(date +%s%N)
+            timeout -k 5 "$tmo" "${launch[@]}" -n "$n" "${envs[@]}" "$bin" < /dev/null > "$log" 2>&1
             rc=$?
-            secs=$(echo "$(date +%s.%N) - $start" | bc)
+            ms=$(( ($(date +%s%N) - start) / 1000000 ))
             why=""
-            [ $rc = 0 ] || why="exit status $rc$([ $rc = 124 ] && echo " (timed out after ${tmo}s)")"
+            if [ "$(directive "$t" expect-exit)" = nonzero ]; then
+                [ $rc != 0 ] || why="exit status 0, expected a failure"
+                # (mpirun exits 137 itself when a rank was killed by signal 9)
+                [ $rc != 124 ] && [ $ms -lt $((tmo * 1000)) ] || why="timed out after ${tmo}s"
+            else
+                [ $rc = 0 ] || why="exit status $rc$([ $rc = 124 ] && echo " (timed out after ${tmo}s)")"
+            fi
             [ -n "$why" ] || ! grep -q "FAIL" "$log" || why="a FAIL line"
             while IFS= read -r re; do
                 [ -n "$re" ] && [ -z "$why" ] && ! grep -Eq -- "$re" "$log" && why="nothing matches /$re/"
@@ -95,7 +103,7 @@ for mpi in openmpi mpich; do
                 [ -n "$re" ] && [ -z "$why" ] && grep -Eq -- "$re" "$log" && why="a line matches /$re/: $(grep -Em1 -- "$re" "$log")"
             done < <(directive "$t" expect-none)
             if [ -z "$why" ]; then
-                printf 'ok   %s (%s, %d ranks, %.1fs)\n' "$name" "$mpi" "$n" "$secs"; pass=$((pass + 1))
+                printf 'ok   %s (%s, %d ranks, %d.%01ds)\n' "$name" "$mpi" "$n" $((ms / 1000)) $((ms % 1000 / 100)); pass=$((pass + 1))
             else
                 printf 'FAIL %s (%s, %d ranks): %s; log %s\n' "$name" "$mpi" "$n" "$why" "$log"
                 tail -n 15 "$log" | sed 's/^/    /'
