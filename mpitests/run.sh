@@ -18,6 +18,8 @@
 #   expect: RE         some output line matches the extended regex (repeatable)
 #   expect-none: RE    no output line matches it (repeatable)
 #   env: K=V           one more variable for the ranks (repeatable)
+#   link-goal: yes     build against PREFIX's goal (goal.h, -lgoal) too
+#   preload: no        run without the layer (a program of goal and MPI)
 #   expect-exit: nonzero  the launcher must exit non-zero, and not by the
 #                      timeout (a test that kills a rank)
 # A case passes when the launcher exits 0, no line says FAIL and every
@@ -70,7 +72,9 @@ for mpi in openmpi mpich; do
         if ! command -v $cc >/dev/null; then
             echo "SKIP $name ($mpi): no $cc"; skip=$((skip + 1)); continue
         fi
-        if ! $cc -O1 -g -Wall "$t" -o "$bin" -lm -lpthread > "$BUILD/logs/$name-$mpi.build.log" 2>&1; then
+        extra=()
+        [ "$(directive "$t" link-goal)" != yes ] || extra=(-I"$PREFIX/include" -L"$PREFIX/lib" -lgoal -Wl,-rpath,"$PREFIX/lib")
+        if ! $cc -O1 -g -Wall "$t" -o "$bin" -lm -lpthread "${extra[@]}" > "$BUILD/logs/$name-$mpi.build.log" 2>&1; then
             echo "FAIL $name ($mpi): does not build (see $BUILD/logs/$name-$mpi.build.log)"
             fail=$((fail + 1)); continue
         fi
@@ -82,7 +86,8 @@ for mpi in openmpi mpich; do
             while IFS= read -r kv; do
                 [ -n "$kv" ] || continue
                 mapfile -t -O ${#envs[@]} envs < <(envflag "${kv%%=*}" "${kv#*=}")
-            done < <(printf 'LD_PRELOAD=%s\nGOAL_DEBUG=1\n' "$lib"; directive "$t" env)
+            done < <([ "$(directive "$t" preload)" = no ] || printf 'LD_PRELOAD=%s\n' "$lib"
+                     printf 'GOAL_DEBUG=1\n'; directive "$t" env)
             start=$(date +%s%N)
             timeout -k 5 "$tmo" "${launch[@]}" -n "$n" "${envs[@]}" "$bin" < /dev/null > "$log" 2>&1
             rc=$?
