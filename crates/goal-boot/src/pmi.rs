@@ -32,6 +32,14 @@
 //! read it. The key-value space belongs to the job: only processes the
 //! launcher handed a PMI connection can read it.
 //!
+//! The session may be the program's MPI library's too (MPICH under hydra,
+//! with `PMI_FD`): goal works on a duplicate of the descriptor, so that it
+//! never closes the one MPI uses, and says no `finalize` when an MPI library
+//! is loaded in the process (MPI says it in `MPI_Finalize`; a session
+//! finalized twice, or a descriptor closed under MPI, made MPICH's
+//! `MPI_Finalize` fail). A program under goalrun or an MPI layer never gets
+//! here: the MPI layer starts goal from `PMPI_Allgather` (`crate::host`).
+//!
 //! A rank that dies makes the launcher end the job (hydra and Slurm both do);
 //! if the launcher itself goes, our socket closes and the blocked read fails.
 //! Either way no timer is needed.
