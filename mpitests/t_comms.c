@@ -2,7 +2,8 @@
 // dup_with_info, split, split_type, create, create_group, MPI_Cart_create
 // with reorder, MPI_Cart_sub), and one it does not (MPI_Comm_idup): an
 // allreduce and a bcast on each, through the layer and through PMPI_,
-// compared; 200 communicators made and freed in a row. The followed ones
+// compared; 200 communicators made and freed in a row; a communicator
+// freed while its collective runs. The followed ones
 // run on goal; MPI_Comm_idup's goes to MPI, said in the report.
 // ranks: 1 2 3 4
 // expect: comms: ok
@@ -84,6 +85,16 @@ int main(int argc, char **argv)
         if (i % 50 == 0)
             check_on(t, "a split in the loop");
         MPI_Comm_free(&t);
+    }
+    /* A communicator freed while its collective runs: MPI lets it finish. */
+    for (int i = 0; i < 20; i++) {
+        MPI_Comm t;
+        MPI_Comm_dup(MPI_COMM_WORLD, &t);
+        long v = wrank + i, s = -1;
+        MPI_Iallreduce(&v, &s, 1, MPI_LONG, MPI_SUM, t, &q);
+        MPI_Comm_free(&t);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        CHECK(s == (long)size * (size - 1) / 2 + (long)size * i, "allreduce on a freed dup gave %ld", s);
     }
     MPI_Comm *all[] = { &dup, &dupi, &split, &shared, &created, &grp, &cart, &row, &idup };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
