@@ -105,6 +105,20 @@ int main(int argc, char **argv)
         GOAL_FreeSchedule(s);
     }
     CHECK_EQ(GOAL_WaitFor(NULL, 1.0), GOAL_ERR_INVALID_ARGUMENT);
+    /* Every rank is past its last exchange: rank 0 removes the files. */
+    GOAL_Schedule b = GOAL_Barrier_init(GOAL_ALG_AUTO);
+    CHECK(b);
+    CHECK_OK(GOAL_Wait(GOAL_Run(b)));
+    GOAL_FreeSchedule(b);
+    if (f.rank == 0) {
+        char path[320];
+        for (int k = 0; k < f.round; k++)
+            for (int q = 0; q < f.size; q++) {
+                snprintf(path, sizeof path, "%s/%d.%d", f.dir, k, q);
+                unlink(path);
+            }
+        rmdir(f.dir);
+    }
     CHECK_OK(GOAL_Finalize());
     if (f.rank == 0)
         printf("initwith: ok on %d ranks after %d exchanges\n", f.size, f.round);
