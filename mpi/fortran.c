@@ -7,7 +7,8 @@
  * Served from Fortran: MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE (so that
  * goal starts and ends with a Fortran program), the non-blocking
  * collectives IBARRIER, IBCAST, IALLREDUCE, IREDUCE, IALLGATHER, IALLTOALL,
- * IGATHER, ISCATTER, and the whole Wait/Test family (a Fortran MPI_WAIT of a
+ * IGATHER, ISCATTER, IREDUCE_SCATTER(_BLOCK) and the v-forms (IALLGATHERV,
+ * IALLTOALLV, IGATHERV, ISCATTERV), and the whole Wait/Test family (a Fortran MPI_WAIT of a
  * request the layer made must drive goal). Each entry converts the Fortran
  * handles (MPI_Xxx_f2c), MPI_IN_PLACE, MPI_BOTTOM and the status-ignore
  * markers (Open MPI's Fortran common blocks, found with dlsym) and calls the
@@ -159,6 +160,79 @@ BLOCKS(mpi_ialltoall, MPI_IALLTOALL, MPI_Ialltoall)
                MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
 ROOTED(mpi_igather, MPI_IGATHER, MPI_Igather)
 ROOTED(mpi_iscatter, MPI_ISCATTER, MPI_Iscatter)
+
+void gm_f_ireduce_scatter_block(void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                                MPI_Fint *req, MPI_Fint *ierr)
+{
+    MPI_Request r;
+    *ierr = MPI_Ireduce_scatter_block(buf(s), buf(rb), *count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm),
+                                      &r);
+    REQ_OUT(*ierr, r, req);
+}
+SPELLINGS(mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK, gm_f_ireduce_scatter_block,
+          (void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *req,
+           MPI_Fint *ierr))
+
+/* The v-forms: Fortran's INTEGER arrays of counts and displacements are C
+ * ints (MPI_Fint is int in Open MPI). */
+void gm_f_ireduce_scatter(void *s, void *rb, MPI_Fint *counts, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                          MPI_Fint *req, MPI_Fint *ierr)
+{
+    MPI_Request r;
+    *ierr = MPI_Ireduce_scatter(buf(s), buf(rb), counts, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm), &r);
+    REQ_OUT(*ierr, r, req);
+}
+SPELLINGS(mpi_ireduce_scatter, MPI_IREDUCE_SCATTER, gm_f_ireduce_scatter,
+          (void *s, void *rb, MPI_Fint *counts, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *req,
+           MPI_Fint *ierr))
+
+void gm_f_iallgatherv(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs,
+                      MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+{
+    MPI_Request r;
+    *ierr = MPI_Iallgatherv(buf(s), *sc, MPI_Type_f2c(*st), buf(rb), rcounts, displs, MPI_Type_f2c(*rt),
+                            MPI_Comm_f2c(*comm), &r);
+    REQ_OUT(*ierr, r, req);
+}
+SPELLINGS(mpi_iallgatherv, MPI_IALLGATHERV, gm_f_iallgatherv,
+          (void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs, MPI_Fint *rt,
+           MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
+
+void gm_f_ialltoallv(void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st, void *rb, MPI_Fint *rcounts,
+                     MPI_Fint *rdispls, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+{
+    MPI_Request r;
+    *ierr = MPI_Ialltoallv(buf(s), scounts, sdispls, MPI_Type_f2c(*st), buf(rb), rcounts, rdispls, MPI_Type_f2c(*rt),
+                           MPI_Comm_f2c(*comm), &r);
+    REQ_OUT(*ierr, r, req);
+}
+SPELLINGS(mpi_ialltoallv, MPI_IALLTOALLV, gm_f_ialltoallv,
+          (void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st, void *rb, MPI_Fint *rcounts,
+           MPI_Fint *rdispls, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
+
+void gm_f_igatherv(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs, MPI_Fint *rt,
+                   MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+{
+    MPI_Request r;
+    *ierr = MPI_Igatherv(buf(s), *sc, MPI_Type_f2c(*st), buf(rb), rcounts, displs, MPI_Type_f2c(*rt), *root,
+                         MPI_Comm_f2c(*comm), &r);
+    REQ_OUT(*ierr, r, req);
+}
+SPELLINGS(mpi_igatherv, MPI_IGATHERV, gm_f_igatherv,
+          (void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs, MPI_Fint *rt,
+           MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
+
+void gm_f_iscatterv(void *s, MPI_Fint *scounts, MPI_Fint *displs, MPI_Fint *st, void *rb, MPI_Fint *rc,
+                    MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+{
+    MPI_Request r;
+    *ierr = MPI_Iscatterv(buf(s), scounts, displs, MPI_Type_f2c(*st), buf(rb), *rc, MPI_Type_f2c(*rt), *root,
+                          MPI_Comm_f2c(*comm), &r);
+    REQ_OUT(*ierr, r, req);
+}
+SPELLINGS(mpi_iscatterv, MPI_ISCATTERV, gm_f_iscatterv,
+          (void *s, MPI_Fint *scounts, MPI_Fint *displs, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt,
+           MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
 
 /* ---- requests: Fortran arrays in, C calls, Fortran arrays out ---- */
 

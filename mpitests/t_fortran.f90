@@ -9,6 +9,8 @@
 ! expect: fortran: ok
 ! expect: goal-mpi \(rank 0\): MPI_Iallreduce: [1-9][0-9]* on goal, 0 to MPI
 ! expect: goal-mpi \(rank 0\): MPI_Igather: [1-9][0-9]* on goal, 0 to MPI
+! expect: goal-mpi \(rank 0\): MPI_Iallgatherv: [1-9][0-9]* on goal, 0 to MPI
+! expect: goal-mpi \(rank 0\): MPI_Ireduce_scatter_block: [1-9][0-9]* on goal, 0 to MPI
 program t_fortran
   use mpi
   implicit none
@@ -17,13 +19,13 @@ program t_fortran
   integer :: reqs(4), stats(MPI_STATUS_SIZE, 4)
   integer :: x(n), y(n), z(n), msg_out, msg_in
   double precision :: b(n), bref(n)
-  integer, allocatable :: all(:), allref(:)
+  integer, allocatable :: all(:), allref(:), counts(:), displs(:)
   logical :: flag
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
-  allocate(all(n * nranks), allref(n * nranks))
+  allocate(all(n * nranks), allref(n * nranks), counts(nranks), displs(nranks))
   right = mod(rank + 1, nranks)
   left = mod(rank + nranks - 1, nranks)
   do it = 1, 20
@@ -77,6 +79,21 @@ program t_fortran
     call MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE, ierr)
     call MPI_Gather(x, n, MPI_INTEGER, allref, n, MPI_INTEGER, nranks - 1, MPI_COMM_WORLD, ierr)
     if (rank == nranks - 1 .and. any(all /= allref)) call fail('Igather differs from MPI_Gather', it)
+    ! The v-forms and reduce_scatter_block.
+    do k = 1, nranks
+      counts(k) = k + it
+      displs(k) = (k - 1) * n
+    end do
+    all = -1
+    allref = -1
+    call MPI_Iallgatherv(x, rank + 1 + it, MPI_INTEGER, all, counts, displs, MPI_INTEGER, MPI_COMM_WORLD, reqs(1), ierr)
+    call MPI_Wait(reqs(1), MPI_STATUS_IGNORE, ierr)
+    call MPI_Allgatherv(x, rank + 1 + it, MPI_INTEGER, allref, counts, displs, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+    if (any(all /= allref)) call fail('Iallgatherv differs from MPI_Allgatherv', it)
+    call MPI_Ireduce_scatter_block(all, y, n / nranks, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(1), ierr)
+    call MPI_Wait(reqs(1), MPI_STATUS_IGNORE, ierr)
+    call MPI_Reduce_scatter_block(all, z, n / nranks, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+    if (any(y(1:n / nranks) /= z(1:n / nranks))) call fail('Ireduce_scatter_block differs', it)
   end do
   if (rank == 0) print '(a)', 'fortran: ok'
   call MPI_Finalize(ierr)
