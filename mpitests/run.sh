@@ -14,6 +14,7 @@
 #
 # Directives, from `// key: value` (or `! key: value`) lines of the test:
 #   ranks: 1 2 3 4     rank counts (default $MPITEST_RANKS or 1 2 3 4)
+#   ranks-openmpi: ... the same for one MPI only (ranks-mpich: ...), over ranks:
 #   timeout: 120       seconds per case (default $MPITEST_TIMEOUT or 120)
 #   expect: RE         some output line matches the extended regex (repeatable)
 #   expect-none: RE    no output line matches it (repeatable)
@@ -78,7 +79,7 @@ for mpi in openmpi mpich; do
             echo "FAIL $name ($mpi): does not build (see $BUILD/logs/$name-$mpi.build.log)"
             fail=$((fail + 1)); continue
         fi
-        ranks=$(directive "$t" ranks); ranks=${ranks:-$DEFAULT_RANKS}
+        ranks=$(directive "$t" ranks-$mpi); [ -n "$ranks" ] || ranks=$(directive "$t" ranks); ranks=${ranks:-$DEFAULT_RANKS}
         tmo=$(directive "$t" timeout); tmo=${tmo:-$DEFAULT_TIMEOUT}
         for n in $ranks; do
             log=$BUILD/logs/$name-$mpi-$n.log
