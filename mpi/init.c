@@ -13,11 +13,19 @@
  *
  * GOAL_MPI=0 turns the layer off (every call goes to MPI untouched).
  */
+#define _GNU_SOURCE /* dladdr */
 #include "layer.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef OPEN_MPI
+#define BUILT_FOR "Open MPI", "libmpi.so", "libgoal-mpi-mpich.so"
+#else
+#define BUILT_FOR "MPICH", "libmpich", "libgoal-mpi-openmpi.so"
+#endif
 
 struct gm_state gm = { 0, 0, 0, 0, MPI_KEYVAL_INVALID };
 
@@ -136,8 +144,22 @@ static void start_goal(void)
         fprintf(stderr, "goal-mpi: goal runs the non-blocking collectives of %d ranks\n", size);
 }
 
+/* A layer built for the other MPI loads that MPI beside the program's, and
+ * the program dies in its first call ("Invalid communicator"): say why
+ * first. The program's MPI is the library its PMPI_Init comes from. */
+static void check_abi(void)
+{
+    static const char *names[3] = { BUILT_FOR };
+    Dl_info where;
+    void *init = dlsym(RTLD_DEFAULT, "PMPI_Init");
+    if (init && dladdr(init, &where) && where.dli_fname && !strstr(where.dli_fname, names[1]))
+        fprintf(stderr, "goal-mpi: error: this layer is built for %s, but the program's MPI is %s: preload %s "
+                        "instead\n", names[0], where.dli_fname, names[2]);
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
+    check_abi();
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
         start_goal();
@@ -146,6 +168,7 @@ int MPI_Init(int *argc, char ***argv)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    check_abi();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
         start_goal();
