@@ -18,4 +18,13 @@ static int t_rank = -1;
         }                                                                                                              \
     } while (0)
 
+/* MPI_Init, this rank and the size of MPI_COMM_WORLD, t_rank set. */
+static inline void t_start(int *argc, char ***argv, int *rank, int *size)
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    t_rank = *rank;
+}
+
 #endif

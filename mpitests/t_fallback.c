@@ -26,11 +26,8 @@ static void strided_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     int r, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    t_rank = r;
+    t_start(&argc, &argv, &r, &n);
     struct {
         int v, at;
     } in = { (r * 7) % n, r }, out = { -1, -1 };

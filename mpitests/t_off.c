@@ -13,11 +13,8 @@
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     int r, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    t_rank = r;
+    t_start(&argc, &argv, &r, &n);
     for (int i = 0; i < 20; i++) {
         int x = r + i, y = -1;
         MPI_Request q;

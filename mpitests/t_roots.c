@@ -14,11 +14,8 @@
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     int r, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    t_rank = r;
+    t_start(&argc, &argv, &r, &n);
     enum { M = 1000 };
     static int x[M], y[M * 8], z[M];
     int c[8], d[8];
