@@ -234,8 +234,10 @@ fn gather_boot(rank: usize, size: usize, gather: HostAllgather) -> MakeBoot {
     Box::new(move || goal_boot::with_host_allgather(rank, size, gather).map_err(|e| Error::new(ErrorKind::System, format!("bootstrap: {e}"))))
 }
 
+/// Makes the bootstrap `Runtime::start` uses instead of the environment's.
 type MakeBoot = Box<dyn FnOnce() -> Result<Box<dyn goal_boot::Bootstrap>>>;
 
+/// `init` with the environment's bootstrap (`None`) or the one `boot` makes.
 fn init_from(boot: Option<MakeBoot>) -> Result<Arc<Runtime>> {
     let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
     match STATE.load(Ordering::Acquire) {
