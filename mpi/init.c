@@ -64,7 +64,7 @@ static const char *why_names[GM_NWHY] = {
     "on goal",
     "goal not running (GOAL_MPI=0 or its start failed)",
     "communicator not served (an intercommunicator, or made by a call the layer does not follow)",
-    "datatype not served (not contiguous, or no goal type for the reduction)",
+    "datatype not served (a reduction on a type goal has no element for, or a buffer that could not be packed)",
     "operation not served (MAXLOC, MINLOC, logical, REPLACE, or not defined on the type)",
     "sizes past goal's limits",
     "goal refused it",
