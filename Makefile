@@ -1,30 +1,48 @@
 # goal: build, install, test, demonstrate.
 #
 #   make demo                  build goal, install the MPI peers, run the main job
-#   make test                  every test (cargo tests + C acceptance suite + the Python
-#                              package's pytest, no tracked file over 1 MB); installs the
-#                              Debian packages and Python modules the tests use first
-#                              (MPIs, iproute2; maturin, numpy, ml_dtypes, pytest)
+#   make test                  every test (cargo tests + C acceptance suite + the MPI layer's
+#                              + the Python package's pytest, no tracked file over 1 MB);
+#                              installs the Debian packages and Python modules the tests use
+#                              first (MPIs, iproute2; maturin, numpy, ml_dtypes, pytest)
 #   make python PREFIX=DIR     the Python package (import goal): installs maturin, numpy,
 #                              ml_dtypes and pytest if missing, builds the wheel into
 #                              DIR/share/goal/python/ and pip-installs it (docs/python.md)
 #   make install PREFIX=DIR    DIR/include/goal.h, DIR/lib/libgoal.{so,a},
 #                              DIR/lib/pkgconfig/goal.pc, DIR/bin/goalrun, DIR/bin/goal,
 #                              DIR/share/goal/bench/ (the drivers `goal bench` and
-#                              `goal tune` run, and the C sources they compile)
+#                              `goal tune` run, and the C sources they compile),
+#                              DIR/lib/libgoal-mpi-openmpi.so and libgoal-mpi-mpich.so
+#                              (the MPI layer, docs/mpi.md; each built where its MPI is)
 PREFIX ?= $(CURDIR)/build/prefix
 CARGO ?= cargo
 # Where cargo puts what it builds: CARGO_TARGET_DIR if set (cargo reads it too).
 RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 
-.PHONY: all build install python python-test test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
+.PHONY: all build mpi-lib mpitest install python python-test test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
 build:
 	$(CARGO) build --release --workspace
 
-install: build
+# libgoal-mpi (docs/mpi.md): the same C sources against each MPI's mpi.h.
+MPI_SRC := $(wildcard mpi/*.c)
+MPI_CFLAGS := -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Iinclude
+MPI_BUILD := build/mpi
+MPI_FLAVOURS := openmpi mpich
+
+mpi-lib: build
+	@mkdir -p $(MPI_BUILD)
+	@for f in $(MPI_FLAVOURS); do \
+	    if command -v mpicc.$$f > /dev/null; then \
+	        echo "mpicc.$$f ... -o $(MPI_BUILD)/libgoal-mpi-$$f.so"; \
+	        mpicc.$$f $(MPI_CFLAGS) $(MPI_SRC) -o $(MPI_BUILD)/libgoal-mpi-$$f.so \
+	            -L$(RELEASE) -lgoal -Wl,-rpath,$(abspath $(PREFIX))/lib || exit 1; \
+	    else echo "mpi-lib: no mpicc.$$f: libgoal-mpi-$$f.so not built"; fi; \
+	done
+
+install: build mpi-lib
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/bin $(PREFIX)/share/goal/bench
 	install -m 644 include/goal.h $(PREFIX)/include/goal.h
 	install -m 755 $(RELEASE)/libgoal.so $(PREFIX)/lib/libgoal.so
@@ -33,6 +51,7 @@ install: build
 	install -m 755 $(RELEASE)/goal $(PREFIX)/bin/goal
 	install -m 644 bench/*.py bench/*.c bench/*.cpp bench/*.h bench/README.md $(PREFIX)/share/goal/bench/
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' goal.pc.in > $(PREFIX)/lib/pkgconfig/goal.pc
+	for f in $(MPI_BUILD)/libgoal-mpi-*.so; do [ ! -e "$$f" ] || install -m 755 "$$f" $(PREFIX)/lib/; done
 
 deps:
 	scripts/install-deps.sh
@@ -50,6 +69,11 @@ cargo-test:
 ctest: install
 	ctests/run.sh $(PREFIX)
 
+# The MPI layer's tests: plain MPI programs under mpirun and mpiexec with
+# libgoal-mpi preloaded (mpitests/run.sh says how).
+mpitest: install
+	mpitests/run.sh $(PREFIX)
+
 # Every benchmark driver at least starts: its --help parses and prints.
 bench-check:
 	@for f in bench/*.py; do python3 $$f --help > /dev/null || { echo "bench-check: $$f --help failed"; exit 1; }; done; echo "bench-check: every bench/*.py answers --help"
@@ -59,7 +83,7 @@ repo-check:
 	@scripts/check-repo.sh
 
 test: deps
-	$(MAKE) bench-check repo-check cargo-test ctest python-test
+	$(MAKE) bench-check repo-check cargo-test ctest mpitest python-test
 
 demo: deps install
 	$(PREFIX)/bin/goal bench p2p --prefix $(PREFIX) --out results/p2p

@@ -517,14 +517,42 @@ impl Bootstrap for PmixClient {
 
 impl Drop for PmixClient {
     /// Finalizes PMIx: Open MPI's mpirun reports a rank that connected and
-    /// exited without finalizing as a failure.
+    /// exited without finalizing as a failure. With an MPI library in the
+    /// process the session is shared (PMIx counts its inits): finalizing it
+    /// now, before the program's MPI_Init, left Open MPI unable to start
+    /// ("orte_init: startup: internal failure"), so goal's finalize waits for
+    /// the process' exit, after MPI's own.
     fn drop(&mut self) {
         if !self.finalized {
             self.finalized = true;
+            if crate::sys::mpi_in_process() {
+                finalize_at_exit(self.api.finalize);
+                return;
+            }
             // SAFETY: PMIx was initialised by this client; a null info array
             // with count 0 is allowed.
             let _ = unsafe { (self.api.finalize)(ptr::null(), 0) };
         }
+    }
+}
+
+/// The PMIx_Finalize that `finalize_at_exit` left for the process' exit.
+static AT_EXIT: OnceLock<FinalizeFn> = OnceLock::new();
+
+/// Calls PMIx_Finalize when the process exits (libc's `atexit`).
+fn finalize_at_exit(f: FinalizeFn) {
+    extern "C" fn at_exit() {
+        if let Some(f) = AT_EXIT.get() {
+            // SAFETY: the library stays loaded (never dlclose'd); PMIx was
+            // initialised by goal's client, whose finalize this is; a null
+            // info array with count 0 is allowed.
+            let _ = unsafe { f(ptr::null(), 0) };
+        }
+    }
+    if AT_EXIT.set(f).is_ok() {
+        // SAFETY: `at_exit` is a plain extern "C" function without
+        // arguments, as atexit wants.
+        unsafe { libc::atexit(at_exit) };
     }
 }
 

@@ -1,0 +1,128 @@
+/*
+ * cache.c - compiled schedules, per communicator, so that a program calling
+ * MPI_Iallreduce with new buffers every time compiles once and reruns
+ * (goal's run-time buffers take the call's buffers at each run).
+ *
+ * goal pairs schedules across ranks by compile order within a group, so
+ * every rank of a communicator must hit and miss alike: the key holds only
+ * what MPI makes every rank pass alike (the collective, byte or element
+ * counts, goal's element type, the operation, the root, MPI_IN_PLACE where
+ * MPI wants it on all ranks or none), never a rank's own buffers, datatype
+ * handles or in-place choice at a root (coll.c handles that one locally).
+ * Eviction is least recently used over a fixed number of entries per
+ * communicator, which, on the same sequence of calls, every rank does alike;
+ * an entry evicted while executions of it run is freed after the last.
+ * A user operation's entries leave the cache when MPI_Op_free frees it
+ * (another operation may take its handle).
+ */
+#include "layer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Schedules kept per communicator. */
+#define CACHE_MAX 64
+
+static void entry_free(struct gm_entry *e)
+{
+    GOAL_FreeSchedule(e->s);
+    free(e);
+}
+
+static void evict(struct gm_entry *e)
+{
+    e->evicted = 1;
+    if (e->running == 0)
+        entry_free(e);
+}
+
+void gm_entry_put(struct gm_entry *e)
+{
+    gm_lock();
+    if (--e->running == 0 && e->evicted)
+        entry_free(e);
+    gm_unlock();
+}
+
+static int same(const struct gm_key *a, const struct gm_key *b)
+{
+    return a->kind == b->kind && a->root == b->root && a->inplace == b->inplace && a->gdt == b->gdt &&
+           a->width == b->width && a->n == b->n && a->opkey == b->opkey;
+}
+
+struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build)
+{
+    gm_lock();
+    struct gm_entry **p = &c->cache, *e = NULL;
+    for (; *p; p = &(*p)->next)
+        if (same(&(*p)->key, k)) {
+            e = *p;
+            *p = e->next; /* to the front */
+            break;
+        }
+    if (!e) {
+        GOAL_Schedule s = build(c, k, r);
+        if (!s) {
+            gm_unlock();
+            return NULL;
+        }
+        e = calloc(1, sizeof *e);
+        if (!e) {
+            GOAL_FreeSchedule(s);
+            gm_unlock();
+            return NULL;
+        }
+        e->key = *k;
+        e->s = s;
+        int n = GOAL_RunBufferSizes(s, e->need, 2);
+        e->nbufs = n < 0 ? 0 : n;
+        c->ncache++;
+        if (c->ncache > CACHE_MAX) {
+            struct gm_entry **q = &c->cache;
+            while ((*q)->next)
+                q = &(*q)->next;
+            struct gm_entry *last = *q;
+            *q = NULL;
+            c->ncache--;
+            evict(last);
+        }
+    }
+    e->next = c->cache;
+    c->cache = e;
+    e->running++;
+    gm_unlock();
+    return e;
+}
+
+/* Evicts `c`'s entries for the operation `key`. */
+static void drop(struct gm_comm *c, uint64_t key)
+{
+    for (struct gm_entry **p = &c->cache; *p;) {
+        struct gm_entry *e = *p;
+        if (e->key.opkey == key) {
+            *p = e->next;
+            c->ncache--;
+            evict(e);
+        } else {
+            p = &e->next;
+        }
+    }
+}
+
+void gm_cache_drop_op(uint64_t opkey)
+{
+    gm_comm_each(drop, opkey);
+}
+
+void gm_cache_clear(struct gm_comm *c)
+{
+    gm_lock();
+    while (c->cache) {
+        struct gm_entry *e = c->cache;
+        c->cache = e->next;
+        evict(e);
+    }
+    c->ncache = 0;
+    gm_unlock();
+}

@@ -1,0 +1,202 @@
+/*
+ * layer.h - what the files of libgoal-mpi share (internal; see docs/mpi.md).
+ *
+ * libgoal-mpi sits between an unmodified MPI program and its MPI library
+ * through the profiling interface: it defines MPI_Xxx, and calls the
+ * library's PMPI_Xxx. The same sources are compiled twice, against Open
+ * MPI's mpi.h and against MPICH's (the two ABIs Debian ships).
+ *
+ *   init.c   MPI_Init/_thread, MPI_Finalize: goal starts from PMPI_Allgather
+ *            (GOAL_InitWith) and ends before the MPI library; the lock; the
+ *            GOAL_DEBUG=1 counts.
+ *   comm.c   communicators -> goal groups (an attribute per communicator,
+ *            made when the communicator is made, freed with it).
+ *   types.c  datatypes and operations -> goal's (user operations too).
+ *   cache.c  compiled schedules per (communicator, collective, sizes, type,
+ *            operation), with a key every rank computes alike.
+ *   coll.c   the non-blocking collectives served.
+ *   req.c    requests: generalized MPI requests, and the Wait/Test family
+ *            that keeps goal and MPI moving.
+ */
+#ifndef GOAL_MPI_LAYER_H
+#define GOAL_MPI_LAYER_H
+
+#include <mpi.h>
+#include <goal.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gm_bufs;
+
+/* ---- the functions served, and why a call went to MPI (init.c) ---- */
+
+enum gm_fn {
+    GM_IBARRIER, GM_IBCAST, GM_IALLREDUCE, GM_IREDUCE, GM_IALLGATHER, GM_IALLGATHERV,
+    GM_IALLTOALL, GM_IALLTOALLV, GM_IGATHER, GM_IGATHERV, GM_ISCATTER, GM_ISCATTERV,
+    GM_IREDUCE_SCATTER_BLOCK, GM_IREDUCE_SCATTER, GM_NFN
+};
+
+enum gm_why {
+    GM_SERVED,          /* ran on goal */
+    GM_OFF,             /* goal is not running (GOAL_MPI=0, or its start failed) */
+    GM_COMM,            /* a communicator the layer did not see made, or an intercommunicator */
+    GM_TYPE,            /* a datatype that is not contiguous (or not one of goal's for a reduction) */
+    GM_OP,              /* an operation goal has no counterpart for (MAXLOC, LAND, ...) */
+    GM_COUNT,           /* sizes past what goal takes (2 GiB elements, 4 GiB blocks) */
+    GM_REFUSED,         /* goal refused the collective (its message with GOAL_DEBUG=1) */
+    GM_NWHY
+};
+
+void gm_count(enum gm_fn fn, enum gm_why why);
+
+/* ---- state (init.c) ---- */
+
+struct gm_state {
+    int on;               /* goal runs under this MPI job */
+    int debug;            /* GOAL_DEBUG=1 */
+    int finalized;        /* GOAL_Finalize was called */
+    int world_rank;
+    int keyval;           /* the communicator attribute holding a struct gm_comm */
+};
+extern struct gm_state gm;
+
+/* One recursive lock over the layer's tables (MPI_THREAD_MULTIPLE), never
+ * held across a blocking call. Recursive because MPI calls the layer's
+ * callbacks (a generalized request's free function) from inside PMPI calls
+ * the layer makes with it held. */
+void gm_lock(void);
+void gm_unlock(void);
+
+/* ---- communicators (comm.c) ---- */
+
+struct gm_entry;
+
+struct gm_comm {
+    GOAL_Group group;        /* this communicator's goal group (its own matching context) */
+    int rank, size;
+    struct gm_entry *cache;  /* most recently used first */
+    int ncache;
+    int refs;                /* the attribute + executions in flight */
+    struct gm_comm *next;    /* every live one, for MPI_Finalize */
+    struct gm_comm *prev;
+};
+
+/* The goal side of `comm`, or NULL (not served: why in *why). */
+struct gm_comm *gm_comm_of(MPI_Comm comm, enum gm_why *why);
+void gm_comm_attach_world(void);
+void gm_comm_put(struct gm_comm *c);
+void gm_comm_end_all(void);
+/* Calls f(c, arg) on every live communicator state, with the lock held. */
+void gm_comm_each(void (*f)(struct gm_comm *, uint64_t), uint64_t arg);
+
+/* ---- datatypes and operations (types.c) ---- */
+
+/* A datatype as goal moves it: `bytes` per element, contiguous. */
+int gm_type_bytes(MPI_Datatype dt, size_t *bytes);
+
+/* A reduction as goal computes it. */
+struct gm_red {
+    int gdt, width;      /* goal type and width in bits (GOAL_BYTES for a user operation) */
+    size_t per;          /* goal elements per MPI element */
+    GOAL_Op op;
+    uint64_t opkey;      /* the same on every rank for the same operation */
+};
+enum gm_why gm_reduction(MPI_Datatype dt, MPI_Op op, struct gm_red *r);
+void gm_ops_end(void);
+
+/* ---- schedule cache (cache.c) ---- */
+
+enum gm_kind { K_BARRIER = 1, K_BCAST, K_ALLREDUCE, K_REDUCE, K_ALLGATHER, K_ALLTOALL, K_GATHER, K_SCATTER, K_RSB };
+
+struct gm_key {
+    int kind, root, inplace, gdt, width;
+    uint64_t n;          /* bytes or elements */
+    uint64_t opkey;
+};
+
+struct gm_entry {
+    struct gm_key key;
+    GOAL_Schedule s;
+    size_t need[2];      /* bytes the schedule uses of run-time buffers 0 and 1 */
+    int nbufs;
+    int running;         /* executions in flight */
+    int evicted;         /* out of the cache: freed when the last execution ends */
+    struct gm_entry *next;
+};
+
+/* The schedule for `k` on `c`: cached, or compiled by `build` (NULL with
+ * GOAL_LastError() if goal refused). Takes a reference (gm_entry_put). */
+typedef GOAL_Schedule (*gm_build)(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r);
+struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build);
+void gm_entry_put(struct gm_entry *e);
+void gm_cache_drop_op(uint64_t opkey);
+void gm_cache_clear(struct gm_comm *c);
+
+/* ---- collectives (coll.c, collv.c) ---- */
+
+/* The communicator's goal side, or NULL (the call counted as going to MPI). */
+struct gm_comm *gm_served(enum gm_fn fn, MPI_Comm comm);
+/* `count` elements of `dt` as bytes, if goal can move them (else counted). */
+int gm_bytes_of(enum gm_fn fn, MPI_Datatype dt, int count, size_t *out);
+/* The reduction of `count` elements of `dt` by `op` into r and k (else counted). */
+int gm_reduction_key(enum gm_fn fn, MPI_Datatype dt, MPI_Op op, int count, struct gm_red *r, struct gm_key *k);
+/* Starts `s`, compiled for this call only; -1 (counted) if it is NULL. */
+int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, struct gm_bufs *x, MPI_Request *req);
+
+/* ---- buffers as goal moves them (pack.c) ---- */
+
+#define GM_MAXTMP 4
+
+struct gm_unpack {
+    const void *from;    /* packed bytes of the layer's */
+    void *to;            /* the program's buffer */
+    int count, size;     /* elements, bytes per element */
+    MPI_Datatype dt;     /* a duplicate of the program's type */
+};
+
+/* What a call holds until its collective ends: buffers of the layer's
+ * (packed data, root copies), and what to unpack into the program's. */
+struct gm_bufs {
+    void *tmp[GM_MAXTMP];
+    int ntmp;
+    struct gm_unpack *un;
+    int nun;
+};
+
+/* `count` x `dt` at `buf` as bytes for goal (`*out`, `*bytes`): the buffer
+ * itself if `dt` is contiguous, else a packed buffer of `x`'s, packed now
+ * if this rank sends from it (`send`), unpacked at the end if it receives
+ * into it (`recv`). 0 if that cannot be done. */
+int gm_view(struct gm_bufs *x, const void *buf, int count, MPI_Datatype dt, int send, int recv, void **out,
+            size_t *bytes);
+/* The same for n blocks (counts[i] elements at displs[i] extents from
+ * `base`): bytes counts and displacements for goal in bcounts, bdispls. */
+int gm_view_v(struct gm_bufs *x, const void *base, const int *counts, const int *displs, int n, MPI_Datatype dt,
+              int send, int recv, void **out, size_t *bcounts, size_t *bdispls);
+/* A buffer of `n` bytes that lives until the collective ends. */
+void *gm_scratch(struct gm_bufs *x, size_t n);
+/* The end: unpacks (if `unpack`), frees. */
+void gm_bufs_end(struct gm_bufs *x, int unpack);
+
+/* ---- requests (req.c) ---- */
+
+/* Starts the execution of `s` (an entry's, or `own`, compiled for this call
+ * and freed at its end) with `bufs`, and makes `*request` its MPI request.
+ * `x` (may be NULL) is taken over and ended with the collective. Returns an
+ * MPI error code. */
+int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *const *bufs, int nbufs,
+             struct gm_bufs *x, MPI_Request *request);
+void gm_req_drain(void);
+
+/* ---- persistent collectives (persist.c) ---- */
+
+/* `reqs`, or a copy (in `buf` if n <= nbuf) in which each started
+ * persistent collective of the layer is the request doing its work. */
+MPI_Request *gm_pers_swap(int n, MPI_Request *reqs, MPI_Request *buf, int nbuf);
+/* After MPI's call on the copy `v`: what MPI completed or freed, back. */
+void gm_pers_back(int n, MPI_Request *reqs, MPI_Request *v, MPI_Request *buf);
+/* MPI_Request_free of a persistent handle of the layer's: -1 if it is not one. */
+int gm_pers_free(MPI_Request *req);
+
+#endif
