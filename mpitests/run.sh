@@ -103,7 +103,7 @@ for mpi in openmpi mpich; do
             fi
             [ -n "$why" ] || ! grep -q "FAIL" "$log" || why="a FAIL line"
             while IFS= read -r re; do
-                [ -n "$re" ] && [ -z "$why" ] && ! grep -Eq -- "$re" "$log" && why="nothing matches /$re/"
+                [ -n "$re" ] && [ -z "$why" ] && ! grep -Eq -- "$re" "$log" && why="nothing matches /$re/ (exit status $rc after ${ms} ms)"
             done < <(directive "$t" expect)
             while IFS= read -r re; do
                 [ -n "$re" ] && [ -z "$why" ] && grep -Eq -- "$re" "$log" && why="a line matches /$re/: $(grep -Em1 -- "$re" "$log")"
