@@ -251,6 +251,36 @@ typedef int GOAL_Op;
 typedef goal_group *GOAL_Group;
 
 /*
+ A host runtime's allgather: every rank gives `len` bytes at `mine`
+ (`len` is the same on every rank) and receives every rank's, in rank
+ order, at `all` (`len` times the size). Returns 0 on success, anything
+ else on failure. Called only inside GOAL_InitWith, on its thread.
+ */
+typedef int (*GOAL_AllgatherFunction)(const void *mine, size_t len, void *all, void *ctx);
+
+/*
+ What GOAL_InitWith needs from the host runtime (an MPI library).
+ */
+typedef struct {
+  /*
+   This process' rank in the host's job, 0 .. size-1.
+   */
+  int rank;
+  /*
+   Number of processes in the host's job.
+   */
+  int size;
+  /*
+   The host's allgather (collective over the job).
+   */
+  GOAL_AllgatherFunction allgather;
+  /*
+   Passed to `allgather` as its last argument.
+   */
+  void *ctx;
+} GOAL_Bootstrap;
+
+/*
  A user reduction: sets `inout[i] = input[i] OP inout[i]` for `count`
  elements; `ctx` is the pointer given to GOAL_Op_create. It may run on
  goal's helper thread (see docs/api.md), and must not call goal.
@@ -1152,6 +1182,30 @@ int GOAL_Group_free(GOAL_Group *g);
  None: any value is answered.
  */
 GOAL_Graph GOAL_CreateGraphOn(GOAL_Group grp);
+
+/*
+ Initializes goal (once per process) inside a host runtime's job: rank,
+ size and the address exchange come from `boot` (its allgather, a few
+ calls), never from a launcher's environment. Collective over the host's
+ job. Returns GOAL_SUCCESS or an error code (NULL `boot` or function, a
+ rank not below the size: GOAL_ERR_INVALID_ARGUMENT).
+
+ # Safety
+ `boot` must be NULL or point to a valid GOAL_Bootstrap whose function
+ may be called with its `ctx` until this call returns.
+ */
+int GOAL_InitWith(const GOAL_Bootstrap *boot);
+
+/*
+ Waits as GOAL_Wait for at most `seconds` (sleeping in the kernel after
+ the usual spin). Returns 1 when finished, 0 if still running when the
+ time is up (the handle stays live), <0 if the execution failed; the
+ handle is released once 1 or <0 was returned, as by GOAL_Test.
+
+ # Safety
+ `h` must be NULL or a live handle.
+ */
+int GOAL_WaitFor(GOAL_Handle h, double seconds);
 
 /*
  Starts one execution of `s` with run-time buffer `i` at `bufs[i]`,

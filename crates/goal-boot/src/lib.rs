@@ -22,6 +22,7 @@
 //! | `srun --mpi=pmi2`                | `PMI_RANK`, `PMI_SIZE`            | PMI-1 (Slurm's PMI-2 plugin answers it)  |
 //! | `srun` without PMI, torchrun, ssh | `SLURM_PROCID`/`SLURM_NTASKS`, `GOAL_RANK`/`GOAL_SIZE`, ... | goal's TCP store served by rank 0 (`GOAL_STORE`) |
 //! | none                             | a group of one ([`Single`])       | nothing to exchange                      |
+//! | an MPI library (`libgoal-mpi`)   | the host's `MPI_Comm_rank`/`size` | the host's allgather ([`with_host_allgather`]), never its PMI |
 //!
 //! # Environment
 //!
@@ -147,6 +148,7 @@ pub mod client;
 mod conn;
 pub mod cpulist;
 mod detect;
+mod host;
 mod pmi;
 mod pmix;
 mod rounds;
@@ -157,6 +159,7 @@ mod sys;
 mod wire;
 
 pub use client::UnixClient;
+pub use host::{with_host_allgather, HostAllgather};
 pub use secret::SECRET_LEN;
 pub use wire::MAX_BLOB;
 

@@ -39,7 +39,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::detect::PmiConn;
 use crate::rounds::{self, Exchange, Rounds};
@@ -72,6 +72,10 @@ pub(crate) struct PmiClient {
     secret: Secret,
     rounds: Rounds,
     finalized: bool,
+    /// The session is the program's MPI library's too (PMI_FD with MPI
+    /// loaded): that library says `finalize` in its `MPI_Finalize`, so goal
+    /// must not (hydra would then refuse MPI's own barrier).
+    shared_with_mpi: bool,
 }
 
 /// One parsed reply: its words as key=value pairs, in order.
@@ -114,7 +118,7 @@ impl PmiClient {
         goal_secret: Option<Secret>,
     ) -> io::Result<PmiClient> {
         let (fd, server) = match conn {
-            PmiConn::Fd(n) => (take_fd(*n)?, format!("PMI_FD={n}")),
+            PmiConn::Fd(n) => (dup_fd(*n)?, format!("PMI_FD={n}")),
             PmiConn::Port { addr, .. } => {
                 let stream = TcpStream::connect(addr).map_err(|e| {
                     io::Error::new(
@@ -136,6 +140,7 @@ impl PmiClient {
             secret: Secret([0; SECRET_LEN]),
             rounds: Rounds::default(),
             finalized: false,
+            shared_with_mpi: matches!(conn, PmiConn::Fd(_)) && sys::mpi_in_process(),
         };
         let server = client.server.clone();
         let ready = client
@@ -407,16 +412,22 @@ impl Bootstrap for PmiClient {
 impl Drop for PmiClient {
     /// Says `finalize`, so the launcher knows this rank ended on purpose;
     /// the socket closes with the client.
+    /// Not on a session shared with the program's MPI library, which
+    /// finalizes it itself.
     fn drop(&mut self) {
-        if !self.finalized && !rounds::is_broken(self) {
+        if !self.finalized && !self.shared_with_mpi && !rounds::is_broken(self) {
             self.finalized = true;
             let _ = self.call("cmd=finalize", "finalize_ack");
         }
     }
 }
 
-/// Takes over the PMI socket the launcher left open as descriptor `n`.
-fn take_fd(n: i32) -> io::Result<OwnedFd> {
+/// goal's own duplicate of the PMI socket the launcher left open as
+/// descriptor `n`. The original stays open and untouched: under MPICH's
+/// hydra it is also the program's MPI library's connection, and closing it
+/// made MPICH's `MPI_Finalize` fail ("PMI_Barrier returned -1 ... Bad file
+/// descriptor").
+fn dup_fd(n: i32) -> io::Result<OwnedFd> {
     match sys::is_socket(n) {
         Ok(true) => {}
         Ok(false) => {
@@ -434,12 +445,7 @@ fn take_fd(n: i32) -> io::Result<OwnedFd> {
             ))
         }
     }
-    sys::set_cloexec(n)?;
-    // SAFETY: `n` is an open socket (checked just above), and by the PMI
-    // convention the process' PMI client owns the descriptor named in
-    // PMI_FD; goal's client is that owner, so nothing else closes it, and
-    // OwnedFd closes it once, when the client is dropped.
-    Ok(unsafe { OwnedFd::from_raw_fd(n) })
+    sys::dup_cloexec(n)
 }
 
 fn invalid(msg: &str) -> io::Error {
@@ -455,7 +461,6 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
     use std::io::Write;
-    use std::os::fd::IntoRawFd;
     use std::os::unix::net::UnixStream;
     use std::sync::{Arc, Barrier, Mutex};
     use std::thread;
@@ -525,8 +530,9 @@ mod tests {
             }));
             let blobs = blobs.clone();
             threads.push(thread::spawn(move || {
-                let fd = ours.into_raw_fd();
-                let mut c = PmiClient::connect(&PmiConn::Fd(fd), Some((rank, size)), None).unwrap();
+                let mut c = PmiClient::connect(&PmiConn::Fd(ours.as_raw_fd()), Some((rank, size)), None).unwrap();
+                // goal keeps a duplicate: the launcher's descriptor is not its to close.
+                drop(ours);
                 assert_eq!(
                     (c.rank(), c.size(), c.job_id().as_str()),
                     (rank, size, "77.0")
@@ -571,8 +577,9 @@ mod tests {
             )
         });
         let e =
-            PmiClient::connect(&PmiConn::Fd(ours.into_raw_fd()), Some((0, 1)), None).unwrap_err();
+            PmiClient::connect(&PmiConn::Fd(ours.as_raw_fd()), Some((0, 1)), None).unwrap_err();
         assert!(e.to_string().contains("values limited to 32 bytes"), "{e}");
+        drop(ours);
         server.join().unwrap();
     }
 
@@ -581,20 +588,65 @@ mod tests {
         let (ours, theirs) = UnixStream::pair().unwrap();
         drop(theirs);
         let e =
-            PmiClient::connect(&PmiConn::Fd(ours.into_raw_fd()), Some((0, 2)), None).unwrap_err();
+            PmiClient::connect(&PmiConn::Fd(ours.as_raw_fd()), Some((0, 2)), None).unwrap_err();
         assert!(e.to_string().contains("PMI_FD="), "{e}");
     }
 
     #[test]
     fn a_bad_pmi_fd_is_named() {
-        let e = take_fd(1_000_000).unwrap_err();
+        let e = dup_fd(1_000_000).unwrap_err();
         assert!(
             e.to_string()
                 .contains("PMI_FD=1000000 is not an open descriptor"),
             "{e}"
         );
         let file = File::open("/proc/self/status").unwrap();
-        let e = take_fd(file.as_raw_fd()).unwrap_err();
+        let e = dup_fd(file.as_raw_fd()).unwrap_err();
         assert!(e.to_string().contains("not a socket"), "{e}");
+    }
+
+    /// Under hydra the PMI socket is the program's MPI library's too: goal
+    /// leaves the inherited descriptor open, and says no `finalize` on a
+    /// session it shares with MPI (MPICH's MPI_Finalize failed on both).
+    #[test]
+    fn the_inherited_pmi_fd_stays_open_and_a_shared_session_unfinalized() {
+        for shared in [false, true] {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let server = thread::spawn(move || {
+                let mut out = theirs.try_clone().unwrap();
+                for line in BufReader::new(theirs).lines() {
+                    let line = line.unwrap();
+                    let req = Reply::parse(&line);
+                    let cmd = req.get("cmd").unwrap().to_owned();
+                    let reply = match cmd.as_str() {
+                        "init" => "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0",
+                        "get_maxes" => "cmd=maxes rc=0 kvsname_max=256 keylen_max=64 vallen_max=1024",
+                        "get_my_kvsname" => "cmd=my_kvsname rc=0 kvsname=k",
+                        "put" => "cmd=put_result rc=0",
+                        "barrier_in" => "cmd=barrier_out rc=0",
+                        "finalize" => "cmd=finalize_ack rc=0",
+                        // What the MPI library says after goal is done with the socket.
+                        "mpi_still_here" => "cmd=yes",
+                        other => panic!("unexpected command {other}"),
+                    };
+                    writeln!(out, "{reply}").unwrap();
+                    tx.send(cmd).unwrap();
+                }
+            });
+            let mut c = PmiClient::connect(&PmiConn::Fd(ours.as_raw_fd()), Some((0, 1)), None).unwrap();
+            c.shared_with_mpi = shared;
+            drop(c);
+            // The original still works: the MPI library's PMI client goes on.
+            let mut mine = ours.try_clone().unwrap();
+            writeln!(mine, "cmd=mpi_still_here").unwrap();
+            let mut reply = String::new();
+            BufReader::new(&ours).read_line(&mut reply).unwrap();
+            assert_eq!(reply.trim(), "cmd=yes", "shared={shared}");
+            drop((mine, ours));
+            server.join().unwrap();
+            let said: Vec<String> = rx.try_iter().collect();
+            assert_eq!(said.contains(&"finalize".to_owned()), !shared, "shared={shared}: {said:?}");
+        }
     }
 }

@@ -189,12 +189,23 @@ pub(crate) fn is_socket(fd: RawFd) -> io::Result<bool> {
     Ok(st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
 }
 
-/// Sets close-on-exec on `fd`, so that programs the rank starts do not
-/// inherit its launcher connection.
-pub(crate) fn set_cloexec(fd: RawFd) -> io::Result<()> {
-    // SAFETY: F_GETFD/F_SETFD take and return plain integers; a bad `fd`
+/// A close-on-exec duplicate of `fd`: goal's own descriptor for a
+/// connection whose original belongs to someone else (the program's MPI
+/// library and PMI_FD), so that closing goal's never closes theirs.
+pub(crate) fn dup_cloexec(fd: RawFd) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_DUPFD_CLOEXEC takes and returns plain integers; a bad `fd`
     // only makes the call fail.
-    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
-    // SAFETY: as above.
-    cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) }).map(drop)
+    let new = cvt(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })?;
+    // SAFETY: `new` was just opened by fcntl and nothing else holds it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(new) })
+}
+
+/// Whether an MPI library is loaded in this process: its profiling entry
+/// `PMPI_Init` is visible to `dlsym`. Such a library owns the launcher's
+/// PMI session and finalizes it itself.
+pub(crate) fn mpi_in_process() -> bool {
+    // SAFETY: RTLD_DEFAULT searches the loaded objects; the name is a
+    // NUL-terminated literal and the result is only compared with NULL.
+    !unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"PMPI_Init".as_ptr()) }.is_null()
 }

@@ -67,6 +67,7 @@ pub mod proto;
 
 pub use config::{Config, ProgressMode, Requested};
 pub use error::{Error, ErrorKind, Result};
+pub use goal_boot::HostAllgather;
 pub use group::{Group, CONTEXTS};
 
 use engine::{Engine, ExecShared, SchedInner, Thresholds, DONE, FAILED, RUNNING};
@@ -219,13 +220,33 @@ static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 
 /// Initialises goal for this process: finds the group, connects the ranks.
 pub fn init() -> Result<Arc<Runtime>> {
+    init_from(None)
+}
+
+/// Initialises goal inside a host runtime's job (an MPI library's): rank,
+/// size and every address exchange come from the host and its `gather`
+/// (see `goal_boot::with_host_allgather`), never from the environment's
+/// launcher, whose PMI or PMIx session the host owns.
+pub fn init_with_host(rank: usize, size: usize, gather: HostAllgather) -> Result<Arc<Runtime>> {
+    init_from(Some(gather_boot(rank, size, gather)))
+}
+
+/// The host bootstrap, made only once `init_from` has checked the state:
+/// its construction is already an exchange (the secret).
+fn gather_boot(rank: usize, size: usize, gather: HostAllgather) -> MakeBoot {
+    Box::new(move || goal_boot::with_host_allgather(rank, size, gather).map_err(|e| Error::new(ErrorKind::System, format!("bootstrap: {e}"))))
+}
+
+type MakeBoot = Box<dyn FnOnce() -> Result<Box<dyn goal_boot::Bootstrap>>>;
+
+fn init_from(boot: Option<MakeBoot>) -> Result<Arc<Runtime>> {
     let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
     match STATE.load(Ordering::Acquire) {
         LIVE => return Err(Error::new(ErrorKind::AlreadyInitialized, "goal is already initialized in this process")),
         FINALIZED => return Err(Error::new(ErrorKind::AlreadyInitialized, "goal was finalized and cannot be initialized again")),
         _ => {}
     }
-    let rt = Runtime::start()?;
+    let rt = Runtime::start(boot)?;
     // This thread carries kernel chains (it lives until finalize).
     engine::mark_carrier();
     *slot = Some(rt.clone());
@@ -317,10 +338,13 @@ pub fn finalize() -> Result<()> {
 }
 
 impl Runtime {
-    fn start() -> Result<Arc<Runtime>> {
+    fn start(boot: Option<MakeBoot>) -> Result<Arc<Runtime>> {
         let mut cfg = Config::from_env()?;
         let sys = |what: &str, e: std::io::Error| Error::new(ErrorKind::System, format!("{what}: {e}"));
-        let mut boot = goal_boot::from_env().map_err(|e| sys("bootstrap", e))?;
+        let mut boot = match boot {
+            Some(make) => make()?,
+            None => goal_boot::from_env().map_err(|e| sys("bootstrap", e))?,
+        };
         let (rank, size) = (boot.rank(), boot.size());
         let mut shm = ShmNode::create(rank, size, &cfg.shm).map_err(|e| sys("creating the shared-memory inbox", e))?;
         // Round 1: which machine each rank is on, and its inbox. Ranks on
@@ -680,6 +704,16 @@ impl Handle {
         let Some(shared) = &self.shared else { return Ok(()) };
         progress::wait(shared);
         state(shared).map(|_| ())
+    }
+
+    /// Waits as [`wait`](Self::wait) for at most `timeout`: `Ok(true)` once
+    /// finished, `Ok(false)` if still running then (the handle stays live),
+    /// `Err` if it failed.
+    pub fn wait_for(&self, timeout: std::time::Duration) -> Result<bool> {
+        refuse_inside_user_op()?;
+        let Some(shared) = &self.shared else { return Ok(true) };
+        progress::wait_until(shared, Some(std::time::Instant::now() + timeout));
+        state(shared)
     }
 
     /// Whether the execution has finished (without progressing).

@@ -95,7 +95,15 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize, measured: Thr
 
 /// Blocks the calling application thread until `shared` is no longer running.
 pub(crate) fn wait(shared: &ExecShared) {
+    wait_until(shared, None)
+}
+
+/// As [`wait`], but returns by `deadline` at the latest (running or not):
+/// for a caller that must also drive something else meanwhile (the MPI
+/// layer's waits, which keep the MPI library moving too).
+pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>) {
     let rt: &Runtime = &shared.rt;
+    let past = || deadline.is_some_and(|d| Instant::now() >= d);
     if shared.state.load(Ordering::Acquire) != RUNNING {
         return;
     }
@@ -175,6 +183,9 @@ pub(crate) fn wait(shared: &ExecShared) {
     let mut long_end = 0;
     let mut next_report = STALL_REPORT_AFTER;
     loop {
+        if past() {
+            break;
+        }
         // Poll (peers need not ring while we do), for `spin` after the last
         // news. The engine lock is held across a batch of polls: taking it
         // per poll would add two locked instructions to every hop.
@@ -199,7 +210,7 @@ pub(crate) fn wait(shared: &ExecShared) {
                 latest = crate::ticks::now();
                 if news {
                     since = latest;
-                } else if latest.saturating_sub(since) >= spin_ticks {
+                } else if latest.saturating_sub(since) >= spin_ticks || past() {
                     break;
                 } else if yield_polls {
                     yield_now();
@@ -237,7 +248,9 @@ pub(crate) fn wait(shared: &ExecShared) {
             // Woken by a message, run at once rather than after the slice
             // of whatever computes on this CPU (see `slice`).
             let _slice = crate::slice::WaitSlice::enter(rt.cfg.slice);
-            sleep(rt, guard, if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK });
+            let most = if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK };
+            let left = deadline.map_or(most, |d| d.saturating_duration_since(Instant::now()));
+            sleep(rt, guard, most.min(left));
         }
         shared.asleep.store(false, Ordering::Relaxed);
         slept = true;
