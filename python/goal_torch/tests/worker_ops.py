@@ -165,7 +165,12 @@ def expect_error(name, fn, words):
 
 def main():
     t0 = time.time()
-    dist.init_process_group("goal")
+    init = os.environ.get("GOAL_TORCH_TEST_INIT")  # e.g. tcp://127.0.0.1:PORT; default env://
+    if init:
+        dist.init_process_group("goal", init_method=init, rank=int(os.environ["RANK"]),
+                                world_size=int(os.environ["WORLD_SIZE"]))
+    else:
+        dist.init_process_group("goal")
     size, rank = dist.get_world_size(), dist.get_rank()
     run_ops(None, list(range(size)), "world")
     # Subgroups: the first size-1 ranks, and a group of one (the last rank).
