@@ -5,30 +5,71 @@
 # CUDA libraries, ~200 MB); when that index is unreachable, plain `pip install
 # torch` from PyPI (CUDA libraries included, several GB, still runs on the CPU).
 #
-# Usage: scripts/install-torch.sh [--check]
-#   --check   install nothing; exit 1 if torch is missing
+# Usage: scripts/install-torch.sh [--check] [--build PREFIX] [--or-skip]
+#   --check          install nothing; exit 1 if torch is missing
+#   --build PREFIX   then build goal_torch (python/goal_torch, a C++ extension
+#                    built by torch.utils.cpp_extension against this torch and
+#                    PREFIX's libgoal.so, which `make install PREFIX=...` puts
+#                    there) and pip-install it for $PYTHON
+#   --or-skip        if torch cannot be installed, say so and exit 0 without
+#                    building (the tests then skip, saying why): `make test`
 # Prints the installed version. TORCH_SPEC overrides the requirement (default
-# "torch"); the version CI was written against is 2.15.0.
+# "torch"); written and tested against torch 2.15.0.
 set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$HERE")"
 PY="${PYTHON:-python3}"
 SPEC="${TORCH_SPEC:-torch}"
-if "$PY" -c 'import torch' >/dev/null 2>&1; then
-    echo "install-torch.sh: torch $("$PY" -c 'import torch; print(torch.__version__)') present"
-    exit 0
-fi
-if [ "${1:-}" = "--check" ]; then
-    echo "install-torch.sh: torch missing for $PY" >&2
-    exit 1
-fi
+CHECK=0
+BUILD=""
+SKIP=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --check) CHECK=1 ;;
+        --build) BUILD="${2:?--build needs a PREFIX}"; shift ;;
+        --or-skip) SKIP=1 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        *) echo "install-torch.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
 LOG="$(mktemp -t install-torch.XXXXXX)"
 trap 'rm -f "$LOG"' EXIT
-PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
-if ! timeout 900 "${PIP[@]}" --index-url https://download.pytorch.org/whl/cpu "$SPEC" >"$LOG" 2>&1; then
-    echo "install-torch.sh: the CPU-only index failed, trying PyPI's torch" >&2
-    if ! "${PIP[@]}" "$SPEC" >"$LOG" 2>&1; then
-        echo "install-torch.sh: failed: pip install $SPEC" >&2
+quiet() {
+    if ! "$@" >"$LOG" 2>&1; then
+        echo "install-torch.sh: failed: $*" >&2
         cat "$LOG" >&2
         exit 1
     fi
+}
+
+if "$PY" -c 'import torch' >/dev/null 2>&1; then
+    echo "install-torch.sh: torch $("$PY" -c 'import torch; print(torch.__version__)') present"
+elif [ "$CHECK" -eq 1 ]; then
+    echo "install-torch.sh: torch missing for $PY" >&2
+    exit 1
+else
+    PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
+    if ! timeout 900 "${PIP[@]}" --index-url https://download.pytorch.org/whl/cpu "$SPEC" >"$LOG" 2>&1; then
+        echo "install-torch.sh: PyTorch's CPU-only index failed, installing PyPI's torch (CUDA libraries included)" >&2
+        if ! "${PIP[@]}" "$SPEC" >"$LOG" 2>&1; then
+            echo "install-torch.sh: failed: pip install $SPEC" >&2
+            cat "$LOG" >&2
+            if [ "$SKIP" -eq 1 ]; then
+                echo "install-torch.sh: torch cannot be installed: goal_torch not built, its tests will be skipped" >&2
+                exit 0
+            fi
+            exit 1
+        fi
+    fi
+    echo "install-torch.sh: torch $("$PY" -c 'import torch; print(torch.__version__)') installed"
 fi
-echo "install-torch.sh: torch $("$PY" -c 'import torch; print(torch.__version__)') installed"
+
+if [ -n "$BUILD" ]; then
+    # setuptools builds in the source tree's build/; --no-build-isolation so
+    # that the extension is built against the torch just installed.
+    quiet env GOAL_PREFIX="$(cd "$BUILD" && pwd)" "$PY" -m pip install --quiet --disable-pip-version-check \
+        --no-build-isolation --no-deps --force-reinstall "$ROOT/python/goal_torch"
+    (cd / && "$PY" -c 'import goal_torch') || { echo "install-torch.sh: goal_torch not importable by $PY" >&2; exit 1; }
+    echo "install-torch.sh: goal_torch built against $BUILD/lib/libgoal.so and installed for $PY"
+fi

@@ -29,9 +29,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def finish(procs, what):
+def finish(procs, what, codes=None):
     """Waits for every rank (killing all at the timeout) and fails with their
-    output if one failed."""
+    output if one failed: exited otherwise than `codes[rank]` (default 0)."""
     outs, failed = [], False
     for p in procs:
         try:
@@ -43,13 +43,13 @@ def finish(procs, what):
             out += f"\n(killed after {TIMEOUT} s)"
             failed = True
         outs.append(out)
-        failed |= p.returncode != 0
+        failed |= p.returncode != (codes or {}).get(len(outs) - 1, 0)
     text = "\n".join(f"--- rank {r} (exit {p.returncode}):\n{o[-4000:]}" for r, (p, o) in enumerate(zip(procs, outs)))
     assert not failed, f"{what} failed:\n{text}"
     return outs
 
 
-def launch(script, n, extra_env=None):
+def launch(script, n, extra_env=None, codes=None):
     port = free_port()
     procs = []
     for r in range(n):
@@ -57,7 +57,7 @@ def launch(script, n, extra_env=None):
                    LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n), **(extra_env or {}))
         procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, script)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    return finish(procs, f"{script} at {n} ranks")
+    return finish(procs, f"{script} at {n} ranks", codes)
 
 
 def test_goal_torch_imports_and_registers():
@@ -96,3 +96,9 @@ def test_ddp_goal_vs_gloo_3_ranks():
     """DDP at 3 ranks: losses within a relative 1e-5 (different sum orders)."""
     outs = launch("worker_ddp.py", 3)
     assert all("ddp ok" in o for o in outs)
+
+
+def test_rank_killed_mid_job():
+    """The last of 3 ranks dies: the others' all_reduce raises within seconds."""
+    outs = launch("worker_kill.py", 3, codes={2: 3})
+    assert sum("kill ok" in o for o in outs) == 2
