@@ -57,7 +57,7 @@ class GoalWork : public c10d::Work {
   std::atomic<bool> futureDone_{false};
   std::mutex handleMutex_;  // who may test or wait on handle_ (goal: one thread at a time)
   GOAL_Handle handle_;
-  bool finished_ = false;
+  std::atomic<bool> finished_{false};  // set under handleMutex_, read anywhere
   std::string error_;
   std::vector<at::Tensor> outputs_;
   std::function<void()> post_;

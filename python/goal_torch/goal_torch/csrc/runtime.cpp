@@ -6,6 +6,7 @@
 // only try-locks it, so a Python thread blocked in wait() keeps it.
 #include "goal_backend.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -87,8 +88,8 @@ bool GoalWork::poll() {
 }
 
 bool GoalWork::isCompleted() {
-  std::unique_lock<std::mutex> lock(handleMutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return false;
+  if (finished_) return true;
+  poll();  // tests the handle unless another thread holds it
   return finished_;
 }
 
@@ -127,8 +128,15 @@ struct Completer {
   std::thread thread;
   bool stop = false;
 
+  // How long the thread sleeps between rounds that saw nothing end: from
+  // 20 us (a DDP Future is complete at most that late after goal is done)
+  // doubling up to 200 us.
+  static constexpr std::chrono::microseconds kMinNap{20};
+  static constexpr std::chrono::microseconds kMaxNap{200};
+
   void run() {
     std::vector<c10::intrusive_ptr<GoalWork>> mine;
+    std::chrono::microseconds nap = kMinNap;
     for (;;) {
       {
         std::unique_lock<std::mutex> l(m);
@@ -149,9 +157,13 @@ struct Completer {
         }
       }
       mine.swap(still);
-      if (!progressed && !mine.empty()) {
-        // Nothing ended: sleep a little, never spin (more ranks than cores).
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (progressed) {
+        nap = kMinNap;
+      } else if (!mine.empty()) {
+        // Nothing ended: sleep, never spin (more ranks than cores), longer
+        // while nothing ends (a receive whose sender is far behind).
+        std::this_thread::sleep_for(nap);
+        nap = std::min(nap * 2, kMaxNap);
       }
       if (stop) {
         // Finalizing: what is still running is abandoned with its handles.
