@@ -16,6 +16,7 @@ See docs/python.md, section "torch.distributed".
 from __future__ import annotations
 
 import atexit
+import sys
 
 import torch
 import torch.distributed as dist
@@ -27,8 +28,22 @@ __all__ = ["BACKEND", "finalize"]
 BACKEND = "goal"
 
 
+def _check_one_runtime() -> None:
+    """Refuses to start a second goal runtime: goal-py's, once initialized,
+    is a separate copy of goal in this process."""
+    py = sys.modules.get("goal")
+    core = getattr(py, "_goal", None)
+    if core is not None and getattr(core, "is_initialized", lambda: False)():
+        raise RuntimeError(
+            "goal torch backend: the goal package (goal-py) already runs goal in this process; "
+            "a process uses either goal_torch or goal, not both (each carries its own goal runtime)"
+        )
+
+
 def _create(opts, _backend_options=None):
     """Creator function torch calls for each process group (extended API)."""
+    if not _C.initialized():
+        _check_one_runtime()
     ranks = list(opts.global_ranks_in_group or [])
     return _C.create_backend(opts.store, opts.group_rank, opts.group_size, ranks, str(opts.group_id))
 

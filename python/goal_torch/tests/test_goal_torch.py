@@ -102,3 +102,22 @@ def test_rank_killed_mid_job():
     """The last of 3 ranks dies: the others' all_reduce raises within seconds."""
     outs = launch("worker_kill.py", 3, codes={2: 3})
     assert sum("kill ok" in o for o in outs) == 2
+
+
+def test_refuses_a_second_runtime():
+    """goal-py initialized in the process: init_process_group("goal") raises
+    saying that a process uses one or the other."""
+    pytest.importorskip("goal", reason="goal-py (make python) is not installed")
+    code = (
+        "import goal, goal_torch, torch.distributed as dist\n"
+        "goal.init()\n"
+        "try:\n"
+        "    dist.init_process_group('goal')\n"
+        "except RuntimeError as e:\n"
+        "    print('raised:', e)\n"
+    )
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1")
+    p = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    out = finish([p], "goal-py and goal_torch in one process")[0]
+    assert "raised:" in out and "not both" in out, out
