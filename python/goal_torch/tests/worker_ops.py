@@ -151,6 +151,23 @@ def run_ops(group, ranks, tag):
                 check(name("send/recv"), got, allx[(me - 1) % p])
 
 
+def background_completion(size):
+    """An async all_reduce's Future completes while Python only sleeps (no
+    wait, no is_completed: nothing of this thread drives goal), with the
+    reduced tensor as its value."""
+    global checks
+    checks += 1
+    t = torch.full((100000,), float(dist.get_rank() + 1))
+    fut = dist.all_reduce(t, async_op=True).get_future()
+    deadline = time.time() + 10
+    while not fut.done() and time.time() < deadline:
+        time.sleep(0.001)
+    if not fut.done():
+        failures.append(f"rank {dist.get_rank()}: the Future of an async all_reduce is not done after 10 s")
+        return
+    check("all_reduce Future value", fut.value()[0], torch.full((100000,), size * (size + 1) / 2))
+
+
 def expect_error(name, fn, words):
     global checks
     checks += 1
@@ -182,6 +199,7 @@ def main():
         run_ops(sub, sub_ranks, "group[0..%d]" % (size - 2))
     else:
         run_ops(one, [size - 1], "group[%d]" % (size - 1))
+    background_completion(size)
     expect_error("AVG of int32", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.AVG),
                  "AVG needs floating-point")
     expect_error("recv from any source", lambda: dist.recv(torch.ones(3)), "any source")
