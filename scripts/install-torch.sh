@@ -50,7 +50,7 @@ elif [ "$CHECK" -eq 1 ]; then
     exit 1
 else
     PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
-    if ! timeout 900 "${PIP[@]}" --index-url https://download.pytorch.org/whl/cpu "$SPEC" >"$LOG" 2>&1; then
+    if ! timeout 900 "${PIP[@]}" --retries 1 --timeout 20 --index-url https://download.pytorch.org/whl/cpu "$SPEC" >"$LOG" 2>&1; then
         echo "install-torch.sh: PyTorch's CPU-only index failed, installing PyPI's torch (CUDA libraries included)" >&2
         if ! "${PIP[@]}" "$SPEC" >"$LOG" 2>&1; then
             echo "install-torch.sh: failed: pip install $SPEC" >&2
