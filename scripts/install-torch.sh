@@ -65,9 +65,28 @@ else
     echo "install-torch.sh: torch $("$PY" -c 'import torch; print(torch.__version__)') installed"
 fi
 
-if [ -n "$BUILD" ]; then
-    # setuptools builds in the source tree's build/; --no-build-isolation so
+# The installed extension, if newer than its sources, libgoal.so and torch:
+# then there is nothing to build (compiling against torch takes minutes).
+up_to_date() {
+    "$PY" - "$ROOT/python/goal_torch" "$1/lib/libgoal.so" <<'PY' 2>/dev/null
+import glob, os, sys, importlib.util, torch
+spec = importlib.util.find_spec("goal_torch._C")
+if spec is None or spec.origin is None or spec.origin.startswith(sys.argv[1]):
+    sys.exit(1)
+built = os.path.getmtime(spec.origin)
+deps = glob.glob(os.path.join(sys.argv[1], "goal_torch", "**", "*.*"), recursive=True)
+deps += [os.path.join(sys.argv[1], "setup.py"), sys.argv[2], torch.__file__]
+sys.exit(0 if all(os.path.getmtime(d) < built for d in deps if not d.endswith(".so")) else 1)
+PY
+}
+
+if [ -n "$BUILD" ] && up_to_date "$BUILD"; then
+    echo "install-torch.sh: goal_torch installed and newer than its sources, libgoal.so and torch"
+elif [ -n "$BUILD" ]; then
+    # setuptools builds in the source tree's build/, which is emptied first
+    # (it would reuse objects whose headers changed); --no-build-isolation so
     # that the extension is built against the torch just installed.
+    rm -rf "$ROOT/python/goal_torch/build"
     quiet env GOAL_PREFIX="$(cd "$BUILD" && pwd)" "$PY" -m pip install --quiet --disable-pip-version-check \
         --no-build-isolation --no-deps --force-reinstall "$ROOT/python/goal_torch"
     (cd / && "$PY" -c 'import goal_torch') || { echo "install-torch.sh: goal_torch not importable by $PY" >&2; exit 1; }

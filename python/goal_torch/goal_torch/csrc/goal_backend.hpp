@@ -10,7 +10,7 @@
 // their Futures finish while Python computes.
 #pragma once
 
-#include <torch/extension.h>
+#include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>

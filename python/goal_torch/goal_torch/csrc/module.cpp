@@ -2,6 +2,7 @@
 // torch.distributed calls for each process group, and goal's finalize.
 #include "goal_backend.hpp"
 
+#include <torch/extension.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace py = pybind11;
