@@ -2,12 +2,16 @@
 #
 #   make demo                  build goal, install the MPI peers, run the main job
 #   make test                  every test (cargo tests + C acceptance suite + the MPI layer's
-#                              + the Python package's pytest, no tracked file over 1 MB);
-#                              installs the Debian packages and Python modules the tests use
-#                              first (MPIs, iproute2; maturin, numpy, ml_dtypes, pytest)
+#                              + the Python package's and the torch backend's pytest, no
+#                              tracked file over 1 MB); installs the Debian packages and
+#                              Python modules the tests use first (MPIs, iproute2; maturin,
+#                              numpy, ml_dtypes, pytest; torch)
 #   make python PREFIX=DIR     the Python package (import goal): installs maturin, numpy,
 #                              ml_dtypes and pytest if missing, builds the wheel into
 #                              DIR/share/goal/python/ and pip-installs it (docs/python.md)
+#   make torch PREFIX=DIR      torch (CPU) and goal_torch, the torch.distributed backend
+#                              "goal" (python/goal_torch, docs/python.md); make torch-test
+#                              runs its pytest (skipped, saying so, if torch cannot install)
 #   make install PREFIX=DIR    DIR/include/goal.h, DIR/lib/libgoal.{so,a},
 #                              DIR/lib/pkgconfig/goal.pc, DIR/bin/goalrun, DIR/bin/goal,
 #                              DIR/share/goal/bench/ (the drivers `goal bench` and
@@ -19,7 +23,7 @@ CARGO ?= cargo
 # Where cargo puts what it builds: CARGO_TARGET_DIR if set (cargo reads it too).
 RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 
-.PHONY: all build mpi-lib mpitest install python python-test test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
+.PHONY: all build mpi-lib mpitest install python python-test torch torch-test test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
@@ -63,6 +67,14 @@ python:
 python-test: install python
 	GOAL_PREFIX=$(abspath $(PREFIX)) $${PYTHON:-python3} -m pytest -q crates/goal-py/tests
 
+# torch.distributed backend: torch from PyPI (scripts/install-torch.sh), then
+# goal_torch built against it and PREFIX's libgoal.so.
+torch: install
+	scripts/install-torch.sh --or-skip --build $(PREFIX)
+
+torch-test: torch
+	$${PYTHON:-python3} -m pytest -q python/goal_torch/tests
+
 cargo-test:
 	$(CARGO) test --release --workspace
 
@@ -83,7 +95,7 @@ repo-check:
 	@scripts/check-repo.sh
 
 test: deps
-	$(MAKE) bench-check repo-check cargo-test ctest mpitest python-test
+	$(MAKE) bench-check repo-check cargo-test ctest mpitest python-test torch-test
 
 demo: deps install
 	$(PREFIX)/bin/goal bench p2p --prefix $(PREFIX) --out results/p2p

@@ -1,0 +1,35 @@
+// goal_torch._C: the Python face of the backend: the creator function that
+// torch.distributed calls for each process group, and goal's finalize.
+#include "goal_backend.hpp"
+
+#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>
+
+namespace py = pybind11;
+
+namespace {
+
+c10::intrusive_ptr<c10d::Backend> create(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                         std::vector<int64_t> globalRanks, const std::string& groupId) {
+  return c10::make_intrusive<goal_torch::GoalBackend>(store, rank, size, std::move(globalRanks), groupId);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "goal's torch.distributed backend (C++ part); import goal_torch, not this";
+  py::object backendBase = py::module::import("torch._C._distributed_c10d").attr("Backend");
+  py::class_<goal_torch::GoalBackend, c10::intrusive_ptr<goal_torch::GoalBackend>>(m, "GoalBackend", backendBase);
+  m.def("create_backend",
+        [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::vector<int64_t> globalRanks,
+           const std::string& groupId) {
+          return c10::static_intrusive_pointer_cast<goal_torch::GoalBackend>(
+              create(store, rank, size, std::move(globalRanks), groupId));
+        },
+        py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("global_ranks"), py::arg("group_id"),
+        py::call_guard<py::gil_scoped_release>(),
+        "The goal backend of one process group (goal starts with the first, over its store).");
+  m.def("initialized", [] { return GOAL_IsInitialized() == 1; }, "Whether goal runs in this process.");
+  m.def("finalize", [] { goal_torch::shutdown(); }, py::call_guard<py::gil_scoped_release>(),
+        "Stops the completion thread and finalizes goal (at exit).");
+}
