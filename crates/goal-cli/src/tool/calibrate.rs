@@ -14,9 +14,11 @@
 //! * `o + (s-1)O = (PRTT(n, d, s) - PRTT(1, 0, s)) / (n - 1) - d`, with `d`
 //!   longer than a round trip, so the network is idle when each send
 //!   starts and only the sender's own cost is left;
-//! * g, G, o and O are the least-squares lines through those, over the
-//!   eager sizes; `L = PRTT(1, 0, 1) / 2 - 2o` (a message costs `o` at both
-//!   ends, as LogGOPSim charges it);
+//! * G and O are the slopes of the least-squares lines through those,
+//!   over the eager sizes; g and o their mean at the small sizes (up to 64
+//!   bytes); `L = PRTT(1, 0, 1) / 2 - 2o` (a message costs `o` at both
+//!   ends, as LogGOPSim charges it), 0 where that would be negative
+//!   (shared memory, where the work of the two ends overlaps);
 //! * S is goal's eager limit: from there on goal hands a message over by
 //!   rendezvous, as LogGOPSim does above S.
 //!
@@ -212,8 +214,20 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
         return Ok(0);
     }
     let pts = |f: fn(&Row) -> f64| rows.iter().map(|r| ((r.s - 1) as f64, f(r))).collect::<Vec<_>>();
-    let (g, big_g) = fit(&pts(|r| r.gap));
-    let (ov, big_o) = fit(&pts(|r| r.overhead));
+    // The slopes from every size; the per-message costs from the small
+    // sizes alone (their lines' intercepts would be pulled by the noise of
+    // the large ones).
+    let (_, big_g) = fit(&pts(|r| r.gap));
+    let (_, big_o) = fit(&pts(|r| r.overhead));
+    let small = |f: fn(&Row) -> f64| {
+        let v: Vec<f64> = rows.iter().filter(|r| r.s <= 64).map(f).collect();
+        (v.iter().sum::<f64>() / v.len() as f64).max(0.0)
+    };
+    let g = small(|r| r.gap);
+    // A message costs o at both ends and L between; where the two
+    // overheads exceed half the round trip (shared memory, where the
+    // sender's and the receiver's work overlap), L is 0.
+    let ov = small(|r| r.overhead);
     let l = (rows[0].prtt1 / 2.0 - 2.0 * ov).max(0.0);
     let how = if peer_host == host { "shared memory (both ranks on one host)" } else { "the network (the ranks on different hosts)" };
     println!("goal calibrate --loggops: rank 0 <-> rank 1 over {how}; eager limit {eager} B; n = {n}, median of {} round trips", o.reps);
