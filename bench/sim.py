@@ -179,10 +179,14 @@ def plot(rows: list[dict], path: Path) -> None:
         return
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     for pat in PATTERNS + ["bcast_binomial"]:
-        pts = sorted((r["ranks"], r["sim"]["events"] / max(r["sim"]["sim_seconds"], 1e-9), r["maxrss_kb"] * 1024)
-                     for r in rows if r["ok"] and r["pattern"] == pat)
-        if not pts:
+        runs: dict = {}
+        for r in rows:
+            if r["ok"] and r["pattern"] == pat:
+                runs.setdefault(r["ranks"], []).append((r["sim"]["events"] / max(r["sim"]["sim_seconds"], 1e-9), r["maxrss_kb"] * 1024))
+        if not runs:
             continue
+        # The median of the repeated runs of each point.
+        pts = [(n, C.median(e for e, _ in rs), C.median(m for _, m in rs)) for n, rs in sorted(runs.items())]
         xs = [p[0] for p in pts]
         ax1.plot(xs, [p[1] / 1e6 for p in pts], "o-", label=pat)
         ax2.plot(xs, [p[2] / 1e9 for p in pts], "o-", label=pat)
