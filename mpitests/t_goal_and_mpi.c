@@ -23,11 +23,8 @@ int main(int argc, char **argv)
     int after = getenv("GOAL_AFTER_MPI") != NULL;
     if (!after)
         CHECK(GOAL_Init() == GOAL_SUCCESS, "GOAL_Init: %s", GOAL_LastError());
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    t_rank = rank;
+    t_start(&argc, &argv, &rank, &size);
     if (after)
         CHECK(GOAL_Init() == GOAL_SUCCESS, "GOAL_Init: %s", GOAL_LastError());
     CHECK(GOAL_MyRank() == rank && GOAL_GroupSize() == size, "goal's rank %d of %d, MPI's %d of %d", GOAL_MyRank(),

@@ -62,10 +62,7 @@ static void check(struct round *r, int it)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    t_rank = rank;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    t_start(&argc, &argv, &rank, &size);
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     struct round r;

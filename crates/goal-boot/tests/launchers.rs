@@ -340,22 +340,30 @@ fn store_with_an_srun_environment_and_rank_0_starting_last() {
     );
 }
 
-#[test]
-fn store_with_goal_rank_and_size_set_by_hand() {
-    let (port, secret, size) = (free_port(), new_secret(), 3);
+/// A store job of `size` ranks at `MASTER_ADDR=127.0.0.1`, `MASTER_PORT=port`
+/// with a fresh secret, each rank's own variables set by `rank_env`; the
+/// ranks' outputs together.
+fn master_addr_job(port: u16, size: usize, rank_env: impl Fn(&mut Command, usize)) -> Output {
+    let secret = new_secret();
     let children = (0..size)
         .map(|r| {
             let mut cmd = command(CHECK);
-            cmd.env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", port.to_string())
-                .env("GOAL_SECRET", &secret)
-                .env("GOAL_RANK", r.to_string())
-                .env("GOAL_SIZE", size.to_string())
-                .env("GOAL_JOB", "by-hand");
+            cmd.env("MASTER_ADDR", "127.0.0.1").env("MASTER_PORT", port.to_string()).env("GOAL_SECRET", &secret);
+            rank_env(&mut cmd, r);
             cmd.spawn().unwrap()
         })
         .collect();
-    let out = collect(children);
+    collect(children)
+}
+
+#[test]
+fn store_with_goal_rank_and_size_set_by_hand() {
+    let size = 3;
+    let out = master_addr_job(free_port(), size, |cmd, r| {
+        cmd.env("GOAL_RANK", r.to_string())
+            .env("GOAL_SIZE", size.to_string())
+            .env("GOAL_JOB", "by-hand");
+    });
     assert_all_ok(&out, size, "store");
     assert!(out.stdout.contains("job by-hand "), "{}", out.describe());
 }
@@ -366,7 +374,7 @@ fn store_with_goal_rank_and_size_set_by_hand() {
 /// MASTER_PORT + 1, so both live.
 #[test]
 fn torchrun_environment_leaves_master_port_to_torch() {
-    let (secret, size) = (new_secret(), 3);
+    let size = 3;
     // A MASTER_PORT whose next port is free too.
     let (torch_store, port) = loop {
         let l = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
@@ -375,20 +383,12 @@ fn torchrun_environment_leaves_master_port_to_torch() {
             break (l, p);
         }
     };
-    let children = (0..size)
-        .map(|r| {
-            let mut cmd = command(CHECK);
-            cmd.env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", port.to_string())
-                .env("GOAL_SECRET", &secret)
-                .env("RANK", r.to_string())
-                .env("LOCAL_RANK", r.to_string())
-                .env("WORLD_SIZE", size.to_string())
-                .env("TORCHELASTIC_RUN_ID", "t1");
-            cmd.spawn().unwrap()
-        })
-        .collect();
-    let out = collect(children);
+    let out = master_addr_job(port, size, |cmd, r| {
+        cmd.env("RANK", r.to_string())
+            .env("LOCAL_RANK", r.to_string())
+            .env("WORLD_SIZE", size.to_string())
+            .env("TORCHELASTIC_RUN_ID", "t1");
+    });
     assert_all_ok(&out, size, "store");
     assert!(out.stdout.contains("job torch-t1 "), "{}", out.describe());
     drop(torch_store);
