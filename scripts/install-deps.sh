@@ -47,17 +47,7 @@ if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then SUDO=(sudo -n); fi
 fi
 
-LOG="$(mktemp -t install-deps.XXXXXX)"
-trap 'rm -f "$LOG"' EXIT
-
-# run CMD quietly; on failure show its output and fail
-quiet() {
-    if ! "$@" >"$LOG" 2>&1; then
-        echo "install-deps.sh: failed: $*" >&2
-        cat "$LOG" >&2
-        exit 1
-    fi
-}
+. "$(dirname "$0")/quiet.sh"
 
 missing_debs() {
     local p st

@@ -28,15 +28,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-LOG="$(mktemp -t install-python.XXXXXX)"
-trap 'rm -f "$LOG"' EXIT
-quiet() {
-    if ! "$@" >"$LOG" 2>&1; then
-        echo "install-python.sh: failed: $*" >&2
-        cat "$LOG" >&2
-        exit 1
-    fi
-}
+. "$(dirname "$0")/quiet.sh"
 
 # module name -> pip package name
 MODULES=(maturin:maturin numpy:numpy ml_dtypes:ml_dtypes pytest:pytest)

@@ -33,15 +33,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-LOG="$(mktemp -t install-torch.XXXXXX)"
-trap 'rm -f "$LOG"' EXIT
-quiet() {
-    if ! "$@" >"$LOG" 2>&1; then
-        echo "install-torch.sh: failed: $*" >&2
-        cat "$LOG" >&2
-        exit 1
-    fi
-}
+. "$(dirname "$0")/quiet.sh"
 
 if "$PY" -c 'import torch' >/dev/null 2>&1; then
     echo "install-torch.sh: torch $("$PY" -c 'import torch; print(torch.__version__)') present"
