@@ -1,7 +1,8 @@
 # goal: build, install, test, demonstrate.
 #
 #   make demo                  build goal, install the MPI peers, run the main job
-#   make test                  every test (cargo tests + C acceptance suite + the MPI layer's
+#   make test                  every test (cargo tests + a 45 s cargo-fuzz run of the text
+#                              parser (scripts/fuzz-smoke.sh) + C acceptance suite + the MPI layer's
 #                              + the Python package's and the torch backend's pytest, no
 #                              tracked file over 1 MB); installs the Debian packages and
 #                              Python modules the tests use first (MPIs, iproute2; maturin,
@@ -23,7 +24,7 @@ CARGO ?= cargo
 # Where cargo puts what it builds: CARGO_TARGET_DIR if set (cargo reads it too).
 RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 
-.PHONY: all build mpi-lib mpitest install python python-test torch torch-test test bench-check repo-check cargo-test ctest demo bench-p2p bench-overlap deps clean
+.PHONY: all build mpi-lib mpitest install python python-test torch torch-test test bench-check repo-check cargo-test fuzz-smoke ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
@@ -78,6 +79,11 @@ torch-test: torch
 cargo-test:
 	$(CARGO) test --release --workspace
 
+# A short cargo-fuzz run of the GOAL text checker and compiler (docs/goal-text.md#fuzzing);
+# installs nightly and cargo-fuzz if missing. FUZZ_SECONDS sets the time (default 45).
+fuzz-smoke:
+	scripts/fuzz-smoke.sh
+
 ctest: install
 	ctests/run.sh $(PREFIX)
 
@@ -95,7 +101,7 @@ repo-check:
 	@scripts/check-repo.sh
 
 test: deps
-	$(MAKE) bench-check repo-check cargo-test ctest mpitest python-test torch-test
+	$(MAKE) bench-check repo-check cargo-test fuzz-smoke ctest mpitest python-test torch-test
 
 demo: deps install
 	$(PREFIX)/bin/goal bench p2p --prefix $(PREFIX) --out results/p2p

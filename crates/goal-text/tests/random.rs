@@ -1,10 +1,14 @@
-//! The fuzz target's properties (`fuzz/fuzz_targets/check.rs`) over many
-//! random and mutated inputs, so that they hold in every CI run even where
-//! cargo-fuzz cannot: no panic, every error at a position inside the input,
-//! a result that does not depend on how the reader splits the input.
+//! The fuzz target's properties (`fuzz/properties.rs`) over many random
+//! and mutated inputs, on the stable toolchain, beside the cargo-fuzz smoke
+//! run of `scripts/fuzz-smoke.sh`: no panic, every error at a position
+//! inside the input, a result that does not depend on how the reader splits
+//! the input, the checker and the compiler agreeing.
 //! `GOAL_TEXT_FUZZ_ITERS` sets the number of inputs (default 20000).
 
-use goal_text::{check, Summary};
+#[path = "../fuzz/properties.rs"]
+mod properties;
+
+use properties::{properties, run};
 
 struct Rng(u64);
 
@@ -32,26 +36,6 @@ const WORDS: &[&str] = &[
     "send", "recv", "calc", "rank", "num_ranks", "{", "}", ":", "-1", "-", "requires", "irequires", "tag", "cpu", "nic", "b", "to", "from",
     "/*", "*/", "//", "\n", "\r\n", " ", "\t", "0", "1", "2", "4294967296", "99999999999999999999999", "l1", "l2", "\u{e9}", "\0",
 ];
-
-fn run(data: &[u8], cap: usize) -> Summary {
-    check(std::io::BufReader::with_capacity(cap, data), "fuzz.goal", 8, |g| {
-        let _ = goal_text::convert::to_graph(g);
-    })
-}
-
-fn properties(data: &[u8]) {
-    let whole = run(data, 1 << 16);
-    let lines = data.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
-    for e in &whole.errors {
-        assert!(e.line >= 1 && e.line <= lines && e.col >= 1, "{e} in {:?}", String::from_utf8_lossy(data));
-        assert!(!e.message.is_empty());
-    }
-    assert!(whole.errors.len() as u64 <= whole.error_count);
-    assert!(whole.is_valid() || !whole.errors.is_empty());
-    let split = run(data, 1 + data.len() % 7);
-    assert_eq!(whole.errors, split.errors, "{:?}", String::from_utf8_lossy(data));
-    assert_eq!((whole.ranks, whole.sends, whole.recvs, whole.deps), (split.ranks, split.sends, split.recvs, split.deps));
-}
 
 fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
     let mut d = base.to_vec();
@@ -90,7 +74,7 @@ fn random_and_mutated_inputs_never_panic_and_always_say_where() {
     let mut rng = Rng(0x60a1_7e27);
     for seed in SEEDS {
         properties(seed.as_bytes());
-        assert!(run(seed.as_bytes(), 64).is_valid(), "{seed}");
+        assert!(run(seed.as_bytes(), 64).0.is_valid(), "{seed}");
     }
     for i in 0..iters {
         let data = if i % 10 == 0 {
