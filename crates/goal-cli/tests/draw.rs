@@ -3,6 +3,8 @@
 //! malformed) with one lane per rank and one arrow per message, their DOT
 //! has a cluster per rank and an edge per message, a large file is folded
 //! to the ranks at its ends, and an invalid file is refused with its line.
+//! `--coll` draws goal's own collective, the very schedule `goal export`
+//! writes, at any size.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -113,6 +115,36 @@ fn a_file_of_many_ranks_is_folded_to_the_ranks_at_its_ends() {
     let drawn = |r: u32| !(4..60).contains(&r);
     let expected = (0..64u32).filter(|&r| drawn(r)).flat_map(|r| (0..6).map(move |k| (r, (r + (1 << k)) % 64))).filter(|&(_, to)| drawn(to)).count();
     assert_eq!(c["msg"], expected.to_string());
+}
+
+/// `goal ARGS`'s standard output, which must succeed.
+fn goal(args: &[&str]) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_goal")).args(args).output().unwrap();
+    assert!(out.status.success(), "goal {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+#[test]
+fn a_collective_is_drawn_by_name_as_goal_export_writes_it() {
+    let coll = ["--coll", "allreduce", "--alg", "ring", "--ranks", "8", "--bytes", "1K"];
+    let svg = goal(&[&["draw"][..], &coll].concat());
+    let c = svg_counts(&svg);
+    assert_eq!(c["ranks"], "0,1,2,3,4,5,6,7");
+    assert_eq!(c["msg"], "112", "2 x 7 steps of 8 messages: {c:?}");
+    assert!(String::from_utf8_lossy(&svg).contains("allreduce ring over 8 ranks, 1024 bytes"));
+    // The same picture as the exported file's, but for the title.
+    let exported = goal(&[&["export"][..], &coll].concat());
+    let out = draw(&["-"], &exported);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let body = |svg: &[u8]| String::from_utf8_lossy(svg).lines().filter(|l| !l.contains("font-weight=\"bold\"")).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(&svg), body(&out.stdout));
+    // A large group streams, folded to its ends.
+    let big = svg_counts(&goal(&["draw", "--max-ranks", "8", "--coll", "barrier", "--alg=bruck", "--ranks", "4096"]));
+    assert_eq!((big["ranks"].as_str(), big["folded"].as_str()), ("0,1,2,3,4092,4093,4094,4095", "1"));
+    // Mistakes name the option.
+    let bad = Command::new(env!("CARGO_BIN_EXE_goal")).args(["draw", "--coll", "allreduce", "--alg", "bruck", "--ranks", "4", "--bytes", "8"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("allreduce has no algorithm 'bruck'"), "{}", String::from_utf8_lossy(&bad.stderr));
 }
 
 #[test]

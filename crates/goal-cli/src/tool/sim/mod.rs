@@ -308,15 +308,16 @@ pub(crate) fn load(source: &Source, max_errors: usize, cost: Cost) -> Result<Loa
         }
         Source::Coll(w) => {
             check_fits(w)?;
-            let name = format!("{} {} over {} ranks, {} bytes", w.coll.name(), describe_alg(w), w.size, w.bytes);
-            (goal_sim::coll::program(w, cost, |_| {}).map_err(fail)?, name)
+            (goal_sim::coll::program(w, cost, |_| {}).map_err(fail)?, describe_world(w))
         }
     };
     Ok(Loaded { program, name, seconds: start.elapsed().as_secs_f64() })
 }
 
-fn describe_alg(w: &goal_sched::coll::World) -> String {
-    w.alg.name()
+/// How output and drawings name a collective: `allreduce ring over 8
+/// ranks, 1024 bytes`.
+pub(crate) fn describe_world(w: &goal_sched::coll::World) -> String {
+    format!("{} {} over {} ranks, {} bytes", w.coll.name(), w.alg.name(), w.size, w.bytes)
 }
 
 /// Refuses a collective whose program would not fit in memory, before
