@@ -661,6 +661,18 @@ def log_again(disturbed: bool, foreign_pct, before, after):
 # ---------------------------------------------------------------------------------------
 # plots
 
+def cluster_tool(path: Path | None = None) -> Path:
+    """goal-cluster (crates/goal-netns), the emulated cluster's tool: PATH if given, else
+    the workspace's build of it ($CARGO_TARGET_DIR or target/, release), built if missing."""
+    tool = path or Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target") / "release" / "goal-cluster"
+    if not tool.exists() and path is None:
+        log(f"building {tool.name} (cargo build --release -p goal-netns) ...")
+        run(["cargo", "build", "--release", "-q", "-p", "goal-netns"], timeout=900, check=True, cwd=REPO)
+    if not tool.exists():
+        die(f"{tool} does not exist (cargo build --release -p goal-netns builds it)")
+    return tool
+
+
 def pyplot():
     """matplotlib.pyplot with the Agg backend, or None (with a warning) if missing."""
     try:

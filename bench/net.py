@@ -40,13 +40,6 @@ def parse_args():
     return ap.parse_args()
 
 
-def cluster_tool() -> Path:
-    exe = C.REPO / "target" / "release" / "goal-cluster"
-    if not exe.exists():
-        C.run(["cargo", "build", "--release", "-q", "-p", "goal-netns"], timeout=900, check=True, cwd=C.REPO)
-    return exe
-
-
 def run_one(tool: Path, name: str, rails: int, lib: str, exe: Path, reps: int) -> list[dict]:
     rail_ids = ",".join(str(r) for r in range(rails))
     names = ",".join(f"rail{r}" for r in range(rails))
@@ -83,7 +76,7 @@ def main() -> int:
     libdir = goal.prefix / "lib"
     C.run(["cc", *C.CFLAGS, "-DUSE_GOAL", *goal.cflags, "-o", gexe, src, *goal.libs, f"-Wl,-rpath,{libdir}"], check=True)
     oexe = C.build_mpi_program(mpis["openmpi"], src, C.BUILD / "net_pp.openmpi")
-    tool = cluster_tool()
+    tool = C.cluster_tool()
     name = f"nb{os.getpid() % 10000}"
     rows: list[dict] = []
     try:

@@ -105,8 +105,9 @@ def parse_args():
     ap.add_argument("--cluster", action="store_true",
                     help="run the emulated-cluster setups (4x1, 2x1; needs root) instead of the local one")
     ap.add_argument("--setups", help="comma list among local, 4x1, 2x1 (overrides --cluster's choice)")
-    ap.add_argument("--cluster-tool", type=Path, default=C.REPO / "target" / "release" / "goal-cluster",
-                    help="the goal-cluster binary (default target/release/goal-cluster, built if missing)")
+    ap.add_argument("--cluster-tool", type=Path,
+                    help="the goal-cluster binary (default $CARGO_TARGET_DIR or target/, release/goal-cluster, "
+                    "built if missing)")
     ap.add_argument("--modes", default=",".join(MODES),
                     help="GOAL_PROGRESS modes (default all five); thread-rt: thread with GOAL_PROGRESS_RT=1; "
                          "MODE+GOAL_VAR=VALUE adds a variable (thread+GOAL_SLICE_US=0)")
@@ -219,16 +220,6 @@ def build(a) -> tuple[dict, dict]:
         except C.BenchError as e:
             C.warn(f"oneCCL: building overlap.c failed, skipping it:\n{e}")
     return exes, info
-
-
-def cluster_tool(a) -> Path:
-    tool = a.cluster_tool
-    if not tool.exists():
-        C.log(f"building {tool.name} (cargo build --release -p goal-netns) ...")
-        C.run(["cargo", "build", "--release", "-q", "-p", "goal-netns"], timeout=900, check=True, cwd=C.REPO)
-    if not tool.exists():
-        C.die(f"{tool} does not exist")
-    return tool
 
 
 def mode_env(mode: str) -> dict:
@@ -914,7 +905,7 @@ def main() -> int:
     exes, libinfo = build(a)
     if not exes:
         C.die("nothing to run")
-    tool = cluster_tool(a) if cluster else None
+    tool = C.cluster_tool(a.cluster_tool) if cluster else None
     cname = f"ov{os.getpid() % 100000}" if cluster else None
     per_setup = {s: configs_for(a, s, exes, cname, tool) for s in a.setups}
     total = a.rounds * sum(len(v) for v in per_setup.values())
