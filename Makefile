@@ -1,8 +1,8 @@
 # goal: build, install, test, demonstrate.
 #
 #   make demo                  build goal, install the MPI peers, run the main job
-#   make test                  every test (cargo tests + C acceptance suite + the MPI layer's
-#                              + the Python package's and the torch backend's pytest, no
+#   make test                  every test (cargo tests + C acceptance suite + the MPI layer's and
+#                              `goal bench mpi --quick` + the Python package's and the torch backend's pytest, no
 #                              tracked file over 1 MB); installs the Debian packages and
 #                              Python modules the tests use first (MPIs, iproute2; maturin,
 #                              numpy, ml_dtypes, pytest; torch)

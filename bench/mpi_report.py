@@ -45,6 +45,13 @@ def paired(per, native_key, goal_key):
     return (C.median(rs), min(rs), max(rs)) if rs else (None, None, None)
 
 
+def blocking_points(colls: str, sizes: str) -> int:
+    """Rows mpi_coll.c prints for the blocking variant: one per collective and size, the barrier's
+    once (it moves no data)."""
+    cs = colls.split(",")
+    return (len(cs) - ("barrier" in cs)) * len(sizes.split(",")) + ("barrier" in cs)
+
+
 def moved_mib(op, nbytes) -> float:
     """MiB an operation moves in all between 2 ranks, the least any algorithm moves"""
     return {"bcast": 1, "allreduce": 2}.get(op, 0) * nbytes / MiB
@@ -174,6 +181,11 @@ def notes(doc, ncpu) -> list[str]:
         out.append(f"the emulated network's own CPU cost: {nc['cpu_us_per_mib']:.0f} us of CPU per MiB moved "
                    f"({nc['mib']} MiB between the two hosts by plain sockets, {nc['mbit_s']:.0f} Mbit/s); ceiling % = "
                    f"100 (1 - cost x MiB moved / {ncpu} CPUs / t_pure), MiB moved = the size (bcast), 2 x (allreduce)")
+    load = (doc["machine"].get("loadavg_start") or [0])[0]
+    if load > 0.5:
+        out.append(f"the load average was {load:.1f} at the start: other processes shared the CPUs, so every time "
+                   "here is noisy and the network's CPU cost (machine-wide busy time) and with it the ceiling are "
+                   "overstated")
     out.append(f"served calls that fell back to MPI, all runs with the layer: {doc['fell_back']}")
     out.append("ratios are the median over rounds of each round's (with the layer) / (native); a ratio above 1 by "
                "less than the rounds' spread (ratio_min..ratio_max in the JSON) is noise")
@@ -182,6 +194,10 @@ def notes(doc, ncpu) -> list[str]:
     if skipped:
         out.append(f"{len(skipped)} point(s) not measured, the run out of time (overlap.c --max-s): "
                    + ", ".join(skipped))
+    hung = [f"{r['setup']}/{r['program']}/{r['lib']}#{r['round'] + 1}" for r in doc["runs"] if r["finalize_hang"]]
+    if hung:
+        out.append(f"{len(hung)} run(s) printed every row but did not leave MPI_Finalize within 20 s (killed, rows "
+                   f"kept): {', '.join(hung)}")
     for r in doc["runs"]:
         if not r["ok"]:
             out.append(f"FAILED {r['setup']}/{r['program']}/{r['lib']} round {r['round'] + 1}: "
@@ -380,8 +396,7 @@ def check(doc: dict) -> list[str]:
                                 bad.append(f"{key}: no {fn} on goal in the layer's report")
             if "blocking" in a["programs"]:
                 es = [e for e in doc["blocking"] if (e["setup"], e["mpi"]) == (setup, m)]
-                colls = a["colls"].split(",")
-                want = (len(colls) - ("barrier" in colls)) * len(a["sizes"].split(",")) + ("barrier" in colls)
+                want = blocking_points(a["colls"], a["sizes"])
                 if len(es) != want or not all(C.isnum(e["ratio"]) for e in es):
                     bad.append(f"blocking {setup}/{m}: {sum(C.isnum(e['ratio']) for e in es)} ratios, want {want}")
     if not any(v["what"].startswith("Iallreduce") for v in doc["verdict"]) and "overlap" in a["programs"]:
