@@ -106,6 +106,7 @@ def parse_args():
     a = ap.parse_args()
     root = os.geteuid() == 0
     a.setups_given = a.setups is not None
+    a.cluster_skipped = None  # why the 2x1 setup of a default run was left out
     a.setups = [s.strip() for s in (a.setups or ("local,2x1" if root else "local")).split(",") if s.strip()]
     for s in a.setups:
         if s not in ("local", "2x1"):
@@ -309,13 +310,20 @@ def main() -> int:
         C.warn(f"load average is {machine['loadavg_start'][0]:.2f}: something else is running "
                f"({', '.join(C.busy_processes()) or 'see top'}); results will be noisy")
     exes = build(a)
+    if "2x1" in a.setups and not a.cluster_tool.exists() and not (C.REPO / "Cargo.toml").exists():
+        why = f"{a.cluster_tool} does not exist and {C.REPO} is no source tree to build it in"
+        if a.setups_given:
+            C.die(f"2x1: {why} (--cluster-tool, or run the goal of the source tree)")
+        C.warn(f"{why}: local setup only (the goal of the source tree, target/release/goal, runs both)")
+        a.setups.remove("2x1")
+        a.cluster_skipped = why
     cluster = "2x1" in a.setups
     tool = O.cluster_tool(a) if cluster else None
     cname = f"mpi{os.getpid() % 100000}" if cluster else None
     cfgs = configs(a, exes, cname, tool)
     if not cfgs:
         C.die("nothing to run (no MPI found?)")
-    runs, rows, netcost, skipped_cluster = [], [], None, None
+    runs, rows, netcost = [], [], None
     n = 0
     try:
         if cluster:
@@ -330,7 +338,7 @@ def main() -> int:
             else:  # root without network namespaces (a container): the local setup alone, said
                 C.warn(f"no emulated cluster here (goal-cluster up failed), local setup only: {up.describe(5)}")
                 a.setups.remove("2x1")
-                skipped_cluster = up.describe(5)
+                a.cluster_skipped = f"goal-cluster up failed: {up.describe(5)}"
                 cfgs = [c for c in cfgs if c.setup in a.setups]
         for setup in a.setups:
             mine = [c for c in cfgs if c.setup == setup]
@@ -354,7 +362,7 @@ def main() -> int:
         "libraries": {m: {"layer": str(layer(a, m))} for m in a.mpis if any(k[0] == m for k in exes)},
         "configs": [{"setup": c.setup, "lib": c.lib, "program": c.program, "cmd": c.cmd} for c in cfgs],
         "net_cost": netcost,
-        "cluster_skipped": skipped_cluster,
+        "cluster_skipped": a.cluster_skipped,
         "runs": runs,
         "rows": rows,
     }

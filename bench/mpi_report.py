@@ -181,6 +181,8 @@ def notes(doc, ncpu) -> list[str]:
         out.append(f"the emulated network's own CPU cost: {nc['cpu_us_per_mib']:.0f} us of CPU per MiB moved "
                    f"({nc['mib']} MiB between the two hosts by plain sockets, {nc['mbit_s']:.0f} Mbit/s); ceiling % = "
                    f"100 (1 - cost x MiB moved / {ncpu} CPUs / t_pure), MiB moved = the size (bcast), 2 x (allreduce)")
+    if doc.get("cluster_skipped"):
+        out.append(f"NO CLUSTER SETUP: {doc['cluster_skipped']}")
     load = (doc["machine"].get("loadavg_start") or [0])[0]
     if load > 0.5:
         out.append(f"the load average was {load:.1f} at the start: other processes shared the CPUs, so every time "
