@@ -70,6 +70,7 @@ QUICK_SIZES = "8,65536"
 SERVED = ("MPI_Ibarrier", "MPI_Ibcast", "MPI_Iallreduce")
 REPORT_RE = re.compile(r"goal-mpi \(rank (\d+)\): (MPI_\w+): (\d+) on goal, (\d+) to MPI")
 WHY_RE = re.compile(r"goal-mpi \(rank (\d+)\):\s+(\d+): (.+)")
+SCHED_RE = re.compile(r"goal-mpi \(rank (\d+)\): schedules: (\d+) compiled, (\d+) reused")
 STARTED = "goal-mpi: goal runs the non-blocking collectives"
 
 
@@ -215,7 +216,7 @@ def configs(a, exes: dict, cname: str | None, tool: Path | None) -> list[Config]
 
 def layer_report(stderr: str) -> dict:
     """The layer's GOAL_DEBUG report: {"started": bool, "calls": {fn: {"goal", "mpi", "ranks"}},
-    "why": {reason: calls}}, summed over ranks."""
+    "why": {reason: calls}, "compiled", "reused": schedules}, summed over ranks."""
     calls: dict = {}
     why: dict = {}
     for m in REPORT_RE.finditer(stderr):
@@ -225,7 +226,9 @@ def layer_report(stderr: str) -> dict:
         c["ranks"] += 1
     for m in WHY_RE.finditer(stderr):
         why[m.group(3).strip()] = why.get(m.group(3).strip(), 0) + int(m.group(2))
-    return {"started": STARTED in stderr, "calls": calls, "why": why}
+    sched = [m.groups()[1:] for m in SCHED_RE.finditer(stderr)]
+    return {"started": STARTED in stderr, "calls": calls, "why": why,
+            "compiled": sum(int(c) for c, _ in sched), "reused": sum(int(r) for _, r in sched)}
 
 
 def check_layer(cfg: Config, rep: dict, ranks: int) -> list[str]:

@@ -116,8 +116,12 @@ def summarize(doc: dict, ncpu: int) -> None:
                                 "ratio": r2(ratio[0], 3), "ratio_min": r2(ratio[1], 3),
                                 "ratio_max": r2(ratio[2], 3), "rounds": len(per[(setup, lib, coll, nb)])})
     calls: dict = {}
+    doc["schedules"] = {}
     for r in runs:
         if r["lib"].endswith("+goal"):
+            sc = doc["schedules"].setdefault(f"{r['setup']}/{r['program']}/{r['lib']}", {"compiled": 0, "reused": 0})
+            for f in sc:
+                sc[f] += r["layer"].get(f, 0)
             c = calls.setdefault(f"{r['setup']}/{r['program']}/{r['lib']}", {})
             for fn, v in r["layer"]["calls"].items():
                 s = c.setdefault(fn, {"goal": 0, "mpi": 0})
@@ -256,8 +260,10 @@ def tables(doc, mpis) -> str:
         out.append("")
     out.append("layer report (GOAL_DEBUG=1, summed over ranks and rounds): calls on goal / fell back to MPI")
     for k, c in doc["calls"].items():
+        sc = doc.get("schedules", {}).get(k) or {}
         out.append(f"  {k}: " + (", ".join(f"{fn} {v['goal']} / {v['mpi']}" for fn, v in sorted(c.items()))
-                                 or "nothing served (as expected for blocking calls)"))
+                                 or "nothing served (as expected for blocking calls)")
+                   + (f"; schedules {sc['compiled']} compiled, {sc['reused']} reused" if sc.get("compiled") else ""))
     out.append("")
     out.append("issue 41, done when:")
     for v in doc["verdict"]:
