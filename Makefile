@@ -3,7 +3,8 @@
 #   make demo                  build goal, install the MPI peers, run the main job
 #   make test                  every test (cargo tests + a 45 s cargo-fuzz run of the text
 #                              parser (scripts/fuzz-smoke.sh) + C acceptance suite + the MPI layer's
-#                              + the Python package's and the torch backend's pytest, no
+#                              and `goal bench mpi --quick` + the Python package's and the torch
+#                              backend's pytest, no
 #                              tracked file over 1 MB); installs the Debian packages and
 #                              Python modules the tests use first (MPIs, iproute2; maturin,
 #                              numpy, ml_dtypes, pytest; torch)
@@ -24,7 +25,7 @@ CARGO ?= cargo
 # Where cargo puts what it builds: CARGO_TARGET_DIR if set (cargo reads it too).
 RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 
-.PHONY: all build mpi-lib mpitest install python python-test torch torch-test test bench-check repo-check cargo-test fuzz-smoke ctest demo bench-p2p bench-overlap deps clean
+.PHONY: all build mpi-lib mpitest install python python-test torch torch-test test bench-check bench-mpi-check repo-check cargo-test fuzz-smoke ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
@@ -92,6 +93,12 @@ ctest: install
 mpitest: install
 	mpitests/run.sh $(PREFIX)
 
+# `goal bench mpi --quick` (a minute or two; across emulated hosts too when root): the layer's
+# served calls all ran on goal, and the result's JSON has every table's numbers.
+bench-mpi-check: install
+	python3 bench/mpi.py --prefix $(PREFIX) --quick --out build/bench-mpi-check/mpi
+	python3 bench/mpi_report.py --check build/bench-mpi-check/mpi.json
+
 # Every benchmark driver at least starts: its --help parses and prints.
 bench-check:
 	@for f in bench/*.py; do python3 $$f --help > /dev/null || { echo "bench-check: $$f --help failed"; exit 1; }; done; echo "bench-check: every bench/*.py answers --help"
@@ -101,7 +108,7 @@ repo-check:
 	@scripts/check-repo.sh
 
 test: deps
-	$(MAKE) bench-check repo-check cargo-test fuzz-smoke ctest mpitest python-test torch-test
+	$(MAKE) bench-check repo-check cargo-test fuzz-smoke ctest mpitest bench-mpi-check python-test torch-test
 
 demo: deps install
 	$(PREFIX)/bin/goal bench p2p --prefix $(PREFIX) --out results/p2p

@@ -138,6 +138,13 @@ def parse_rows(text: str) -> list[dict]:
     return rows
 
 
+def out_base(out: str) -> Path:
+    """A driver's --out as an absolute path without extension (.json and .png are added)."""
+    p = Path(out)
+    p = p if p.is_absolute() else Path.cwd() / p
+    return p.with_suffix("") if p.suffix in (".json", ".png") else p
+
+
 def write_json(path: Path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")

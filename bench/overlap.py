@@ -284,10 +284,12 @@ def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None)
 # ---------------------------------------------------------------------------------------
 # running
 
-def run_watched(cmd, env: dict, timeout: float) -> tuple[C.Result, bool]:
+def run_watched(cmd, env: dict, timeout: float, is_last=lambda line: '"test": "done"' in line
+                ) -> tuple[C.Result, bool]:
     """Like common.run (own process group, killed on timeout), but the program's last row,
-    {"test": "done"} (printed before GOAL_Finalize / MPI_Finalize), starts a grace period of
-    FINALIZE_GRACE seconds after which the group is killed too. Returns (result, hung in finalize)."""
+    {"test": "done"} (printed before GOAL_Finalize / MPI_Finalize; or the line for which
+    is_last(line) holds), starts a grace period of FINALIZE_GRACE seconds after which the group
+    is killed too. Returns (result, hung in finalize)."""
     cmd = [str(c) for c in cmd]
     if C.VERBOSE:
         C.log("+ " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + " ".join(cmd))
@@ -298,7 +300,7 @@ def run_watched(cmd, env: dict, timeout: float) -> tuple[C.Result, bool]:
     def read_out():
         for line in p.stdout:
             out.append(line)
-            if '"test": "done"' in line and not done_at:
+            if not done_at and is_last(line):
                 done_at.append(time.monotonic())
 
     readers = [threading.Thread(target=read_out), threading.Thread(target=lambda: err.append(p.stderr.read()))]

@@ -7,7 +7,8 @@
  * every rank of a communicator must hit and miss alike: the key holds only
  * what MPI makes every rank pass alike (the collective, byte or element
  * counts, goal's element type, the operation, the root, MPI_IN_PLACE where
- * MPI wants it on all ranks or none), never a rank's own buffers, datatype
+ * MPI wants it on all ranks or none, and the per-rank counts of
+ * reduce_scatter and allgatherv, whole), never a rank's own buffers, datatype
  * handles or in-place choice at a root (coll.c handles that one locally).
  * Eviction is least recently used over a fixed number of entries per
  * communicator, which, on the same sequence of calls, every rank does alike;
@@ -27,7 +28,16 @@
 static void entry_free(struct gm_entry *e)
 {
     GOAL_FreeSchedule(e->s);
+    free((void *)e->key.v);
     free(e);
+}
+
+void gm_key_counts(struct gm_key *k, const size_t *v, int nv)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over the counts */
+    for (int i = 0; i < nv; i++)
+        h = (h ^ (uint64_t)v[i]) * 0x100000001b3ULL;
+    k->v = v, k->nv = nv, k->vhash = h;
 }
 
 static void evict(struct gm_entry *e)
@@ -48,7 +58,8 @@ void gm_entry_put(struct gm_entry *e)
 static int same(const struct gm_key *a, const struct gm_key *b)
 {
     return a->kind == b->kind && a->root == b->root && a->inplace == b->inplace && a->gdt == b->gdt &&
-           a->width == b->width && a->n == b->n && a->opkey == b->opkey;
+           a->width == b->width && a->n == b->n && a->opkey == b->opkey && a->nv == b->nv &&
+           a->vhash == b->vhash && (a->nv == 0 || memcmp(a->v, b->v, sizeof *a->v * (size_t)a->nv) == 0);
 }
 
 struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build)
@@ -62,18 +73,27 @@ struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const s
             break;
         }
     if (!e) {
+        /* The key's counts copied first: running out of memory then fails
+         * before goal takes a compile number. */
+        size_t *v = k->nv ? malloc(sizeof *v * (size_t)k->nv) : NULL;
+        e = calloc(1, sizeof *e);
+        if (!e || (k->nv && !v)) {
+            free(e);
+            free(v);
+            gm_unlock();
+            return NULL;
+        }
         GOAL_Schedule s = build(c, k, r);
         if (!s) {
+            free(e);
+            free(v);
             gm_unlock();
             return NULL;
         }
-        e = calloc(1, sizeof *e);
-        if (!e) {
-            GOAL_FreeSchedule(s);
-            gm_unlock();
-            return NULL;
-        }
+        gm.compiled++;
         e->key = *k;
+        if (v)
+            e->key.v = memcpy(v, k->v, sizeof *v * (size_t)k->nv);
         e->s = s;
         int n = GOAL_RunBufferSizes(s, e->need, 2);
         e->nbufs = n < 0 ? 0 : n;
@@ -87,6 +107,8 @@ struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const s
             c->ncache--;
             evict(last);
         }
+    } else {
+        gm.reused++;
     }
     e->next = c->cache;
     c->cache = e;

@@ -16,11 +16,12 @@
  * alone), so the root gives the schedule a copy: the input it reduces from
  * or gathers from its own block, a block to scatter its own part into.
  *
- * The v-forms (per-rank counts) compile a schedule per call, freed when it
- * ends: their counts and displacements differ from rank to rank, so no key
- * would be the same on every rank. Gatherv and scatterv use goal's linear
- * algorithm, the one that needs the counts at the root only, as MPI gives
- * them.
+ * The v-forms (per-rank counts) are in collv.c: reduce_scatter and
+ * allgatherv cached with their whole count vector in the key (every rank
+ * passes it alike), gatherv, scatterv and alltoallv compiled per call (each
+ * rank knows only its own counts, so no key would be the same on every
+ * rank). Gatherv and scatterv use goal's linear algorithm, the one that
+ * needs the counts at the root only, as MPI gives them.
  */
 #include "layer.h"
 
@@ -28,13 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUF0 GOAL_BUF_AT_RUN(0)
-#define BUF1 GOAL_BUF_AT_RUN(1)
 
 /* A cached collective: the entry for `k`, started with b0 and b1. Returns
- * -1 (nothing started, `x` ended) if goal refused to compile it. */
-static int serve(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build,
-                 const void *b0, const void *b1, struct gm_bufs *x, MPI_Request *req)
+ * -1 (nothing started, `x` ended) if goal refused to compile it (or the
+ * cache had no memory for the key). */
+int gm_serve(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build,
+             const void *b0, const void *b1, struct gm_bufs *x, MPI_Request *req)
 {
     struct gm_entry *e = gm_cache_get(c, k, r, build);
     if (!e) {
@@ -64,6 +64,9 @@ int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, struct gm_b
         return -1;
     }
     gm_count(fn, GM_SERVED);
+    gm_lock();
+    gm.compiled++;
+    gm_unlock();
     return gm_start(c, NULL, s, NULL, 0, x, req);
 }
 
@@ -151,7 +154,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     struct gm_comm *c = gm_served(GM_IBARRIER, comm);
     struct gm_key k = { .kind = K_BARRIER };
     int rc;
-    if (c && (rc = serve(GM_IBARRIER, c, &k, NULL, b_barrier, NULL, NULL, NULL, req)) >= 0)
+    if (c && (rc = gm_serve(GM_IBARRIER, c, &k, NULL, b_barrier, NULL, NULL, NULL, req)) >= 0)
         return rc;
     return PMPI_Ibarrier(comm, req);
 }
@@ -174,7 +177,7 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, M
         int me = c->rank == root;
         int rc = gm_view(&x, buf, count, dt, me, !me, &b, &n) ? 0 : unseen(GM_IBCAST, &x);
         struct gm_key k = { .kind = K_BCAST, .root = root, .n = n };
-        if (rc == 0 && (rc = serve(GM_IBCAST, c, &k, NULL, b_bcast, b, NULL, &x, req)) >= 0)
+        if (rc == 0 && (rc = gm_serve(GM_IBCAST, c, &k, NULL, b_bcast, b, NULL, &x, req)) >= 0)
             return rc;
     }
     return PMPI_Ibcast(buf, count, dt, root, comm, req);
@@ -201,7 +204,7 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
     struct gm_key k = { .kind = K_ALLREDUCE, .inplace = sbuf == MPI_IN_PLACE };
     int rc;
     if (c && gm_reduction_key(GM_IALLREDUCE, dt, op, count, &r, &k) &&
-        (rc = serve(GM_IALLREDUCE, c, &k, &r, b_allreduce, k.inplace ? rbuf : sbuf, rbuf, NULL, req)) >= 0)
+        (rc = gm_serve(GM_IALLREDUCE, c, &k, &r, b_allreduce, k.inplace ? rbuf : sbuf, rbuf, NULL, req)) >= 0)
         return rc;
     return PMPI_Iallreduce(sbuf, rbuf, count, dt, op, comm, req);
 }
@@ -224,7 +227,7 @@ int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
                 memcpy(t, rbuf, esz * (size_t)count);
             s = t;
         }
-        if (s && (rc = serve(GM_IREDUCE, c, &k, &r, b_reduce, s, rbuf, &x, req)) >= 0)
+        if (s && (rc = gm_serve(GM_IREDUCE, c, &k, &r, b_reduce, s, rbuf, &x, req)) >= 0)
             return rc;
         gm_bufs_end(&x, 0);
     }
@@ -239,7 +242,7 @@ int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datat
     struct gm_key k = { .kind = K_RSB, .inplace = sbuf == MPI_IN_PLACE };
     int rc;
     if (c && gm_reduction_key(GM_IREDUCE_SCATTER_BLOCK, dt, op, count, &r, &k) &&
-        (rc = serve(GM_IREDUCE_SCATTER_BLOCK, c, &k, &r, b_rsb, k.inplace ? rbuf : sbuf, rbuf, NULL, req)) >= 0)
+        (rc = gm_serve(GM_IREDUCE_SCATTER_BLOCK, c, &k, &r, b_rsb, k.inplace ? rbuf : sbuf, rbuf, NULL, req)) >= 0)
         return rc;
     return PMPI_Ireduce_scatter_block(sbuf, rbuf, count, dt, op, comm, req);
 }
@@ -261,7 +264,7 @@ static int all_blocks(enum gm_fn fn, int kind, gm_build build, const void *sbuf,
         (!inplace && !gm_view(&x, sbuf, kind == K_ALLTOALL ? scount * c->size : scount, st, 1, 0, &s, &sn)))
         return unseen(fn, &x);
     struct gm_key k = { .kind = kind, .inplace = inplace, .n = n / (size_t)c->size };
-    return serve(fn, c, &k, NULL, build, inplace ? r : s, r, &x, req);
+    return gm_serve(fn, c, &k, NULL, build, inplace ? r : s, r, &x, req);
 }
 
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
@@ -309,7 +312,7 @@ int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int r
             rc = unseen(GM_IGATHER, &x);
         }
         struct gm_key k = { .kind = K_GATHER, .root = root, .n = n };
-        if (rc == 0 && (rc = serve(GM_IGATHER, c, &k, NULL, b_gather, s, r, &x, req)) >= 0)
+        if (rc == 0 && (rc = gm_serve(GM_IGATHER, c, &k, NULL, b_gather, s, r, &x, req)) >= 0)
             return rc;
     }
     return PMPI_Igather(sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
@@ -331,7 +334,7 @@ int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int 
         else if (!gm_view(&x, rbuf, rcount, rt, 0, 1, &r, &n))
             rc = unseen(GM_ISCATTER, &x);
         struct gm_key k = { .kind = K_SCATTER, .root = root, .n = n };
-        if (rc == 0 && (rc = serve(GM_ISCATTER, c, &k, NULL, b_scatter, s, r, &x, req)) >= 0)
+        if (rc == 0 && (rc = gm_serve(GM_ISCATTER, c, &k, NULL, b_scatter, s, r, &x, req)) >= 0)
             return rc;
     }
     return PMPI_Iscatter(sbuf, scount, st, rbuf, rcount, rt, root, comm, req);

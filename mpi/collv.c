@@ -1,8 +1,16 @@
 /*
  * collv.c - the non-blocking collectives with per-rank counts: gatherv,
- * scatterv, allgatherv, alltoallv, reduce_scatter. Each call compiles its
- * own schedule with the call's buffers and frees it when it ends (see
- * coll.c for why these are not cached). MPI's counts and displacements,
+ * scatterv, allgatherv, alltoallv, reduce_scatter.
+ *
+ * Reduce_scatter and allgatherv are cached like the others: MPI has every
+ * rank pass their counts alike, so the whole count vector is in the key
+ * (allgatherv's displacements, a rank's own, are kept out of the schedule:
+ * see MPI_Iallgatherv). Gatherv, scatterv and alltoallv compile a schedule
+ * per call with the call's buffers and free it when it ends: each rank
+ * knows only its own counts (the root all of them), so no key would be
+ * computed alike on every rank, and goal pairs schedules by compile order,
+ * so one rank's hit beside another's miss would pair the wrong schedules
+ * (docs/mpi.md). MPI's counts and displacements,
  * in elements of the datatype, become goal's, in bytes (reduce_scatter's
  * counts stay elements); MPI_IN_PLACE is goal's in-place form, sbuf ==
  * rbuf, whose meaning per collective is MPI's.
@@ -10,6 +18,7 @@
 #include "layer.h"
 
 #include <stdlib.h>
+
 
 /* Two size_t arrays of n entries (counts, displacements), in one allocation. */
 static size_t *pair(int n)
@@ -77,25 +86,45 @@ int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI
     return PMPI_Iscatterv(sbuf, scounts, displs, st, rbuf, rcount, rt, root, comm, req);
 }
 
+/* Allgatherv's counts, as bytes, are the same on every rank (rank j's
+ * send signature must match counts[j] everywhere), and MPI_IN_PLACE is
+ * passed by all ranks or none; the displacements are each rank's own. So
+ * the key holds the byte counts, and the schedule receives into blocks
+ * back to back (a rank whose blocks lie otherwise gets them packed and
+ * unpacked): it depends on nothing a rank alone knows. */
+static GOAL_Schedule b_allgatherv(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r)
+{
+    (void)r;
+    size_t *at = malloc(sizeof *at * (size_t)c->size), sum = 0;
+    if (!at)
+        return NULL;
+    for (int i = 0; i < c->size; i++)
+        at[i] = sum, sum += k->v[i];
+    GOAL_Schedule s = GOAL_Allgatherv_init_on(c->group, BUF0, k->v[c->rank], k->inplace ? BUF0 : BUF1, k->v, at,
+                                              GOAL_ALG_AUTO);
+    free(at);
+    return s;
+}
+
 int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, const int rcounts[],
                     const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_IALLGATHERV, comm);
     if (c) {
         struct gm_bufs x = { 0 };
-        int inplace = sbuf == MPI_IN_PLACE;
+        struct gm_key k = { .kind = K_ALLGATHERV, .inplace = sbuf == MPI_IN_PLACE };
         size_t *n = pair(c->size), sn = 0;
         void *r, *s = NULL;
-        if (!n || !gm_view_v(&x, rbuf, rcounts, displs, c->size, rt, inplace, 1, &r, n, n + c->size) ||
-            (!inplace && !gm_view(&x, sbuf, scount, st, 1, 0, &s, &sn))) {
+        if (!n || !gm_view_v_packed(&x, rbuf, rcounts, displs, c->size, rt, k.inplace, 1, &r, n, n + c->size) ||
+            (!k.inplace && !gm_view(&x, sbuf, scount, st, 1, 0, &s, &sn))) {
             unseen(GM_IALLGATHERV, &x, n);
             return PMPI_Iallgatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, comm, req);
         }
-        if (inplace)
-            s = r, sn = n[c->rank];
-        GOAL_Schedule sch = GOAL_Allgatherv_init_on(c->group, s, sn, r, n, n + c->size, GOAL_ALG_AUTO);
+        for (int i = 0; i < c->size; i++)
+            k.n += n[i];
+        gm_key_counts(&k, n, c->size);
+        int rc = gm_serve(GM_IALLGATHERV, c, &k, NULL, b_allgatherv, k.inplace ? r : s, r, &x, req);
         free(n);
-        int rc = gm_serve_once(GM_IALLGATHERV, c, sch, &x, req);
         if (rc >= 0)
             return rc;
     }
@@ -129,21 +158,37 @@ int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[], M
     return PMPI_Ialltoallv(sbuf, scounts, sdispls, st, rbuf, rcounts, rdispls, rt, comm, req);
 }
 
+/* Reduce_scatter's counts are the same array on every rank (MPI requires
+ * it), as is MPI_IN_PLACE (all ranks or none): the whole vector is in the
+ * key, and the schedule is cached like reduce_scatter_block's. */
+static GOAL_Schedule b_rs(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r)
+{
+    return GOAL_Reduce_scatter_init_on(c->group, BUF0, k->inplace ? BUF0 : BUF1, k->v, k->gdt, k->width, r->op,
+                                       GOAL_ALG_AUTO);
+}
+
 int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt, MPI_Op op,
                         MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_IREDUCE_SCATTER, comm);
     struct gm_red r;
-    struct gm_key k = { 0 };
+    struct gm_key k = { .kind = K_RS, .inplace = sbuf == MPI_IN_PLACE };
     if (c && gm_reduction_key(GM_IREDUCE_SCATTER, dt, op, 0, &r, &k)) {
         size_t *n = pair(c->size);
-        for (int i = 0; n && i < c->size; i++)
-            n[i] = (size_t)rcounts[i] * r.per;
-        GOAL_Schedule s = n ? GOAL_Reduce_scatter_init_on(c->group, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, n,
-                                                          r.gdt, r.width, r.op, GOAL_ALG_AUTO)
-                            : NULL;
+        int ok = n != NULL;
+        for (int i = 0; ok && i < c->size; i++) {
+            ok = rcounts[i] >= 0;
+            n[i] = ok ? (size_t)rcounts[i] * r.per : 0;
+            k.n += n[i];
+        }
+        int rc = -1;
+        if (ok) {
+            gm_key_counts(&k, n, c->size);
+            rc = gm_serve(GM_IREDUCE_SCATTER, c, &k, &r, b_rs, k.inplace ? rbuf : sbuf, rbuf, NULL, req);
+        } else {
+            gm_count(GM_IREDUCE_SCATTER, n ? GM_COUNT : GM_REFUSED);
+        }
         free(n);
-        int rc = gm_serve_once(GM_IREDUCE_SCATTER, c, s, NULL, req);
         if (rc >= 0)
             return rc;
     }

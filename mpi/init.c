@@ -27,7 +27,7 @@
 #define BUILT_FOR "MPICH", "libmpich", "libgoal-mpi-openmpi.so"
 #endif
 
-struct gm_state gm = { 0, 0, 0, 0, MPI_KEYVAL_INVALID };
+struct gm_state gm = { .keyval = MPI_KEYVAL_INVALID };
 
 static pthread_mutex_t lock;
 static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
@@ -81,6 +81,9 @@ void gm_count(enum gm_fn fn, enum gm_why why)
 
 static void report(void)
 {
+    if (gm.compiled)
+        fprintf(stderr, "goal-mpi (rank %d): schedules: %lu compiled, %lu reused from the cache\n", gm.world_rank,
+                gm.compiled, gm.reused);
     for (int f = 0; f < GM_NFN; f++) {
         unsigned long to_mpi = 0;
         for (int w = 1; w < GM_NWHY; w++)

@@ -58,6 +58,7 @@ struct gm_state {
     int finalized;        /* GOAL_Finalize was called */
     int world_rank;
     int keyval;           /* the communicator attribute holding a struct gm_comm */
+    unsigned long compiled, reused; /* schedules compiled, cached ones rerun (GOAL_DEBUG's report) */
 };
 extern struct gm_state gm;
 
@@ -107,13 +108,24 @@ void gm_ops_end(void);
 
 /* ---- schedule cache (cache.c) ---- */
 
-enum gm_kind { K_BARRIER = 1, K_BCAST, K_ALLREDUCE, K_REDUCE, K_ALLGATHER, K_ALLTOALL, K_GATHER, K_SCATTER, K_RSB };
+enum gm_kind { K_BARRIER = 1, K_BCAST, K_ALLREDUCE, K_REDUCE, K_ALLGATHER, K_ALLTOALL, K_GATHER, K_SCATTER, K_RSB,
+               K_RS, K_ALLGATHERV };
 
 struct gm_key {
     int kind, root, inplace, gdt, width;
     uint64_t n;          /* bytes or elements */
     uint64_t opkey;
+    /* The v-forms whose per-rank counts MPI has every rank pass alike
+     * (reduce_scatter's element counts, allgatherv's bytes): nv counts at v
+     * (the caller's array; the cache keeps a copy), vhash to compare fast. */
+    int nv;
+    uint64_t vhash;
+    const size_t *v;
 };
+
+/* A cached schedule's two buffers, given at each run (GOAL_RunWith). */
+#define BUF0 GOAL_BUF_AT_RUN(0)
+#define BUF1 GOAL_BUF_AT_RUN(1)
 
 struct gm_entry {
     struct gm_key key;
@@ -130,6 +142,8 @@ struct gm_entry {
 typedef GOAL_Schedule (*gm_build)(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r);
 struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build);
 void gm_entry_put(struct gm_entry *e);
+/* k->vhash for the nv counts at k->v. */
+void gm_key_counts(struct gm_key *k, const size_t *v, int nv);
 void gm_cache_drop_op(uint64_t opkey);
 void gm_cache_clear(struct gm_comm *c);
 
@@ -141,6 +155,10 @@ struct gm_comm *gm_served(enum gm_fn fn, MPI_Comm comm);
 int gm_bytes_of(enum gm_fn fn, MPI_Datatype dt, int count, size_t *out);
 /* The reduction of `count` elements of `dt` by `op` into r and k (else counted). */
 int gm_reduction_key(enum gm_fn fn, MPI_Datatype dt, MPI_Op op, int count, struct gm_red *r, struct gm_key *k);
+/* Starts the cached schedule for `k` (compiled by `build` on a miss) with
+ * run-time buffers b0 and b1; -1 (counted, `x` ended) if goal refused it. */
+int gm_serve(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build,
+             const void *b0, const void *b1, struct gm_bufs *x, MPI_Request *req);
 /* Starts `s`, compiled for this call only; -1 (counted) if it is NULL. */
 int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, struct gm_bufs *x, MPI_Request *req);
 
@@ -174,6 +192,11 @@ int gm_view(struct gm_bufs *x, const void *buf, int count, MPI_Datatype dt, int 
  * `base`): bytes counts and displacements for goal in bcounts, bdispls. */
 int gm_view_v(struct gm_bufs *x, const void *base, const int *counts, const int *displs, int n, MPI_Datatype dt,
               int send, int recv, void **out, size_t *bcounts, size_t *bdispls);
+/* gm_view_v whose blocks always lie back to back in rank order (bdispls
+ * the prefix sums of bcounts): the program's buffer where its blocks do,
+ * else packed, so that a schedule depends on the counts alone. */
+int gm_view_v_packed(struct gm_bufs *x, const void *base, const int *counts, const int *displs, int n,
+                     MPI_Datatype dt, int send, int recv, void **out, size_t *bcounts, size_t *bdispls);
 /* A buffer of `n` bytes that lives until the collective ends. */
 void *gm_scratch(struct gm_bufs *x, size_t n);
 /* The end: unpacks (if `unpack`), frees. */

@@ -75,19 +75,25 @@ int gm_view(struct gm_bufs *x, const void *buf, int count, MPI_Datatype dt, int 
     return 1;
 }
 
-int gm_view_v(struct gm_bufs *x, const void *base, const int *counts, const int *displs, int n, MPI_Datatype dt,
-              int send, int recv, void **out, size_t *bcounts, size_t *bdispls)
+/* gm_view_v and gm_view_v_packed (`canon`: the blocks back to back). */
+static int view_v(struct gm_bufs *x, const void *base, const int *counts, const int *displs, int n, MPI_Datatype dt,
+                  int send, int recv, void **out, size_t *bcounts, size_t *bdispls, int canon)
 {
-    size_t esz;
+    size_t esz, next = 0;
     MPI_Aint lb, ext;
     if (gm_type_bytes(dt, &esz)) {
+        int back_to_back = 1;
         for (int i = 0; i < n; i++) {
             if (counts[i] < 0)
                 return 0;
             bcounts[i] = (size_t)counts[i] * esz, bdispls[i] = (size_t)displs[i] * esz;
+            back_to_back &= bdispls[i] == next;
+            next += bcounts[i];
         }
-        *out = (void *)base;
-        return 1;
+        if (back_to_back || !canon) {
+            *out = (void *)base;
+            return 1;
+        }
     }
     int size;
     if (dt == MPI_DATATYPE_NULL || PMPI_Type_size(dt, &size) != MPI_SUCCESS)
@@ -112,6 +118,18 @@ int gm_view_v(struct gm_bufs *x, const void *base, const int *counts, const int 
     }
     *out = t;
     return 1;
+}
+
+int gm_view_v(struct gm_bufs *x, const void *base, const int *counts, const int *displs, int n, MPI_Datatype dt,
+              int send, int recv, void **out, size_t *bcounts, size_t *bdispls)
+{
+    return view_v(x, base, counts, displs, n, dt, send, recv, out, bcounts, bdispls, 0);
+}
+
+int gm_view_v_packed(struct gm_bufs *x, const void *base, const int *counts, const int *displs, int n,
+                     MPI_Datatype dt, int send, int recv, void **out, size_t *bcounts, size_t *bdispls)
+{
+    return view_v(x, base, counts, displs, n, dt, send, recv, out, bcounts, bdispls, 1);
 }
 
 void gm_bufs_end(struct gm_bufs *x, int unpack)

@@ -49,6 +49,10 @@ const BENCHMARKS: &[(&str, &str)] = &[
         "overlap with computation and the CPU cost of progress",
     ),
     (
+        "mpi",
+        "unmodified MPI programs natively and with libgoal-mpi preloaded",
+    ),
+    (
         "groups",
         "group creation, collectives on a sub-group, half-precision allreduce",
     ),
