@@ -83,7 +83,7 @@ class Mpi4py:
         from mpi4py import MPI
         self.MPI, self.comm = MPI, MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        lib = " ".join(MPI.Get_library_version().split())
+        lib = " ".join(MPI.Get_library_version().replace("\0", "").split())
         self.meta = {"lib": "mpi4py", "mpi4py": __import__("mpi4py").__version__, "mpi": lib}
         if "Open MPI" not in lib:
             raise SystemExit(f"py_allreduce.py: mpi4py runs on {lib!r}, not Open MPI (scripts/install-mpi4py.sh)")
