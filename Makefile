@@ -74,8 +74,9 @@ python-test: install python
 torch: install
 	scripts/install-torch.sh --or-skip --build $(PREFIX)
 
+# The tests include `goal bench torch --quick` (test_bench_torch.py), against PREFIX.
 torch-test: torch
-	$${PYTHON:-python3} -m pytest -q python/goal_torch/tests
+	GOAL_PREFIX=$(abspath $(PREFIX)) $${PYTHON:-python3} -m pytest -q python/goal_torch/tests
 
 cargo-test:
 	$(CARGO) test --release --workspace

@@ -84,7 +84,7 @@ fn help_lists_bench_and_tune() {
     }
     let r = goal(&["bench", "--help"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    for name in ["p2p", "coll", "net", "overlap", "mpi", "groups"] {
+    for name in ["p2p", "coll", "net", "overlap", "mpi", "groups", "torch"] {
         assert!(
             r.stdout.contains(&format!("\n  {name} ")),
             "goal bench --help lacks {name}:\n{}",

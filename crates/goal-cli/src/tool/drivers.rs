@@ -61,6 +61,10 @@ const BENCHMARKS: &[(&str, &str)] = &[
         "goal sim at 1K to 1M ranks and one 16M-rank collective: time, memory",
     ),
     (
+        "torch",
+        "the torch.distributed backend beside Gloo; goal's Python package beside mpi4py",
+    ),
+    (
         "predict",
         "goal sim with goal calibrate's parameters against goal run",
     ),

@@ -44,7 +44,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "bench",
         args: "BENCHMARK [ARGS...]",
-        summary: "run a benchmark (p2p, coll, net, overlap, mpi, groups beside the MPIs; sim)",
+        summary: "run a benchmark (p2p, coll, net, overlap, mpi, groups beside the MPIs; torch; sim)",
         run: drivers::bench,
     },
     Subcommand {
