@@ -73,7 +73,7 @@ torch: install
 	scripts/install-torch.sh --or-skip --build $(PREFIX)
 
 torch-test: torch
-	$${PYTHON:-python3} -m pytest -q python/goal_torch/tests
+	GOAL_PREFIX=$(abspath $(PREFIX)) $${PYTHON:-python3} -m pytest -q python/goal_torch/tests
 
 cargo-test:
 	$(CARGO) test --release --workspace

@@ -1,5 +1,6 @@
 """One rank of the goal_torch operation test (test_goal_torch.py starts N of
-them with torchrun's environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE).
+them with torchrun's environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,
+set by the test, by goalrun, or on 2 emulated hosts).
 
 Every backend operation x dtype x sync/async, on the world and on subgroups,
 checked against the same operation computed here by hand from every rank's
@@ -9,6 +10,7 @@ dtype and the comparison is exact. Prints one line per failure and exits 1
 if any; "ok N checks" otherwise.
 """
 import os
+import socket
 import sys
 import time
 
@@ -209,8 +211,14 @@ def main():
     dist.destroy_process_group()
     for f in failures[:40]:
         print(f, flush=True)
-    print(f"rank {rank}: {'FAILED' if failures else 'ok'} {checks} checks, {len(failures)} failures, "
-          f"{time.time() - t0:.1f} s", flush=True)
+    # Where it ran and the store it used (MASTER_ADDR:MASTER_PORT, as goalrun
+    # or the test set them), for the tests to check. One write, line and
+    # newline together: under goalrun the ranks share one pipe, and print()
+    # writes them apart when Python's output is unbuffered.
+    store = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+    sys.stdout.write(f"rank {rank}: {'FAILED' if failures else 'ok'} {checks} checks, {len(failures)} failures, "
+                     f"{time.time() - t0:.1f} s, host {socket.gethostname()}, store {store}\n")
+    sys.stdout.flush()
     sys.exit(1 if failures else 0)
 
 
