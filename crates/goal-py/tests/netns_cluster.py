@@ -7,7 +7,8 @@ again, or skips the test, saying why, when a prerequisite is missing:
 root, or goal-cluster (built by ``cargo build --release --workspace``; taken
 from ``$CARGO_TARGET_DIR`` or the checkout's ``target``). ``run_on_hosts``
 starts one process per rank on its host and collects them, killing all at
-a timeout so that a hang fails the test instead of blocking CI.
+a timeout so that a hang fails the test instead of blocking CI
+(``collect``, which conftest's torchrun-style launch uses too).
 """
 
 from __future__ import annotations
@@ -48,6 +49,21 @@ def emulated_cluster(hosts: int, tag: str) -> Iterator[tuple[Path, str]]:
         subprocess.run([str(tool), "down", "--name", name], capture_output=True, timeout=60)
 
 
+def collect(procs: list[subprocess.Popen], timeout: float) -> list[tuple[str, str]]:
+    """Each process' (stdout, stderr), all killed when one is still running
+    `timeout` seconds into its wait (its stderr then says so)."""
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=timeout))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            out, err = p.communicate()
+            outs.append((out, err + f"\n(killed after {timeout} s)"))
+    return outs
+
+
 def run_on_hosts(tool: Path, name: str, ranks: list[tuple[int, dict[str, str], list[str]]],
                  env: dict[str, str], timeout: float) -> tuple[list[int], list[str], str]:
     """Runs each (host, variables, command) of `ranks` on its host with
@@ -58,14 +74,6 @@ def run_on_hosts(tool: Path, name: str, ranks: list[tuple[int, dict[str, str], l
         full = [str(tool), "exec", "--name", name, "--host", str(host), "--",
                 "env", *[f"{k}={v}" for k, v in extra.items()], *cmd]
         procs.append(subprocess.Popen(full, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = []
-    for p in procs:
-        try:
-            outs.append(p.communicate(timeout=timeout))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            out, err = p.communicate()
-            outs.append((out, err + f"\n(killed after {timeout} s)"))
+    outs = collect(procs, timeout)
     report = "\n".join(f"rank {r} exit {p.returncode}\n{o}\n{e}" for r, (p, (o, e)) in enumerate(zip(procs, outs)))
     return [p.returncode for p in procs], [o for o, _ in outs], report
