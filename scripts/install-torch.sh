@@ -79,6 +79,12 @@ elif [ -n "$BUILD" ]; then
     # (it would reuse objects whose headers changed); --no-build-isolation so
     # that the extension is built against the torch just installed.
     rm -rf "$ROOT/python/goal_torch/build"
+    # Without build isolation pip needs setuptools' bdist_wheel from this
+    # Python: built in since setuptools 70.1, the `wheel` package before
+    # (a fresh venv of Python 3.11 has setuptools 65 and no wheel).
+    if ! "$PY" -c 'import setuptools.command.bdist_wheel' >/dev/null 2>&1 && ! "$PY" -c 'import wheel' >/dev/null 2>&1; then
+        quiet "$PY" -m pip install --quiet --disable-pip-version-check wheel
+    fi
     quiet env GOAL_PREFIX="$(cd "$BUILD" && pwd)" "$PY" -m pip install --quiet --disable-pip-version-check \
         --no-build-isolation --no-deps --force-reinstall "$ROOT/python/goal_torch"
     (cd / && "$PY" -c 'import goal_torch') || { echo "install-torch.sh: goal_torch not importable by $PY" >&2; exit 1; }

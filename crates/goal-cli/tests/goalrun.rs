@@ -115,6 +115,39 @@ fn every_rank_gets_its_goal_variables() {
 }
 
 #[test]
+fn every_rank_gets_torchruns_variables() {
+    let echo = "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT\"";
+    // goalrun picks MASTER_ADDR and a free MASTER_PORT; an inherited RANK
+    // (another job's) is replaced.
+    let dir = Dir::new();
+    let mut cmd = dir.goalrun(&["-n", "3", "sh", "-c", echo]);
+    cmd.env_remove("MASTER_ADDR").env_remove("MASTER_PORT").env("RANK", "9").env("WORLD_SIZE", "9");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let mut lines: Vec<Vec<&str>> = r.stdout.lines().map(|l| l.split(' ').collect()).collect();
+    lines.sort_by_key(|f| f[0].parse::<usize>().unwrap());
+    assert_eq!(lines.len(), 3, "{}", r.stdout);
+    for (rank, f) in lines.iter().enumerate() {
+        let want = [rank.to_string(), "3".into(), rank.to_string(), "3".into(), "127.0.0.1".into()];
+        assert_eq!(f[..5], want, "{}", r.stdout);
+        assert!(f[5].parse::<u16>().is_ok_and(|p| p > 0) && f[5] == lines[0][5], "one port: {}", r.stdout);
+    }
+    // The caller's store is kept.
+    let mut cmd = dir.goalrun(&["-n", "2", "sh", "-c", echo]);
+    cmd.env("MASTER_ADDR", "10.1.2.3").env("MASTER_PORT", "4567");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.lines().all(|l| l.ends_with(" 10.1.2.3 4567")), "{}", r.stdout);
+    // Half of it is a usage error naming the other half.
+    let mut cmd = dir.goalrun(&["-n", "2", "true"]);
+    cmd.env("MASTER_PORT", "4567").env_remove("MASTER_ADDR");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("MASTER_PORT is set but MASTER_ADDR is not"), "{}", r.stderr);
+    dir.assert_clean();
+}
+
+#[test]
 fn a_failing_rank_exit_status_is_goalruns() {
     let dir = Dir::new();
     let r = run(dir.goalrun(&[

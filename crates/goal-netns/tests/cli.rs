@@ -112,6 +112,8 @@ fn bad_arguments_are_usage_errors() {
         &["up"][..],
         &["up", "--name", "x", "--rate", "1000"],
         &["exec", "--name", "x", "--host", "0"],
+        &["srun", "--name", "x"],
+        &["srun", "--", "-n", "2", "hostname"],
         &["frobnicate"],
     ] {
         let out = goal_cluster(args).output().expect("run");

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from netns_cluster import collect
+
 HERE = Path(__file__).resolve().parent
 WORKERS = HERE / "workers"
 REPO = HERE.parents[2]
@@ -132,14 +134,7 @@ def launch(n: int, worker: str, *args: str, mode: str = "goalrun", timeout: floa
         procs = [subprocess.Popen(script, env=clean_env({**base, "RANK": str(r), "LOCAL_RANK": str(r)}),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for r in range(n)]
-        outs = []
-        for p in procs:
-            try:
-                outs.append(p.communicate(timeout=timeout))
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                outs.append(p.communicate())
+        outs = collect(procs, timeout)
         return Job([p.returncode for p in procs], "".join(o[0] for o in outs), "".join(o[1] for o in outs))
     finally:
         holder.close()

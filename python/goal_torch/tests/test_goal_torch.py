@@ -3,19 +3,29 @@
 Each test starts real processes, one per rank, that initialise the "goal"
 process group the way torchrun's children do (MASTER_ADDR, MASTER_PORT,
 RANK, WORLD_SIZE in the environment, init_method env://), or through
-torchrun itself, or with init_method tcp://; the workers check every result
-against the same computation done by hand and exit non-zero on a mismatch.
-One process runs many checks (importing torch takes seconds).
+torchrun itself, or under goalrun (which sets those variables), or with
+init_method tcp://, or on 2 emulated hosts (network namespaces, root only);
+the workers check every result against the same computation done by hand
+and exit non-zero on a mismatch. One process runs many checks (importing
+torch takes seconds).
 
 Skipped, saying so, only when torch is not installed (scripts/install-torch.sh
-installs it; `make torch-test` builds goal_torch and runs this).
+installs it; `make torch-test` builds goal_torch and runs this), and the
+emulated hosts without root or goal-cluster. goalrun is $GOAL_PREFIX's
+(`make torch-test` sets it), else the one on PATH.
 """
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
 
 import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(REPO, "crates", "goal-py", "tests"))
+from netns_cluster import emulated_cluster, run_on_hosts  # noqa: E402  (goal-py's test helper)
 
 torch = pytest.importorskip("torch", reason="torch is not installed: run scripts/install-torch.sh")
 
@@ -60,6 +70,45 @@ def launch(script, n, extra_env=None, codes=None):
     return finish(procs, f"{script} at {n} ranks", codes)
 
 
+#: Variables of a launcher this process may run under, which must not leak
+#: into the jobs it starts.
+LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GOAL_RANK",
+               "GOAL_SIZE", "GOAL_JOB", "GOAL_BOOTSTRAP", "GOAL_STORE", "GOAL_SECRET", "TORCHELASTIC_RUN_ID")
+
+
+def clean_env(extra=None):
+    """This environment without a launcher's variables, and block-buffered
+    output (PYTHONUNBUFFERED unset): a rank's line then reaches the pipe
+    the ranks share in one write (as crates/goal-py/tests/conftest.py)."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS and k != "PYTHONUNBUFFERED"}
+    env.update(extra or {})
+    return env
+
+
+def goalrun_path():
+    prefix = os.environ.get("GOAL_PREFIX")
+    found = os.path.join(prefix, "bin", "goalrun") if prefix else shutil.which("goalrun")
+    if not found or not os.path.exists(found):
+        pytest.fail("goalrun not found: set GOAL_PREFIX to an installed goal (make torch-test PREFIX=... does)")
+    return found
+
+
+def under_goalrun(script, n, extra_env=None):
+    """`goalrun -n N python script` with no launcher variable of ours: goalrun
+    gives the ranks torchrun's. Returns goalrun's output (all ranks')."""
+    cmd = [goalrun_path(), "-n", str(n), "--timeout", str(TIMEOUT - 20), sys.executable, os.path.join(HERE, script)]
+    p = subprocess.Popen(cmd, env=clean_env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return finish([p], f"goalrun -n {n} {script}")[0]
+
+
+def ok_lines(out):
+    """worker_ops.py's summary lines: rank -> (host, store). Not anchored at
+    the line's start: the ranks share goalrun's output, where another rank's
+    stderr (torch's warnings, written in pieces) may precede a line."""
+    found = re.findall(r"rank (\d+): ok \d+ checks, 0 failures, [\d.]+ s, host (\S+), store (\S+)$", out, re.M)
+    return {int(r): (host, store) for r, host, store in found}
+
+
 def test_goal_torch_imports_and_registers():
     import torch.distributed as dist
 
@@ -73,6 +122,43 @@ def test_every_op_env(n):
     """Every op x dtype x sync/async on the world, a subgroup and a group of one."""
     outs = launch("worker_ops.py", n)
     assert all(" ok " in o for o in outs)
+
+
+@pytest.mark.parametrize("n,given", [(2, True), (4, False)])
+def test_every_op_goalrun(n, given):
+    """`goalrun -n N python worker_ops.py`, the script only calling
+    init_process_group("goal"): goalrun's RANK, WORLD_SIZE, MASTER_ADDR and a
+    free MASTER_PORT it picked, or the caller's MASTER_ADDR/MASTER_PORT kept."""
+    extra = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} if given else {}
+    out = under_goalrun("worker_ops.py", n, extra)
+    ranks = ok_lines(out)
+    assert sorted(ranks) == list(range(n)), out
+    stores = {store for _, store in ranks.values()}
+    assert len(stores) == 1, out
+    store = stores.pop()
+    if given:
+        assert store == f"{extra['MASTER_ADDR']}:{extra['MASTER_PORT']}", out
+    else:
+        assert re.fullmatch(r"127\.0\.0\.1:\d+", store), out
+
+
+def test_ddp_goalrun():
+    """DDP under `goalrun -n 2`: the losses of goal and Gloo agree bit for bit."""
+    out = under_goalrun("worker_ddp.py", 2)
+    assert out.count("ddp ok") == 2, out
+
+
+def test_every_op_across_two_hosts():
+    """Every op at 4 ranks, 2 per emulated host: torch's store on host 0's
+    rail address, goal's data over TCP between the hosts."""
+    with emulated_cluster(2, "gt") as (tool, name):
+        ranks = [(r // 2, {"MASTER_ADDR": "10.100.0.1", "MASTER_PORT": "29610", "RANK": str(r), "WORLD_SIZE": "4",
+                           "LOCAL_RANK": str(r % 2), "LOCAL_WORLD_SIZE": "2", "GOAL_RAILS": "rail0"},
+                  [sys.executable, os.path.join(HERE, "worker_ops.py")]) for r in range(4)]
+        codes, outs, report = run_on_hosts(tool, name, ranks, clean_env(), timeout=TIMEOUT)
+        assert codes == [0] * 4, report
+        hosts = {r: ok_lines(o).get(r, (None,))[0] for r, o in enumerate(outs)}
+        assert hosts == {0: "host0", 1: "host0", 2: "host1", 3: "host1"}, report
 
 
 def test_every_op_tcp_init():

@@ -1,5 +1,6 @@
 """One rank of the goal_torch operation test (test_goal_torch.py starts N of
-them with torchrun's environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE).
+them with torchrun's environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,
+set by the test, by goalrun, or on 2 emulated hosts).
 
 Every backend operation x dtype x sync/async, on the world and on subgroups,
 checked against the same operation computed here by hand from every rank's
@@ -9,6 +10,7 @@ dtype and the comparison is exact. Prints one line per failure and exits 1
 if any; "ok N checks" otherwise.
 """
 import os
+import socket
 import sys
 import time
 
@@ -157,13 +159,18 @@ def background_completion(size):
     reduced tensor as its value."""
     global checks
     checks += 1
+    # Every rank starts the clock together: the last rank comes from a group
+    # of one, far ahead of the others under load (at 4 ranks on 2 cores it
+    # waited more than 10 s for them, and failed, before this barrier).
+    dist.barrier()
     t = torch.full((100000,), float(dist.get_rank() + 1))
     fut = dist.all_reduce(t, async_op=True).get_future()
-    deadline = time.time() + 10
+    limit = 30
+    deadline = time.time() + limit
     while not fut.done() and time.time() < deadline:
         time.sleep(0.001)
     if not fut.done():
-        failures.append(f"rank {dist.get_rank()}: the Future of an async all_reduce is not done after 10 s")
+        failures.append(f"rank {dist.get_rank()}: the Future of an async all_reduce is not done after {limit} s")
         return
     check("all_reduce Future value", fut.value()[0], torch.full((100000,), size * (size + 1) / 2))
 
@@ -209,8 +216,14 @@ def main():
     dist.destroy_process_group()
     for f in failures[:40]:
         print(f, flush=True)
-    print(f"rank {rank}: {'FAILED' if failures else 'ok'} {checks} checks, {len(failures)} failures, "
-          f"{time.time() - t0:.1f} s", flush=True)
+    # Where it ran and the store it used (MASTER_ADDR:MASTER_PORT, as goalrun
+    # or the test set them), for the tests to check. One write, line and
+    # newline together: under goalrun the ranks share one pipe, and print()
+    # writes them apart when Python's output is unbuffered.
+    store = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+    sys.stdout.write(f"rank {rank}: {'FAILED' if failures else 'ok'} {checks} checks, {len(failures)} failures, "
+                     f"{time.time() - t0:.1f} s, host {socket.gethostname()}, store {store}\n")
+    sys.stdout.flush()
     sys.exit(1 if failures else 0)
 
 

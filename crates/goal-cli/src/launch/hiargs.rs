@@ -66,6 +66,10 @@ pub(crate) struct HiArgs {
     pub bind_to: Option<BindTo>,
     pub map_by: MapBy,
     pub report_bindings: bool,
+    /// `MASTER_ADDR` and `MASTER_PORT` are set in goalrun's environment:
+    /// the ranks inherit them; otherwise goalrun sets both (see
+    /// [`job`](super::job), "torchrun's variables").
+    pub master_given: bool,
     /// How long survivors of a failed rank may take to end by themselves.
     pub abort_grace: Duration,
     /// The resolved program file that each rank execs.
@@ -94,7 +98,7 @@ fn seconds(text: &str, allow_zero: bool) -> Option<Duration> {
 
 impl HiArgs {
     /// Validates `low`; `env` looks up environment variables (`PATH`,
-    /// `GOAL_ABORT_GRACE`). `--help` is handled before this is called.
+    /// `GOAL_ABORT_GRACE`, `MASTER_ADDR`, `MASTER_PORT`). `--help` is handled before this is called.
     pub(crate) fn from_low(
         low: LowArgs,
         env: impl Fn(&str) -> Option<OsString>,
@@ -164,6 +168,17 @@ impl HiArgs {
                 }
             },
         };
+        let master_given = match (env("MASTER_ADDR").is_some(), env("MASTER_PORT").is_some()) {
+            (true, true) => true,
+            (false, false) => false,
+            (addr, _) => {
+                let (set, unset) = if addr { ("MASTER_ADDR", "MASTER_PORT") } else { ("MASTER_PORT", "MASTER_ADDR") };
+                return Err(usage(format!(
+                    "{set} is set but {unset} is not: set both for the ranks (torch's store), \
+                     or neither and goalrun picks them (127.0.0.1 and a free port)"
+                )));
+            }
+        };
         let mut command = low.command.into_iter();
         let Some(argv0) = command.next() else {
             return Err(usage("no program to run".into()));
@@ -192,6 +207,7 @@ impl HiArgs {
             bind_to,
             map_by,
             report_bindings: low.report_bindings,
+            master_given,
             abort_grace,
             program,
             argv0,
@@ -302,6 +318,18 @@ mod tests {
             "{}",
             f.message
         );
+    }
+
+    #[test]
+    fn torch_master_variables_are_both_given_or_neither() {
+        assert!(!hi(&["-n", "2", "sh"], &[]).unwrap().master_given);
+        let both = [("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "29500")];
+        assert!(hi(&["-n", "2", "sh"], &both).unwrap().master_given);
+        for (one, other) in [(both[0], "MASTER_PORT"), (both[1], "MASTER_ADDR")] {
+            let f = hi(&["-n", "2", "sh"], &[one]).unwrap_err();
+            assert_eq!(f.code, 2);
+            assert!(f.message.contains(&format!("{} is set but {other} is not", one.0)), "{}", f.message);
+        }
     }
 
     #[test]

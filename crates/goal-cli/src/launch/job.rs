@@ -38,6 +38,19 @@
 //! A job none of whose ranks use the bootstrap (`goalrun -n 2 hostname`)
 //! is not affected.
 //!
+//! # torchrun's variables
+//!
+//! Besides its own `GOAL_` variables, each rank gets those torchrun gives its
+//! workers, so that `torch.distributed.init_process_group(...)` (its default
+//! `env://`) works under goalrun as under torchrun: `RANK`, `WORLD_SIZE`,
+//! `LOCAL_RANK`, `LOCAL_WORLD_SIZE` (always: an inherited value would be
+//! another job's) and `MASTER_ADDR`, `MASTER_PORT` (torch's store, served
+//! by rank 0), kept when goalrun's caller set both, otherwise `127.0.0.1`
+//! and a port free when goalrun starts, as `torchrun --standalone` picks
+//! one: another program could take it before rank 0 binds it, which rank
+//! 0's torch then reports. goal's own bootstrap ignores them: `GOAL_BOOTSTRAP`
+//! comes first (goal-boot's precedence).
+//!
 //! Exit status: 124 on timeout; else the first failing rank's status (its
 //! exit code, or 128 + signal; "first" is judged with care, see
 //! [`Monitor::culprit`]); else, if goalrun killed ranks (a second signal),
@@ -100,12 +113,17 @@ pub(crate) fn run(args: &HiArgs) -> Result<i32, Failure> {
         .and_then(Server::spawn)
         .map_err(fatal("cannot start the bootstrap server"))?;
     let job = job_id();
+    let master = if args.master_given {
+        None
+    } else {
+        Some(free_port().map_err(fatal("cannot find a free port for MASTER_PORT"))?)
+    };
     let mut tagger = args.tag_output.then(Tagger::new);
 
     let mut ranks = Vec::with_capacity(args.ranks);
     let mut spawn_error = None;
     for index in 0..args.ranks {
-        match spawn_rank(args, index, &sock, &job, sets[index], tagger.as_mut()) {
+        match spawn_rank(args, index, &sock, &job, master, sets[index], tagger.as_mut()) {
             Ok(rank) => {
                 if args.report_bindings {
                     say!("goalrun: {}", bind::report_line(&topo, &binding, index, rank.pid));
@@ -162,6 +180,12 @@ fn job_id() -> String {
     format!("{}-{nanos}", std::process::id())
 }
 
+/// A TCP port free on every address of this machine now (the kernel's
+/// choice of an ephemeral port), for torch's store.
+fn free_port() -> io::Result<u16> {
+    Ok(std::net::TcpListener::bind(("0.0.0.0", 0))?.local_addr()?.port())
+}
+
 /// One rank process.
 #[derive(Debug)]
 struct Rank {
@@ -181,6 +205,7 @@ fn spawn_rank(
     index: usize,
     sock: &Path,
     job: &str,
+    master: Option<u16>,
     cpus: Option<libc::cpu_set_t>,
     tagger: Option<&mut Tagger>,
 ) -> io::Result<Rank> {
@@ -190,7 +215,14 @@ fn spawn_rank(
         .env(env::RANK, index.to_string())
         .env(env::SIZE, args.ranks.to_string())
         .env(env::JOB, job)
-        .env(env::BOOTSTRAP, sock);
+        .env(env::BOOTSTRAP, sock)
+        .env("RANK", index.to_string())
+        .env("WORLD_SIZE", args.ranks.to_string())
+        .env("LOCAL_RANK", index.to_string())
+        .env("LOCAL_WORLD_SIZE", args.ranks.to_string());
+    if let Some(port) = master {
+        cmd.env("MASTER_ADDR", "127.0.0.1").env("MASTER_PORT", port.to_string());
+    }
     if let Some(p) = args.progress {
         cmd.env(env::PROGRESS, p.as_str());
     }

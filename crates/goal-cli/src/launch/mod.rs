@@ -62,10 +62,18 @@ Options:
 Options end at the first argument that is not one, or at --: the rest is the
 program and its arguments. Each rank runs PROGRAM with GOAL_RANK (0..N-1),
 GOAL_SIZE (N), GOAL_JOB (the same on every rank) and GOAL_BOOTSTRAP (the
-launcher's socket) set. Rank 0 gets goalrun's standard input, the others
-/dev/null. A rank never outlives goalrun. The socket lives in a private
-directory in $TMPDIR (or /tmp); one that a goalrun killed by SIGKILL could not
-remove is removed by the next goalrun of the same user.
+launcher's socket) set, and torchrun's variables, so that torch.distributed's
+init_process_group() (env://) just works: RANK and LOCAL_RANK (0..N-1),
+WORLD_SIZE and LOCAL_WORLD_SIZE (N), and MASTER_ADDR and MASTER_PORT (torch's
+store, served by rank 0): those of goalrun's environment when both are set
+there, otherwise 127.0.0.1 and a port that is free when goalrun starts (as
+torchrun --standalone picks one); one of the two set alone is an error.
+goal's own bootstrap ignores these: GOAL_BOOTSTRAP comes first.
+
+Rank 0 gets goalrun's standard input, the others /dev/null. A rank never
+outlives goalrun. The socket lives in a private directory in $TMPDIR (or
+/tmp); one that a goalrun killed by SIGKILL could not remove is removed by
+the next goalrun of the same user.
 
 A rank that ends before it joined the job (before or in GOAL_Init), with any
 exit status, fails the job once another rank has joined: the others are told

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use goal_netns::probe::{self, SINK_COMMAND, SOURCE_COMMAND};
-use goal_netns::{plan, Cluster, Rate, Spec};
+use goal_netns::{plan, Cluster, Rate, Slurm, Spec};
 
 const USAGE: &str = "\
 usage: goal-cluster COMMAND [OPTIONS]
@@ -25,6 +25,10 @@ usage: goal-cluster COMMAND [OPTIONS]
           run PROGRAM on host I (its namespace and hostname)
   mpirun  --name NAME --np N --per-host P [--rails 0,1] [--mpich] -- PROGRAM [ARGS...]
           an Open MPI (or MPICH) job across the hosts, launched from host 0
+  srun    --name NAME -- SRUN_ARGS...
+          start Slurm on the cluster (munged; slurmctld on host 0; a slurmd
+          per host), run `srun SRUN_ARGS...` on host 0, stop Slurm; fails
+          with Slurm's logs if srun does
   measure --name NAME [--from I (0)] [--to J (1)] [--rails 0,1 (all)] [--seconds S (2)]
           TCP from host I to host J, one connection per rail, as the receiver saw it
   rail    --name NAME --host I --rail R --state up|down
@@ -136,6 +140,10 @@ enum Action {
         rails: Option<Vec<usize>>,
         mpich: bool,
         program: Vec<OsString>,
+    },
+    Srun {
+        name: String,
+        args: Vec<OsString>,
     },
     Measure {
         name: String,
@@ -266,6 +274,10 @@ impl Action {
                 mpich: f.switch("--mpich"),
                 program: f.program()?,
             },
+            "srun" => Action::Srun {
+                name: f.parsed("--name", None)?,
+                args: f.program()?,
+            },
             "measure" => Action::Measure {
                 name: f.parsed("--name", None)?,
                 from: f.parsed("--from", Some(0))?,
@@ -342,6 +354,21 @@ impl Action {
                 }
                 .map_err(|e| e.to_string())?;
                 Err(format!("could not run the MPI launcher: {}", cmd.exec()))
+            }
+            Action::Srun { name, args } => {
+                let cluster = attach(&name)?;
+                let slurm = Slurm::start(&cluster).map_err(|e| format!("starting Slurm: {e}"))?;
+                // The daemons are this process' children: srun runs to its
+                // end here (not exec'd), then they are stopped.
+                let status = slurm
+                    .srun()
+                    .args(&args)
+                    .status()
+                    .map_err(|e| format!("could not run srun: {e}"))?;
+                if status.success() {
+                    return slurm.stop().map_err(|e| format!("stopping Slurm: {e}"));
+                }
+                Err(format!("srun {status}; Slurm's logs:\n{}", slurm.logs()))
             }
             Action::Measure {
                 name,
