@@ -7,7 +7,9 @@
 // operations (SUM, PROD, MIN, MAX, BXOR, a non-commutative user operation:
 // 2x2 matrix products), in place and not, counts from 0 up past the eager
 // limit, at 1 to 4 ranks (and 7 under Open MPI: MPICH's own blocking
-// collectives, the oracle's side, take minutes with 7 ranks on 2 cores).
+// collectives, the oracle's side, take minutes with 7 ranks on 2 cores;
+// t_oracle_wide runs 5 to 7 with fewer counts, and
+// crates/goal-cli/tests/mpi_layer_hosts.rs across emulated hosts).
 // Results must agree bit for bit, and bytes the collective must not write
 // must stay as they were. Floating values are small integers, whose
 // sums and products are exact in any order, so MPI's order and goal's give
