@@ -20,7 +20,7 @@
 mod util;
 
 use goal_netns::{Cluster, Slurm, Spec};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 use util::in_job;
 
@@ -52,44 +52,12 @@ fn srun(slurm: &Slurm, rails: usize, mpi: &str, env: &[(&str, &str)], program: &
         // others waiting for it until the time limit.
         .arg("--kill-on-bad-exit=1")
         .args(program)
-        .env("GOAL_RAILS", rail_names.join(","))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env("GOAL_RAILS", rail_names.join(","));
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("starting srun");
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut v);
-            }
-            v
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let t = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for srun") {
-            break status;
-        }
-        if t.elapsed() > JOB_LIMIT {
-            // Its tasks end with the Slurm value.
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().expect("waiting for srun");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = stderr.join().expect("stderr reader");
-    if timed_out {
-        stderr.extend_from_slice(format!("\n(the test killed srun after {JOB_LIMIT:?})\n").as_bytes());
-    }
-    Output { status, stdout: stdout.join().expect("stdout reader"), stderr }
+    // Its tasks end with the Slurm value when it is killed.
+    util::output_within(cmd, JOB_LIMIT)
 }
 
 /// Asserts that the job succeeded and that its lines holding `prefix`

@@ -222,7 +222,7 @@ pub fn build_c_program(name: &str, what: &str) -> (PathBuf, PathBuf) {
 /// The repository and the target directory holding libgoal, built now:
 /// `cargo test` builds the crates the tests link, not the C library, so
 /// it is built into the same target directory, as this version.
-fn build_library() -> (PathBuf, PathBuf) {
+pub fn build_library() -> (PathBuf, PathBuf) {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let lib = std::env::current_exe().expect("exe").parent().and_then(Path::parent).expect("target dir").to_path_buf();
     let release = lib.ends_with("release");
@@ -498,4 +498,42 @@ impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Runs `cmd` with its output piped (stdin from /dev/null), killing it
+/// after `limit`; returns its output, with a line saying so at the end of
+/// stderr when it was killed.
+pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let t = std::time::Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for a child") {
+            break status;
+        }
+        if t.elapsed() > limit {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().expect("waiting for a child");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = stderr.join().expect("stderr reader");
+    if timed_out {
+        stderr.extend_from_slice(format!("\n(the test killed it after {limit:?})\n").as_bytes());
+    }
+    Output { status, stdout: stdout.join().expect("stdout reader"), stderr }
 }
