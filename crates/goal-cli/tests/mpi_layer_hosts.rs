@@ -280,7 +280,7 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
                 // What mpirun_openmpi and mpiexec_mpich set: MPI on rail 0
                 // only (and UCX not bypassing the rails through CMA).
                 Mpi::OpenMpi => env.extend([("OMPI_MCA_btl_tcp_if_include", "rail0"), ("OMPI_MCA_oob_tcp_if_include", "rail0"), ("OMPI_MCA_mpi_yield_when_idle", "1")].map(|(k, v)| (k.into(), v.into()))),
-                Mpi::Mpich => env.extend([("UCX_TLS", "self,tcp,posix,sysv"), ("UCX_NET_DEVICES", "rail0")].map(|(k, v)| (k.into(), v.into()))),
+                Mpi::Mpich => env.extend([("UCX_TLS", "self,tcp"), ("UCX_NET_DEVICES", "rail0")].map(|(k, v)| (k.into(), v.into()))),
             }
             // The layer into the tasks only (srun itself runs without it);
             // the rest through srun's environment, which the tasks inherit
