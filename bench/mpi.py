@@ -203,8 +203,8 @@ def configs(a, exes: dict, cname: str | None, tool: Path | None) -> list[Config]
                     else:
                         head = [str(tool), "mpirun", "--name", cname, "--np", "2", "--per-host", "1",
                                 "--rails", "0", *([] if mpi == "openmpi" else ["--mpich"]), "--"]
-                        # MPICH: TCP only (goal-cluster's default too: UCX's shared memory would
-                        # reach the other emulated host, see crates/goal-netns/src/mpi.rs).
+                        # MPICH: TCP only (goal-cluster's UCX_TLS=self,tcp,posix,sysv lets UCX's
+                        # shared memory reach the other emulated host: docs/cluster.md).
                         head += ["--mca", "btl", "tcp,self"] if mpi == "openmpi" else ["-genv", "UCX_TLS", "self,tcp"]
                     out.append(Config(setup, lib, program, head + flags + prog, {}))
     return out

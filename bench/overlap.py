@@ -273,7 +273,7 @@ def configs_for(a, setup: str, exes: dict, cname: str | None, tool: Path | None)
         else:
             gs = [x for k, v in env.items() for x in ("-genv", k, v)]
             cmd = head + ["--mpich", "--", *gs, *prog]
-            note += " under goal-cluster's hydra (UCX_TLS=self,tcp)"
+            note += " under goal-cluster's hydra (UCX_TLS=self,tcp,posix,sysv: small messages may cross hosts through shared memory, docs/cluster.md)"
         out.append(Config(setup, lib, cmd, {}, note.strip()))
     if a.libs:
         want = {x.strip() for x in a.libs.split(",") if x.strip()}
@@ -989,7 +989,7 @@ def main() -> int:
         notes.append(f"cluster: goal-cluster {cname}, one rail at {RATE} (tc tbf) per host; the emulated hosts "
                      f"share this machine's {ncpu} CPUs; goal (GOAL_RAILS=rail0) and Open MPI (btl tcp,self) run "
                      "under goal-cluster's Open MPI mpirun, MPICH under its hydra (goal-cluster mpirun --mpich: "
-                     "UCX over TCP, UCX_TLS=self,tcp)")
+                     "UCX_TLS=self,tcp,posix,sysv: small messages may cross hosts through shared memory, docs/cluster.md)")
     if netcost:
         notes.append(f"the emulated network's own CPU cost: {netcost['cpu_us_per_mib']:.0f} us of CPU per MiB moved "
                      f"(machine-wide busy time during a {netcost['mib']} MiB TCP transfer between two emulated hosts "

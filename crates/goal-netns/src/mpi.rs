@@ -30,14 +30,16 @@
 //! - UCX picks transports by reachability, and its cross-memory-attach
 //!   transport (`cma`) reaches any process on the machine, namespaces or
 //!   not: left alone, two "hosts" exchange data at memory speed (~20 Gbit/s
-//!   measured), bypassing the rails. Its shared-memory transports (`posix`,
-//!   `sysv`) do the same: they take two processes for one machine when
-//!   their boot ids agree, which every namespace shares (an 8-byte allreduce
-//!   between two emulated hosts took 1 us so, 14 us over TCP). So
-//!   `UCX_TLS=self,tcp`: everything between ranks goes over TCP, between
-//!   ranks of one emulated host too (loopback), which makes MPICH's
-//!   intra-host figures pessimistic where a layout has several ranks per
-//!   host; `UCX_NET_DEVICES` picks the rails. UCX's TCP
+//!   measured), bypassing the rails. `UCX_TLS=self,tcp,posix,sysv` takes
+//!   `cma` out; `UCX_NET_DEVICES` picks the rails. Its shared-memory
+//!   transports (`posix`, `sysv`) still reach other emulated hosts: they take
+//!   two processes for one machine when their boot ids agree, which every
+//!   namespace shares (an 8-byte allreduce between two emulated hosts took
+//!   1 us so, 14 us over TCP). They stay because MPICH 4.0.2 without them
+//!   (`self,tcp`) hung in `MPI_Finalize` after a long test across 4 hosts x
+//!   2 ranks; a benchmark with one rank per host passes `UCX_TLS=self,tcp`
+//!   itself (`bench/mpi.py`), and tests check goal's traffic on a rail of
+//!   its own. UCX's TCP
 //!   transport used one rail even when given two (measured: 0.95 Gbit/s on
 //!   two 1 Gbit/s rails).
 
@@ -178,7 +180,7 @@ exec {enter} {sh} -c "$*"
         cmd.args([
             "-genv",
             "UCX_TLS",
-            "self,tcp",
+            "self,tcp,posix,sysv",
             "-genv",
             "UCX_NET_DEVICES",
             &interfaces(rails),
