@@ -149,12 +149,22 @@ fn assert_all_ok(out: &Output, size: usize, kind: &str) {
     );
 }
 
+/// A port free now whose next port is free too (torchrun-style jobs serve
+/// goal's store at MASTER_PORT + 1), never one this process handed out or
+/// a neighbour of one: tests run in parallel, and one test's MASTER_PORT + 1
+/// was another's store port (CI, "Address already in use").
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap();
+    loop {
+        let first = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        let next_free = port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok();
+        if next_free && !given.iter().any(|&g| g.abs_diff(port) <= 1) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 fn new_secret() -> String {
