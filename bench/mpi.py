@@ -324,7 +324,7 @@ def main() -> int:
         a.setups.remove("2x1")
         a.cluster_skipped = why
     cluster = "2x1" in a.setups
-    tool = O.cluster_tool(a) if cluster else None
+    tool = C.cluster_tool(a.cluster_tool) if cluster else None
     cname = f"mpi{os.getpid() % 100000}" if cluster else None
     cfgs = configs(a, exes, cname, tool)
     if not cfgs:
