@@ -668,15 +668,27 @@ def log_again(disturbed: bool, foreign_pct, before, after):
 # ---------------------------------------------------------------------------------------
 # plots
 
-def cluster_tool(path: Path | None = None) -> Path:
-    """goal-cluster (crates/goal-netns), the emulated cluster's tool: PATH if given, else
-    the workspace's build of it ($CARGO_TARGET_DIR or target/, release), built if missing."""
-    tool = path or Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target") / "release" / "goal-cluster"
-    if not tool.exists() and path is None:
-        log(f"building {tool.name} (cargo build --release -p goal-netns) ...")
+def find_cluster_tool(path: Path | None = None, build: bool = True) -> Path | None:
+    """goal-cluster (crates/goal-netns), the emulated cluster's tool: PATH if given and
+    there, else the workspace's build of it ($CARGO_TARGET_DIR's, then target/'s, release),
+    built if missing when `build` and this is a source tree; None when there is none."""
+    if path is not None:
+        return path if path.exists() else None
+    dirs = [Path(os.environ["CARGO_TARGET_DIR"])] if os.environ.get("CARGO_TARGET_DIR") else []
+    candidates = [d / "release" / "goal-cluster" for d in dirs + [REPO / "target"]]
+    found = next((t for t in candidates if t.exists()), None)
+    if found is None and build and (REPO / "Cargo.toml").exists():
+        log("building goal-cluster (cargo build --release -p goal-netns) ...")
         run(["cargo", "build", "--release", "-q", "-p", "goal-netns"], timeout=900, check=True, cwd=REPO)
-    if not tool.exists():
-        die(f"{tool} does not exist (cargo build --release -p goal-netns builds it)")
+        found = next((t for t in candidates if t.exists()), None)
+    return found
+
+
+def cluster_tool(path: Path | None = None) -> Path:
+    """find_cluster_tool(), or the end of the run saying what is missing."""
+    tool = find_cluster_tool(path)
+    if tool is None:
+        die(f"{path or 'goal-cluster'} does not exist (cargo build --release -p goal-netns builds it)")
     return tool
 
 

@@ -128,9 +128,6 @@ def parse_args():
         a.wait_idle = 1 if a.quick else 10
     a.ops = a.ops or (QUICK_OPS if a.quick else OVERLAP_OPS)
     a.sizes = a.sizes or (QUICK_SIZES if a.quick else BLOCKING_SIZES)
-    if a.cluster_tool is None:
-        built = [Path(d) / "release" / "goal-cluster" for d in (os.environ.get("CARGO_TARGET_DIR"),) if d]
-        a.cluster_tool = next((p for p in built if p.exists()), C.REPO / "target" / "release" / "goal-cluster")
     return a
 
 
@@ -316,8 +313,9 @@ def main() -> int:
         C.warn(f"load average is {machine['loadavg_start'][0]:.2f}: something else is running "
                f"({', '.join(C.busy_processes()) or 'see top'}); results will be noisy")
     exes = build(a)
-    if "2x1" in a.setups and not a.cluster_tool.exists() and not (C.REPO / "Cargo.toml").exists():
-        why = f"{a.cluster_tool} does not exist and {C.REPO} is no source tree to build it in"
+    if "2x1" in a.setups and C.find_cluster_tool(a.cluster_tool, build=False) is None \
+            and not (C.REPO / "Cargo.toml").exists():
+        why = f"{a.cluster_tool or 'goal-cluster'} does not exist and {C.REPO} is no source tree to build it in"
         if a.setups_given:
             C.die(f"2x1: {why} (--cluster-tool, or run the goal of the source tree)")
         C.warn(f"{why}: local setup only (the goal of the source tree, target/release/goal, runs both)")

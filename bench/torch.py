@@ -254,20 +254,6 @@ def torch_job(a, setup: str, cluster: str | None, tool: Path | None, runs, notes
         return job(a, f"torch {setup}", cmds, runs, notes)
 
 
-def cluster_tool(a) -> Path | None:
-    """goal-cluster: --cluster-tool, or built by this source tree's cargo; None if neither."""
-    if a.cluster_tool:
-        return a.cluster_tool if a.cluster_tool.exists() else None
-    targets = [Path(os.environ["CARGO_TARGET_DIR"])] if os.environ.get("CARGO_TARGET_DIR") else []
-    targets.append(C.REPO / "target")
-    for t in targets:
-        if (t / "release" / "goal-cluster").exists():
-            return t / "release" / "goal-cluster"
-    if not (C.REPO / "Cargo.toml").exists():
-        return None
-    C.log("building goal-cluster (cargo build --release -p goal-netns) ...")
-    C.run(["cargo", "build", "--release", "-q", "-p", "goal-netns"], timeout=900, cwd=C.REPO)
-    return next((t / "release" / "goal-cluster" for t in targets if (t / "release" / "goal-cluster").exists()), None)
 
 
 def py_check(a, code: str) -> C.Result:
@@ -364,7 +350,7 @@ def main() -> int:
         why = None
         if os.geteuid() != 0:
             why = "the emulated hosts need root (network namespaces)"
-        elif (tool := cluster_tool(a)) is None:
+        elif (tool := C.find_cluster_tool(a.cluster_tool)) is None:
             why = "goal-cluster is not built (cargo build --release -p goal-netns in the source tree)"
         if why:
             notes.append(f"cluster2 skipped: {why}")
