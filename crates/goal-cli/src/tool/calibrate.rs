@@ -190,8 +190,8 @@ fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, r_ns: u64, s: usize) -> go
     rt.compile(&g)
 }
 
-/// Runs `sched` `reps` times after a few more; on rank 0 the median time
-/// of one run in nanoseconds.
+/// Runs `sched` `reps` times after a few more; the median time of one run
+/// at this rank, in nanoseconds.
 fn time(rt: &Arc<Runtime>, sched: &Schedule, reps: usize) -> goal_rt::Result<f64> {
     let mut t = Vec::with_capacity(reps);
     for i in 0..reps + reps / 10 + 2 {
