@@ -39,6 +39,12 @@ fn two_ranks_measure_every_parameter_and_write_them() {
         let v = field(&json, k);
         assert!(v.is_finite() && v >= 0.0, "{k} = {v}: {json}");
     }
+    // Each end's overhead measured, o their mean (LogGOPSim's one o), and L
+    // what they leave of the half round trip of a byte, never below 0.
+    let (o, o_s, o_r, l) = (field(&json, "o"), field(&json, "o_send"), field(&json, "o_recv"), field(&json, "L"));
+    assert!(o_s > 0.0 && o_r > 0.0 && (o - (o_s + o_r) / 2.0).abs() < 0.1, "o {o}, o_s {o_s}, o_r {o_r}: {json}");
+    let half = field(&json, "prtt1_ns") / 2.0;
+    assert!((l - (half - o_s - o_r).max(0.0)).abs() < 0.2, "L {l} against a half round trip of {half}: {json}");
     // Goal's eager limit, and only eager sizes measured, from 1 byte on.
     let s = field(&json, "S");
     assert!(s >= 1024.0, "S = {s}: {json}");

@@ -534,3 +534,42 @@ fn a_message_past_2_gib_crosses_hosts() {
     eprintln!("2.5 GiB across hosts, three ways: {:.1} s", t.elapsed().as_secs_f64());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `goal calibrate --loggops` between two emulated hosts (TCP over one
+/// rail): it says it measured the network, its S is the eager limit goal's
+/// TCP path uses to that peer (`GOAL_NET_EAGER`'s one-rail default, or the
+/// variable's value), it measures every eager size up to S and no further,
+/// and L is what the two ends' overheads leave of the half round trip.
+#[test]
+fn calibrating_across_hosts_measures_the_tcp_path_goal_uses() {
+    if in_job() {
+        return;
+    }
+    let Some(c) = cluster_of(2, 1) else { return };
+    let dir = std::env::temp_dir().join(format!("goal-calibrate-hosts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let goal = Path::new(env!("CARGO_BIN_EXE_goal"));
+    for (port, env, want_s) in [(29717, vec![], 65536.0), (29721, vec![("GOAL_NET_EAGER", "4096")], 4096.0)] {
+        let out = dir.join(format!("net-{port}.json"));
+        let args = ["calibrate", "--loggops", "--reps", "20", "--out", out.to_str().unwrap()];
+        let ranks = spawn_program_per_host(&c, goal, &args, 1, port, &env);
+        for (r, (code, err)) in wait_all(ranks, Duration::from_secs(120)).iter().enumerate() {
+            assert_eq!(*code, Some(0), "rank {r} ({env:?}): {err}");
+        }
+        let json = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        let num = |key: &str, from: usize| -> f64 {
+            let at = json[from..].find(&format!("\"{key}\": ")).unwrap_or_else(|| panic!("no {key} in {json}")) + from + key.len() + 4;
+            let end = json[at..].find([',', '\n', '}']).unwrap() + at;
+            json[at..end].trim().parse().unwrap_or_else(|e| panic!("{key}: {e} in {json}"))
+        };
+        assert!(json.contains("\"path\": \"network\""), "{json}");
+        assert_eq!(num("S", 0), want_s, "{env:?}: {json}");
+        let sizes: Vec<f64> = json.match_indices("\"bytes\": ").map(|(i, _)| num("bytes", i)).collect();
+        assert!(sizes[0] == 1.0 && *sizes.last().unwrap() <= want_s && *sizes.last().unwrap() * 4.0 > want_s, "sizes {sizes:?} for S = {want_s}");
+        let (l, o, o_s, o_r) = (num("L", 0), num("o", 0), num("o_send", 0), num("o_recv", 0));
+        let half = num("prtt1_ns", 0) / 2.0;
+        assert!(o_s > 0.0 && o_r > 0.0 && (o - (o_s + o_r) / 2.0).abs() < 0.1, "{json}");
+        assert!((l - (half - o_s - o_r).max(0.0)).abs() < 0.2, "L {l}, half round trip {half}: {json}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

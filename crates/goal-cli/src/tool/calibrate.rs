@@ -11,16 +11,30 @@
 //!
 //! * `g + (s-1)G = (PRTT(n, 0, s) - PRTT(1, 0, s)) / (n - 1)`: back to back,
 //!   the sender issues a message per gap;
-//! * `o + (s-1)O = (PRTT(n, d, s) - PRTT(1, 0, s)) / (n - 1) - d`, with `d`
-//!   longer than a round trip, so the network is idle when each send
-//!   starts and only the sender's own cost is left;
-//! * G and O are the slopes of the least-squares lines through those,
-//!   over the eager sizes; g and o their mean at the small sizes (up to 64
-//!   bytes); `L = PRTT(1, 0, 1) / 2 - 2o` (a message costs `o` at both
-//!   ends, as LogGOPSim charges it), 0 where that would be negative
-//!   (shared memory, where the work of the two ends overlaps);
-//! * S is goal's eager limit: from there on goal hands a message over by
-//!   rendezvous, as LogGOPSim does above S.
+//! * the sender's overhead `o_s + (s-1)O = (PRTT(n, d, s) - PRTT(1, 0, s)) /
+//!   (n - 1) - d`, with `d` longer than a round trip, so the network is
+//!   idle when each send starts and only the sender's own cost is left;
+//! * the receiver's overhead `o_r + (s-1)O`, as Netgauge measures it: the
+//!   same train sent back to back, rank 1 computing `d` before each receive
+//!   after the first, so each message waits for it; rank 1's time of that
+//!   less its time of PRTT(1, 0, s), over `n - 1`, less `d`;
+//! * G and O are the slopes of the least-squares lines through those, over
+//!   the eager sizes; g, o_s and o_r their means at the small sizes (up to
+//!   64 bytes) less the bytes' share;
+//! * a message costs `o_s + L + o_r` from the send's start to the
+//!   receive's end, so `L = PRTT(1, 0, 1) / 2 - o_s - o_r`: what the two
+//!   ends' overheads leave of the half round trip (a delayed link goes
+//!   there). 0 where they fill it: over shared memory the ends' work
+//!   overlaps, and over TCP between namespaces (goal's emulated hosts) the
+//!   sender's system call carries the message through the receiver's stack
+//!   too, so the message arrives before the send returns;
+//! * LogGOPSim charges one `o` at both ends: `o = (o_s + o_r) / 2` keeps
+//!   their sum (both are written too, as `o_send` and `o_recv`);
+//! * S is the eager limit goal uses to that peer: shared memory's
+//!   calibrated one on one host; between hosts the network's
+//!   (`GOAL_NET_EAGER`, larger over one rail, where rendezvous has no
+//!   striping to offer). Above it goal and LogGOPSim both hand a message
+//!   over by rendezvous.
 //!
 //! Each configuration is a goal schedule (sends chained by `requires`,
 //! `calc d` between them), compiled in the same order on both ranks and run
@@ -46,8 +60,11 @@ goal sim and LogGOPSim read:
   mpirun -np 2 --host a,b goal calibrate --loggops (the network)
 Method: the parametrised round trip PRTT(n, d, s) of Hoefler, Schneider and
 Lumsdaine (LogGP in theory and practice, 2009), at every eager size from 1
-byte; S is goal's eager limit. Rank 0 prints the measurements, the
-parameters in nanoseconds (G and O per byte) and the goal sim options.
+byte: the sender's overhead o_s and the receiver's o_r each from a train
+with computation between the messages at that end, L = PRTT(1,0,1)/2 - o_s
+- o_r, o = (o_s + o_r)/2; S is goal's eager limit to the other rank (the
+network's between hosts). Rank 0 prints the measurements, the parameters in
+nanoseconds (G and O per byte) and the goal sim options.
 
 Options:
   --loggops       measure the LogGOPS parameters (the only calibration today)
@@ -132,37 +149,49 @@ struct Bufs {
     recv: Vec<u8>,
 }
 
-/// One configuration PRTT(n, d, s), compiled on both ranks.
-fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, s: usize) -> goal_rt::Result<Schedule> {
+/// One configuration PRTT(n, d, s), compiled on both ranks: rank 0 sends
+/// `n` messages of `s` bytes, `d_ns` of computation between two sends, and
+/// rank 1 answers once it has received them all, `r_ns` of computation
+/// between two receives (Netgauge's receiver-side train, which measures
+/// the receive overhead; `d_ns` and `r_ns` are never both set).
+fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, r_ns: u64, s: usize) -> goal_rt::Result<Schedule> {
     let mut g = Graph::new();
     let (sb, rb) = (b.send.as_ptr() as u64, b.recv.as_ptr() as u64);
+    // Vertex `v` after `prev`, with `ns` of computation between them.
+    let chain = |g: &mut Graph, prev: Option<goal_sched::VertexId>, v: goal_sched::VertexId, ns: u64| {
+        let Some(mut p) = prev else { return };
+        if ns > 0 {
+            let c = g.add(Vertex::Calc { units: ns as i64 });
+            g.requires(p, c).expect("vertices of g");
+            p = c;
+        }
+        g.requires(p, v).expect("vertices of g");
+    };
     if rt.rank() == 0 {
         let mut prev = None;
-        for i in 0..n {
-            if i > 0 && d_ns > 0 {
-                let c = g.add(Vertex::Calc { units: d_ns as i64 });
-                g.requires(prev.expect("a send before"), c).expect("vertices of g");
-                prev = Some(c);
-            }
+        for _ in 0..n {
             let v = g.send(Buf::user(sb), s as i64, 1, 1);
-            if let Some(p) = prev {
-                g.requires(p, v).expect("vertices of g");
-            }
+            chain(&mut g, prev, v, d_ns);
             prev = Some(v);
         }
         g.recv(Buf::user(rb), s as i64, 1, 2);
     } else {
         let reply = g.send(Buf::user(sb), s as i64, 0, 2);
+        let mut prev = None;
         for i in 0..n {
             let r = g.recv(Buf::user(rb + (i * s) as u64), s as i64, 0, 1);
             g.requires(r, reply).expect("vertices of g");
+            if r_ns > 0 {
+                chain(&mut g, prev, r, r_ns);
+            }
+            prev = Some(r);
         }
     }
     rt.compile(&g)
 }
 
-/// Runs `sched` `reps` times after a few more; on rank 0 the median time
-/// of one run in nanoseconds.
+/// Runs `sched` `reps` times after a few more; the median time of one run
+/// at this rank, in nanoseconds.
 fn time(rt: &Arc<Runtime>, sched: &Schedule, reps: usize) -> goal_rt::Result<f64> {
     let mut t = Vec::with_capacity(reps);
     for i in 0..reps + reps / 10 + 2 {
@@ -179,72 +208,115 @@ fn time(rt: &Arc<Runtime>, sched: &Schedule, reps: usize) -> goal_rt::Result<f64
 }
 
 /// One size's measurements, in nanoseconds.
+#[derive(Clone, Copy, Debug)]
 struct Row {
     s: usize,
+    /// PRTT(1, 0, s) at rank 0.
     prtt1: f64,
+    /// g + (s-1)G: (PRTT(n, 0, s) - PRTT(1, 0, s)) / (n - 1).
     gap: f64,
-    overhead: f64,
+    /// The sender's overhead o_s + (s-1)O, from PRTT(n, d, s).
+    send: f64,
+    /// The receiver's overhead o_r + (s-1)O, from rank 1's time of the
+    /// train with `d` between its receives.
+    recv: f64,
     d: f64,
 }
 
+/// The parameters from the measured rows, in nanoseconds (G, O per byte).
+#[derive(Debug)]
+struct Params {
+    l: f64,
+    o: f64,
+    o_send: f64,
+    o_recv: f64,
+    g: f64,
+    big_g: f64,
+    big_o: f64,
+}
+
+/// LogGOPS from the rows: G and O are the slopes over every size, g, o_s
+/// and o_r the means at the small ones (up to 64 bytes) less their bytes'
+/// share (the lines' intercepts would be pulled by the noise of the large
+/// sizes). A message
+/// costs its sender o_s and its receiver o_r, so the half round trip of 1
+/// byte is `o_s + L + o_r` and L what is left of it. LogGOPSim charges one
+/// o at both ends: their mean, which keeps the sum.
+fn derive(rows: &[Row]) -> Params {
+    let pts = |f: fn(&Row) -> f64| rows.iter().map(|r| ((r.s - 1) as f64, f(r))).collect::<Vec<_>>();
+    let (_, big_g) = fit(&pts(|r| r.gap));
+    let (_, big_o) = fit(&pts(|r| (r.send + r.recv) / 2.0));
+    // Each small size's cost less its bytes' share, averaged.
+    let small = |f: &dyn Fn(&Row) -> f64, per_byte: f64| {
+        let v: Vec<f64> = rows.iter().filter(|r| r.s <= 64).map(|r| f(r) - (r.s - 1) as f64 * per_byte).collect();
+        (v.iter().sum::<f64>() / v.len().max(1) as f64).max(0.0)
+    };
+    let (g, o_send, o_recv) = (small(&|r| r.gap, big_g), small(&|r| r.send, big_o), small(&|r| r.recv, big_o));
+    let l = (rows[0].prtt1 / 2.0 - o_send - o_recv).max(0.0);
+    Params { l, o: (o_send + o_recv) / 2.0, o_send, o_recv, g, big_g, big_o }
+}
+
+/// Rank `from`'s `v` on both ranks.
+fn share(rt: &Arc<Runtime>, from: u32, v: f64) -> goal_rt::Result<f64> {
+    let theirs = f64::from_bits(exchange(rt, v.to_bits())?);
+    Ok(if rt.rank() == from { v } else { theirs })
+}
+
 fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
-    let eager = rt.thresholds().0;
+    let host = host_hash();
+    let peer_host = exchange(rt, host)?;
+    let network = peer_host != host;
+    let eager = eager_limit(rt, network);
     let sizes: Vec<usize> = SIZES.iter().copied().filter(|&s| s <= eager.max(1)).collect();
     let max = *sizes.last().expect("1 byte is always eager");
     let n = o.messages;
     let b = Bufs { send: vec![7; max], recv: vec![0; max * n] };
-    let host = host_hash();
-    let peer_host = exchange(rt, host)?;
+    let k = (n - 1) as f64;
     let mut rows = Vec::new();
     for &s in &sizes {
-        // Rank 1 learns nothing of d: its schedules hold no computation,
-        // and both ranks compile the same number in the same order.
-        let one = train(rt, &b, 1, 0, s)?;
+        // Both ranks compile the same schedules in the same order; each
+        // times every run (rank 0 the round trips, rank 1 its receives).
+        let one = train(rt, &b, 1, 0, 0, s)?;
         let prtt1 = time(rt, &one, o.reps)?;
-        let back = train(rt, &b, n, 0, s)?;
+        let back = train(rt, &b, n, 0, 0, s)?;
         let prttn = time(rt, &back, o.reps)?;
-        // Longer than a round trip: the sender finds the network idle.
-        let d = (prtt1 * 2.0).max(2000.0).round();
-        let spaced = train(rt, &b, n, d as u64, s)?;
+        // Longer than a round trip: the sender finds the network idle, the
+        // receiver its message waiting.
+        let d = share(rt, 0, (prtt1 * 2.0).max(2000.0).round())?;
+        let spaced = train(rt, &b, n, d as u64, 0, s)?;
         let prttd = time(rt, &spaced, o.reps.div_ceil(4).max(2))?;
-        let k = (n - 1) as f64;
-        rows.push(Row { s, prtt1, gap: (prttn - prtt1) / k, overhead: (prttd - prtt1) / k - d, d });
+        let waiting = train(rt, &b, n, 0, d as u64, s)?;
+        let recvd = time(rt, &waiting, o.reps.div_ceil(4).max(2))?;
+        // At rank 1, `prtt1` and `recvd` are its times of the same
+        // schedules: waiting for the first message alike, then n - 1
+        // receives of waiting messages, each after d.
+        let recv = share(rt, 1, if rt.rank() == 1 { (recvd - prtt1) / k - d } else { 0.0 })?;
+        rows.push(Row { s, prtt1, gap: (prttn - prtt1) / k, send: (prttd - prtt1) / k - d, recv, d });
     }
     if rt.rank() != 0 {
         return Ok(0);
     }
-    let pts = |f: fn(&Row) -> f64| rows.iter().map(|r| ((r.s - 1) as f64, f(r))).collect::<Vec<_>>();
-    // The slopes from every size; the per-message costs from the small
-    // sizes alone (their lines' intercepts would be pulled by the noise of
-    // the large ones).
-    let (_, big_g) = fit(&pts(|r| r.gap));
-    let (_, big_o) = fit(&pts(|r| r.overhead));
-    let small = |f: fn(&Row) -> f64| {
-        let v: Vec<f64> = rows.iter().filter(|r| r.s <= 64).map(f).collect();
-        (v.iter().sum::<f64>() / v.len() as f64).max(0.0)
-    };
-    let g = small(|r| r.gap);
-    // A message costs o at both ends and L between; where the two
-    // overheads exceed half the round trip (shared memory, where the
-    // sender's and the receiver's work overlap), L is 0.
-    let ov = small(|r| r.overhead);
-    let l = (rows[0].prtt1 / 2.0 - 2.0 * ov).max(0.0);
-    let how = if peer_host == host { "shared memory (both ranks on one host)" } else { "the network (the ranks on different hosts)" };
+    let p = derive(&rows);
+    let (l, ov, g, big_g, big_o) = (p.l, p.o, p.g, p.big_g, p.big_o);
+    let how = if network { "the network (the ranks on different hosts)" } else { "shared memory (both ranks on one host)" };
     println!("goal calibrate --loggops: rank 0 <-> rank 1 over {how}; eager limit {eager} B; n = {n}, median of {} round trips", o.reps);
-    println!("{:>8} {:>14} {:>14} {:>14} {:>10}", "size", "PRTT(1,0,s)", "g+(s-1)G", "o+(s-1)O", "d");
+    println!("{:>8} {:>14} {:>14} {:>14} {:>14} {:>10}", "size", "PRTT(1,0,s)", "g+(s-1)G", "o_s+(s-1)O", "o_r+(s-1)O", "d");
     for r in &rows {
-        println!("{:>8} {:>14.0} {:>14.1} {:>14.1} {:>10.0}", r.s, r.prtt1, r.gap, r.overhead, r.d);
+        println!("{:>8} {:>14.0} {:>14.1} {:>14.1} {:>14.1} {:>10.0}", r.s, r.prtt1, r.gap, r.send, r.recv, r.d);
     }
+    println!("o_s = {:.0} ns, o_r = {:.0} ns: o = {ov:.0} ns at each end; L = PRTT(1,0,1)/2 - o_s - o_r = {l:.0} ns", p.o_send, p.o_recv);
     println!("L = {l:.0} ns, o = {ov:.0} ns, g = {g:.0} ns, G = {big_g:.4} ns/B, O = {big_o:.4} ns/B, S = {eager} B");
     println!("goal sim -L {l:.0} -o {ov:.0} -g {g:.0} -G {big_g:.4} -O {big_o:.4} -S {eager} FILE");
     if let Some(path) = &o.out {
         let measured: Vec<String> = rows
             .iter()
-            .map(|r| format!("{{\"bytes\": {}, \"prtt1_ns\": {:.1}, \"gap_ns\": {:.1}, \"overhead_ns\": {:.1}, \"d_ns\": {:.0}}}", r.s, r.prtt1, r.gap, r.overhead, r.d))
+            .map(|r| format!("{{\"bytes\": {}, \"prtt1_ns\": {:.1}, \"gap_ns\": {:.1}, \"send_overhead_ns\": {:.1}, \"recv_overhead_ns\": {:.1}, \"d_ns\": {:.0}}}", r.s, r.prtt1, r.gap, r.send, r.recv, r.d))
             .collect();
         let json = format!(
-            "{{\n  \"L\": {l:.1},\n  \"o\": {ov:.1},\n  \"g\": {g:.1},\n  \"G\": {big_g:.6},\n  \"O\": {big_o:.6},\n  \"S\": {eager},\n  \"units\": \"ns; G and O in ns per byte; S in bytes\",\n  \"path\": \"{}\",\n  \"messages\": {n},\n  \"reps\": {},\n  \"measured\": [\n    {}\n  ]\n}}\n",
-            if peer_host == host { "shm" } else { "network" },
+            "{{\n  \"L\": {l:.1},\n  \"o\": {ov:.1},\n  \"g\": {g:.1},\n  \"G\": {big_g:.6},\n  \"O\": {big_o:.6},\n  \"S\": {eager},\n  \"o_send\": {:.1},\n  \"o_recv\": {:.1},\n  \"units\": \"ns; G and O in ns per byte; S in bytes\",\n  \"path\": \"{}\",\n  \"messages\": {n},\n  \"reps\": {},\n  \"measured\": [\n    {}\n  ]\n}}\n",
+            p.o_send,
+            p.o_recv,
+            if network { "network" } else { "shm" },
             o.reps,
             measured.join(",\n    ")
         );
@@ -254,6 +326,23 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// The largest message goal sends eagerly to the other rank: between
+/// hosts the network's limit (`GOAL_NET_EAGER`; larger over one rail,
+/// where rendezvous has no striping to offer), else shared memory's
+/// calibrated one. Goal sim's S.
+fn eager_limit(rt: &Runtime, network: bool) -> usize {
+    if !network {
+        return rt.thresholds().0;
+    }
+    let c = rt.config();
+    let one_rail = c.rails.as_deref().is_some_and(|r| r.split(',').filter(|x| !x.trim().is_empty()).count() == 1);
+    if one_rail {
+        c.net_eager_one_rail
+    } else {
+        c.net_eager
+    }
 }
 
 /// The least-squares line `y = a + b x` through `pts`, both clamped at 0
@@ -290,7 +379,48 @@ fn exchange(rt: &Arc<Runtime>, mine: u64) -> goal_rt::Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::fit;
+    use super::{derive, fit, Row};
+
+    /// The rows a LogGP machine with these parameters (ns; G and O per
+    /// byte) gives: a round trip is two messages, each `o_s + L + o_r` and
+    /// its bytes on the wire and through both ends' copies.
+    fn machine(l: f64, o_s: f64, o_r: f64, g: f64, big_g: f64, big_o: f64) -> Vec<Row> {
+        [1usize, 8, 64, 512, 2048, 8192]
+            .iter()
+            .map(|&s| {
+                let b = (s - 1) as f64;
+                let prtt1 = 2.0 * (o_s + l + o_r + b * (big_g + 2.0 * big_o));
+                Row { s, prtt1, gap: g + b * big_g, send: o_s + b * big_o, recv: o_r + b * big_o, d: 2.0 * prtt1 }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_network_latency_goes_to_l_and_the_ends_costs_to_o() {
+        // A 50 us wire between ends that spend 3 and 1 us per message (a
+        // delayed link): the delay is L, not o.
+        let p = derive(&machine(50_000.0, 3000.0, 1000.0, 4000.0, 8.0, 0.5));
+        assert!((p.l - 50_000.0).abs() < 1e-6, "{p:?}");
+        assert!((p.o - 2000.0).abs() < 1e-6 && (p.o_send - 3000.0).abs() < 1e-6 && (p.o_recv - 1000.0).abs() < 1e-6, "{p:?}");
+        assert!((p.g - 4000.0).abs() < 1e-6 && (p.big_g - 8.0).abs() < 1e-9 && (p.big_o - 0.5).abs() < 1e-9, "{p:?}");
+        // The simulated one-way time of a byte is the measured half round trip.
+        let rows = machine(50_000.0, 3000.0, 1000.0, 4000.0, 8.0, 0.5);
+        assert!((2.0 * p.o + p.l - rows[0].prtt1 / 2.0).abs() < 1e-6, "{p:?}");
+    }
+
+    #[test]
+    fn overheads_that_fill_the_round_trip_leave_no_latency() {
+        // The sender's cost outlasts the delivery (a TCP send over veth
+        // runs the receiver's stack in the sender's system call): L is 0,
+        // never negative, and o keeps what each end measured.
+        let mut rows = machine(0.0, 8000.0, 2000.0, 7600.0, 8.3, 0.3);
+        for r in &mut rows {
+            r.prtt1 -= 6000.0;
+        }
+        let p = derive(&rows);
+        assert_eq!(p.l, 0.0, "{p:?}");
+        assert!((p.o - 5000.0).abs() < 1e-6, "{p:?}");
+    }
 
     #[test]
     fn the_fit_recovers_a_line_and_clamps_negative_costs() {
