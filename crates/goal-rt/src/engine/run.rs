@@ -23,7 +23,7 @@ impl Engine {
         let plain = self.kernel.is_none() && s.start_index.is_empty() && !trace_on();
         // (Messages waiting for it, or a mismatch to report: the general path.)
         let quiet = self.state.matcher.stale.is_empty() && (self.state.matcher.unexp.is_empty() || !self.state.matcher.unexp.contains_key(&key(sched.id, seq)));
-        if plain && quiet && s.independent as usize == n && n <= DONE_AT_ONCE {
+        if plain && quiet && sched.done_shape {
             if let Some(done) = self.start_done(sched, rt, seq, run) {
                 return done;
             }
