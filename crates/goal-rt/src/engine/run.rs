@@ -40,8 +40,14 @@ impl Engine {
                 *b = at;
             }
         }
-        bufs.counters.clear();
-        bufs.counters.extend_from_slice(&sched.deps);
+        // Without edges nothing is ever counted (every counter starts and
+        // stays at 0; only dependents, fused receives' operations and
+        // kernel chains' followers are counted): a barrier's Run copies
+        // none. (Kernel mode keeps them all, for its chains.)
+        if !s.edges.is_empty() || !s.start_index.is_empty() || self.kernel.is_some() {
+            bufs.counters.clear();
+            bufs.counters.extend_from_slice(&sched.deps);
+        }
         bufs.posted.clear();
         // A handle of an earlier execution may still hold the state (it was
         // not waited for yet); only an unshared one can be reset. Counted
