@@ -131,7 +131,16 @@ pub fn resolve(op: UserOp) -> Result<Arc<UserFn>> {
 /// while some thread runs one).
 #[inline]
 pub fn inside() -> bool {
-    THREADS_INSIDE.load(Ordering::Relaxed) != 0 && INSIDE.with(|c| c.get())
+    THREADS_INSIDE.load(Ordering::Relaxed) != 0 && inside_this_thread()
+}
+
+/// The thread-local half of [`inside`], out of line: inlined, the
+/// compiler computed the thread-local's address (the `__tls_get_addr`
+/// call) before looking at the counter.
+#[cold]
+#[inline(never)]
+fn inside_this_thread() -> bool {
+    INSIDE.with(|c| c.get())
 }
 
 /// `r = a op b` for `n` elements of `esize` bytes, through `f`.
