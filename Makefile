@@ -3,7 +3,8 @@
 #   make demo                  build goal, install the MPI peers, run the main job
 #   make test                  every test (cargo tests + a 45 s cargo-fuzz run of the text
 #                              parser (scripts/fuzz-smoke.sh) + C acceptance suite + the MPI layer's
-#                              and `goal bench mpi --quick` + the Python package's and the torch
+#                              and `goal bench mpi --quick` + the instruction guard of the
+#                              small-message path (make instr-check) + the Python package's and the torch
 #                              backend's pytest, no
 #                              tracked file over 1 MB); installs the Debian packages and
 #                              Python modules the tests use first (MPIs, iproute2; maturin,
@@ -25,7 +26,7 @@ CARGO ?= cargo
 # Where cargo puts what it builds: CARGO_TARGET_DIR if set (cargo reads it too).
 RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 
-.PHONY: all build mpi-lib mpitest install python python-test torch torch-test test bench-check bench-mpi-check repo-check cargo-test fuzz-smoke ctest demo bench-p2p bench-overlap deps clean
+.PHONY: all build mpi-lib mpitest install python python-test torch torch-test test bench-check bench-mpi-check instr-check repo-check cargo-test fuzz-smoke ctest demo bench-p2p bench-overlap deps clean
 
 all: build
 
@@ -100,6 +101,15 @@ bench-mpi-check: install
 	python3 bench/mpi.py --prefix $(PREFIX) --quick --out build/bench-mpi-check/mpi
 	python3 bench/mpi_report.py --check build/bench-mpi-check/mpi.json
 
+# The small-message path's instructions (bench/instr.sh: a 2-rank send and
+# receive, the shape of a barrier's, rank 0 counted by callgrind) stay at most
+# INSTR_MAX per Run+Wait: 1,427-1,428 at the limit's last change (2026-11-29;
+# 1,610 before), so the limit catches a growth of some 5 %. Lower it when the
+# path gets shorter; raise it only with the reason in the commit.
+INSTR_MAX ?= 1500
+instr-check: install
+	bench/instr.sh $(PREFIX) --max $(INSTR_MAX)
+
 # Every benchmark driver at least starts: its --help parses and prints.
 bench-check:
 	@for f in bench/*.py; do python3 $$f --help > /dev/null || { echo "bench-check: $$f --help failed"; exit 1; }; done; echo "bench-check: every bench/*.py answers --help"
@@ -109,7 +119,7 @@ repo-check:
 	@scripts/check-repo.sh
 
 test: deps
-	$(MAKE) bench-check repo-check cargo-test fuzz-smoke ctest mpitest bench-mpi-check python-test torch-test
+	$(MAKE) bench-check repo-check cargo-test fuzz-smoke ctest mpitest bench-mpi-check instr-check python-test torch-test
 
 demo: deps install
 	$(PREFIX)/bin/goal bench p2p --prefix $(PREFIX) --out results/p2p

@@ -33,6 +33,7 @@ use goal_sched::UserOp;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A user operator's function: `f(input, inout, count)` sets `inout[i] =
@@ -66,6 +67,13 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry { next: 0, live: BTreeMap
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// How many threads are inside a user operator's function now: while it is
+/// 0, [`inside`] needs no thread-local look-up (in a shared library each
+/// is a call to `__tls_get_addr`, some 15 instructions on every Run and
+/// Wait). A thread's own increment precedes its own load in program order,
+/// so a thread inside always sees at least its own count.
+static THREADS_INSIDE: AtomicU32 = AtomicU32::new(0);
 
 thread_local! {
     /// Whether this thread is inside a user operator's function.
@@ -118,10 +126,20 @@ pub fn resolve(op: UserOp) -> Result<Arc<UserFn>> {
     }
 }
 
-/// Whether this thread is running a user operator's function now (one
-/// thread-local load: every C call asks).
+/// Whether this thread is running a user operator's function now (every
+/// C call asks: one load of a shared counter, and a thread-local load only
+/// while some thread runs one).
 #[inline]
 pub fn inside() -> bool {
+    THREADS_INSIDE.load(Ordering::Relaxed) != 0 && inside_this_thread()
+}
+
+/// The thread-local half of [`inside`], out of line: inlined, the
+/// compiler computed the thread-local's address (the `__tls_get_addr`
+/// call) before looking at the counter.
+#[cold]
+#[inline(never)]
+fn inside_this_thread() -> bool {
     INSIDE.with(|c| c.get())
 }
 
@@ -144,9 +162,11 @@ pub unsafe fn apply(f: &UserFn, esize: usize, a: *const u8, b: *const u8, r: *mu
         // SAFETY: `r` is valid and written by no one else (caller); `input`
         // is not `r`'s memory (the caller below copies `a` when it is).
         let inout = unsafe { std::slice::from_raw_parts_mut(r, bytes) };
+        THREADS_INSIDE.fetch_add(1, Ordering::Relaxed);
         INSIDE.with(|c| c.set(true));
         let res = catch_unwind(AssertUnwindSafe(|| (f.f)(input, inout, n)));
         INSIDE.with(|c| c.set(false));
+        THREADS_INSIDE.fetch_sub(1, Ordering::Relaxed);
         res.map_err(|_| crate::localop::KernelError::UserPanic)
     };
     if std::ptr::eq(a, r) {

@@ -746,20 +746,14 @@ impl ShmNode {
         }
     }
 
+    #[inline(never)]
     fn wake_dirty(&self) {
-        let mut fenced = false;
+        // Orders every write above before the loads of the peers'
+        // `sleepers` (see the doorbell protocol; the sleeper's side of the
+        // barrier is the heavy one). Only called with a bit set.
+        light_fence();
         for (i, w) in self.dirty.iter().enumerate() {
             let mut bits = w.replace(0);
-            if bits == 0 {
-                continue;
-            }
-            if !fenced {
-                // Orders every write above before the loads of the peers'
-                // `sleepers` (see the doorbell protocol; the sleeper's side
-                // of the barrier is the heavy one).
-                light_fence();
-                fenced = true;
-            }
             while bits != 0 {
                 let p = i * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;

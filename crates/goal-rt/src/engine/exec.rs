@@ -69,6 +69,12 @@ pub(crate) struct SchedInner {
     /// The functions of the user operators it names, kept alive with it
     /// (see [`crate::userop`]).
     pub(super) users: Box<[Arc<UserFn>]>,
+    /// Whether the schedule has the shape of one that Run may finish
+    /// within ([`Engine::start_done`]): at most `DONE_AT_ONCE` operations,
+    /// all independent, each a send or a local operation. Known here, so
+    /// that a Run of any other schedule (a barrier's send and receive)
+    /// does not look at its operations to find out (some 40 instructions).
+    pub(super) done_shape: bool,
 }
 
 /// Receives from this size on count for [`SchedInner::opening_recvs`]
@@ -92,7 +98,10 @@ impl SchedInner {
         recv_keys.sort_unstable();
         recv_keys.dedup();
         let recv_keys = recv_keys.into_boxed_slice();
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys, members, users: users.into_boxed_slice() }
+        let done_shape = s.independent as usize == s.ops.len()
+            && s.ops.len() <= super::run::DONE_AT_ONCE
+            && s.ops.iter().all(|o| matches!(o.kind(), OpKind::Send | OpKind::Local));
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys, members, users: users.into_boxed_slice(), done_shape }
     }
 
     /// Whether some receive of the schedule could take a message from

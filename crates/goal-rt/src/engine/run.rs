@@ -23,7 +23,7 @@ impl Engine {
         let plain = self.kernel.is_none() && s.start_index.is_empty() && !trace_on();
         // (Messages waiting for it, or a mismatch to report: the general path.)
         let quiet = self.state.matcher.stale.is_empty() && (self.state.matcher.unexp.is_empty() || !self.state.matcher.unexp.contains_key(&key(sched.id, seq)));
-        if plain && quiet && s.independent as usize == n && n <= DONE_AT_ONCE {
+        if plain && quiet && sched.done_shape {
             if let Some(done) = self.start_done(sched, rt, seq, run) {
                 return done;
             }
@@ -40,8 +40,14 @@ impl Engine {
                 *b = at;
             }
         }
-        bufs.counters.clear();
-        bufs.counters.extend_from_slice(&sched.deps);
+        // Without edges nothing is ever counted (every counter starts and
+        // stays at 0; only dependents, fused receives' operations and
+        // kernel chains' followers are counted): a barrier's Run copies
+        // none. (Kernel mode keeps them all, for its chains.)
+        if !s.edges.is_empty() || !s.start_index.is_empty() || self.kernel.is_some() {
+            bufs.counters.clear();
+            bufs.counters.extend_from_slice(&sched.deps);
+        }
         bufs.posted.clear();
         // A handle of an earlier execution may still hold the state (it was
         // not waited for yet); only an unshared one can be reset. Counted
@@ -68,7 +74,13 @@ impl Engine {
             shared.state.store(DONE, Ordering::Release);
             return Some(shared);
         }
-        let (slot, gen) = self.state.execs.insert(SchedRef::new(sched), seq, bufs, n as u32);
+        // The early send is over: unless something depends on it (or it
+        // was the only operation), it is counted as finished here rather
+        // than found again by its slot in the loop below (some 20
+        // instructions of a barrier's Run).
+        let early_done = early && n > 1 && s.dependents(0).is_empty();
+        let (slot, gen) = self.state.execs.insert(SchedRef::new(sched), seq, bufs, (n - early_done as usize) as u32);
+        self.state.execs.finished_ops += early_done as usize;
         // Kernel mode: one execution of a schedule at a time (see `kpath`).
         let hold = match self.kernel.as_mut() {
             Some(kernel) => {
@@ -115,7 +127,9 @@ impl Engine {
             for op in 0..s.independent {
                 self.state.run_left = s.independent - op - 1;
                 if early && op == 0 {
-                    self.finish(OpRef { slot, gen, op });
+                    if !early_done {
+                        self.finish(OpRef { slot, gen, op });
+                    }
                     continue;
                 }
                 if plain {

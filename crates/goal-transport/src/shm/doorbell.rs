@@ -45,6 +45,7 @@ use super::layout::{H_BELL, H_POLLING, H_SLEEPERS};
 use super::map::Mapping;
 use crate::sync::{heavy_fence_global, AtomicU32, Ordering};
 use crate::sys;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -163,23 +164,41 @@ impl Drop for SleepGuard<'_> {
 
 /// The waking side of a peer's doorbell, inside the peer's inbox.
 pub(crate) struct RemoteBell {
-    map: Arc<Mapping>,
+    /// The peer's inbox, kept mapped for as long as the pointers below live.
+    _map: Arc<Mapping>,
+    /// Its `bell`, `sleepers` and `polling` words, checked once here
+    /// (`Mapping::atomic_u32` asserts the offset on every call: with three
+    /// calls, some 10 instructions of every send's wake-up check).
+    bell: NonNull<AtomicU32>,
+    sleepers: NonNull<AtomicU32>,
+    polling: NonNull<AtomicU32>,
 }
+
+// SAFETY: the pointers point into `_map`'s shared mapping, reached only as
+// atomics, which any thread may use; the mapping is `Send + Sync` (an
+// `Arc` of it is held).
+unsafe impl Send for RemoteBell {}
+// SAFETY: as above: every access through the pointers is atomic.
+unsafe impl Sync for RemoteBell {}
 
 impl RemoteBell {
     /// The doorbell in the header of the peer inbox `map`.
     pub(crate) fn new(map: Arc<Mapping>) -> RemoteBell {
-        let _ = (map.atomic_u32(H_BELL), map.atomic_u32(H_SLEEPERS));
-        RemoteBell { map }
+        let word = |offset| NonNull::from(map.atomic_u32(offset));
+        let (bell, sleepers, polling) = (word(H_BELL), word(H_SLEEPERS), word(H_POLLING));
+        RemoteBell { _map: map, bell, sleepers, polling }
     }
 
     /// Wakes the peer if it sleeps. The caller has published its writes and
     /// issued `sync::light_fence` since.
     #[inline]
     pub(crate) fn wake_if_sleeping(&self) {
-        let sleepers = self.map.atomic_u32(H_SLEEPERS);
-        if self.map.atomic_u32(H_POLLING).load(Ordering::SeqCst) == 0 && sleepers.load(Ordering::SeqCst) > 0 {
-            wake(self.map.atomic_u32(H_BELL), sleepers);
+        // SAFETY: the three words were checked by `atomic_u32` in `new`
+        // (inside the mapping, aligned, writable), and `_map` keeps that
+        // mapping alive as long as `self`.
+        let (bell, sleepers, polling) = unsafe { (self.bell.as_ref(), self.sleepers.as_ref(), self.polling.as_ref()) };
+        if polling.load(Ordering::SeqCst) == 0 && sleepers.load(Ordering::SeqCst) > 0 {
+            wake(bell, sleepers);
         }
     }
 }
