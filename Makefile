@@ -104,9 +104,11 @@ bench-mpi-check: install
 # The small-message path's instructions (bench/instr.sh: a 2-rank send and
 # receive, the shape of a barrier's, rank 0 counted by callgrind) stay at most
 # INSTR_MAX per Run+Wait: 1,427-1,428 at the limit's last change (2026-11-29;
-# 1,610 before), so the limit catches a growth of some 5 %. Lower it when the
-# path gets shorter; raise it only with the reason in the commit.
-INSTR_MAX ?= 1500
+# 1,610 before). The limit leaves some 9 % for what differs between CI
+# machines (the CPU model changes, and glibc picks its memcpy by CPU), and
+# still catches a return to the old path. Lower it when the path gets shorter;
+# raise it only with the reason in the commit.
+INSTR_MAX ?= 1560
 instr-check: install
 	bench/instr.sh $(PREFIX) --max $(INSTR_MAX)
 
