@@ -714,7 +714,22 @@ impl Handle {
     pub fn wait_for(&self, timeout: std::time::Duration) -> Result<bool> {
         refuse_inside_user_op()?;
         let Some(shared) = &self.shared else { return Ok(true) };
-        progress::wait_until(shared, Some(std::time::Instant::now() + timeout));
+        progress::wait_until(shared, Some(std::time::Instant::now() + timeout), None);
+        state(shared)
+    }
+
+    /// Waits as [`wait`](Self::wait), calling `poke` on this thread after
+    /// each batch of polls and at least every `every` while it sleeps (for
+    /// a caller that must keep something else moving, such as an MPI
+    /// library), without spinning again after a sleep that brought no
+    /// news. `Ok(true)` once finished; `Ok(false)` as soon as `poke`
+    /// returned `true` with the execution still running (the handle stays
+    /// live); `Err` if it failed. `poke` runs with none of goal's locks
+    /// held, and may call goal (but not wait for this handle).
+    pub fn wait_poking(&self, every: std::time::Duration, poke: &mut dyn FnMut() -> bool) -> Result<bool> {
+        refuse_inside_user_op()?;
+        let Some(shared) = &self.shared else { return Ok(true) };
+        progress::wait_until(shared, None, Some(progress::Poke { f: poke, every }));
         state(shared)
     }
 
