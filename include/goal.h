@@ -1232,6 +1232,24 @@ int GOAL_WaitFor(GOAL_Handle h, double seconds);
 int GOAL_WaitPoll(GOAL_Handle h, double seconds, GOAL_PollFunction poll, void *ctx);
 
 /*
+ A copy of `s` numbered as the next schedule of its group: what
+ compiling the same graph on that group now would return, without
+ compiling it again (its buffers, run-time ones included, are `s`'s).
+ Collective as compiling is: it takes a number of the group's compile
+ order, so every member must make its schedule for the same call at the
+ same point, by compiling or by this. For a host whose ranks each know
+ only part of a call's arguments (the MPI layer's v-collectives): each
+ rank reuses what its own arguments compiled before, and the schedules
+ still pair call by call. Returns NULL with GOAL_LastError() on error
+ (not a schedule, its group freed, goal not initialized). Free it with
+ GOAL_FreeSchedule.
+
+ # Safety
+ `s` must be NULL or a schedule handle.
+ */
+GOAL_Schedule GOAL_Renumber(GOAL_Schedule s);
+
+/*
  Starts one execution of `s` with run-time buffer `i` at `bufs[i]`,
  holding `sizes[i]` bytes, for `i < n`. Returns its handle, or NULL with
  GOAL_LastError() saying why: fewer buffers than the schedule has, one

@@ -214,9 +214,14 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
         x = &none;
     GOAL_Schedule s = e ? e->s : own;
     size_t sizes[2] = { 0, 0 };
-    if (e)
+    int open = 0; /* run-time buffers the schedule has */
+    if (e) {
         memcpy(sizes, e->need, sizeof sizes);
-    GOAL_Handle h = e && e->nbufs > 0 ? GOAL_RunWith(s, bufs, sizes, nbufs) : GOAL_Run(s);
+        open = e->nbufs;
+    } else if (nbufs > 0) { /* a renumbered copy of a cached one */
+        open = GOAL_RunBufferSizes(s, sizes, 2);
+    }
+    GOAL_Handle h = open > 0 ? GOAL_RunWith(s, bufs, sizes, nbufs) : GOAL_Run(s);
     if (!h) {
         fprintf(stderr, "goal-mpi (rank %d): goal could not start a collective: %s\n", gm.world_rank, GOAL_LastError());
         if (e)

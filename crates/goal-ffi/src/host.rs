@@ -152,3 +152,32 @@ pub unsafe extern "C" fn GOAL_WaitPoll(h: GOAL_Handle, seconds: f64, poll: GOAL_
         r.map(|done| done as c_int)
     })
 }
+
+/// A copy of `s` numbered as the next schedule of its group: what
+/// compiling the same graph on that group now would return, without
+/// compiling it again (its buffers, run-time ones included, are `s`'s).
+/// Collective as compiling is: it takes a number of the group's compile
+/// order, so every member must make its schedule for the same call at the
+/// same point, by compiling or by this. For a host whose ranks each know
+/// only part of a call's arguments (the MPI layer's v-collectives): each
+/// rank reuses what its own arguments compiled before, and the schedules
+/// still pair call by call. Returns NULL with GOAL_LastError() on error
+/// (not a schedule, its group freed, goal not initialized). Free it with
+/// GOAL_FreeSchedule.
+///
+/// # Safety
+/// `s` must be NULL or a schedule handle.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Renumber(s: GOAL_Schedule) -> GOAL_Schedule {
+    guard("GOAL_Renumber", std::ptr::null_mut(), || {
+        let r = (|| {
+            let sc = registry::schedule(s, "GOAL_Renumber")?;
+            let copy = sc.rt.renumber(&sc.s).map_err(named("GOAL_Renumber"))?;
+            Ok(registry::add_schedule(goal_schedule { s: copy, rt: sc.rt.clone() }))
+        })();
+        r.unwrap_or_else(|e: Error| {
+            fail(e);
+            std::ptr::null_mut()
+        })
+    })
+}

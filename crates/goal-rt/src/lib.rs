@@ -572,9 +572,29 @@ impl Runtime {
     pub(crate) fn compile_numbered(&self, grp: &Group, g: &goal_sched::Graph, number: Option<u32>) -> Result<Schedule> {
         refuse_inside_user_op()?;
         grp.check_live("compiling")?;
-        let mut s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: grp.size() }).map_err(Error::from)?;
+        let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: grp.size() }).map_err(Error::from)?;
         let users = user_functions(&s)?;
-        if grp.inner.ctx != 0 {
+        self.adopt_numbered(grp, s, users, number, true)
+    }
+
+    /// A copy of `s`, numbered as the next schedule of its group: what
+    /// compiling the same graph on the group now would return, without
+    /// compiling it again. Collective in the same sense as compiling (it
+    /// takes a number of the group's compile order): for a caller whose
+    /// every rank makes one schedule per call, some compiling and some
+    /// reusing what their own arguments compiled before (the MPI layer's
+    /// v-collectives, whose counts each rank knows only in part).
+    pub fn renumber(&self, s: &Schedule) -> Result<Schedule> {
+        refuse_inside_user_op()?;
+        s.group.check_live("renumbering a schedule")?;
+        self.adopt_numbered(&s.group, s.inner.s.clone(), s.inner.users.to_vec(), None, false)
+    }
+
+    /// Numbers `s` in `grp` (`number`, else the group's next) and hands it
+    /// to the engine; `map_peers`: its peers are still group ranks, to be
+    /// made job ranks (a renumbered copy's are job ranks already).
+    fn adopt_numbered(&self, grp: &Group, mut s: goal_sched::Schedule, users: Vec<Arc<userop::UserFn>>, number: Option<u32>, map_peers: bool) -> Result<Schedule> {
+        if map_peers && grp.inner.ctx != 0 {
             // The engine speaks job ranks: each peer of the group becomes
             // the rank it is in the job (a one-to-one map, so what the
             // compiler derived from peers being equal still holds).

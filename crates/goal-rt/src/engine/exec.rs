@@ -68,7 +68,7 @@ pub(crate) struct SchedInner {
     pub(crate) members: Arc<[u32]>,
     /// The functions of the user operators it names, kept alive with it
     /// (see [`crate::userop`]).
-    pub(super) users: Box<[Arc<UserFn>]>,
+    pub(crate) users: Box<[Arc<UserFn>]>,
 }
 
 /// Receives from this size on count for [`SchedInner::opening_recvs`]
