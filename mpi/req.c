@@ -36,7 +36,7 @@
 struct gm_req {
     MPI_Request mreq;
     GOAL_Handle h;            /* NULL once goal's execution has ended */
-    int busy;                 /* a thread waits in GOAL_WaitFor on h */
+    int busy;                 /* a thread waits in GOAL_WaitPoll on h */
     int error;                /* MPI_SUCCESS, or MPI_ERR_OTHER if goal's execution failed */
     int mpi_freed;            /* MPI called free_fn: the request is gone from MPI */
     int goal_done;            /* goal's execution has ended */
@@ -143,7 +143,7 @@ static int cancel_fn(void *extra, int complete)
     return MPI_SUCCESS; /* a collective cannot be cancelled: it completes as usual */
 }
 
-/* goal's execution of `q` has ended (`rc` from GOAL_Test/GOAL_WaitFor):
+/* goal's execution of `q` has ended (`rc` from GOAL_Test/GOAL_WaitPoll):
  * takes it out of the running ones. Lock held; `ended` follows, without. */
 static void claim(struct gm_req *q, int rc)
 {
