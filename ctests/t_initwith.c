@@ -5,16 +5,75 @@
 // size, a failing allgather, named in the message), that goal then starts,
 // that a message moves between the ranks it found, and GOAL_WaitFor: it
 // returns 0 at its time limit while the execution waits for a late peer,
-// then 1.
+// then 1. And GOAL_WaitPoll, waiting for a late peer: its poll function
+// (which calls goal) is called as it waits, a non-zero return ends the
+// Wait with the execution running, and a whole Wait sleeps (the thread's
+// CPU time well under the wall time); its refusals.
 // ranks: 1 2 3
 #include "helpers.h"
 
 #include <sys/stat.h>
+#include <time.h>
 
 struct files {
     char dir[256];
     int rank, size, round;
 };
+
+/* GOAL_WaitPoll's function: counts its calls, asks for the end at `stop`. */
+struct poll_count {
+    int calls, stop;
+};
+
+static int polled(void *ctx)
+{
+    struct poll_count *c = ctx;
+    GOAL_Progress(); /* it may call goal */
+    return ++c->calls == c->stop;
+}
+
+static double thread_cpu(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* GOAL_WaitPoll on rank 0 for a message rank 1 sends 300 ms late. */
+static void wait_poll(int rank)
+{
+    long v = rank == 1 ? 4343 : -1;
+    GOAL_Graph g = GOAL_CreateGraph();
+    if (rank == 0)
+        V(GOAL_Recv(g, &v, sizeof v, 1, 4, GOAL_USERSPACE));
+    if (rank == 1)
+        V(GOAL_Send(g, &v, sizeof v, 0, 4, GOAL_USERSPACE));
+    GOAL_Schedule s = GOAL_Compile(g);
+    CHECK(s);
+    GOAL_FreeGraph(g);
+    if (rank == 1)
+        usleep(300 * 1000);
+    GOAL_Handle h = GOAL_Run(s);
+    CHECK(h);
+    if (rank == 0) {
+        struct poll_count early = { 0, 5 };
+        CHECK_EQ(GOAL_WaitPoll(h, 1e-3, polled, &early), 0);
+        CHECK_EQ(early.calls, 5);
+        CHECK_EQ(GOAL_WaitPoll(h, 0.0, polled, &early), GOAL_ERR_INVALID_ARGUMENT);
+        CHECK_EQ(GOAL_WaitPoll(h, 1e-3, NULL, NULL), GOAL_ERR_INVALID_ARGUMENT);
+        struct poll_count all = { 0, -1 };
+        double t0 = GOAL_Wtime(), c0 = thread_cpu();
+        CHECK_EQ(GOAL_WaitPoll(h, 2e-3, polled, &all), 1);
+        double wall = GOAL_Wtime() - t0, cpu = thread_cpu() - c0;
+        CHECK_EQ(v, 4343);
+        CHECKM(all.calls >= 10, "GOAL_WaitPoll called its function %d times in %.3f s", all.calls, wall);
+        CHECKM(wall < 0.1 || cpu < 0.5 * wall, "GOAL_WaitPoll used %.3f s of CPU in %.3f s: it did not sleep", cpu,
+               wall);
+    } else {
+        CHECK_OK(GOAL_Wait(h));
+    }
+    GOAL_FreeSchedule(s);
+}
 
 /* The host's allgather: round k's block of rank r is file k.r. */
 static int file_allgather(const void *mine, size_t len, void *all, void *ctx)
@@ -105,6 +164,9 @@ int main(int argc, char **argv)
         GOAL_FreeSchedule(s);
     }
     CHECK_EQ(GOAL_WaitFor(NULL, 1.0), GOAL_ERR_INVALID_ARGUMENT);
+    if (f.size > 1)
+        wait_poll(f.rank);
+    CHECK_EQ(GOAL_WaitPoll(NULL, 1e-3, polled, &(struct poll_count){ 0, 0 }), GOAL_ERR_INVALID_ARGUMENT);
     /* Every rank is past its last exchange: rank 0 removes the files. */
     GOAL_Schedule b = GOAL_Barrier_init(GOAL_ALG_AUTO);
     CHECK(b);

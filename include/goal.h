@@ -281,6 +281,13 @@ typedef struct {
 } GOAL_Bootstrap;
 
 /*
+ A host runtime's progress call for GOAL_WaitPoll: keeps the host's own
+ library moving; returns non-zero to end the Wait (the host's own request
+ completed, say), 0 to go on.
+ */
+typedef int (*GOAL_PollFunction)(void *ctx);
+
+/*
  A user reduction: sets `inout[i] = input[i] OP inout[i]` for `count`
  elements; `ctx` is the pointer given to GOAL_Op_create. It may run on
  goal's helper thread (see docs/api.md), and must not call goal.
@@ -1206,6 +1213,41 @@ int GOAL_InitWith(const GOAL_Bootstrap *boot);
  `h` must be NULL or a live handle.
  */
 int GOAL_WaitFor(GOAL_Handle h, double seconds);
+
+/*
+ Waits as GOAL_Wait (spinning as configured, then sleeping in the kernel
+ until the execution finishes), calling `poll(ctx)` on this thread after
+ each batch of polls and at least every `seconds` while it sleeps,
+ without spinning again after a sleep that brought no news. Returns 1
+ when finished, 0 as soon as `poll` returned non-zero with the execution
+ still running (the handle stays live), <0 if the execution failed; the
+ handle is released once 1 or <0 was returned, as by GOAL_Test. `poll`
+ runs with none of goal's locks held and may call goal, but not wait for
+ `h`.
+
+ # Safety
+ `h` must be NULL or a live handle; `poll` must be callable with `ctx`
+ until this call returns.
+ */
+int GOAL_WaitPoll(GOAL_Handle h, double seconds, GOAL_PollFunction poll, void *ctx);
+
+/*
+ A copy of `s` numbered as the next schedule of its group: what
+ compiling the same graph on that group now would return, without
+ compiling it again (its buffers, run-time ones included, are `s`'s).
+ Collective as compiling is: it takes a number of the group's compile
+ order, so every member must make its schedule for the same call at the
+ same point, by compiling or by this. For a host whose ranks each know
+ only part of a call's arguments (the MPI layer's v-collectives): each
+ rank reuses what its own arguments compiled before, and the schedules
+ still pair call by call. Returns NULL with GOAL_LastError() on error
+ (not a schedule, its group freed, goal not initialized). Free it with
+ GOAL_FreeSchedule.
+
+ # Safety
+ `s` must be NULL or a schedule handle.
+ */
+GOAL_Schedule GOAL_Renumber(GOAL_Schedule s);
 
 /*
  Starts one execution of `s` with run-time buffer `i` at `bufs[i]`,

@@ -15,6 +15,13 @@
  * an entry evicted while executions of it run is freed after the last.
  * A user operation's entries leave the cache when MPI_Op_free frees it
  * (another operation may take its handle).
+ *
+ * A second list per communicator, the vcache, holds the v-collectives whose
+ * arguments each rank knows only in part (gatherv, scatterv, alltoallv),
+ * keyed by this rank's own: its hits differ between ranks, which is
+ * harmless because each call takes one compile number either way (coll.c's
+ * gm_serve_local), and its evictions, different on each rank, never touch
+ * the shared list.
  */
 #include "layer.h"
 
@@ -62,10 +69,12 @@ static int same(const struct gm_key *a, const struct gm_key *b)
            a->vhash == b->vhash && (a->nv == 0 || memcmp(a->v, b->v, sizeof *a->v * (size_t)a->nv) == 0);
 }
 
-struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build)
+/* The entry for `k` in the list at `head` (of *count entries), moved to
+ * the front; compiled by `build` on a miss (*hit 0). Lock held. */
+static struct gm_entry *get(struct gm_comm *c, struct gm_entry **head, int *count, const struct gm_key *k,
+                            const struct gm_red *r, gm_build build, int *hit)
 {
-    gm_lock();
-    struct gm_entry **p = &c->cache, *e = NULL;
+    struct gm_entry **p = head, *e = NULL;
     for (; *p; p = &(*p)->next)
         if (same(&(*p)->key, k)) {
             e = *p;
@@ -80,14 +89,12 @@ struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const s
         if (!e || (k->nv && !v)) {
             free(e);
             free(v);
-            gm_unlock();
             return NULL;
         }
         GOAL_Schedule s = build(c, k, r);
         if (!s) {
             free(e);
             free(v);
-            gm_unlock();
             return NULL;
         }
         gm.compiled++;
@@ -97,22 +104,40 @@ struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const s
         e->s = s;
         int n = GOAL_RunBufferSizes(s, e->need, 2);
         e->nbufs = n < 0 ? 0 : n;
-        c->ncache++;
-        if (c->ncache > CACHE_MAX) {
-            struct gm_entry **q = &c->cache;
+        (*count)++;
+        if (*count > CACHE_MAX) {
+            struct gm_entry **q = head;
             while ((*q)->next)
                 q = &(*q)->next;
             struct gm_entry *last = *q;
             *q = NULL;
-            c->ncache--;
+            (*count)--;
             evict(last);
         }
+        *hit = 0;
     } else {
         gm.reused++;
+        *hit = 1;
     }
-    e->next = c->cache;
-    c->cache = e;
+    e->next = *head;
+    *head = e;
     e->running++;
+    return e;
+}
+
+struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build)
+{
+    int hit;
+    gm_lock();
+    struct gm_entry *e = get(c, &c->cache, &c->ncache, k, r, build, &hit);
+    gm_unlock();
+    return e;
+}
+
+struct gm_entry *gm_vcache_get(struct gm_comm *c, const struct gm_key *k, gm_build build, int *hit)
+{
+    gm_lock();
+    struct gm_entry *e = get(c, &c->vcache, &c->nvcache, k, NULL, build, hit);
     gm_unlock();
     return e;
 }
@@ -140,11 +165,12 @@ void gm_cache_drop_op(uint64_t opkey)
 void gm_cache_clear(struct gm_comm *c)
 {
     gm_lock();
-    while (c->cache) {
-        struct gm_entry *e = c->cache;
-        c->cache = e->next;
-        evict(e);
-    }
-    c->ncache = 0;
+    for (struct gm_entry **head = &c->cache; head; head = head == &c->cache ? &c->vcache : NULL)
+        while (*head) {
+            struct gm_entry *e = *head;
+            *head = e->next;
+            evict(e);
+        }
+    c->ncache = c->nvcache = 0;
     gm_unlock();
 }

@@ -18,9 +18,8 @@
  *
  * The v-forms (per-rank counts) are in collv.c: reduce_scatter and
  * allgatherv cached with their whole count vector in the key (every rank
- * passes it alike), gatherv, scatterv and alltoallv compiled per call (each
- * rank knows only its own counts, so no key would be the same on every
- * rank). Gatherv and scatterv use goal's linear algorithm, the one that
+ * passes it alike), gatherv, scatterv and alltoallv cached by each rank's
+ * own arguments, every call renumbered (gm_serve_local below). Gatherv and scatterv use goal's linear algorithm, the one that
  * needs the counts at the root only, as MPI gives them.
  */
 #include "layer.h"
@@ -51,10 +50,24 @@ int gm_serve(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, const str
     return gm_start(c, e, NULL, bufs, 2, x, req);
 }
 
-/* A schedule compiled for this call only (NULL: refused, counted). */
-int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, struct gm_bufs *x, MPI_Request *req)
+/* A v-collective from the communicator's vcache: on a miss the schedule
+ * compiled for `k` runs (and stays for later calls), on a hit a copy of it
+ * numbered as this call's (GOAL_Renumber), freed when it ends. Either way
+ * this rank takes one compile number for the call, as every rank does for
+ * its own call, hit or miss: the schedules pair call by call, although the
+ * ranks' keys, made of their own arguments, hit and miss differently. */
+int gm_serve_local(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, gm_build build, const void *b0,
+                   const void *b1, struct gm_bufs *x, MPI_Request *req)
 {
-    if (!s) {
+    int hit = 0;
+    struct gm_entry *e = gm_vcache_get(c, k, build, &hit);
+    GOAL_Schedule own = NULL;
+    if (e && hit) {
+        own = GOAL_Renumber(e->s);
+        gm_entry_put(e);
+        e = NULL;
+    }
+    if (!e && !own) {
         if (gm.debug)
             fprintf(stderr, "goal-mpi (rank %d): goal refused a collective, MPI runs it: %s\n", gm.world_rank,
                     GOAL_LastError());
@@ -63,11 +76,9 @@ int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, struct gm_b
             gm_bufs_end(x, 0);
         return -1;
     }
+    void *bufs[2] = { (void *)b0, (void *)b1 };
     gm_count(fn, GM_SERVED);
-    gm_lock();
-    gm.compiled++;
-    gm_unlock();
-    return gm_start(c, NULL, s, NULL, 0, x, req);
+    return gm_start(c, e, own, bufs, 2, x, req);
 }
 
 /* The communicator's goal side, or NULL (counted as going to MPI). */

@@ -5,12 +5,14 @@
  * Reduce_scatter and allgatherv are cached like the others: MPI has every
  * rank pass their counts alike, so the whole count vector is in the key
  * (allgatherv's displacements, a rank's own, are kept out of the schedule:
- * see MPI_Iallgatherv). Gatherv, scatterv and alltoallv compile a schedule
- * per call with the call's buffers and free it when it ends: each rank
- * knows only its own counts (the root all of them), so no key would be
- * computed alike on every rank, and goal pairs schedules by compile order,
- * so one rank's hit beside another's miss would pair the wrong schedules
- * (docs/mpi.md). MPI's counts and displacements,
+ * see MPI_Iallgatherv). Gatherv, scatterv and alltoallv: each rank knows
+ * only its own counts (the root all of them), so no key would be computed
+ * alike on every rank, and goal pairs schedules by compile order. They are
+ * kept in the communicator's vcache, keyed by this rank's own arguments,
+ * and every call takes one compile number, hit (GOAL_Renumber of the cached
+ * schedule) or miss (a compile), so that one rank's hit beside another's
+ * miss still pairs the right schedules (coll.c's gm_serve_local,
+ * docs/mpi.md). MPI's counts and displacements,
  * in elements of the datatype, become goal's, in bytes (reduce_scatter's
  * counts stay elements); MPI_IN_PLACE is goal's in-place form, sbuf ==
  * rbuf, whose meaning per collective is MPI's.
@@ -35,6 +37,20 @@ static int unseen(enum gm_fn fn, struct gm_bufs *x, size_t *a)
     return -1;
 }
 
+/* The v-collectives whose counts each rank knows only in part are keyed
+ * by this rank's own arguments, in bytes (gm_serve_local): its own block,
+ * and at the root (gatherv, scatterv) the counts and displacements of all
+ * blocks; every block count and displacement of alltoallv. */
+static GOAL_Schedule b_gatherv(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r)
+{
+    (void)r;
+    if (c->rank != k->root)
+        return GOAL_Gatherv_init_on(c->group, BUF0, k->n, NULL, NULL, NULL, k->root, GOAL_ALG_LINEAR);
+    /* In place, the root's block is among the received ones. */
+    return GOAL_Gatherv_init_on(c->group, k->inplace ? BUF1 : BUF0, k->n, BUF1, k->v, k->v + c->size, k->root,
+                                GOAL_ALG_LINEAR);
+}
+
 int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, const int rcounts[], const int displs[],
                  MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req)
 {
@@ -43,22 +59,31 @@ int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, cons
         struct gm_bufs x = { 0 };
         int me = c->rank == root, inplace = me && sbuf == MPI_IN_PLACE;
         size_t *n = me ? pair(c->size) : NULL, sn = 0;
-        void *r = rbuf, *s = NULL;
+        void *r = NULL, *s = NULL;
         /* In place, the root's block is already among the blocks: they are all packed. */
         if ((me && (!n || !gm_view_v(&x, rbuf, rcounts, displs, c->size, rt, inplace, 1, &r, n, n + c->size))) ||
             (!inplace && !gm_view(&x, sbuf, scount, st, 1, 0, &s, &sn))) {
             unseen(GM_IGATHERV, &x, n);
             return PMPI_Igatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, root, comm, req);
         }
-        if (inplace)
-            s = r, sn = n[root];
-        GOAL_Schedule sch = GOAL_Gatherv_init_on(c->group, s, sn, r, n, me ? n + c->size : NULL, root, GOAL_ALG_LINEAR);
+        struct gm_key k = { .kind = K_GATHERV, .root = root, .inplace = inplace, .n = inplace ? n[root] : sn };
+        gm_key_counts(&k, n, me ? 2 * c->size : 0);
+        int rc = gm_serve_local(GM_IGATHERV, c, &k, b_gatherv, s, r, &x, req);
         free(n);
-        int rc = gm_serve_once(GM_IGATHERV, c, sch, &x, req);
         if (rc >= 0)
             return rc;
     }
     return PMPI_Igatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, root, comm, req);
+}
+
+static GOAL_Schedule b_scatterv(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r)
+{
+    (void)r;
+    if (c->rank != k->root)
+        return GOAL_Scatterv_init_on(c->group, NULL, NULL, NULL, BUF1, k->n, k->root, GOAL_ALG_LINEAR);
+    /* In place, the root's block stays where it is. */
+    return GOAL_Scatterv_init_on(c->group, BUF0, k->v, k->v + c->size, k->inplace ? BUF0 : BUF1, k->n, k->root,
+                                 GOAL_ALG_LINEAR);
 }
 
 int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype st, void *rbuf, int rcount,
@@ -75,11 +100,10 @@ int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI
             unseen(GM_ISCATTERV, &x, n);
             return PMPI_Iscatterv(sbuf, scounts, displs, st, rbuf, rcount, rt, root, comm, req);
         }
-        if (inplace) /* the root's block stays where it is */
-            r = s, rn = n[root];
-        GOAL_Schedule sch = GOAL_Scatterv_init_on(c->group, s, n, me ? n + c->size : NULL, r, rn, root, GOAL_ALG_LINEAR);
+        struct gm_key k = { .kind = K_SCATTERV, .root = root, .inplace = inplace, .n = inplace ? n[root] : rn };
+        gm_key_counts(&k, n, me ? 2 * c->size : 0);
+        int rc = gm_serve_local(GM_ISCATTERV, c, &k, b_scatterv, s, r, &x, req);
         free(n);
-        int rc = gm_serve_once(GM_ISCATTERV, c, sch, &x, req);
         if (rc >= 0)
             return rc;
     }
@@ -131,27 +155,37 @@ int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, c
     return PMPI_Iallgatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, comm, req);
 }
 
+/* Alltoallv's key: its send counts and displacements, then its receive
+ * ones (in place: the receive ones only), in bytes. */
+static GOAL_Schedule b_alltoallv(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r)
+{
+    (void)r;
+    int p = c->size;
+    if (k->inplace)
+        return GOAL_Alltoallv_init_on(c->group, BUF1, NULL, NULL, BUF1, k->v, k->v + p, GOAL_ALG_AUTO);
+    return GOAL_Alltoallv_init_on(c->group, BUF0, k->v, k->v + p, BUF1, k->v + 2 * p, k->v + 3 * p, GOAL_ALG_AUTO);
+}
+
 int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype st, void *rbuf,
                    const int rcounts[], const int rdispls[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
 {
     struct gm_comm *c = gm_served(GM_IALLTOALLV, comm);
     if (c) {
         struct gm_bufs x = { 0 };
-        int inplace = sbuf == MPI_IN_PLACE;
-        size_t *rn = pair(c->size), *sn = inplace ? NULL : pair(c->size);
+        int inplace = sbuf == MPI_IN_PLACE, p = c->size;
+        /* Send counts and displacements, then receive ones (in place: these only). */
+        size_t *v = malloc(sizeof(size_t) * 4 * (size_t)(p > 0 ? p : 1));
+        size_t *sn = inplace ? NULL : v, *rn = inplace ? v : v + 2 * p;
         void *r, *s = NULL;
-        if (!rn || (!inplace && !sn) ||
-            !gm_view_v(&x, rbuf, rcounts, rdispls, c->size, rt, inplace, 1, &r, rn, rn + c->size) ||
-            (!inplace && !gm_view_v(&x, sbuf, scounts, sdispls, c->size, st, 1, 0, &s, sn, sn + c->size))) {
-            free(sn);
-            unseen(GM_IALLTOALLV, &x, rn);
+        if (!v || !gm_view_v(&x, rbuf, rcounts, rdispls, p, rt, inplace, 1, &r, rn, rn + p) ||
+            (!inplace && !gm_view_v(&x, sbuf, scounts, sdispls, p, st, 1, 0, &s, sn, sn + p))) {
+            unseen(GM_IALLTOALLV, &x, v);
             return PMPI_Ialltoallv(sbuf, scounts, sdispls, st, rbuf, rcounts, rdispls, rt, comm, req);
         }
-        GOAL_Schedule sch = GOAL_Alltoallv_init_on(c->group, inplace ? r : s, sn, sn ? sn + c->size : NULL, r, rn,
-                                                   rn + c->size, GOAL_ALG_AUTO);
-        free(rn);
-        free(sn);
-        int rc = gm_serve_once(GM_IALLTOALLV, c, sch, &x, req);
+        struct gm_key k = { .kind = K_ALLTOALLV, .inplace = inplace };
+        gm_key_counts(&k, v, (inplace ? 2 : 4) * p);
+        int rc = gm_serve_local(GM_IALLTOALLV, c, &k, b_alltoallv, s, r, &x, req);
+        free(v);
         if (rc >= 0)
             return rc;
     }

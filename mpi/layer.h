@@ -78,6 +78,12 @@ struct gm_comm {
     int rank, size;
     struct gm_entry *cache;  /* most recently used first */
     int ncache;
+    /* The v-collectives whose arguments each rank knows only in part
+     * (gatherv, scatterv, alltoallv): keyed by this rank's own, so hits
+     * differ between ranks; kept apart, so that their evictions never
+     * touch `cache`, where every rank must evict alike (cache.c). */
+    struct gm_entry *vcache;
+    int nvcache;
     int refs;                /* the attribute + executions in flight */
     struct gm_comm *next;    /* every live one, for MPI_Finalize */
     struct gm_comm *prev;
@@ -109,7 +115,7 @@ void gm_ops_end(void);
 /* ---- schedule cache (cache.c) ---- */
 
 enum gm_kind { K_BARRIER = 1, K_BCAST, K_ALLREDUCE, K_REDUCE, K_ALLGATHER, K_ALLTOALL, K_GATHER, K_SCATTER, K_RSB,
-               K_RS, K_ALLGATHERV };
+               K_RS, K_ALLGATHERV, K_GATHERV, K_SCATTERV, K_ALLTOALLV };
 
 struct gm_key {
     int kind, root, inplace, gdt, width;
@@ -141,6 +147,10 @@ struct gm_entry {
  * GOAL_LastError() if goal refused). Takes a reference (gm_entry_put). */
 typedef GOAL_Schedule (*gm_build)(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r);
 struct gm_entry *gm_cache_get(struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build);
+/* The same in `c->vcache`, for a key of this rank's own arguments: *hit
+ * says whether it was there (the caller then runs a GOAL_Renumber copy,
+ * which takes a compile number as the compile of a miss does). */
+struct gm_entry *gm_vcache_get(struct gm_comm *c, const struct gm_key *k, gm_build build, int *hit);
 void gm_entry_put(struct gm_entry *e);
 /* k->vhash for the nv counts at k->v. */
 void gm_key_counts(struct gm_key *k, const size_t *v, int nv);
@@ -159,8 +169,10 @@ int gm_reduction_key(enum gm_fn fn, MPI_Datatype dt, MPI_Op op, int count, struc
  * run-time buffers b0 and b1; -1 (counted, `x` ended) if goal refused it. */
 int gm_serve(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, const struct gm_red *r, gm_build build,
              const void *b0, const void *b1, struct gm_bufs *x, MPI_Request *req);
-/* Starts `s`, compiled for this call only; -1 (counted) if it is NULL. */
-int gm_serve_once(enum gm_fn fn, struct gm_comm *c, GOAL_Schedule s, struct gm_bufs *x, MPI_Request *req);
+/* gm_serve for a v-collective keyed by this rank's own arguments (k): the
+ * schedule compiled on a miss, a renumbered copy of it on a hit. */
+int gm_serve_local(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, gm_build build, const void *b0,
+                   const void *b1, struct gm_bufs *x, MPI_Request *req);
 
 /* ---- buffers as goal moves them (pack.c) ---- */
 

@@ -15,20 +15,19 @@
  * MPI_ANY_TAG, count 0), its error MPI_ERR_OTHER if goal's execution failed
  * (goal's message on stderr).
  *
- * Waiting: every Wait and Test first finishes, in MPI's eyes, the goal
- * executions that have ended ("drive"), then asks MPI (PMPI_Test*). A Wait
- * loops: it polls both for a short while (yielding the CPU between polls),
- * then sleeps in goal's wait (GOAL_WaitFor, in the kernel) on one of its
- * goal requests for up to a millisecond at a time, or, with none, in
- * nanosleep with a growing pause, asking MPI again after each: goal and the
- * MPI library both keep moving while a call waits, and nothing spins
- * forever (more ranks than cores). A Wait over MPI requests only goes to
- * MPI's own Wait (goal moves on its helper thread meanwhile).
+ * Waiting: a Wait whose array holds a running goal execution waits in
+ * goal's own wait for it (GOAL_WaitPoll: goal's brief spin, then asleep in
+ * the kernel until goal's completion or a message wakes it), which calls
+ * back into the layer after each batch of polls and at least every
+ * millisecond asleep to ask MPI about the array (PMPI_Test*): MPI keeps
+ * moving while the rank waits for goal, and a Waitany or Waitsome ends as
+ * soon as anything of its array completes. Once no goal execution of the
+ * array runs, the rest is MPI's own blocking Wait (goal moves on its
+ * helper thread meanwhile). A Test first finishes, in MPI's eyes, the goal
+ * executions that have ended ("drive"), then asks MPI.
  */
 #include "layer.h"
 
-#include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +36,7 @@
 struct gm_req {
     MPI_Request mreq;
     GOAL_Handle h;            /* NULL once goal's execution has ended */
-    int busy;                 /* a thread waits in GOAL_WaitFor on h */
+    int busy;                 /* a thread waits in GOAL_WaitPoll on h */
     int error;                /* MPI_SUCCESS, or MPI_ERR_OTHER if goal's execution failed */
     int mpi_freed;            /* MPI called free_fn: the request is gone from MPI */
     int goal_done;            /* goal's execution has ended */
@@ -53,6 +52,35 @@ struct gm_req {
 static struct gm_req *table[BUCKETS];
 static struct gm_req *running;
 static int nrunning;
+
+/* Records of ended requests, kept for the next calls (a loop of small
+ * collectives would otherwise pay calloc and free for each). Lock held. */
+#define SPARE_MAX 64
+static struct gm_req *spare;
+static int nspare;
+
+static struct gm_req *req_new(void)
+{
+    struct gm_req *q = spare;
+    if (q) {
+        spare = q->next;
+        nspare--;
+        memset(q, 0, sizeof *q);
+        return q;
+    }
+    return calloc(1, sizeof *q);
+}
+
+static void req_free(struct gm_req *q)
+{
+    if (nspare >= SPARE_MAX) {
+        free(q);
+        return;
+    }
+    q->next = spare;
+    spare = q;
+    nspare++;
+}
 
 static uint64_t req_key(MPI_Request r)
 {
@@ -104,7 +132,7 @@ static int free_fn(void *extra)
         }
     q->mpi_freed = 1;
     if (q->goal_done)
-        free(q);
+        req_free(q);
     gm_unlock();
     return MPI_SUCCESS;
 }
@@ -115,7 +143,7 @@ static int cancel_fn(void *extra, int complete)
     return MPI_SUCCESS; /* a collective cannot be cancelled: it completes as usual */
 }
 
-/* goal's execution of `q` has ended (`rc` from GOAL_Test/GOAL_WaitFor):
+/* goal's execution of `q` has ended (`rc` from GOAL_Test/GOAL_WaitPoll):
  * takes it out of the running ones. Lock held; `ended` follows, without. */
 static void claim(struct gm_req *q, int rc)
 {
@@ -129,30 +157,30 @@ static void claim(struct gm_req *q, int rc)
         }
 }
 
-/* Releases what the ended execution held and tells MPI, without the lock:
- * MPI takes its own locks in MPI_Grequest_complete and PMPI_Unpack, and
- * calls free_fn (which takes the layer's) with them held, so the layer
- * never waits for MPI's while holding its own. */
+/* Releases what the ended execution held and tells MPI. MPI's calls
+ * (PMPI_Unpack, MPI_Grequest_complete) are made without the layer's lock:
+ * MPI takes its own locks in them and calls free_fn (which takes the
+ * layer's) with them held, so the layer never waits for MPI's while
+ * holding its own. */
 static void ended(struct gm_req *q, int rc)
 {
     if (rc < 0)
         fprintf(stderr, "goal-mpi (rank %d): a collective failed on goal: %s\n", gm.world_rank, GOAL_LastError());
-    if (q->entry)
-        gm_entry_put(q->entry);
     if (q->own)
         GOAL_FreeSchedule(q->own);
     gm_bufs_end(&q->x, rc >= 0);
-    q->entry = NULL, q->own = NULL;
-    gm_comm_put(q->comm);
-    q->comm = NULL;
     MPI_Request m = q->mreq;
-    gm_lock();
+    gm_lock(); /* once, for the three (the lock is recursive) */
+    if (q->entry)
+        gm_entry_put(q->entry);
+    gm_comm_put(q->comm);
+    q->entry = NULL, q->own = NULL, q->comm = NULL;
     q->goal_done = 1;
     int forgotten = q->mpi_freed;
-    gm_unlock();
     if (forgotten)
-        free(q); /* MPICH forgot the request at MPI_Request_free already */
-    else
+        req_free(q); /* MPICH forgot the request at MPI_Request_free already */
+    gm_unlock();
+    if (!forgotten)
         PMPI_Grequest_complete(m); /* may call free_fn, which frees q */
 }
 
@@ -186,9 +214,14 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
         x = &none;
     GOAL_Schedule s = e ? e->s : own;
     size_t sizes[2] = { 0, 0 };
-    if (e)
+    int open = 0; /* run-time buffers the schedule has */
+    if (e) {
         memcpy(sizes, e->need, sizeof sizes);
-    GOAL_Handle h = e && e->nbufs > 0 ? GOAL_RunWith(s, bufs, sizes, nbufs) : GOAL_Run(s);
+        open = e->nbufs;
+    } else if (nbufs > 0) { /* a renumbered copy of a cached one */
+        open = GOAL_RunBufferSizes(s, sizes, 2);
+    }
+    GOAL_Handle h = open > 0 ? GOAL_RunWith(s, bufs, sizes, nbufs) : GOAL_Run(s);
     if (!h) {
         fprintf(stderr, "goal-mpi (rank %d): goal could not start a collective: %s\n", gm.world_rank, GOAL_LastError());
         if (e)
@@ -198,7 +231,11 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
         gm_bufs_end(x, 0);
         return MPI_ERR_INTERN;
     }
-    struct gm_req *q = calloc(1, sizeof *q);
+    gm_lock();
+    struct gm_req *q = req_new();
+    if (q)
+        c->refs++;
+    gm_unlock();
     if (!q) {
         GOAL_Wait(h);
         if (e)
@@ -209,9 +246,6 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
         return MPI_ERR_NO_MEM;
     }
     q->h = h, q->entry = e, q->own = own, q->x = *x, q->comm = c, q->error = MPI_SUCCESS;
-    gm_lock();
-    c->refs++;
-    gm_unlock();
     /* Outside the lock (see `ended`); nobody else knows q yet. */
     int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, q, &q->mreq);
     if (rc != MPI_SUCCESS) {
@@ -232,131 +266,187 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
     return MPI_SUCCESS;
 }
 
-/* Whether any of `reqs` is the layer's (then the call must drive goal). */
-static int any_ours(int n, const MPI_Request *reqs)
+/* ---- waiting ---- */
+
+/* How often a Wait asleep in goal's wait wakes to ask MPI: MPI must keep
+ * moving while a rank waits for goal (a peer may wait inside MPI for this
+ * rank's point-to-point), and an MPI library cannot wake a sleeper. */
+#define POKE_EVERY 1e-3
+
+/* One Wait or Test form on the array as MPI sees it: what to ask MPI, and
+ * where its answer goes. */
+enum wkind { W_ONE, W_ALL, W_ANY, W_SOME };
+
+struct waiting {
+    enum wkind kind;
+    int n;
+    MPI_Request *reqs;
+    MPI_Status *st;           /* W_ONE, W_ANY */
+    MPI_Status *sts;          /* W_ALL, W_SOME */
+    int *index;               /* W_ANY */
+    int *outcount, *indices;  /* W_SOME */
+    int rc;                   /* MPI's answer, once over */
+    int over;                 /* the poke found the Wait over (MPI completed something) */
+};
+
+/* Asks MPI (the form's PMPI_Test*): whether the Wait is over, its result
+ * in w->rc. MPI's Testall changes nothing until all are complete. */
+static int ask_mpi(struct waiting *w)
 {
-    if (!gm.on && !nrunning)
-        return 0;
-    gm_lock();
-    int found = 0;
-    for (int i = 0; i < n && !found; i++)
-        found = find(reqs[i]) != NULL;
-    gm_unlock();
-    return found;
+    int flag = 0;
+    switch (w->kind) {
+    case W_ONE:
+        w->rc = PMPI_Test(w->reqs, &flag, w->st);
+        break;
+    case W_ALL:
+        w->rc = PMPI_Testall(w->n, w->reqs, &flag, w->sts);
+        break;
+    case W_ANY:
+        w->rc = PMPI_Testany(w->n, w->reqs, w->index, &flag, w->st);
+        break;
+    case W_SOME:
+        w->rc = PMPI_Testsome(w->n, w->reqs, w->outcount, w->indices, w->sts);
+        flag = *w->outcount != 0; /* MPI_UNDEFINED: no active request, over too */
+        break;
+    }
+    return flag || w->rc != MPI_SUCCESS;
 }
 
-/* One pause of a Wait that found nothing done, the `round`-th in a row:
- * polls at first (yielding the CPU), then sleeps in goal's wait on a
- * running goal request of `reqs`, or in nanosleep, for a growing while
- * (up to 1 ms, after which MPI is asked again). */
-static void pause_wait(int n, const MPI_Request *reqs, int round)
+/* MPI's own blocking form, for an array in which no goal execution of the
+ * layer's is left running (goal moves the others on its helper thread). */
+static int mpi_wait(struct waiting *w)
 {
-    if (round < 64) {
-        sched_yield();
-        return;
+    switch (w->kind) {
+    case W_ONE:
+        return PMPI_Wait(w->reqs, w->st);
+    case W_ALL:
+        return PMPI_Waitall(w->n, w->reqs, w->sts);
+    case W_ANY:
+        return PMPI_Waitany(w->n, w->reqs, w->index, w->st);
+    default:
+        return PMPI_Waitsome(w->n, w->reqs, w->outcount, w->indices, w->sts);
     }
-    double t = 1e-6 * (double)(round < 74 ? 1 << (round - 64) : 1000);
-    if (t > 1e-3)
-        t = 1e-3;
+}
+
+/* GOAL_WaitPoll's call while a Wait waits for one goal execution: keeps MPI
+ * moving and, for Waitany and Waitsome, ends the wait when anything else of
+ * the array completes (another goal execution, told to MPI by drive). A
+ * Wait or Waitall cannot end while the execution waited for runs. */
+static int poke(void *ctx)
+{
+    struct waiting *w = ctx;
+    if ((w->kind == W_ANY || w->kind == W_SOME) && nrunning > 1)
+        drive();
+    /* Noted here: GOAL_WaitPoll returns 1, not 0, if goal's execution ended
+     * too, and what MPI completed must reach the program all the same. */
+    w->over = ask_mpi(w);
+    return w->over;
+}
+
+/* The first of `reqs` that is a running goal execution of the layer's, now
+ * marked busy (this thread waits for it), or NULL; *ours: whether any of
+ * `reqs` is the layer's, running or not. Another thread's busy one is
+ * skipped (MPI forbids two threads completing one request at once). */
+static struct gm_req *pick(int n, const MPI_Request *reqs, int *ours)
+{
+    *ours = 0;
+    if (!gm.on && !nrunning)
+        return NULL;
     struct gm_req *q = NULL;
     gm_lock();
     for (int i = 0; i < n && !q; i++) {
         struct gm_req *c = find(reqs[i]);
-        if (c && c->h && !c->busy)
-            q = c;
+        if (c) {
+            *ours = 1;
+            if (c->h && !c->busy)
+                q = c;
+        }
     }
     if (q)
         q->busy = 1;
     gm_unlock();
-    if (q) {
-        int rc = GOAL_WaitFor(q->h, t);
-        gm_lock();
-        q->busy = 0;
-        if (rc != 0)
-            claim(q, rc);
-        gm_unlock();
-        if (rc != 0)
-            ended(q, rc);
-        return;
-    }
-    struct timespec ts = { 0, (long)(t * 1e9) };
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-        ;
+    return q;
 }
 
-/* The Wait and Test functions, on the array as MPI should see it (see
- * persist.c for the swap of started persistent collectives). */
+/* The end of this thread's wait for q: `rc` from GOAL_WaitPoll. */
+static void settle(struct gm_req *q, int rc)
+{
+    gm_lock();
+    q->busy = 0;
+    if (rc != 0)
+        claim(q, rc);
+    gm_unlock();
+    if (rc != 0)
+        ended(q, rc);
+}
+
+/* Every Wait form. While a goal execution of the array runs, the thread
+ * waits in goal's wait for it (spinning briefly, then asleep in the kernel
+ * until goal's completion or a message wakes it), asking MPI after each
+ * batch of polls and every POKE_EVERY asleep; then MPI is asked about the
+ * array, and the next goal execution waited for. Once none runs, the
+ * rest is MPI's own blocking Wait. */
+static int wait_any_form(struct waiting *w)
+{
+    for (;;) {
+        int ours;
+        struct gm_req *q = pick(w->n, w->reqs, &ours);
+        if (!ours) {
+            if (nrunning)
+                drive();
+            return mpi_wait(w);
+        }
+        if (q) {
+            int rc = GOAL_WaitPoll(q->h, POKE_EVERY, poke, w);
+            settle(q, rc);
+            if (w->over)
+                return w->rc;
+        }
+        if (ask_mpi(w))
+            return w->rc;
+        if (!q) {
+            /* Ours, but none this thread may wait for (ended ones MPI has
+             * not completed yet can only be another thread's): MPI's wait,
+             * once nothing of ours is left to drive. */
+            drive();
+            return mpi_wait(w);
+        }
+    }
+}
 
 static int wait1(MPI_Request *r, MPI_Status *st)
 {
-    if (!any_ours(1, r)) {
-        if (nrunning)
-            drive();
-        return PMPI_Wait(r, st);
-    }
-    for (int round = 0;; round++) {
-        int flag = 0;
-        drive();
-        int rc = PMPI_Test(r, &flag, st);
-        if (rc != MPI_SUCCESS || flag)
-            return rc;
-        pause_wait(1, r, round);
-    }
+    struct waiting w = { .kind = W_ONE, .n = 1, .reqs = r, .st = st };
+    return wait_any_form(&w);
 }
 
 static int waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
-    if (!any_ours(n, reqs)) {
-        if (nrunning)
-            drive();
-        return PMPI_Waitall(n, reqs, sts);
-    }
-    for (int round = 0;; round++) {
-        int flag = 0;
-        drive();
-        int rc = PMPI_Testall(n, reqs, &flag, sts);
-        if (rc != MPI_SUCCESS || flag)
-            return rc;
-        pause_wait(n, reqs, round);
-    }
+    struct waiting w = { .kind = W_ALL, .n = n, .reqs = reqs, .sts = sts };
+    return wait_any_form(&w);
 }
 
 static int waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 {
-    if (!any_ours(n, reqs)) {
-        if (nrunning)
-            drive();
-        return PMPI_Waitany(n, reqs, index, st);
-    }
-    for (int round = 0;; round++) {
-        int flag = 0;
-        drive();
-        int rc = PMPI_Testany(n, reqs, index, &flag, st);
-        if (rc != MPI_SUCCESS || flag)
-            return rc;
-        pause_wait(n, reqs, round);
-    }
+    struct waiting w = { .kind = W_ANY, .n = n, .reqs = reqs, .index = index, .st = st };
+    return wait_any_form(&w);
 }
 
 static int waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status sts[])
 {
-    if (!any_ours(n, reqs)) {
-        if (nrunning)
-            drive();
-        return PMPI_Waitsome(n, reqs, outcount, indices, sts);
-    }
-    for (int round = 0;; round++) {
-        drive();
-        int rc = PMPI_Testsome(n, reqs, outcount, indices, sts);
-        if (rc != MPI_SUCCESS || *outcount != 0)
-            return rc;
-        pause_wait(n, reqs, round);
-    }
+    struct waiting w = { .kind = W_SOME, .n = n, .reqs = reqs, .outcount = outcount, .indices = indices, .sts = sts };
+    return wait_any_form(&w);
 }
 
 /* Calls `call` (an expression using `v`, the array MPI sees) on the
  * program's array `reqs` of `n`. */
-#define SWAPPED(n, reqs, call)                                                                                             do {                                                                                                                       MPI_Request buf_[16], *v = gm_pers_swap(n, reqs, buf_, 16);                                                            if (v == (reqs) && nrunning)                                                                                               drive();                                                                                                           int rc_ = (call);                                                                                                      gm_pers_back(n, reqs, v, buf_);                                                                                        return rc_;                                                                                                        } while (0)
+#define SWAPPED(n, reqs, call)                                                                                         \
+    do {                                                                                                               \
+        MPI_Request buf_[16], *v = gm_pers_swap(n, reqs, buf_, 16);                                                    \
+        int rc_ = (call);                                                                                              \
+        gm_pers_back(n, reqs, v, buf_);                                                                                \
+        return rc_;                                                                                                    \
+    } while (0)
 
 int MPI_Wait(MPI_Request *r, MPI_Status *st) { SWAPPED(1, r, wait1(v, st)); }
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[]) { SWAPPED(n, reqs, waitall(n, v, sts)); }
@@ -367,6 +457,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     SWAPPED(n, reqs, waitsome(n, v, outcount, indices, sts));
 }
 
+/* A Test first tells MPI which goal executions have ended. */
 static int test_driven(void)
 {
     if (nrunning)
@@ -407,15 +498,35 @@ int MPI_Request_free(MPI_Request *r)
     return rc >= 0 ? rc : PMPI_Request_free(r);
 }
 
+/* GOAL_WaitPoll's call in MPI_Finalize: MPI moves, nothing ends the wait. */
+static int poke_world(void *ctx)
+{
+    (void)ctx;
+    int flag;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    return 0;
+}
+
 /* MPI_Finalize: every execution still running (requests freed before
  * completion, or never waited for) ends first, MPI kept moving meanwhile. */
 void gm_req_drain(void)
 {
-    for (int round = 0; nrunning; round++) {
+    while (nrunning) {
         drive();
-        int flag;
-        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-        if (nrunning)
-            pause_wait(0, NULL, round);
+        gm_lock();
+        struct gm_req *q = running;
+        while (q && q->busy)
+            q = q->anext;
+        if (q)
+            q->busy = 1;
+        gm_unlock();
+        if (q) {
+            settle(q, GOAL_WaitPoll(q->h, POKE_EVERY, poke_world, NULL));
+        } else if (nrunning) {
+            /* Another thread waits for what is left. */
+            poke_world(NULL);
+            struct timespec ts = { 0, 100000 };
+            nanosleep(&ts, NULL);
+        }
     }
 }

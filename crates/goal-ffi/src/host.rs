@@ -1,9 +1,10 @@
 //! goal inside another runtime's job (extension): `GOAL_InitWith` starts
 //! goal from a host's rank, size and allgather (the MPI layer passes
 //! `PMPI_Allgather`), so that goal needs no launcher of its own and never
-//! touches the host's PMI or PMIx session; and `GOAL_WaitFor`, a Wait with
-//! a time limit, for a host whose waits must also keep its own library
-//! moving (an `MPI_Waitall` over goal's and MPI's requests).
+//! touches the host's PMI or PMIx session; `GOAL_WaitFor`, a Wait with a
+//! time limit, and `GOAL_WaitPoll`, a Wait that calls the host's progress
+//! function as it goes, for a host whose waits must also keep its own
+//! library moving (an `MPI_Waitall` over goal's and MPI's requests).
 
 use super::*;
 use std::time::Duration;
@@ -106,5 +107,77 @@ pub unsafe extern "C" fn GOAL_WaitFor(h: GOAL_Handle, seconds: f64) -> c_int {
             drop(std::mem::ManuallyDrop::into_inner(hd));
         }
         r.map(|done| done as c_int)
+    })
+}
+
+/// A host runtime's progress call for GOAL_WaitPoll: keeps the host's own
+/// library moving; returns non-zero to end the Wait (the host's own request
+/// completed, say), 0 to go on.
+pub type GOAL_PollFunction = Option<unsafe extern "C" fn(ctx: *mut c_void) -> c_int>;
+
+/// Waits as GOAL_Wait (spinning as configured, then sleeping in the kernel
+/// until the execution finishes), calling `poll(ctx)` on this thread after
+/// each batch of polls and at least every `seconds` while it sleeps,
+/// without spinning again after a sleep that brought no news. Returns 1
+/// when finished, 0 as soon as `poll` returned non-zero with the execution
+/// still running (the handle stays live), <0 if the execution failed; the
+/// handle is released once 1 or <0 was returned, as by GOAL_Test. `poll`
+/// runs with none of goal's locks held and may call goal, but not wait for
+/// `h`.
+///
+/// # Safety
+/// `h` must be NULL or a live handle; `poll` must be callable with `ctx`
+/// until this call returns.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_WaitPoll(h: GOAL_Handle, seconds: f64, poll: GOAL_PollFunction, ctx: *mut c_void) -> c_int {
+    code_result("GOAL_WaitPoll", || {
+        if h.is_null() {
+            return Err(invalid("GOAL_WaitPoll: the handle is NULL".into()));
+        }
+        let Some(f) = poll else {
+            return Err(invalid("GOAL_WaitPoll: poll is NULL".into()));
+        };
+        if seconds.is_nan() || seconds <= 0.0 {
+            return Err(invalid(format!("GOAL_WaitPoll: seconds is {seconds}, not a positive time")));
+        }
+        // SAFETY: h came from GOAL_Run (caller: live); given back below
+        // unless released here, exactly once.
+        let hd = std::mem::ManuallyDrop::new(unsafe { take_handle(h) });
+        // SAFETY: `poll` may be called with `ctx` until we return (caller).
+        let mut poke = || unsafe { f(ctx) } != 0;
+        let r = hd.wait_poking(Duration::from_secs_f64(seconds.min(1e9)), &mut poke);
+        if !matches!(r, Ok(false)) {
+            drop(std::mem::ManuallyDrop::into_inner(hd));
+        }
+        r.map(|done| done as c_int)
+    })
+}
+
+/// A copy of `s` numbered as the next schedule of its group: what
+/// compiling the same graph on that group now would return, without
+/// compiling it again (its buffers, run-time ones included, are `s`'s).
+/// Collective as compiling is: it takes a number of the group's compile
+/// order, so every member must make its schedule for the same call at the
+/// same point, by compiling or by this. For a host whose ranks each know
+/// only part of a call's arguments (the MPI layer's v-collectives): each
+/// rank reuses what its own arguments compiled before, and the schedules
+/// still pair call by call. Returns NULL with GOAL_LastError() on error
+/// (not a schedule, its group freed, goal not initialized). Free it with
+/// GOAL_FreeSchedule.
+///
+/// # Safety
+/// `s` must be NULL or a schedule handle.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_Renumber(s: GOAL_Schedule) -> GOAL_Schedule {
+    guard("GOAL_Renumber", std::ptr::null_mut(), || {
+        let r = (|| {
+            let sc = registry::schedule(s, "GOAL_Renumber")?;
+            let copy = sc.rt.renumber(&sc.s).map_err(named("GOAL_Renumber"))?;
+            Ok(registry::add_schedule(goal_schedule { s: copy, rt: sc.rt.clone() }))
+        })();
+        r.unwrap_or_else(|e: Error| {
+            fail(e);
+            std::ptr::null_mut()
+        })
     })
 }

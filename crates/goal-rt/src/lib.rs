@@ -572,9 +572,29 @@ impl Runtime {
     pub(crate) fn compile_numbered(&self, grp: &Group, g: &goal_sched::Graph, number: Option<u32>) -> Result<Schedule> {
         refuse_inside_user_op()?;
         grp.check_live("compiling")?;
-        let mut s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: grp.size() }).map_err(Error::from)?;
+        let s = goal_sched::compile(g, &goal_sched::CompileOptions { group_size: grp.size() }).map_err(Error::from)?;
         let users = user_functions(&s)?;
-        if grp.inner.ctx != 0 {
+        self.adopt_numbered(grp, s, users, number, true)
+    }
+
+    /// A copy of `s`, numbered as the next schedule of its group: what
+    /// compiling the same graph on the group now would return, without
+    /// compiling it again. Collective in the same sense as compiling (it
+    /// takes a number of the group's compile order): for a caller whose
+    /// every rank makes one schedule per call, some compiling and some
+    /// reusing what their own arguments compiled before (the MPI layer's
+    /// v-collectives, whose counts each rank knows only in part).
+    pub fn renumber(&self, s: &Schedule) -> Result<Schedule> {
+        refuse_inside_user_op()?;
+        s.group.check_live("renumbering a schedule")?;
+        self.adopt_numbered(&s.group, s.inner.s.clone(), s.inner.users.to_vec(), None, false)
+    }
+
+    /// Numbers `s` in `grp` (`number`, else the group's next) and hands it
+    /// to the engine; `map_peers`: its peers are still group ranks, to be
+    /// made job ranks (a renumbered copy's are job ranks already).
+    fn adopt_numbered(&self, grp: &Group, mut s: goal_sched::Schedule, users: Vec<Arc<userop::UserFn>>, number: Option<u32>, map_peers: bool) -> Result<Schedule> {
+        if map_peers && grp.inner.ctx != 0 {
             // The engine speaks job ranks: each peer of the group becomes
             // the rank it is in the job (a one-to-one map, so what the
             // compiler derived from peers being equal still holds).
@@ -714,7 +734,22 @@ impl Handle {
     pub fn wait_for(&self, timeout: std::time::Duration) -> Result<bool> {
         refuse_inside_user_op()?;
         let Some(shared) = &self.shared else { return Ok(true) };
-        progress::wait_until(shared, Some(std::time::Instant::now() + timeout));
+        progress::wait_until(shared, Some(std::time::Instant::now() + timeout), None);
+        state(shared)
+    }
+
+    /// Waits as [`wait`](Self::wait), calling `poke` on this thread after
+    /// each batch of polls and at least every `every` while it sleeps (for
+    /// a caller that must keep something else moving, such as an MPI
+    /// library), without spinning again after a sleep that brought no
+    /// news. `Ok(true)` once finished; `Ok(false)` as soon as `poke`
+    /// returned `true` with the execution still running (the handle stays
+    /// live); `Err` if it failed. `poke` runs with none of goal's locks
+    /// held, and may call goal (but not wait for this handle).
+    pub fn wait_poking(&self, every: std::time::Duration, poke: &mut dyn FnMut() -> bool) -> Result<bool> {
+        refuse_inside_user_op()?;
+        let Some(shared) = &self.shared else { return Ok(true) };
+        progress::wait_until(shared, None, Some(progress::Poke { f: poke, every }));
         state(shared)
     }
 

@@ -68,7 +68,7 @@ pub(crate) struct SchedInner {
     pub(crate) members: Arc<[u32]>,
     /// The functions of the user operators it names, kept alive with it
     /// (see [`crate::userop`]).
-    pub(super) users: Box<[Arc<UserFn>]>,
+    pub(crate) users: Box<[Arc<UserFn>]>,
     /// Whether the schedule has the shape of one that Run may finish
     /// within ([`Engine::start_done`]): at most `DONE_AT_ONCE` operations,
     /// all independent, each a send or a local operation. Known here, so

@@ -95,17 +95,33 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize, measured: Thr
 
 /// Blocks the calling application thread until `shared` is no longer running.
 pub(crate) fn wait(shared: &ExecShared) {
-    wait_until(shared, None)
+    wait_until(shared, None, None);
 }
 
-/// As [`wait`], but returns by `deadline` at the latest (running or not):
-/// for a caller that must also drive something else meanwhile (the MPI
-/// layer's waits, which keep the MPI library moving too).
-pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>) {
+/// Something a Wait keeps moving besides goal (the MPI layer's waits keep
+/// the MPI library moving): `f` is called on the waiting thread, without
+/// any lock of goal's held, after each batch of polls while it polls, and
+/// at least every `every` while it sleeps; `true` ends the Wait (the
+/// execution still running).
+pub(crate) struct Poke<'a> {
+    pub(crate) f: &'a mut dyn FnMut() -> bool,
+    pub(crate) every: Duration,
+}
+
+/// As [`wait`], but returns by `deadline` at the latest (running or not),
+/// and with a `poke`, as soon as it returns `true`. Returns whether the
+/// poke ended the Wait.
+///
+/// With a poke, a sleep that ends without news (at `every`, for the poke)
+/// is followed by one batch of polls, not by a whole spin: a Wait that
+/// sleeps for milliseconds wakes every `every` to poke, and spinning
+/// `GOAL_SPIN_US` (up to 1 ms, adapted) after each would keep the CPU
+/// busy most of the time. A wake-up with news spins as usual.
+pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut poke: Option<Poke<'_>>) -> bool {
     let rt: &Runtime = &shared.rt;
     let past = || deadline.is_some_and(|d| Instant::now() >= d);
     if shared.state.load(Ordering::Acquire) != RUNNING {
-        return;
+        return false;
     }
     let helper = rt.cfg.progress != ProgressMode::Manual;
     // A first batch of passes, without counting this thread among the
@@ -138,7 +154,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>) {
                 }
             }
             rt.spin.record(0, false);
-            return;
+            return false;
         }
     }
     let entry = crate::ticks::now();
@@ -182,6 +198,10 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>) {
     let mut latest = entry;
     let mut long_end = 0;
     let mut next_report = STALL_REPORT_AFTER;
+    // The poke ended the Wait.
+    let mut poked = false;
+    // Just woken without news, with a poke: one batch, then sleep again.
+    let mut quiet_wake = false;
     loop {
         if past() {
             break;
@@ -208,16 +228,23 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>) {
                     None => std::hint::spin_loop(),
                 }
                 latest = crate::ticks::now();
+                if let Some(p) = poke.as_mut() {
+                    if (p.f)() {
+                        poked = true;
+                        break;
+                    }
+                }
                 if news {
                     since = latest;
-                } else if latest.saturating_sub(since) >= spin_ticks || past() {
+                    quiet_wake = false;
+                } else if quiet_wake || latest.saturating_sub(since) >= spin_ticks || past() {
                     break;
                 } else if yield_polls {
                     yield_now();
                 }
             }
         }
-        if shared.state.load(Ordering::Acquire) != RUNNING {
+        if poked || shared.state.load(Ordering::Acquire) != RUNNING {
             break;
         }
         // Sleep: lift our mark (or peers would not ring), register,
@@ -249,11 +276,13 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>) {
             // of whatever computes on this CPU (see `slice`).
             let _slice = crate::slice::WaitSlice::enter(rt.cfg.slice);
             let most = if must_poll { Duration::from_millis(1) } else { LIVENESS_TICK };
+            let most = poke.as_ref().map_or(most, |p| most.min(p.every));
             let left = deadline.map_or(most, |d| d.saturating_duration_since(Instant::now()));
             sleep(rt, guard, most.min(left));
         }
         shared.asleep.store(false, Ordering::Relaxed);
         slept = true;
+        quiet_wake = poke.is_some();
         spell = crate::ticks::now();
         latest = spell;
         let waited = crate::ticks::duration(spell.saturating_sub(entry));
@@ -280,6 +309,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>) {
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
     let busy = helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy());
     leave(rt, helper, latest.max(long_end), busy, last);
+    poked
 }
 
 /// Up to [`POLL_BATCH`] progress passes with the engine held, fewer if
