@@ -148,6 +148,16 @@ def test_ddp_goalrun():
     assert out.count("ddp ok") == 2, out
 
 
+@pytest.mark.parametrize("n", [2, 4])
+def test_async_moves_while_the_rank_computes(n):
+    """`goalrun -n N`: an async all_reduce of 64 KiB and 1 MiB, then 30 ms of
+    matrix products with no torch.distributed call, must have ended before
+    wait() is called (its Future done, or is_completed(), which only looks):
+    goal moved it in the background. At 4 ranks the 2 cores are shared."""
+    out = under_goalrun("worker_overlap.py", n)
+    assert out.count("overlap ok") == n, out
+
+
 def test_every_op_across_two_hosts():
     """Every op at 4 ranks, 2 per emulated host: torch's store on host 0's
     rail address, goal's data over TCP between the hosts."""
