@@ -1,8 +1,10 @@
 // goal_torch backend: each c10d collective as a goal schedule compiled once
 // per (op, sizes, dtype, root, reduction) with run-time buffers, started with
-// the call's tensors. Lists of tensors (all_gather, gather, scatter,
-// reduce_scatter, all_to_all) go through one flat staging tensor, copied in
-// before the run or out when it ends; the *_base forms run on the tensors.
+// the call's tensors. Lists of tensors (all_gather, reduce_scatter,
+// all_to_all, and gather and scatter of small blocks) go through one flat
+// staging tensor, copied in before the run or out when it ends; the *_base
+// forms run on the tensors, and so do gather and scatter of blocks of 64 KiB
+// and more (plain messages, the root's tensors as run-time buffers).
 #include "goal_backend.hpp"
 
 #include <numeric>
