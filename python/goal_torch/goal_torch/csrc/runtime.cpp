@@ -211,10 +211,13 @@ struct Watcher {
   // polling mark, goal-rt's progress/appmark.rs). Seen at 4 ranks on 2
   // cores: a 64 KiB all_reduce started right after a barrier not finished
   // after 30 ms of computation, in 1 of 2 runs, without it.
+  // GOAL_TORCH_MOVE_AFTER_US overrides it (docs/python.md).
   static constexpr std::chrono::milliseconds kMoveAfter{2};
 
   void run() {
     askShortSlice();
+    std::chrono::microseconds moveAfter = kMoveAfter;
+    if (const char* e = std::getenv("GOAL_TORCH_MOVE_AFTER_US")) moveAfter = std::chrono::microseconds(std::atol(e));
     std::vector<c10::intrusive_ptr<GoalWork>> mine, still;
     std::chrono::microseconds nap = kMinNap;
     auto idleSince = std::chrono::steady_clock::now();
@@ -240,7 +243,7 @@ struct Watcher {
         if (w->ended()) continue;  // waited for: its waiter completed it
         if (w->waited()) {
           still.push_back(w);  // the thread in wait() moves and completes it
-        } else if (w->poll(now - w->started() >= kMoveAfter)) {
+        } else if (w->poll(now - w->started() >= moveAfter)) {
           completed = true;
         } else {
           still.push_back(w);
