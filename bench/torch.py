@@ -307,6 +307,13 @@ def python_part(a, goal: C.Goal, runs, notes, libs) -> list[dict]:
     for rnd in range(a.rounds):
         k = rnd % max(1, len(configs))
         for name, cmds in configs[k:] + configs[:k]:  # a rotating order, round by round
+            # The Python rows' dtypes in turns, float32 first in even rounds, float64 in odd
+            # ones: the first run's float32 1 MiB (590 us against 109 in float64, the same
+            # algorithm and kernels) came first in every round, and 2 ranks alone gave 110 us
+            # in both (and ~550 us in both on a loaded machine).
+            if name in ("goal-py", "mpi4py"):
+                order = "float32,float64" if rnd % 2 == 0 else "float64,float32"
+                cmds = [c + ["--dtypes", order] for c in cmds]
             got = job(a, f"python {name} round {rnd + 1}", [(c, {"OMP_NUM_THREADS": 1}) for c in cmds], runs, notes)
             for r in got:
                 r["round"] = rnd

@@ -1204,6 +1204,20 @@ GOAL_Graph GOAL_CreateGraphOn(GOAL_Group grp);
 int GOAL_InitWith(const GOAL_Bootstrap *boot);
 
 /*
+ Returns 1 once the execution has ended (finished or failed), 0 while it
+ runs, without moving it and without releasing the handle: GOAL_Test,
+ GOAL_Wait or GOAL_WaitFor still release it and report a failure. For a
+ thread that only watches executions while goal's helper moves them
+ (progress modes thread, spin, kernel), so that it never takes the
+ progress engine from the threads driving it; in manual mode nothing
+ moves an execution that is only watched.
+
+ # Safety
+ `h` must be NULL or a live handle.
+ */
+int GOAL_IsFinished(GOAL_Handle h);
+
+/*
  Waits as GOAL_Wait for at most `seconds` (sleeping in the kernel after
  the usual spin). Returns 1 when finished, 0 if still running when the
  time is up (the handle stays live), <0 if the execution failed; the

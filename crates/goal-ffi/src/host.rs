@@ -83,6 +83,28 @@ pub unsafe extern "C" fn GOAL_InitWith(boot: *const GOAL_Bootstrap) -> c_int {
     })
 }
 
+/// Returns 1 once the execution has ended (finished or failed), 0 while it
+/// runs, without moving it and without releasing the handle: GOAL_Test,
+/// GOAL_Wait or GOAL_WaitFor still release it and report a failure. For a
+/// thread that only watches executions while goal's helper moves them
+/// (progress modes thread, spin, kernel), so that it never takes the
+/// progress engine from the threads driving it; in manual mode nothing
+/// moves an execution that is only watched.
+///
+/// # Safety
+/// `h` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn GOAL_IsFinished(h: GOAL_Handle) -> c_int {
+    code_result("GOAL_IsFinished", || {
+        if h.is_null() {
+            return Err(invalid("GOAL_IsFinished: the handle is NULL".into()));
+        }
+        // SAFETY: h came from GOAL_Run (caller: live); never released here.
+        let hd = std::mem::ManuallyDrop::new(unsafe { take_handle(h) });
+        Ok(hd.is_finished() as c_int)
+    })
+}
+
 /// Waits as GOAL_Wait for at most `seconds` (sleeping in the kernel after
 /// the usual spin). Returns 1 when finished, 0 if still running when the
 /// time is up (the handle stays live), <0 if the execution failed; the

@@ -127,6 +127,18 @@ def run_ops(group, ranks, tag):
             finish(dist.scatter(out, list(ins[0].unbind(0)) if me == 0 else None, src=ranks[0], group=group,
                                 async_op=async_op), async_op)
             check(name("scatter"), out, ins[0][me])
+            # Blocks of 64 KiB and more go as plain messages between the root
+            # and each rank, the root's tensors used in place (no staging).
+            nb = 40000
+            bigs = [data(r, nb, dtype, 2) for r in range(p)]
+            outs = [torch.zeros(nb, dtype=dtype) for _ in range(p)] if me == groot else None
+            finish(dist.gather(bigs[me], outs, dst=ranks[groot], group=group, async_op=async_op), async_op)
+            if me == groot:
+                check(name("gather 40000"), torch.stack(outs), torch.stack(bigs))
+            out = torch.zeros(nb, dtype=dtype)
+            finish(dist.scatter(out, bigs if me == groot else None, src=ranks[groot], group=group,
+                                async_op=async_op), async_op)
+            check(name("scatter 40000"), out, bigs[me])
 
             for op, want in ops[:4:3] + ops[2:3]:  # SUM, MAX, MIN
                 t = allx[me].clone()

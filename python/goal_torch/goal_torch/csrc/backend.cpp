@@ -1,8 +1,10 @@
 // goal_torch backend: each c10d collective as a goal schedule compiled once
 // per (op, sizes, dtype, root, reduction) with run-time buffers, started with
-// the call's tensors. Lists of tensors (all_gather, gather, scatter,
-// reduce_scatter, all_to_all) go through one flat staging tensor, copied in
-// before the run or out when it ends; the *_base forms run on the tensors.
+// the call's tensors. Lists of tensors (all_gather, reduce_scatter,
+// all_to_all, and gather and scatter of small blocks) go through one flat
+// staging tensor, copied in before the run or out when it ends; the *_base
+// forms run on the tensors, and so do gather and scatter of blocks of 64 KiB
+// and more (plain messages, the root's tensors as run-time buffers).
 #include "goal_backend.hpp"
 
 #include <numeric>
@@ -326,6 +328,79 @@ c10::intrusive_ptr<c10d::Work> GoalBackend::allgather(std::vector<std::vector<at
   return w;
 }
 
+// Checks the root's list of a gather or scatter: group size tensors of
+// `like`'s size and dtype.
+void checkRootList(const std::vector<std::vector<at::Tensor>>& lists, const at::Tensor& like, int size,
+                   const char* name) {
+  if (lists.size() != 1 || static_cast<int>(lists[0].size()) != size) {
+    throw std::runtime_error(std::string("goal torch backend: ") + name +
+                             "'s root takes one list of group-size tensors");
+  }
+  for (auto& t : lists[0]) {
+    checkCpu(t, name);
+    if (t.numel() != like.numel() || t.scalar_type() != like.scalar_type()) {
+      throw std::runtime_error(std::string("goal torch backend: ") + name +
+                               " of tensors of different sizes or dtypes is not supported");
+    }
+  }
+}
+
+GOAL_Schedule GoalBackend::rootListSchedule(bool gather, size_t bytes, int root) {
+  std::string key = std::string(gather ? "gather-list/" : "scatter-list/") + std::to_string(bytes) + "/" +
+                    std::to_string(root);
+  return cached(key, [&]() -> GOAL_Schedule {
+    GOAL_Graph g = GOAL_CreateGraphOn(group_);
+    if (!g) return nullptr;
+    bool ok = true;
+    auto message = [&](int peer, int buf) {
+      bool send = (rank_ == root) != gather;
+      GOAL_Vertex v = send ? GOAL_Send_c(g, nullptr, bytes, peer, kRootListTag, GOAL_RUNBUF(buf))
+                           : GOAL_Recv_c(g, nullptr, bytes, peer, kRootListTag, GOAL_RUNBUF(buf));
+      ok = ok && v != GOAL_INVALID_VERTEX;
+    };
+    if (rank_ == root) {
+      for (int r = 0; r < size_; r++) {
+        if (r != root) message(r, r < root ? r : r - 1);
+      }
+    } else {
+      message(root, 0);
+    }
+    GOAL_Schedule s = ok ? GOAL_Compile(g) : nullptr;
+    GOAL_FreeGraph(g);
+    return s;
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> GoalBackend::rootList(bool gather, at::Tensor& mine,
+    std::vector<std::vector<at::Tensor>>& lists, int root, const char* name) {
+  size_t bytes = bytesOf(mine);
+  GOAL_Schedule s = rootListSchedule(gather, bytes, root);
+  std::vector<void*> bufs;
+  std::vector<size_t> sizes;
+  std::vector<at::Tensor> keep{mine};
+  if (rank_ == root) {
+    auto& list = lists[0];
+    for (int r = 0; r < size_; r++) {
+      if (r == root) continue;
+      bufs.push_back(list[r].data_ptr());
+      sizes.push_back(bytes);
+      keep.push_back(list[r]);
+    }
+    // The root's own block, here and now.
+    if (gather) {
+      if (!list[root].is_same(mine)) list[root].view(-1).copy_(mine.view(-1));
+    } else if (!mine.is_same(list[root])) {
+      mine.view(-1).copy_(list[root].view(-1));
+    }
+  } else {
+    bufs.push_back(mine.data_ptr());
+    sizes.push_back(bytes);
+  }
+  std::vector<at::Tensor> outs = gather ? (rank_ == root ? lists[0] : std::vector<at::Tensor>{}) : std::vector<at::Tensor>{mine};
+  return start(s, std::move(bufs), std::move(sizes), gather ? c10d::OpType::GATHER : c10d::OpType::SCATTER, outs,
+               nullptr, std::move(keep), name);
+}
+
 c10::intrusive_ptr<c10d::Work> GoalBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
     std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
   const char* name = "gather";
@@ -333,19 +408,13 @@ c10::intrusive_ptr<c10d::Work> GoalBackend::gather(std::vector<std::vector<at::T
   checkCpu(in, name);
   int root = static_cast<int>(opts.rootRank);
   size_t bytes = bytesOf(in);
+  if (rank_ == root) checkRootList(outputs, in, size_, name);
+  if (bytes >= kRootListMin && size_ <= kRootListMaxRanks) return rootList(true, in, outputs, root, name);
   at::Tensor flat;
   std::function<void()> post;
   std::vector<at::Tensor> outs;
   if (rank_ == root) {
-    if (outputs.size() != 1 || static_cast<int>(outputs[0].size()) != size_) {
-      throw std::runtime_error("goal torch backend: gather's root takes one list of group-size output tensors");
-    }
     outs = outputs[0];
-    for (auto& t : outs) {
-      if (t.numel() != in.numel() || t.scalar_type() != in.scalar_type()) {
-        throw std::runtime_error("goal torch backend: gather of tensors of different sizes or dtypes is not supported");
-      }
-    }
     flat = at::empty({static_cast<int64_t>(in.numel()) * size_}, in.options());
     int64_t n = in.numel();
     post = [flat, outs, n]() mutable {
@@ -368,18 +437,10 @@ c10::intrusive_ptr<c10d::Work> GoalBackend::scatter(std::vector<at::Tensor>& out
   checkCpu(out, name);
   int root = static_cast<int>(opts.rootRank);
   size_t bytes = bytesOf(out);
+  if (rank_ == root) checkRootList(inputs, out, size_, name);
+  if (bytes >= kRootListMin && size_ <= kRootListMaxRanks) return rootList(false, out, inputs, root, name);
   at::Tensor flat;
-  if (rank_ == root) {
-    if (inputs.size() != 1 || static_cast<int>(inputs[0].size()) != size_) {
-      throw std::runtime_error("goal torch backend: scatter's root takes one list of group-size input tensors");
-    }
-    for (auto& t : inputs[0]) {
-      if (t.numel() != out.numel() || t.scalar_type() != out.scalar_type()) {
-        throw std::runtime_error("goal torch backend: scatter of tensors of different sizes or dtypes is not supported");
-      }
-    }
-    flat = at::cat(inputs[0]).contiguous();
-  }
+  if (rank_ == root) flat = at::cat(inputs[0]).contiguous();
   std::string key = "scatter/" + std::to_string(bytes) + "/" + std::to_string(root);
   GOAL_Schedule s = cached(key, [&] { return GOAL_Scatter_init_on(group_, at(0), bytes, at(1), root, GOAL_ALG_AUTO); });
   void* sbuf = flat.defined() ? flat.data_ptr() : nullptr;

@@ -5,9 +5,10 @@
 // hands it. Each process group maps to one goal group: the default group to
 // goal's world, every other one to GOAL_Group_create over its global ranks.
 // Every collective is compiled once per (op, shapes, dtype, root, reduction)
-// with run-time buffers (GOAL_BUF_AT_RUN) and rerun with each call's tensors;
-// a completion thread tests the running executions so that async Works and
-// their Futures finish while Python computes.
+// with run-time buffers (GOAL_BUF_AT_RUN) and rerun with each call's tensors.
+// goal's helper thread moves the executions while Python computes; a watcher
+// thread, which only looks (GOAL_IsFinished), completes the Futures of the
+// Works nobody waits for (runtime.cpp).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -16,6 +17,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -46,8 +48,16 @@ class GoalWork : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-  // Tests the execution without blocking if no one else holds it; true when finished.
-  bool poll();
+  // Looks whether the execution has ended, if no other thread holds the
+  // handle, without moving it unless `move` (or GOAL_PROGRESS=manual): then
+  // GOAL_Test. True when finished, the Future then completed.
+  bool poll(bool move = false);
+  // When it started.
+  std::chrono::steady_clock::time_point started() const { return started_; }
+  // Finished (by wait() or poll()).
+  bool ended() const { return finished_; }
+  // A thread is inside wait(): it moves the execution and completes the Future.
+  bool waited() const { return waited_; }
 
  private:
   void finishLocked(int rc);
@@ -58,6 +68,8 @@ class GoalWork : public c10d::Work {
   std::mutex handleMutex_;  // who may test or wait on handle_ (goal: one thread at a time)
   GOAL_Handle handle_;
   std::atomic<bool> finished_{false};  // set under handleMutex_, read anywhere
+  std::atomic<bool> waited_{false};
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::string error_;
   std::vector<at::Tensor> outputs_;
   std::function<void()> post_;
@@ -66,10 +78,10 @@ class GoalWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// Hands running Works to the process' completion thread.
+// Hands running Works to the process' watcher thread.
 void track(const c10::intrusive_ptr<GoalWork>& w);
 
-// Stops the completion thread and finalizes goal (once; at exit).
+// Stops the watcher thread and finalizes goal (once; at exit).
 void shutdown();
 
 // Starts goal over the store (once per process; later calls check the size).
@@ -134,6 +146,17 @@ class GoalBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> alltoallv(at::Tensor& out, at::Tensor& in,
       const std::vector<size_t>& sbytes, const std::vector<size_t>& rbytes,
       std::function<void()> post, const char* name);
+  // gather and scatter of blocks of kRootListMin bytes and more: one
+  // schedule of plain messages between the root and every other rank, the
+  // root's tensors each a run-time buffer of their own (no staging tensor,
+  // no concatenation: a 32 MiB scatter copied 64 MiB into a fresh tensor
+  // first). Run-time buffers number 16 at most, hence kRootListMaxRanks.
+  static constexpr size_t kRootListMin = 64 << 10;
+  static constexpr int kRootListMaxRanks = 17;
+  static constexpr int kRootListTag = 7;
+  GOAL_Schedule rootListSchedule(bool gather, size_t bytes, int root);
+  c10::intrusive_ptr<c10d::Work> rootList(bool gather, at::Tensor& mine,
+      std::vector<std::vector<at::Tensor>>& lists, int root, const char* name);
   GOAL_Group pairGroup(int peer);
   c10::intrusive_ptr<c10d::Work> p2p(at::Tensor& t, int peer, int tag, bool isSend);
 

@@ -31,5 +31,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "The goal backend of one process group (goal starts with the first, over its store).");
   m.def("initialized", [] { return GOAL_IsInitialized() == 1; }, "Whether goal runs in this process.");
   m.def("finalize", [] { goal_torch::shutdown(); }, py::call_guard<py::gil_scoped_release>(),
-        "Stops the completion thread and finalizes goal (at exit).");
+        "Stops the watcher thread and finalizes goal (at exit).");
 }

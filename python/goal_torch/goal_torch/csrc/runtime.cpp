@@ -1,16 +1,30 @@
 // goal_torch runtime: goal's start over the c10d Store, Works over goal
-// handles, and the completion thread that finishes them in the background.
+// handles, and the watcher thread that completes the Futures of Works that
+// goal finishes in the background.
+//
+// Who moves an execution: goal's own helper thread (progress modes thread,
+// spin, kernel), and the application thread inside Work.wait(). The watcher
+// never does: it only looks whether an execution has ended
+// (GOAL_IsFinished, which takes no lock of goal's), so that it never holds
+// goal's progress engine while the helper or a waiting thread needs it.
+// Under GOAL_PROGRESS=manual (no helper) it tests instead, since nothing
+// else would move a Work nobody waits for.
 //
 // A handle may be tested or waited on by one thread at a time (docs/api.md,
-// Threads): each Work guards its handle with a mutex; the completion thread
-// only try-locks it, so a Python thread blocked in wait() keeps it.
+// Threads): each Work guards its handle with a mutex; the watcher only
+// try-locks it, so a Python thread blocked in wait() keeps it.
 #include "goal_backend.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <deque>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
+#include <vector>
+
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace goal_torch {
 
@@ -29,6 +43,14 @@ void fail(const std::string& where, int code) {
 
 // ---- Works ----
 
+namespace {
+// The type of every Work's Future value, made once (not per call).
+const c10::TypePtr& tensorListType() {
+  static const c10::TypePtr t = c10::ListType::create(c10::TensorType::get());
+  return t;
+}
+}  // namespace
+
 GoalWork::GoalWork(GOAL_Handle h, c10d::OpType type, std::vector<at::Tensor> outputs,
                    std::function<void()> post, std::function<void()> release, const char* name)
     : c10d::Work(-1, type),
@@ -37,10 +59,9 @@ GoalWork::GoalWork(GOAL_Handle h, c10d::OpType type, std::vector<at::Tensor> out
       post_(std::move(post)),
       release_(std::move(release)),
       name_(name),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(c10::make_intrusive<c10::ivalue::Future>(tensorListType())) {}
 
-// A Work is tracked by the completion thread until it ends, so a Work
+// A Work is tracked by the watcher thread until it ends, so a Work
 // dropped unwaited is finished by the time it is destroyed.
 GoalWork::~GoalWork() = default;
 
@@ -74,12 +95,27 @@ void GoalWork::completeFuture() {
   }
 }
 
-bool GoalWork::poll() {
+namespace {
+// GOAL_PROGRESS=manual: goal runs no helper thread (docs/api.md).
+bool manualProgress() {
+  static const bool manual = [] {
+    const char* p = std::getenv("GOAL_PROGRESS");
+    return p && std::strcmp(p, "manual") == 0;
+  }();
+  return manual;
+}
+}  // namespace
+
+bool GoalWork::poll(bool move) {
   std::unique_lock<std::mutex> lock(handleMutex_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
   if (!finished_) {
-    int rc = GOAL_Test(handle_);
+    // Look without moving it (see the top of this file); once it has
+    // ended, GOAL_Test releases the handle with its result.
+    bool test = move || manualProgress();
+    int rc = test ? GOAL_Test(handle_) : GOAL_IsFinished(handle_);
     if (rc == 0) return false;
+    if (rc == 1 && !test) rc = GOAL_Test(handle_);
     finishLocked(rc);
   }
   lock.unlock();
@@ -89,13 +125,14 @@ bool GoalWork::poll() {
 
 bool GoalWork::isCompleted() {
   if (finished_) return true;
-  poll();  // tests the handle unless another thread holds it
+  poll();  // looks (see poll) unless another thread holds the handle
   return finished_;
 }
 
 bool GoalWork::isSuccess() const { return error_.empty(); }
 
 bool GoalWork::wait(std::chrono::milliseconds timeout) {
+  waited_ = true;
   {
     std::lock_guard<std::mutex> lock(handleMutex_);
     if (!finished_) {
@@ -105,6 +142,7 @@ bool GoalWork::wait(std::chrono::milliseconds timeout) {
       } else {
         rc = GOAL_WaitFor(handle_, timeout.count() / 1000.0);
         if (rc == 0) {
+          waited_ = false;  // the watcher looks after it again
           throw std::runtime_error("goal torch backend: " + name_ + " still running after " +
                                    std::to_string(timeout.count()) + " ms (Work.wait timeout)");
         }
@@ -118,90 +156,146 @@ bool GoalWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-// ---- The completion thread ----
+// ---- The watcher thread ----
 
 namespace {
-struct Completer {
+
+// A short scheduler slice for the calling thread (sched_setattr's
+// sched_runtime, Linux 6.12 and later; earlier kernels accept and ignore
+// it), as goal gives its own helper (GOAL_SLICE_US): woken from a nap, the
+// watcher then runs at once instead of after the slice of the computation
+// sharing its CPU, so a Future completes promptly. Not essential: a refusal
+// leaves the default.
+void askShortSlice() {
+  struct Attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t utilMin, utilMax;
+  } a{};
+  a.size = sizeof a;
+  if (syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) != 0 || a.policy != 0 /* SCHED_OTHER */) return;
+  a.size = sizeof a;
+  a.flags = 0;
+  a.runtime = 100 * 1000;  // ns, goal's default GOAL_SLICE_US
+  syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
+struct Watcher {
   std::mutex m;
   std::condition_variable cv;
-  std::deque<c10::intrusive_ptr<GoalWork>> pending;
+  std::vector<c10::intrusive_ptr<GoalWork>> pending;  // tracked since the last sweep
   std::thread thread;
   bool stop = false;
+  bool asleep = false;  // on `cv`, to be notified by track() (under `m`)
 
-  // How long the thread sleeps between rounds that saw nothing end: from
-  // 20 us (a DDP Future is complete at most that late after goal is done)
-  // doubling up to 200 us.
+  // Naps between sweeps: from 20 us after the watcher completed a Future
+  // (DDP chains its next bucket on it) doubling to 200 us, also while every
+  // tracked Work is being waited for or done (a loop of blocking calls, one
+  // of which may be an async one: seen 200 us late at most); after 20 ms
+  // without a Work to look after, it sleeps until track() wakes it. A nap is
+  // a sleep in the kernel: the watcher never spins (ranks may outnumber
+  // cores), and a loop of blocking calls pays no wake-up per call
+  // (all_reduce of 8 B, 2 ranks: 15-18 us when track() woke the watcher at
+  // every call, which then took the engine from the waiting thread, 7.7 us
+  // without).
   static constexpr std::chrono::microseconds kMinNap{20};
   static constexpr std::chrono::microseconds kMaxNap{200};
+  static constexpr std::chrono::milliseconds kIdleFor{20};
+  // A Work nobody waits for that still runs this long after it started is
+  // tested (one progress pass, if goal's engine is free) at each look, not
+  // only looked at: a safety net for a helper that goal holds off, as it
+  // does for up to 3 ms after a loop of Runs and Waits (the application's
+  // polling mark, goal-rt's progress/appmark.rs). Seen at 4 ranks on 2
+  // cores: a 64 KiB all_reduce started right after a barrier not finished
+  // after 30 ms of computation, in 1 of 2 runs, without it.
+  // GOAL_TORCH_MOVE_AFTER_US overrides it (docs/python.md).
+  static constexpr std::chrono::milliseconds kMoveAfter{2};
 
   void run() {
-    std::vector<c10::intrusive_ptr<GoalWork>> mine;
+    askShortSlice();
+    std::chrono::microseconds moveAfter = kMoveAfter;
+    if (const char* e = std::getenv("GOAL_TORCH_MOVE_AFTER_US")) moveAfter = std::chrono::microseconds(std::atol(e));
+    std::vector<c10::intrusive_ptr<GoalWork>> mine, still;
     std::chrono::microseconds nap = kMinNap;
+    auto idleSince = std::chrono::steady_clock::now();
     for (;;) {
       {
         std::unique_lock<std::mutex> l(m);
-        cv.wait(l, [&] { return stop || !pending.empty() || !mine.empty(); });
-        if (stop && pending.empty() && mine.empty()) return;
-        while (!pending.empty()) {
-          mine.push_back(std::move(pending.front()));
-          pending.pop_front();
+        if (pending.empty() && mine.empty()) {
+          if (stop) return;
+          if (std::chrono::steady_clock::now() - idleSince >= kIdleFor) {
+            asleep = true;
+            cv.wait(l, [&] { return stop || !pending.empty(); });
+            asleep = false;
+            if (stop && pending.empty()) return;
+          }
         }
+        for (auto& w : pending) mine.push_back(std::move(w));
+        pending.clear();
       }
-      bool progressed = false;
-      std::vector<c10::intrusive_ptr<GoalWork>> still;
+      bool completed = false, unwatched = false;
+      auto now = std::chrono::steady_clock::now();
+      still.clear();
       for (auto& w : mine) {
-        if (w->poll()) {
-          progressed = true;
+        if (w->ended()) continue;  // waited for: its waiter completed it
+        if (w->waited()) {
+          still.push_back(w);  // the thread in wait() moves and completes it
+        } else if (w->poll(now - w->started() >= moveAfter)) {
+          completed = true;
         } else {
           still.push_back(w);
+          unwatched = true;
         }
       }
       mine.swap(still);
-      if (progressed) {
-        nap = kMinNap;
-      } else if (!mine.empty()) {
-        // Nothing ended: sleep, never spin (more ranks than cores), longer
-        // while nothing ends (a receive whose sender is far behind).
-        std::this_thread::sleep_for(nap);
-        nap = std::min(nap * 2, kMaxNap);
-      }
-      if (stop) {
-        // Finalizing: what is still running is abandoned with its handles.
+      nap = completed ? kMinNap : std::min(nap * 2, kMaxNap);
+      if (completed || unwatched) idleSince = now;
+      {
         std::lock_guard<std::mutex> l(m);
-        if (pending.empty()) return;
+        if (stop) {
+          // Finalizing: what still runs is abandoned with its handles.
+          if (pending.empty()) return;
+          continue;
+        }
       }
+      std::this_thread::sleep_for(nap);
     }
   }
 };
-Completer* completer = nullptr;
-std::mutex completerMutex;
+Watcher* watcher = nullptr;
+std::mutex watcherMutex;
 }  // namespace
 
 void track(const c10::intrusive_ptr<GoalWork>& w) {
-  std::lock_guard<std::mutex> g(completerMutex);
-  if (!completer) {
-    completer = new Completer();
-    completer->thread = std::thread([] { completer->run(); });
+  std::lock_guard<std::mutex> g(watcherMutex);
+  if (!watcher) {
+    watcher = new Watcher();
+    watcher->thread = std::thread([] { watcher->run(); });
   }
+  bool wake;
   {
-    std::lock_guard<std::mutex> l(completer->m);
-    completer->pending.push_back(w);
+    std::lock_guard<std::mutex> l(watcher->m);
+    watcher->pending.push_back(w);
+    wake = watcher->asleep;
   }
-  completer->cv.notify_one();
+  if (wake) watcher->cv.notify_one();
 }
 
 void shutdown() {
   {
-    std::lock_guard<std::mutex> g(completerMutex);
-    if (completer) {
+    std::lock_guard<std::mutex> g(watcherMutex);
+    if (watcher) {
       {
-        std::lock_guard<std::mutex> l(completer->m);
-        completer->stop = true;
+        std::lock_guard<std::mutex> l(watcher->m);
+        watcher->stop = true;
       }
-      completer->cv.notify_one();
-      completer->thread.join();
-      delete completer;
-      completer = nullptr;
+      watcher->cv.notify_one();
+      watcher->thread.join();
+      delete watcher;
+      watcher = nullptr;
     }
   }
   if (GOAL_IsInitialized()) GOAL_Finalize();
