@@ -33,6 +33,13 @@
 //! own blocking collectives, the oracle's reference side, take minutes
 //! there.
 //!
+//! Under srun both MPIs fail now and then in their own start or end, not
+//! in the layer (docs/mpi.md: Open MPI 4.1's MPI_Init segfaults under
+//! `--mpi=pmix`, MPICH 4.0.2's Finalize deadlocks under `--mpi=pmi2`), so
+//! that test runs only when asked (`GOAL_TEST_MPI_SRUN=1`,
+//! `GOAL_TEST_MPICH_SRUN=1`). A job past `JOB_LIMIT` is killed and fails
+//! the test with its output, and under srun with its ranks' stacks.
+//!
 //! Needs root, both MPIs' compilers and launchers (and Slurm's daemons for
 //! the srun jobs); what is missing is skipped, saying why.
 
@@ -198,6 +205,27 @@ fn expectations(program: &Path) -> (&'static str, &'static [&'static str], u64) 
     }
 }
 
+/// The kernel stack and, where gdb is installed, every thread's backtrace
+/// of each live process running `program` (the ranks of a job that ran past
+/// its limit): how the MPICH Finalize hang of docs/mpi.md was read.
+fn rank_stacks(program: &Path) -> String {
+    let mut text = String::from("\n--- the ranks' stacks\n");
+    let Ok(dir) = std::fs::read_dir("/proc") else { return text };
+    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        if std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_deref() != Some(program) {
+            continue;
+        }
+        let kernel = std::fs::read_to_string(format!("/proc/{pid}/stack")).unwrap_or_default();
+        text.push_str(&format!("=== pid {pid}\n{kernel}"));
+        let gdb = Command::new("gdb").args(["-batch", "-p", &pid.to_string(), "-ex", "thread apply all bt 20"]).output();
+        if let Ok(g) = gdb {
+            let bt = String::from_utf8_lossy(&g.stdout);
+            text.extend(bt.lines().filter(|l| l.starts_with('#') || l.starts_with("Thread")).map(|l| format!("{l}\n")));
+        }
+    }
+    text
+}
+
 /// A directory removed when the test ends, also by a panic.
 struct RemoveOnDrop(PathBuf);
 
@@ -270,10 +298,13 @@ fn mpi_layer_oracle_under_mpirun_and_mpiexec_across_hosts() {
 #[test]
 fn mpi_layer_oracle_under_srun_across_hosts() {
     if std::env::var_os("GOAL_TEST_MPI_SRUN").is_none() {
-        // Not in CI until explained: Open MPI's ranks of host 0 died of a
-        // segfault at address 0 at start in 2 of 7 jobs (the second in
-        // CI's run), and MPICH's Finalize hung once; docs/mpi.md.
-        eprintln!("skipped: the MPI layer under srun (set GOAL_TEST_MPI_SRUN=1, and GOAL_TEST_MPICH_SRUN=1 for MPICH): unexplained start-up segfaults of Open MPI ranks under srun --mpi=pmix, docs/mpi.md");
+        // Not in CI: Open MPI 4.1's ranks die in their own MPI_Init under
+        // srun --mpi=pmix in about 1 job of 10, with or without the layer
+        // (a peer's first message reaches them while they still wait in the
+        // modex fence, before ob1 has registered its callbacks: the PMIx
+        // fences were released out of order); no setting of Slurm's pmix
+        // plugin or PMIx tried avoids it. docs/mpi.md.
+        eprintln!("skipped: the MPI layer under srun (set GOAL_TEST_MPI_SRUN=1, and GOAL_TEST_MPICH_SRUN=1 for MPICH): Open MPI 4.1 ranks segfault in their own MPI_Init under srun --mpi=pmix in ~1 job of 10, also without the layer; docs/mpi.md");
         return;
     }
     if let Err(why) = goal_netns::slurm::available() {
@@ -287,10 +318,12 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
     eprintln!("Slurm up in {:.1?}", t.elapsed());
     for (mpi, plugin) in [(Mpi::OpenMpi, "pmix"), (Mpi::Mpich, "pmi2")] {
         if mpi == Mpi::Mpich && std::env::var_os("GOAL_TEST_MPICH_SRUN").is_none() {
-            // Not in CI until explained: once, every rank had finished
-            // goal's side and printed its report, and MPICH's own
-            // PMPI_Finalize never returned (t_mixed, 300 s); docs/mpi.md.
-            eprintln!("skipped: MPICH under srun --mpi=pmi2 (set GOAL_TEST_MPICH_SRUN=1): its MPI_Finalize hung once across the emulated hosts, unexplained");
+            // Not in CI: MPICH 4.0.2's own PMPI_Finalize deadlocks in 3 of 7
+            // t_mixed jobs here, after goal has finalized: some ranks
+            // progress UCX until their endpoint closes complete, the rest
+            // already wait in the PMI barrier that follows, by a blocking
+            // read that progresses nothing. docs/mpi.md.
+            eprintln!("skipped: MPICH under srun --mpi=pmi2 (set GOAL_TEST_MPICH_SRUN=1): MPICH 4.0.2's MPI_Finalize deadlocks (UCX endpoint closes against its PMI barrier) in ~3 jobs of 7; docs/mpi.md");
             continue;
         }
         let Some(built) = build(mpi, &dir.0, &["t_oracle", "t_mixed"]) else { continue };
@@ -317,9 +350,14 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
             }
             let before = goal_rail_bytes(&c);
             let t = Instant::now();
-            let out = util::output_within(cmd, JOB_LIMIT);
+            let mut out = util::output_within(cmd, JOB_LIMIT);
             let what = format!("{} under srun --mpi={plugin}, {HOSTS} hosts x {PER_HOST} ranks ({:.0?})", prog.display(), t.elapsed());
             if !out.status.success() {
+                // Killing srun leaves the ranks to slurmstepd until Slurm
+                // stops: what they were doing goes into the report.
+                if t.elapsed() >= JOB_LIMIT {
+                    out.stderr.extend_from_slice(rank_stacks(prog).as_bytes());
+                }
                 eprintln!("--- Slurm's logs\n{}", slurm.logs());
             }
             check(&c, &out, &before, prog, &what);
