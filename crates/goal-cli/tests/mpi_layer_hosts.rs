@@ -368,6 +368,9 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
                 }
                 if mpi == Mpi::OpenMpi && attempt < OMPI_SRUN_ATTEMPTS && ompi_init_crash(&out) {
                     eprintln!("  {what}: Open MPI's own MPI_Init crash under srun --mpi=pmix (docs/mpi.md), attempt {attempt}: run again");
+                    for l in String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains("Failing at address") || l.starts_with("srun: error: host")) {
+                        eprintln!("    {l}");
+                    }
                     attempt += 1;
                     continue;
                 }
