@@ -33,6 +33,15 @@
 //! own blocking collectives, the oracle's reference side, take minutes
 //! there.
 //!
+//! Under srun both MPIs fail now and then in their own start or end, not
+//! in the layer (docs/mpi.md). Open MPI 4.1's MPI_Init segfaults under
+//! `--mpi=pmix` in about 1 job of 10: a job that died of exactly that
+//! (address 0, before any rank's Finalize) is started again, up to
+//! `OMPI_SRUN_ATTEMPTS` times, saying so. MPICH 4.0.2's Finalize deadlocks
+//! under `--mpi=pmi2` in about 3 jobs of 7, so MPICH runs there only when
+//! asked (`GOAL_TEST_MPICH_SRUN=1`). A job past `JOB_LIMIT` is killed and
+//! fails the test with its output, and under srun with its ranks' stacks.
+//!
 //! Needs root, both MPIs' compilers and launchers (and Slurm's daemons for
 //! the srun jobs); what is missing is skipped, saying why.
 
@@ -198,6 +207,41 @@ fn expectations(program: &Path) -> (&'static str, &'static [&'static str], u64) 
     }
 }
 
+/// How many times an Open MPI job under srun is started when it dies of
+/// Open MPI's own start-up crash (docs/mpi.md: about 1 job in 10, also
+/// without the layer): three in a row fail the test, about 1 in 1000.
+const OMPI_SRUN_ATTEMPTS: u32 = 3;
+
+/// Whether a failed Open MPI job died of the start-up crash of docs/mpi.md
+/// and of nothing else: a segfault at address 0 and no rank got as far as
+/// its MPI_Finalize (whose report every rank prints), so goal never
+/// started (its start is an allgather that the dead ranks never joined).
+fn ompi_init_crash(out: &Output) -> bool {
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    text.contains("Signal: Segmentation fault") && text.contains("Failing at address: (nil)") && !text.contains("goal-mpi (rank ")
+}
+
+/// The kernel stack and, where gdb is installed, every thread's backtrace
+/// of each live process running `program` (the ranks of a job that ran past
+/// its limit): how the MPICH Finalize hang of docs/mpi.md was read.
+fn rank_stacks(program: &Path) -> String {
+    let mut text = String::from("\n--- the ranks' stacks\n");
+    let Ok(dir) = std::fs::read_dir("/proc") else { return text };
+    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        if std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_deref() != Some(program) {
+            continue;
+        }
+        let kernel = std::fs::read_to_string(format!("/proc/{pid}/stack")).unwrap_or_default();
+        text.push_str(&format!("=== pid {pid}\n{kernel}"));
+        let gdb = Command::new("gdb").args(["-batch", "-p", &pid.to_string(), "-ex", "thread apply all bt 20"]).output();
+        if let Ok(g) = gdb {
+            let bt = String::from_utf8_lossy(&g.stdout);
+            text.extend(bt.lines().filter(|l| l.starts_with('#') || l.starts_with("Thread")).map(|l| format!("{l}\n")));
+        }
+    }
+    text
+}
+
 /// A directory removed when the test ends, also by a panic.
 struct RemoveOnDrop(PathBuf);
 
@@ -269,13 +313,6 @@ fn mpi_layer_oracle_under_mpirun_and_mpiexec_across_hosts() {
 /// on Slurm's pmi2 plugin.
 #[test]
 fn mpi_layer_oracle_under_srun_across_hosts() {
-    if std::env::var_os("GOAL_TEST_MPI_SRUN").is_none() {
-        // Not in CI until explained: Open MPI's ranks of host 0 died of a
-        // segfault at address 0 at start in 2 of 7 jobs (the second in
-        // CI's run), and MPICH's Finalize hung once; docs/mpi.md.
-        eprintln!("skipped: the MPI layer under srun (set GOAL_TEST_MPI_SRUN=1, and GOAL_TEST_MPICH_SRUN=1 for MPICH): unexplained start-up segfaults of Open MPI ranks under srun --mpi=pmix, docs/mpi.md");
-        return;
-    }
     if let Err(why) = goal_netns::slurm::available() {
         eprintln!("skipped: {why}");
         return;
@@ -287,10 +324,12 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
     eprintln!("Slurm up in {:.1?}", t.elapsed());
     for (mpi, plugin) in [(Mpi::OpenMpi, "pmix"), (Mpi::Mpich, "pmi2")] {
         if mpi == Mpi::Mpich && std::env::var_os("GOAL_TEST_MPICH_SRUN").is_none() {
-            // Not in CI until explained: once, every rank had finished
-            // goal's side and printed its report, and MPICH's own
-            // PMPI_Finalize never returned (t_mixed, 300 s); docs/mpi.md.
-            eprintln!("skipped: MPICH under srun --mpi=pmi2 (set GOAL_TEST_MPICH_SRUN=1): its MPI_Finalize hung once across the emulated hosts, unexplained");
+            // Not in CI: MPICH 4.0.2's own PMPI_Finalize deadlocks in 3 of 7
+            // t_mixed jobs here, after goal has finalized: some ranks
+            // progress UCX until their endpoint closes complete, the rest
+            // already wait in the PMI barrier that follows, by a blocking
+            // read that progresses nothing. docs/mpi.md.
+            eprintln!("skipped: MPICH under srun --mpi=pmi2 (set GOAL_TEST_MPICH_SRUN=1): MPICH 4.0.2's MPI_Finalize deadlocks (UCX endpoint closes against its PMI barrier) in ~3 jobs of 7; docs/mpi.md");
             continue;
         }
         let Some(built) = build(mpi, &dir.0, &["t_oracle", "t_mixed"]) else { continue };
@@ -305,23 +344,44 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
             // The layer into the tasks only (srun itself runs without it);
             // the rest through srun's environment, which the tasks inherit
             // (--export splits at commas, and UCX_TLS has some).
-            let mut cmd = slurm.srun();
-            cmd.args(["-N", &HOSTS.to_string(), "-n", &RANKS.to_string()])
-                .arg(format!("--ntasks-per-node={PER_HOST}"))
-                .arg(format!("--mpi={plugin}"))
-                .arg("--kill-on-bad-exit=1")
-                .arg(format!("--export=ALL,LD_PRELOAD={}", built.layer.display()))
-                .arg(prog);
-            for (k, v) in env.iter().filter(|(k, _)| k != "LD_PRELOAD") {
-                cmd.env(k, v);
-            }
-            let before = goal_rail_bytes(&c);
-            let t = Instant::now();
-            let out = util::output_within(cmd, JOB_LIMIT);
-            let what = format!("{} under srun --mpi={plugin}, {HOSTS} hosts x {PER_HOST} ranks ({:.0?})", prog.display(), t.elapsed());
-            if !out.status.success() {
+            let srun = || {
+                let mut cmd = slurm.srun();
+                cmd.args(["-N", &HOSTS.to_string(), "-n", &RANKS.to_string()])
+                    .arg(format!("--ntasks-per-node={PER_HOST}"))
+                    .arg(format!("--mpi={plugin}"))
+                    .arg("--kill-on-bad-exit=1")
+                    .arg(format!("--export=ALL,LD_PRELOAD={}", built.layer.display()))
+                    .arg(prog);
+                for (k, v) in env.iter().filter(|(k, _)| k != "LD_PRELOAD") {
+                    cmd.env(k, v);
+                }
+                cmd
+            };
+            let mut attempt = 1;
+            let (out, before, what) = loop {
+                let before = goal_rail_bytes(&c);
+                let t = Instant::now();
+                let mut out = util::output_within(srun(), JOB_LIMIT);
+                let what = format!("{} under srun --mpi={plugin}, {HOSTS} hosts x {PER_HOST} ranks ({:.0?})", prog.display(), t.elapsed());
+                if out.status.success() {
+                    break (out, before, what);
+                }
+                if mpi == Mpi::OpenMpi && attempt < OMPI_SRUN_ATTEMPTS && ompi_init_crash(&out) {
+                    eprintln!("  {what}: Open MPI's own MPI_Init crash under srun --mpi=pmix (docs/mpi.md), attempt {attempt}: run again");
+                    for l in String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains("Failing at address") || l.starts_with("srun: error: host")) {
+                        eprintln!("    {l}");
+                    }
+                    attempt += 1;
+                    continue;
+                }
+                // Killing srun leaves the ranks to slurmstepd until Slurm
+                // stops: what they were doing goes into the report.
+                if t.elapsed() >= JOB_LIMIT {
+                    out.stderr.extend_from_slice(rank_stacks(prog).as_bytes());
+                }
                 eprintln!("--- Slurm's logs\n{}", slurm.logs());
-            }
+                break (out, before, what);
+            };
             check(&c, &out, &before, prog, &what);
         }
     }
