@@ -94,7 +94,7 @@ int main(int argc, char **argv)
                 int rc;
                 double t0 = h_now();
                 while ((rc = GOAL_Test(h[k])) == 0)
-                    CHECKM(h_now() - t0 < 30.0, "execution %d never finished (GOAL_Test)", k);
+                    CHECKM(h_now() - t0 < 30.0, "execution %d (round %d) never finished (GOAL_Test)", k, round);
                 CHECKM(rc == 1, "GOAL_Test of execution %d (round %d) returned %d (%s)", k,
                        round, rc, h_strerr(rc));
             } else {
