@@ -61,9 +61,10 @@ impl Engine {
     }
 
     /// What every running execution waits for, in lines, for a report on
-    /// an execution that does not finish (`GOAL_DEBUG=1`): receives posted
-    /// and not matched, sends waiting for their receiver, transfers in
-    /// flight, unexpected messages, and the network's state per peer.
+    /// an execution that does not finish (see [`report_if_stalled`](Self::report_if_stalled)):
+    /// receives posted and not matched, sends waiting for their receiver,
+    /// transfers in flight, unexpected messages, messages dropped as
+    /// stale, and the network's state per peer.
     pub fn stall_report(&self) -> Vec<String> {
         let mut lines = Vec::new();
         for (slot, e) in self.state.execs.slots.iter().enumerate() {
@@ -102,6 +103,12 @@ impl Engine {
         for (&k, q) in &self.state.matcher.unexp {
             let what: Vec<String> = q.iter().map(|u| format!("from rank {} tag {} ({} B)", u.src, u.tag, u.len)).collect();
             lines.push(format!("unexpected for schedule {} execution {}: [{}]", proto::Named((k >> 32) as SchedId), k & 0xffff_ffff, what.join(", ")));
+        }
+        // Messages dropped for an execution taken as over here: the news
+        // waits for the schedule's next Run, which a rank stuck in Test
+        // never makes.
+        for e in self.state.matcher.stale.values() {
+            lines.push(format!("dropped, to be reported by the schedule's next Run: {}", e.message));
         }
         for (p, (o, i)) in self.state.stream_out.iter().zip(&self.state.stream_in).enumerate() {
             if let Some(s) = o.front() {
