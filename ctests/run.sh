@@ -32,8 +32,8 @@
 #
 # Environment: CTEST_RANKS (default rank counts), CTEST_TIMEOUT (goalrun
 # --timeout, default 60), CTEST_BUILD (build directory, default
-# <repo>/build/ctests), CC (default cc), GOAL_STALL_REPORT (default 20: a
-# rank whose executions finish nothing for 20 s prints what they wait for,
+# <repo>/build/ctests), CC (default cc), GOAL_STALL_REPORT (default 15: a
+# rank whose executions finish nothing for 15 s prints what they wait for,
 # so that the log of a hung case says which execution and operation each
 # rank waits on; the failure's excerpt below shows those lines first).
 set -u
@@ -50,7 +50,7 @@ CC=${CC:-cc}
 TIMEOUT=${CTEST_TIMEOUT:-60}
 DEFAULT_RANKS=${CTEST_RANKS:-1 2 3 4 7}
 GOALRUN=$PREFIX/bin/goalrun
-export GOAL_STALL_REPORT=${GOAL_STALL_REPORT:-20}
+export GOAL_STALL_REPORT=${GOAL_STALL_REPORT:-15}
 
 [ -x "$GOALRUN" ] || { echo "run.sh: $GOALRUN is missing or not executable" >&2; exit 2; }
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
@@ -72,9 +72,10 @@ directive() { # directive FILE KEY -> values of all `// KEY:` lines, one per lin
 
 show_tail() {
     # Stall reports first (see GOAL_STALL_REPORT above), then the end of
-    # the log without valgrind's own notes (`--PID--` lines).
-    grep -E '^goal: rank [0-9]+: (no operation has finished| )' "$1" | head -n 60 | sed 's/^/    | /'
-    sed -n '1,400p' "$1" | grep -vE '^--[0-9]+-- ' | tail -n 25 | sed 's/^/    | /'
+    # the rest of the log, without valgrind's own notes (`--PID--` lines).
+    local report='^goal: rank [0-9]+: (no operation has finished| )'
+    grep -E "$report" "$1" | head -n 60 | sed 's/^/    | /'
+    sed -n '1,400p' "$1" | grep -vE -e '^--[0-9]+-- ' -e "$report" | tail -n 25 | sed 's/^/    | /'
 }
 
 report() { # report STATUS NAME DETAIL [LOG]
