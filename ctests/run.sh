@@ -165,7 +165,8 @@ run_case() {
     wait "$case_pid"
     rc=$?
     if [ -n "$watcher" ]; then
-        pkill -P "$watcher" 2>/dev/null
+        # Its sleep, or (without pkill) the watcher itself, leaving the sleep.
+        pkill -P "$watcher" 2>/dev/null || kill "$watcher" 2>/dev/null
         wait "$watcher" 2>/dev/null
     fi
     t1=$(date +%s.%N)
