@@ -32,7 +32,15 @@
 #
 # Environment: CTEST_RANKS (default rank counts), CTEST_TIMEOUT (goalrun
 # --timeout, default 60), CTEST_BUILD (build directory, default
-# <repo>/build/ctests), CC (default cc).
+# <repo>/build/ctests), CC (default cc), GOAL_STALL_REPORT (default 15: a
+# rank whose executions finish nothing for 15 s prints what they wait for,
+# so that the log of a hung case says which execution and operation each
+# rank waits on; the failure's excerpt below shows those lines first),
+# CTEST_STACKS_AFTER (default 25; 0: never): a case still running after
+# that many seconds gets its processes' threads written to LOG.threads
+# (state, kernel wait channel, CPU and, where gdb is installed, a
+# backtrace, taken through valgrind's vgdb for a rank under memcheck),
+# shown in the failure's excerpt too.
 set -u
 
 usage() { echo "usage: $0 PREFIX [NAME...]" >&2; exit 2; }
@@ -47,6 +55,8 @@ CC=${CC:-cc}
 TIMEOUT=${CTEST_TIMEOUT:-60}
 DEFAULT_RANKS=${CTEST_RANKS:-1 2 3 4 7}
 GOALRUN=$PREFIX/bin/goalrun
+export GOAL_STALL_REPORT=${GOAL_STALL_REPORT:-15}
+STACKS_AFTER=${CTEST_STACKS_AFTER:-25}
 
 [ -x "$GOALRUN" ] || { echo "run.sh: $GOALRUN is missing or not executable" >&2; exit 2; }
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
@@ -56,7 +66,7 @@ if ! GOAL_FLAGS=$(pkg-config --cflags --libs goal); then
 fi
 
 mkdir -p "$BUILD/bin" "$BUILD/logs" "$BUILD/work"
-rm -f "$BUILD"/logs/*.log
+rm -f "$BUILD"/logs/*.log "$BUILD"/logs/*.log.threads
 
 passed=0 failed=0 skipped=0
 failures=()
@@ -67,7 +77,45 @@ directive() { # directive FILE KEY -> values of all `// KEY:` lines, one per lin
 }
 
 show_tail() {
-    sed -n '1,400p' "$1" | tail -n 25 | sed 's/^/    | /'
+    # Stall reports first (see GOAL_STALL_REPORT above), then the threads
+    # of a case that ran long (see CTEST_STACKS_AFTER), then the end of the
+    # rest of the log, without valgrind's own notes (`--PID--` lines).
+    local report='^goal: rank [0-9]+: (no operation has finished| )'
+    grep -E "$report" "$1" | head -n 60 | sed 's/^/    | /'
+    [ -s "$1.threads" ] && head -n 150 "$1.threads" | sed 's/^/    # /'
+    sed -n '1,400p' "$1" | grep -vE -e '^--[0-9]+-- ' -e "$report" | tail -n 25 | sed 's/^/    | /'
+}
+
+descendants() { # descendants PID -> PID and every process below it, one a line
+    local c
+    echo "$1"
+    for c in $(pgrep -P "$1"); do descendants "$c"; done
+}
+
+# dump_threads PID: the threads of PID and its descendants (a case's
+# goalrun and ranks): state, kernel wait channel, CPU; and each rank's
+# backtraces (gdb; through vgdb under valgrind), a few frames per thread
+# without Rust's own std/core frames.
+dump_threads() {
+    local root=$1 p t st comm
+    for p in $(descendants "$root"); do
+        [ -r "/proc/$p/cmdline" ] || continue
+        comm=$(cat "/proc/$p/comm" 2>/dev/null)
+        echo "process $p ($comm): $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-150)"
+        for t in /proc/"$p"/task/*; do
+            st=$(cat "$t/stat" 2>/dev/null) || continue
+            # Fields after the name: state is the 3rd of the line, CPU the 39th.
+            # shellcheck disable=SC2086 # split on purpose
+            set -- ${st##*) }
+            echo "  thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)): state $1, waits in $(cat "$t/wchan" 2>/dev/null), CPU ${37}"
+        done
+        case $comm in timeout | goalrun) continue ;; esac
+        command -v gdb >/dev/null 2>&1 || continue
+        local target=(-p "$p")
+        case $comm in memcheck-*) target=(-ex "target remote | vgdb --pid=$p") ;; esac
+        timeout 30 gdb -batch -nx -ex 'set pagination off' "${target[@]}" -ex 'thread apply all bt 12' 2>/dev/null |
+            grep -E '^(Thread|#)' | grep -vE '^#[0-9]+ +(0x[0-9a-f]+ in )?(std|core)::' | sed -E 's/ \(.*\) at ([^ ]*)$/ at \1/; s/0x[0-9a-f]+ in //; s/^/    /' | cut -c1-160
+    done
 }
 
 report() { # report STATUS NAME DETAIL [LOG]
@@ -106,8 +154,21 @@ run_case() {
         *) export GOAL_PROGRESS=$mode ;;
         esac
         exec timeout -k 5 $((TIMEOUT + 30)) "$GOALRUN" --timeout "$TIMEOUT" -n "$n" "${wrap[@]}" "$exe" "$n"
-    ) >"$log" 2>&1
+    ) >"$log" 2>&1 &
+    local case_pid=$! watcher=
+    rm -f "$log.threads"
+    if [ "$STACKS_AFTER" -gt 0 ]; then
+        # (Ended below with its sleep if the case ends first.)
+        (sleep "$STACKS_AFTER" && kill -0 "$case_pid" 2>/dev/null && dump_threads "$case_pid" >"$log.threads" 2>&1) 2>/dev/null &
+        watcher=$!
+    fi
+    wait "$case_pid"
     rc=$?
+    if [ -n "$watcher" ]; then
+        # Its sleep, or (without pkill) the watcher itself, leaving the sleep.
+        pkill -P "$watcher" 2>/dev/null || kill "$watcher" 2>/dev/null
+        wait "$watcher" 2>/dev/null
+    fi
     t1=$(date +%s.%N)
     local secs
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')

@@ -28,6 +28,16 @@
  * start their executions late (odd ranks sleep before each Run, so messages
  * for executions they have not started yet arrive early) change nothing;
  * repeated for several rounds, and with Test-polling instead of Wait.
+ *
+ * Then stress rounds (T_CONCURRENT_STRESS, default 40): before every Run
+ * each rank pauses for a random while (0-300 us, its own sequence), so
+ * messages often come before their execution starts or while the receiver
+ * is inside a Test, and the executions are finished in a random order by
+ * random mixes of GOAL_Test (with pauses), GOAL_Progress and GOAL_Wait:
+ * they finish inside Run, Test, Wait, Progress or the helper, and their
+ * slots and states are reused while other handles are held. A hang names
+ * the round, the executions left and how the last one was driven
+ * (ctests/run.sh's GOAL_STALL_REPORT adds what each rank waits for).
  */
 // memcheck: 2
 // modes: 2 3
@@ -36,6 +46,39 @@
 #define K 4
 
 static volatile int64_t flag;
+
+/* A rank's own random sequence (stress rounds). */
+static unsigned next_random(unsigned *seed)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return (*seed >> 8) & 0xffffff;
+}
+
+static void pause_us(unsigned us)
+{
+    struct timespec ts = {0, (long)us * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Drives goal until `done` of execution `k` is known: GOAL_Wait (how 0),
+ * else one GOAL_Test, after a GOAL_Progress (how 3) or followed by a
+ * pause when still running (how 1). Returns whether it finished. */
+static int drive(GOAL_Handle h, int how, int k, int round, unsigned *seed)
+{
+    if (how == 0) {
+        int rc = GOAL_Wait(h);
+        CHECKM(rc == GOAL_SUCCESS, "GOAL_Wait of execution %d (round %d) returned %d (%s)", k, round, rc,
+               h_strerr(rc));
+        return 1;
+    }
+    if (how == 3)
+        CHECK(GOAL_Progress() >= 0);
+    int rc = GOAL_Test(h);
+    CHECKM(rc >= 0, "GOAL_Test of execution %d (round %d) returned %d (%s)", k, round, rc, h_strerr(rc));
+    if (rc == 0 && how == 1)
+        pause_us(next_random(seed) % 100);
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
@@ -68,15 +111,22 @@ int main(int argc, char **argv)
     REQ(g, r2, o2);
     GOAL_Schedule s = h_compile(g);
 
-    for (int round = 0; round < 6; round++) {
-        int use_test = round >= 3;
+    static const char *const how_names[] = {"GOAL_Wait", "GOAL_Test with pauses", "GOAL_Test",
+                                            "GOAL_Progress and GOAL_Test"};
+    int stress = getenv("T_CONCURRENT_STRESS") ? atoi(getenv("T_CONCURRENT_STRESS")) : 40;
+    unsigned seed = 0x9e3779b9u * (unsigned)(h_rank + 1);
+    for (int round = 0; round < 6 + stress; round++) {
+        /* Rounds 0-2 wait, 3-5 test; the later ones are stress rounds. */
+        int random = round >= 6;
         GOAL_Handle h[K];
         bad = 0;
         seen = -1;
         for (int k = 0; k < K; k++) {
-            if (h_rank % 2 == 1)
+            if (random)
+                pause_us(next_random(&seed) % 300);
+            else if (h_rank % 2 == 1)
                 h_sleep_ms(5);
-            val = (int64_t)h_rank * 1000000 + round * 100 + k + 1;
+            val = (int64_t)h_rank * 1000000 + (round % 10000) * 100 + k + 1;
             flag = 0;
             h[k] = GOAL_Run(s);
             CHECKM(h[k] != NULL, "GOAL_Run of execution %d (round %d) returned NULL", k, round);
@@ -88,25 +138,30 @@ int main(int argc, char **argv)
                        "execution %d (round %d) did not copy and send its value in 20 s", k, round);
             }
         }
-        for (int i = 0; i < K; i++) {
-            int k = h_rank % 2 == 0 ? K - 1 - i : i;
-            if (use_test) {
-                int rc;
-                double t0 = h_now();
-                while ((rc = GOAL_Test(h[k])) == 0)
-                    CHECKM(h_now() - t0 < 30.0, "execution %d never finished (GOAL_Test)", k);
-                CHECKM(rc == 1, "GOAL_Test of execution %d (round %d) returned %d (%s)", k,
-                       round, rc, h_strerr(rc));
-            } else {
-                int rc = GOAL_Wait(h[k]);
-                CHECKM(rc == GOAL_SUCCESS, "GOAL_Wait of execution %d (round %d) returned %d (%s)",
-                       k, round, rc, h_strerr(rc));
+        int done[K] = {0};
+        double t0 = h_now();
+        for (int left = K; left > 0;) {
+            /* In order, reversed on even ranks; at random in stress rounds. */
+            int k = random ? (int)(next_random(&seed) % K) : h_rank % 2 == 0 ? left - 1 : K - left;
+            if (done[k])
+                continue;
+            int how = random ? (int)(next_random(&seed) % 4) : round >= 3 ? 2 : 0;
+            if (drive(h[k], how, k, round, &seed) == 1) {
+                done[k] = 1;
+                left--;
+            } else if (h_now() - t0 > 30.0) {
+                char which[8 * K] = "";
+                for (int j = 0; j < K; j++)
+                    if (!done[j])
+                        snprintf(which + strlen(which), sizeof which - strlen(which), " %d", j);
+                FAILF("round %d: execution(s)%s never finished (execution %d last driven by %s)", round, which, k,
+                      how_names[how]);
             }
         }
         CHECKM(bad == 0,
                "round %d: an echo came back to the wrong execution or a scratchpad was shared "
                "(OR of the differences 0x%" PRIx64 ")", round, (uint64_t)bad);
-        int64_t base = (int64_t)h_rank * 1000000 + round * 100;
+        int64_t base = (int64_t)h_rank * 1000000 + (round % 10000) * 100;
         CHECKM(seen > base && seen <= base + K, "round %d: the echo carried %" PRId64
                ", not one of this rank's values %" PRId64 "..%" PRId64, round, seen, base + 1, base + K);
     }

@@ -10,6 +10,8 @@
 #     it starts itself (the packages' services are not used)
 #   - valgrind: ctests/run.sh runs some C tests under memcheck (`// memcheck:`),
 #     and bench/instr.sh counts instructions with callgrind
+#   - gdb: ctests/run.sh writes the backtraces of a case that runs long
+#     (CTEST_STACKS_AFTER), through valgrind's vgdb for one under memcheck
 #   - Python's matplotlib (for the benchmark plots)
 # and write scripts/mpi-env.sh, which names each MPI's compiler wrapper and
 # launcher explicitly (mpicc.openmpi / mpirun.openmpi, mpicc.mpich / mpirun.mpich),
@@ -31,7 +33,7 @@ for a in "$@"; do
     case "$a" in
         --check) CHECK=1 ;;
         --verify) VERIFY=1 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "install-deps.sh: unknown argument $a" >&2; exit 2 ;;
     esac
 done
@@ -39,7 +41,7 @@ done
 export DEBIAN_FRONTEND=noninteractive
 PY="${PYTHON:-python3}"
 
-DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping libpmix2 libpmix-dev valgrind
+DEBS=(openmpi-bin libopenmpi-dev mpich libmpich-dev pkg-config iproute2 iputils-ping libpmix2 libpmix-dev valgrind gdb
       slurmd slurmctld slurm-client munge)
 
 SUDO=()

@@ -110,6 +110,10 @@ pub struct Config {
     pub adapt: bool,
     /// Print decisions.
     pub debug: bool,
+    /// After how long without any operation finishing, while executions
+    /// are in flight, a rank prints what they wait for (`GOAL_STALL_REPORT`
+    /// seconds; 10 s with `GOAL_DEBUG=1`; `None`: never).
+    pub stall_report: Option<Duration>,
     /// `GOAL_TRACE_FILE`: where the timelines go (see `timeline`).
     pub trace_file: Option<std::path::PathBuf>,
     /// `GOAL_TRACE_EVENTS`: operations recorded at most per rank.
@@ -165,6 +169,23 @@ fn parse_bytes(name: &str) -> Result<Option<usize>> {
         .map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("{name}={v}: not a byte count (e.g. 4096, 64K, 1M)")))?;
     Ok(Some(n * mult))
 }
+
+/// `GOAL_STALL_REPORT`: seconds (a positive number) without any operation
+/// finishing before a rank prints what its executions wait for; `0` or
+/// `off`: never. Unset: 10 s with `GOAL_DEBUG=1`, else never.
+fn stall_report(debug: bool) -> Result<Option<Duration>> {
+    let Some(v) = var("GOAL_STALL_REPORT") else { return Ok(debug.then_some(DEBUG_STALL_REPORT)) };
+    match v.trim() {
+        "0" | "off" => Ok(None),
+        t => match t.parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+            _ => Err(Error::new(ErrorKind::InvalidArgument, format!("GOAL_STALL_REPORT={v}: not a positive number of seconds (or 0/off)"))),
+        },
+    }
+}
+
+/// The stall report's delay under `GOAL_DEBUG=1` (see [`Config::stall_report`]).
+const DEBUG_STALL_REPORT: Duration = Duration::from_secs(10);
 
 impl Config {
     /// Reads the environment; a malformed variable is an error naming it.
@@ -242,6 +263,7 @@ impl Config {
             rails: var("GOAL_RAILS"),
             adapt: var("GOAL_ADAPT").is_none_or(|v| v != "0"),
             debug,
+            stall_report: stall_report(debug)?,
             trace_file: var("GOAL_TRACE_FILE").map(std::path::PathBuf::from),
             trace_events: match var("GOAL_TRACE_EVENTS") {
                 None => 1 << 20,

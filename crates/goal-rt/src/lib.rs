@@ -493,6 +493,7 @@ impl Runtime {
             engine.enable_kernel(ring, kernel_deferred.clone());
         }
         engine.allow_pushes(cfg.progress != ProgressMode::Manual);
+        engine.report_stalls(cfg.stall_report);
         if cfg.trace_file.is_some() {
             engine.record(cfg.trace_events);
         }

@@ -83,7 +83,9 @@ pub(crate) fn of(d: Duration) -> u64 {
     (d.as_secs_f64() * 1e6 * rate().per_us).min(u64::MAX as f64) as u64
 }
 
-/// `ticks` as a duration.
+/// `ticks` as a duration (for tests: the paths that read ticks compare
+/// them with limits converted by [`of`]).
+#[cfg(test)]
 pub(crate) fn duration(ticks: u64) -> Duration {
     Duration::from_secs_f64(ticks as f64 / rate().per_us / 1e6)
 }

@@ -35,6 +35,7 @@ impl Engine {
             self.peer_lost(lost, true);
         }
         self.probe_if_stalled();
+        self.report_if_stalled();
         for (peer, msg) in self.kernel.as_mut().map(|k| k.overdue()).unwrap_or_default() {
             let slots = self.kernel.as_ref().map(|k| k.slots_with_peer(peer)).unwrap_or_default();
             for slot in slots {
@@ -58,7 +59,7 @@ impl Engine {
         let ops = self.state.execs.finished_ops;
         let stall = &mut self.stall;
         if ops != stall.ops_seen || !self.state.execs.busy() {
-            *stall = StallWatch { ops_seen: ops, since: Instant::now(), probed: None };
+            stall.restart(ops, self.state.passes);
             return;
         }
         if stall.since.elapsed() < PROBE_AFTER || stall.probed.is_some_and(|t| t.elapsed() < PROBE_EVERY) {

@@ -5,7 +5,7 @@
 //! its bookkeeping only, no transport: a leaf module with unit tests.
 
 use super::inflight::Recent;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Eager credit: a receiver buffers at most `credit` bytes of one sender's
 /// unexpected eager messages. A sender counts what it sent and what the
@@ -111,18 +111,30 @@ impl PeerPaths {
 }
 
 /// Whether anything moves: the operations finished when last looked at,
-/// since when that count stands still, and when the stalled receives
-/// were last probed (see `Engine::probe_if_stalled`).
+/// since when that count stands still, when the stalled receives were
+/// last probed (see `Engine::probe_if_stalled`) and when the stall was
+/// last reported (see `Engine::report_if_stalled`), and after how long a
+/// stall is reported at all.
 pub(super) struct StallWatch {
     pub(super) ops_seen: usize,
     pub(super) since: Instant,
+    /// The engine's progress passes at `since` (see `State::passes`).
+    pub(super) passes: u32,
     pub(super) probed: Option<Instant>,
+    pub(super) reported: Option<Instant>,
+    pub(super) report_after: Option<Duration>,
 }
 
 impl StallWatch {
     /// Nothing seen yet.
     pub(super) fn new() -> StallWatch {
-        StallWatch { ops_seen: 0, since: Instant::now(), probed: None }
+        StallWatch { ops_seen: 0, since: Instant::now(), passes: 0, probed: None, reported: None, report_after: None }
+    }
+
+    /// The count moved to `ops` (or nothing is in flight): a new period
+    /// without progress starts now, at the engine's pass number `passes`.
+    pub(super) fn restart(&mut self, ops: usize, passes: u32) {
+        (self.ops_seen, self.since, self.passes, self.probed, self.reported) = (ops, Instant::now(), passes, None, None);
     }
 }
 

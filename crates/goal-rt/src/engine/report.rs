@@ -1,8 +1,9 @@
-//! What the engine tells a person: the stall report of `GOAL_DEBUG`, the
-//! description of an operation for error messages, `GOAL_TRACE` lines, and
-//! the summary of the paths taken.
+//! What the engine tells a person: the stall report (`GOAL_STALL_REPORT`,
+//! `GOAL_DEBUG`), the description of an operation for error messages,
+//! `GOAL_TRACE` lines, and the summary of the paths taken.
 
 use super::*;
+use std::time::Duration;
 
 /// Tags from here on are a collective's (`GOAL_COLL_TAG_BASE` of the C API).
 const COLLECTIVE_TAGS: i32 = 1 << 30;
@@ -21,11 +22,49 @@ const NOT_SENT: &str = "; unless they are still computing or have not run this s
      their schedule lacks the matching send (every receive needs a send in the same schedule of its peer, \
      which must compile its schedules in the same order)";
 
+/// How often a stall that goes on is reported again (see
+/// [`Engine::report_if_stalled`]).
+const STALL_REPORT_EVERY: Duration = Duration::from_secs(30);
+
 impl Engine {
+    /// Prints a stall report after `after` without any operation finishing
+    /// while executions are in flight (`None`: never; see
+    /// `Config::stall_report`).
+    pub fn report_stalls(&mut self, after: Option<Duration>) {
+        self.stall.report_after = after;
+    }
+
+    /// Prints what every running execution waits for ([`stall_report`](Self::stall_report))
+    /// once nothing has finished for the stall-report time (and every
+    /// [`STALL_REPORT_EVERY`] after), whichever thread polls: an
+    /// application thread in Wait, Test or Progress, or the helper. Called
+    /// from the liveness check, after `probe_if_stalled` has seen whether
+    /// the count of finished operations moved.
+    #[cold]
+    pub(super) fn report_if_stalled(&mut self) {
+        let Some(after) = self.stall.report_after else { return };
+        let stalled = self.stall.since.elapsed();
+        if stalled < after || !self.state.execs.busy() || self.stall.reported.is_some_and(|t| t.elapsed() < STALL_REPORT_EVERY) {
+            return;
+        }
+        self.stall.reported = Some(Instant::now());
+        let lines = self.stall_report();
+        let rank = self.rank;
+        // The passes tell whether anything polled all along (a thread
+        // that held the engine lock meanwhile would leave few).
+        let passes = self.state.passes.wrapping_sub(self.stall.passes);
+        let ready = self.state.execs.ready.len();
+        say!("goal: rank {rank}: no operation has finished for {:.0} s ({passes} progress passes since, {ready} operation(s) ready to start); in flight:", stalled.as_secs_f64());
+        for l in lines {
+            say!("goal: rank {rank}:   {l}");
+        }
+    }
+
     /// What every running execution waits for, in lines, for a report on
-    /// an execution that does not finish (`GOAL_DEBUG=1`): receives posted
-    /// and not matched, sends waiting for their receiver, transfers in
-    /// flight, unexpected messages, and the network's state per peer.
+    /// an execution that does not finish (see [`report_if_stalled`](Self::report_if_stalled)):
+    /// receives posted and not matched, sends waiting for their receiver,
+    /// transfers in flight, unexpected messages, messages dropped as
+    /// stale, and the network's state per peer.
     pub fn stall_report(&self) -> Vec<String> {
         let mut lines = Vec::new();
         for (slot, e) in self.state.execs.slots.iter().enumerate() {
@@ -64,6 +103,12 @@ impl Engine {
         for (&k, q) in &self.state.matcher.unexp {
             let what: Vec<String> = q.iter().map(|u| format!("from rank {} tag {} ({} B)", u.src, u.tag, u.len)).collect();
             lines.push(format!("unexpected for schedule {} execution {}: [{}]", proto::Named((k >> 32) as SchedId), k & 0xffff_ffff, what.join(", ")));
+        }
+        // Messages dropped for an execution taken as over here: the news
+        // waits for the schedule's next Run, which a rank stuck in Test
+        // never makes.
+        for e in self.state.matcher.stale.values() {
+            lines.push(format!("dropped, to be reported by the schedule's next Run: {}", e.message));
         }
         for (p, (o, i)) in self.state.stream_out.iter().zip(&self.state.stream_in).enumerate() {
             if let Some(s) = o.front() {

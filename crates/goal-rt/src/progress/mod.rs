@@ -71,12 +71,6 @@ pub(crate) mod spin;
 /// Polls made per taking of the engine lock while an application thread waits.
 const POLL_BATCH: u32 = 64;
 
-/// With `GOAL_DEBUG=1`, a Wait that has slept this long prints what the
-/// rank's executions wait for, and again every [`STALL_REPORT_EVERY`].
-const STALL_REPORT_AFTER: Duration = Duration::from_secs(10);
-
-const STALL_REPORT_EVERY: Duration = Duration::from_secs(30);
-
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
 
@@ -197,7 +191,6 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     // Run took that wait for a computation and woke the helper.)
     let mut latest = entry;
     let mut long_end = 0;
-    let mut next_report = STALL_REPORT_AFTER;
     // The poke ended the Wait.
     let mut poked = false;
     // Just woken without news, with a poke: one batch, then sleep again.
@@ -285,18 +278,8 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
         quiet_wake = poke.is_some();
         spell = crate::ticks::now();
         latest = spell;
-        let waited = crate::ticks::duration(spell.saturating_sub(entry));
-        let mut e = rt.lock_engine();
-        e.check_peers_if_due();
-        if rt.cfg.debug && waited >= next_report {
-            next_report += STALL_REPORT_EVERY;
-            let lines = e.stall_report();
-            drop(e);
-            say!("goal: rank {}: Wait has waited {:.0} s; in flight:", rt.rank, waited.as_secs_f64());
-            for l in lines {
-                say!("goal: rank {}:   {l}", rt.rank);
-            }
-        }
+        // (Also where a stall is reported: see `Engine::report_if_stalled`.)
+        rt.lock_engine().check_peers_if_due();
     }
     shared.asleep.store(false, Ordering::Relaxed);
     if mark {
