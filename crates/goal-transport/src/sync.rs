@@ -21,6 +21,19 @@
 //! its light fence has not happened yet and will see the sleeper's store.
 //! [`enable_asymmetric`] registers the process; until it succeeded, or
 //! where the kernel lacks the call, the light fence is a full one.
+//!
+//! `GOAL_MEMBARRIER=0` chooses that symmetric pair on purpose: every waker
+//! pays a full fence, and a thread about to sleep no more than one. The
+//! heavy side is a system call that interrupts every CPU running a rank
+//! (`membarrier(GLOBAL_EXPEDITED)`: 9 us a call in this 2-vCPU VM, against
+//! 0.35 us for the private form), and it is paid at every sleep of a helper
+//! and every lift of the application's polling mark: where a helper hands
+//! off with a computing application at every collective, that is most of
+//! the cost (2 ranks, allreduce of 64 KiB after 50 us of computation, C:
+//! 35-47 us with it, 11 us without; docs/measurements/torch-overlap-2026-11-29).
+//! Set it for every rank of a job or none: a rank without the heavy side
+//! beside a peer whose wakers use the light one can miss a wake-up until
+//! its sleep's timeout.
 
 #[cfg(not(target_arch = "x86_64"))]
 use std::sync::atomic::fence;
@@ -57,7 +70,7 @@ pub fn full_fence() {
 pub fn enable_asymmetric() -> bool {
     let state = match ASYMMETRIC.load(Ordering::Acquire) {
         0 => {
-            let s = if !crate::sys::membarrier_supported() {
+            let s = if symmetric_asked() || !crate::sys::membarrier_supported() {
                 1
             } else if crate::sys::membarrier_register().is_ok() {
                 3
@@ -70,6 +83,12 @@ pub fn enable_asymmetric() -> bool {
         s => s,
     };
     state == 3
+}
+
+/// `GOAL_MEMBARRIER=0`: full fences on both sides, no `membarrier(2)`
+/// (module documentation). Any other value, or none, leaves the default.
+fn symmetric_asked() -> bool {
+    std::env::var("GOAL_MEMBARRIER").is_ok_and(|v| v.trim() == "0")
 }
 
 /// The frequent side of an asymmetric pair: a compiler barrier once this
