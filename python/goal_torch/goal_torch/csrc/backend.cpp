@@ -386,19 +386,29 @@ c10::intrusive_ptr<c10d::Work> GoalBackend::rootList(bool gather, at::Tensor& mi
       sizes.push_back(bytes);
       keep.push_back(list[r]);
     }
-    // The root's own block, here and now.
-    if (gather) {
-      if (!list[root].is_same(mine)) list[root].view(-1).copy_(mine.view(-1));
-    } else if (!mine.is_same(list[root])) {
-      mine.view(-1).copy_(list[root].view(-1));
-    }
   } else {
     bufs.push_back(mine.data_ptr());
     sizes.push_back(bytes);
   }
   std::vector<at::Tensor> outs = gather ? (rank_ == root ? lists[0] : std::vector<at::Tensor>{}) : std::vector<at::Tensor>{mine};
-  return start(s, std::move(bufs), std::move(sizes), gather ? c10d::OpType::GATHER : c10d::OpType::SCATTER, outs,
-               nullptr, std::move(keep), name);
+  auto w = start(s, std::move(bufs), std::move(sizes), gather ? c10d::OpType::GATHER : c10d::OpType::SCATTER, outs,
+                 nullptr, std::move(keep), name);
+  // The root's own block, after the messages have started (the schedule
+  // neither reads nor writes it), so that the copy overlaps their transfer
+  // instead of delaying it: the root's answer to the peers' requests
+  // (gather) or its own requests (scatter) went out only after the copy.
+  // 2 ranks on 2 emulated hosts, gather 1 MiB: 0.82-1.00 of Gloo's time with
+  // the copy first. Done before the call returns, so no caller sees the
+  // Work before the block is in place.
+  if (rank_ == root) {
+    auto& list = lists[0];
+    if (gather) {
+      if (!list[root].is_same(mine)) list[root].view(-1).copy_(mine.view(-1));
+    } else if (!mine.is_same(list[root])) {
+      mine.view(-1).copy_(list[root].view(-1));
+    }
+  }
+  return w;
 }
 
 c10::intrusive_ptr<c10d::Work> GoalBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
