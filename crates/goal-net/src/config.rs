@@ -56,10 +56,12 @@ pub struct NetConfig {
     /// while data waits for acknowledgement, is dead (also its
     /// `TCP_USER_TIMEOUT`). `GOAL_NET_DEAD_AFTER` (seconds), default 3 s.
     pub dead_after: Duration,
-    /// Bytes the kernel may hold unsent per connection (`TCP_NOTSENT_LOWAT`):
-    /// keeps rails' queues short so that fragments go to the rail that drains
-    /// first and the tail of a message is not stuck behind a slow NIC's
-    /// queue. Default 256 KiB.
+    /// Bytes the kernel may hold unsent per connection (`TCP_NOTSENT_LOWAT`)
+    /// while a peer is reached over several: keeps rails' queues short so
+    /// that fragments go to the rail that drains first and the tail of a
+    /// message is not stuck behind a slow NIC's queue. Default 256 KiB. A
+    /// sole connection to a peer may hold two fragments (`2 * frag_size`,
+    /// if more), so that a fragment goes into the socket in one write.
     pub notsent_lowat: usize,
     /// Rail choice for small messages.
     pub am_rails: AmRails,

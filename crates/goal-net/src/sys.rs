@@ -149,6 +149,15 @@ pub fn set_int_opt(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int, va
     Ok(())
 }
 
+/// `getsockopt(fd, level, name)` of an int option.
+pub fn get_int_opt(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v and len are live and sized as the kernel expects.
+    cvt(unsafe { libc::getsockopt(fd.as_raw_fd(), level, name, &mut v as *mut _ as *mut libc::c_void, &mut len) })?;
+    Ok(v)
+}
+
 /// `SO_LINGER {on, 0}`: a later close resets the connection at once instead
 /// of leaving the kernel to deliver (or retransmit) what is still queued.
 pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {

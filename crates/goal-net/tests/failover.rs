@@ -42,6 +42,41 @@ fn two_of_three_rails_at_different_times() {
     assert_eq!(logs[0].rail_lost.len(), 2);
 }
 
+/// While rails share a peer's traffic each connection's kernel queue is
+/// kept short (`notsent_lowat`), so that fragments go to the rail that
+/// drains first; a sole connection may hold two fragments, so that each
+/// goes into the socket in one write. When one of two rails dies mid-
+/// transfer the survivor is sole from then on: it gets the longer queue,
+/// and every byte still arrives.
+#[test]
+fn a_sole_connection_queues_two_fragments() {
+    let sole = 2 * cfg(0, 2, 1).frag_size;
+    let (a, b) = pair(1);
+    assert_eq!(a.test_notsent_lowat(1, 0), Some(sole));
+    assert_eq!(b.test_notsent_lowat(0, 0), Some(sole));
+    drop((a, b));
+    let (a, b) = pair(2);
+    let shared = a.config().notsent_lowat;
+    assert!(shared < sole);
+    for r in 0..2 {
+        assert_eq!(a.test_notsent_lowat(1, r), Some(shared), "rail {r} of two");
+        assert_eq!(b.test_notsent_lowat(0, r), Some(shared), "rail {r} of two");
+    }
+    let lowat = std::cell::Cell::new(None);
+    survive_cut(a, b, 8 << 20, 1, |a, b, logs| {
+        assert!(a.test_shutdown_rail(1, 1));
+        // Until the sender has seen its rail go.
+        let end = Instant::now() + Duration::from_secs(10);
+        while logs[0].rail_lost.is_empty() {
+            assert!(Instant::now() < end, "the sender did not see its rail fail");
+            a.poll(&mut |e| logs[0].record(e));
+            b.poll(&mut |e| logs[1].record(e));
+        }
+        lowat.set(a.test_notsent_lowat(1, 0));
+    });
+    assert_eq!(lowat.get(), Some(sole), "the surviving rail");
+}
+
 #[test]
 fn all_rails_dead_loses_the_peer_within_seconds() {
     let (mut a, mut b) = pair(2);

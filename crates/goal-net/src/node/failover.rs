@@ -55,6 +55,7 @@ impl NetNode {
         }
         peer.up.retain(|&u| u != c);
         self.direct_stale = true;
+        self.set_queue_limits(p as usize);
         if let Some(w) = &why {
             self.pending.push_back(Queued::Ev(Event::RailLost { peer: p, rail: rail.clone(), why: format!("{w} (our {} to {})", rail, conn.remote) }));
         }

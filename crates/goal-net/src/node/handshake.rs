@@ -161,6 +161,7 @@ impl NetNode {
         let pos = peer.up.iter().position(|&u| self.conns[u].as_ref().and_then(|x| x.pair).is_some_and(|pk| pk > k)).unwrap_or(peer.up.len());
         peer.up.insert(pos, c);
         self.direct_stale = true;
+        self.set_queue_limits(p);
         self.update_interest(c);
     }
 }

@@ -419,6 +419,14 @@ impl NetNode {
         self.peers.get(peer as usize).map_or(0, |p| p.up.len())
     }
 
+    /// Test hook: the unsent bytes the kernel may hold on our connection to
+    /// `peer` on our rail `rail` (`TCP_NOTSENT_LOWAT`), if there is one.
+    #[doc(hidden)]
+    pub fn test_notsent_lowat(&self, peer: u32, rail: usize) -> Option<usize> {
+        let conn = self.conns.iter().flatten().find(|c| c.is_up() && c.peer == Some(peer) && c.rail == rail)?;
+        sys::get_int_opt(conn.fd(), libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT).ok().map(|v| v as usize)
+    }
+
     /// Test hook: `shutdown(2)` our connection to `peer` on our rail `rail`,
     /// behind the node's back, as a failing link would; the node finds out
     /// the way it would in production. Returns false if there is no such

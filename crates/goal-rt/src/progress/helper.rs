@@ -212,6 +212,18 @@ pub(super) fn helper_loop(rt: &Runtime) {
             park(rt);
             continue;
         }
+        // Another thread holds the engine (a Run, a Test, a Wait's first
+        // batch of polls, which does not count as waiting): look again after
+        // a yield, up to LOCK_MISSES times, before registering as a sleeper.
+        // Registering runs a global memory barrier (`membarrier`, an
+        // interrupt on every CPU, each a VM exit in a virtual machine), and
+        // paid on every look it was most of the helper's time while its
+        // application streamed 32 MiB to another host.
+        if rt.app_waiting.load(Ordering::Acquire) == 0 && lock_misses < LOCK_MISSES && !rt.app_mark.is_set() && rt.engine.is_held() {
+            lock_misses += 1;
+            yield_or_pause(rt);
+            continue;
+        }
         // Sleep: register, re-check, then wait for a ring.
         let guard = rt.bell.prepare();
         if rt.shutdown.load(Ordering::Acquire) {
@@ -225,6 +237,8 @@ pub(super) fn helper_loop(rt: &Runtime) {
         // thread pays that in its Run or Wait (seen: seven context switches
         // per execution of a ping-pong schedule). A holder other than a
         // waiting application thread (a Run, a Test) is brief: look again.
+        // Whether another thread holds the engine, and so polls the network.
+        let mut held = false;
         let (made, busy, must_poll) = if rt.app_waiting.load(Ordering::Acquire) > 0 {
             (0, false, false)
         } else {
@@ -240,23 +254,22 @@ pub(super) fn helper_loop(rt: &Runtime) {
                 // LOCK_MISSES times, only took the holder's CPU in slices
                 // (2 ranks, allgather of 4 MiB: 60-175 such looks per 30
                 // iterations).
-                None if rt.app_mark.is_set() => (0, false, false),
+                None if rt.app_mark.is_set() => {
+                    held = true;
+                    (0, false, false)
+                }
                 None if lock_misses < LOCK_MISSES => {
                     lock_misses += 1;
                     drop(guard);
-                    if rt.cfg.helper_rt {
-                        // A real-time thread's yield never lets an ordinary
-                        // one run, and the lock's holder may be one waiting
-                        // for this very CPU.
-                        std::thread::sleep(Duration::from_micros(20));
-                    } else {
-                        yield_now();
-                    }
+                    yield_or_pause(rt);
                     continue;
                 }
                 // A holder that keeps the lock (a thread calling Progress in
                 // a loop): sleep briefly rather than yield without end.
-                None => (0, true, true),
+                None => {
+                    held = true;
+                    (0, true, true)
+                }
             }
         };
         if made > 0 {
@@ -271,16 +284,26 @@ pub(super) fn helper_loop(rt: &Runtime) {
         } else {
             IDLE_SLEEP
         };
-        // Deaf only if the application still waits once the flag is up
-        // (pairs with Wait's exit and Run's check, both SeqCst).
+        // Deaf while the engine's holder polls the network (`held`), or if
+        // the application still waits once the flag is up (pairs with
+        // Wait's exit and Run's check, both SeqCst).
         let deaf = rt.wake_fd.is_some() && {
             rt.app_mark.helper_deaf.store(true, Ordering::SeqCst);
-            rt.app_waiting.load(Ordering::SeqCst) > 0
+            held || rt.app_waiting.load(Ordering::SeqCst) > 0
         };
         if deaf {
             // The waiting application polls the network itself: a helper
             // woken by every packet would only take the CPU from it
             // (measured: 8-byte latency between two hosts 89 us, not 11).
+            // So does a thread that holds the engine; and while it moves a
+            // transfer the network's descriptor stays ready until it reads
+            // or writes, so a sleep that listened to the network returned
+            // at once, again and again, each turn with its global barrier:
+            // 2 emulated hosts, 1 rank each on one CPU, a 16 MiB exchange
+            // took 16-21 ms with the helper against 9-13 ms in `manual`
+            // mode. Wait's exit and the next Run ring a deaf helper (see
+            // `hand_back` and `AppMark::after_gap`); the timeout bounds the
+            // rest (a Run that returns to a computation: `linger`).
             guard.sleep(timeout);
         } else {
             sleep(rt, guard, timeout);
@@ -291,6 +314,17 @@ pub(super) fn helper_loop(rt: &Runtime) {
                 e.check_peers_if_due();
             }
         }
+    }
+}
+
+/// Gives the CPU to the engine's holder for a moment.
+fn yield_or_pause(rt: &Runtime) {
+    if rt.cfg.helper_rt {
+        // A real-time thread's yield never lets an ordinary one run, and the
+        // lock's holder may be one waiting for this very CPU.
+        std::thread::sleep(Duration::from_micros(20));
+    } else {
+        yield_now();
     }
 }
 

@@ -154,7 +154,7 @@ class GoalBackend : public c10d::Backend {
   static constexpr size_t kRootListMin = 64 << 10;
   static constexpr int kRootListMaxRanks = 17;
   static constexpr int kRootListTag = 7;
-  GOAL_Schedule rootListSchedule(bool gather, size_t bytes, int root);
+  GOAL_Schedule rootListSchedule(bool gather, size_t bytes, int root, bool ownCopy);
   c10::intrusive_ptr<c10d::Work> rootList(bool gather, at::Tensor& mine,
       std::vector<std::vector<at::Tensor>>& lists, int root, const char* name);
   GOAL_Group pairGroup(int peer);
