@@ -224,6 +224,8 @@ pub(super) fn helper_loop(rt: &Runtime) {
             yield_or_pause(rt);
             continue;
         }
+        // Whether another thread holds the engine, and so polls the network.
+        let mut held = false;
         // Sleep: register, re-check, then wait for a ring.
         let guard = rt.bell.prepare();
         if rt.shutdown.load(Ordering::Acquire) {
@@ -237,8 +239,6 @@ pub(super) fn helper_loop(rt: &Runtime) {
         // thread pays that in its Run or Wait (seen: seven context switches
         // per execution of a ping-pong schedule). A holder other than a
         // waiting application thread (a Run, a Test) is brief: look again.
-        // Whether another thread holds the engine, and so polls the network.
-        let mut held = false;
         let (made, busy, must_poll) = if rt.app_waiting.load(Ordering::Acquire) > 0 {
             (0, false, false)
         } else {
