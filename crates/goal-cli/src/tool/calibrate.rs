@@ -14,10 +14,12 @@
 //! * the sender's overhead `o_s + (s-1)O = (PRTT(n, d, s) - PRTT(1, 0, s)) /
 //!   (n - 1) - d`, with `d` longer than a round trip, so the network is
 //!   idle when each send starts and only the sender's own cost is left;
-//! * the receiver's overhead `o_r + (s-1)O`, as Netgauge measures it: the
-//!   same train sent back to back, rank 1 computing `d` before each receive
-//!   after the first, so each message waits for it; rank 1's time of that
-//!   less its time of PRTT(1, 0, s), over `n - 1`, less `d`;
+//! * the receiver's overhead `o_r + (s-1)O`, as Netgauge measures it: rank
+//!   1 computes `d` (at least 200 us, so that the message waits for it)
+//!   and then receives; that schedule's time at rank 1 less the time of
+//!   the computation alone (see `calls`). Taken from a whole train's time
+//!   instead, it held the other rank's wake-up: across two emulated hosts
+//!   that was 8-11 us, where a receive costs 2-4;
 //! * G and O are the slopes of the least-squares lines through those, over
 //!   the eager sizes; g, o_s and o_r their means at the small sizes (up to
 //!   64 bytes) less the bytes' share;
@@ -60,8 +62,9 @@ goal sim and LogGOPSim read:
   mpirun -np 2 --host a,b goal calibrate --loggops (the network)
 Method: the parametrised round trip PRTT(n, d, s) of Hoefler, Schneider and
 Lumsdaine (LogGP in theory and practice, 2009), at every eager size from 1
-byte: the sender's overhead o_s and the receiver's o_r each from a train
-with computation between the messages at that end, L = PRTT(1,0,1)/2 - o_s
+byte: the sender's overhead o_s from a train with computation between the
+sends, the receiver's o_r from a receive whose message waits for it (the
+receive's own time), L = PRTT(1,0,1)/2 - o_s
 - o_r, o = (o_s + o_r)/2; S is goal's eager limit to the other rank (the
 network's between hosts). Rank 0 prints the measurements, the parameters in
 nanoseconds (G and O per byte) and the goal sim options.
@@ -151,10 +154,8 @@ struct Bufs {
 
 /// One configuration PRTT(n, d, s), compiled on both ranks: rank 0 sends
 /// `n` messages of `s` bytes, `d_ns` of computation between two sends, and
-/// rank 1 answers once it has received them all, `r_ns` of computation
-/// between two receives (Netgauge's receiver-side train, which measures
-/// the receive overhead; `d_ns` and `r_ns` are never both set).
-fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, r_ns: u64, s: usize) -> goal_rt::Result<Schedule> {
+/// rank 1 answers once it has received them all.
+fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, s: usize) -> goal_rt::Result<Schedule> {
     let mut g = Graph::new();
     let (sb, rb) = (b.send.as_ptr() as u64, b.recv.as_ptr() as u64);
     // Vertex `v` after `prev`, with `ns` of computation between them.
@@ -177,14 +178,9 @@ fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, r_ns: u64, s: usize) -> go
         g.recv(Buf::user(rb), s as i64, 1, 2);
     } else {
         let reply = g.send(Buf::user(sb), s as i64, 0, 2);
-        let mut prev = None;
         for i in 0..n {
             let r = g.recv(Buf::user(rb + (i * s) as u64), s as i64, 0, 1);
             g.requires(r, reply).expect("vertices of g");
-            if r_ns > 0 {
-                chain(&mut g, prev, r, r_ns);
-            }
-            prev = Some(r);
         }
     }
     rt.compile(&g)
@@ -207,6 +203,73 @@ fn time(rt: &Arc<Runtime>, sched: &Schedule, reps: usize) -> goal_rt::Result<f64
     Ok(t[t.len() / 2])
 }
 
+/// The send and the receive timed on their own, Netgauge's way of taking
+/// a receive's overhead: the receiver computes `d_ns` (longer than the
+/// message takes to arrive, so it waits) and only then receives. Two kinds
+/// of round, alternating, each ended by a byte from rank 1 that starts the
+/// next: in the first, rank 0 runs a schedule of one send of `s` bytes and
+/// rank 1 one of `calc d_ns` then the receive; in the second, rank 0 an
+/// empty schedule and rank 1 the `calc d_ns` alone. Each rank times its own
+/// runs, and the differences of the medians are the send's cost (the
+/// network idle) and the receive's (its message waiting): neither a rank's
+/// time asleep waiting for the other, as in a train's time, nor the fixed
+/// cost of a run counts. The computation is inside the schedule, as
+/// `goal run` has it: a run started after the application computed
+/// elsewhere costs more (goal hands its progress over then), and that is
+/// no receive's cost. In nanoseconds: (send at rank 0, receive at rank 1),
+/// on both ranks.
+fn calls(rt: &Arc<Runtime>, b: &Bufs, s: usize, d_ns: f64, reps: usize) -> goal_rt::Result<(f64, f64)> {
+    let (sb, rb) = (b.send.as_ptr() as u64, b.recv.as_ptr() as u64);
+    let me = rt.rank();
+    let compile = |f: &dyn Fn(&mut Graph)| {
+        let mut g = Graph::new();
+        f(&mut g);
+        rt.compile(&g)
+    };
+    let calc = |g: &mut Graph| g.add(Vertex::Calc { units: if me == 0 { 0 } else { d_ns as i64 } });
+    let msg = compile(&|g| {
+        if me == 0 {
+            g.send(Buf::user(sb), s as i64, 1, 4);
+        } else {
+            let c = calc(g);
+            let r = g.recv(Buf::user(rb), s as i64, 0, 4);
+            g.requires(c, r).expect("vertices of g");
+        }
+    })?;
+    let alone = compile(&|g| {
+        calc(g);
+    })?;
+    let ack = compile(&|g| {
+        if me == 0 {
+            g.recv(Buf::user(rb), 1, 1, 5);
+        } else {
+            g.send(Buf::user(sb), 1, 0, 5);
+        }
+    })?;
+    // One run of `sch` to the end of its wait, in nanoseconds.
+    let call = |sch: &Schedule| -> goal_rt::Result<f64> {
+        let t0 = goal_rt::wtime();
+        // SAFETY: as in `time`: the schedules name only `b`, which
+        // outlives every run and is not touched while one is in flight.
+        unsafe { rt.run(sch) }?.wait()?;
+        Ok((goal_rt::wtime() - t0) * 1e9)
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (mut with, mut without) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for i in 0..reps + reps / 10 + 2 {
+        let t = (call(&msg)?, call(&ack)?, call(&alone)?, call(&ack)?);
+        if i >= reps / 10 + 2 {
+            with.push(t.0);
+            without.push(t.2);
+        }
+    }
+    let mine = (median(with) - median(without)).max(0.0);
+    Ok((share(rt, 0, mine)?, share(rt, 1, mine)?))
+}
+
 /// One size's measurements, in nanoseconds.
 #[derive(Clone, Copy, Debug)]
 struct Row {
@@ -217,9 +280,12 @@ struct Row {
     gap: f64,
     /// The sender's overhead o_s + (s-1)O, from PRTT(n, d, s).
     send: f64,
-    /// The receiver's overhead o_r + (s-1)O, from rank 1's time of the
-    /// train with `d` between its receives.
+    /// The receiver's overhead o_r + (s-1)O: the receive call's own time
+    /// at rank 1, its message waiting (see [`calls`]).
     recv: f64,
+    /// The send call's own time at rank 0, the network idle (see
+    /// [`calls`]); printed beside `send`, not a parameter.
+    send_call: f64,
     d: f64,
 }
 
@@ -276,22 +342,20 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     for &s in &sizes {
         // Both ranks compile the same schedules in the same order; each
         // times every run (rank 0 the round trips, rank 1 its receives).
-        let one = train(rt, &b, 1, 0, 0, s)?;
+        let one = train(rt, &b, 1, 0, s)?;
         let prtt1 = time(rt, &one, o.reps)?;
-        let back = train(rt, &b, n, 0, 0, s)?;
+        let back = train(rt, &b, n, 0, s)?;
         let prttn = time(rt, &back, o.reps)?;
         // Longer than a round trip: the sender finds the network idle, the
         // receiver its message waiting.
         let d = share(rt, 0, (prtt1 * 2.0).max(2000.0).round())?;
-        let spaced = train(rt, &b, n, d as u64, 0, s)?;
+        let spaced = train(rt, &b, n, d as u64, s)?;
         let prttd = time(rt, &spaced, o.reps.div_ceil(4).max(2))?;
-        let waiting = train(rt, &b, n, 0, d as u64, s)?;
-        let recvd = time(rt, &waiting, o.reps.div_ceil(4).max(2))?;
-        // At rank 1, `prtt1` and `recvd` are its times of the same
-        // schedules: waiting for the first message alike, then n - 1
-        // receives of waiting messages, each after d.
-        let recv = share(rt, 1, if rt.rank() == 1 { (recvd - prtt1) / k - d } else { 0.0 })?;
-        rows.push(Row { s, prtt1, gap: (prttn - prtt1) / k, send: (prttd - prtt1) / k - d, recv, d });
+        // Netgauge's receive overhead: a receive's own time, its message
+        // waiting. Long enough for the answer to wake rank 0 and its next
+        // message to arrive (an idle CPU here takes up to 100 us to wake).
+        let (send_call, recv) = calls(rt, &b, s, d.max(200_000.0), o.reps.div_ceil(2).max(2))?;
+        rows.push(Row { s, prtt1, gap: (prttn - prtt1) / k, send: (prttd - prtt1) / k - d, recv, send_call, d });
     }
     if rt.rank() != 0 {
         return Ok(0);
@@ -300,9 +364,9 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     let (l, ov, g, big_g, big_o) = (p.l, p.o, p.g, p.big_g, p.big_o);
     let how = if network { "the network (the ranks on different hosts)" } else { "shared memory (both ranks on one host)" };
     println!("goal calibrate --loggops: rank 0 <-> rank 1 over {how}; eager limit {eager} B; n = {n}, median of {} round trips", o.reps);
-    println!("{:>8} {:>14} {:>14} {:>14} {:>14} {:>10}", "size", "PRTT(1,0,s)", "g+(s-1)G", "o_s+(s-1)O", "o_r+(s-1)O", "d");
+    println!("{:>8} {:>14} {:>14} {:>14} {:>14} {:>10} {:>10}", "size", "PRTT(1,0,s)", "g+(s-1)G", "o_s+(s-1)O", "o_r+(s-1)O", "send call", "d");
     for r in &rows {
-        println!("{:>8} {:>14.0} {:>14.1} {:>14.1} {:>14.1} {:>10.0}", r.s, r.prtt1, r.gap, r.send, r.recv, r.d);
+        println!("{:>8} {:>14.0} {:>14.1} {:>14.1} {:>14.1} {:>10.1} {:>10.0}", r.s, r.prtt1, r.gap, r.send, r.recv, r.send_call, r.d);
     }
     println!("o_s = {:.0} ns, o_r = {:.0} ns: o = {ov:.0} ns at each end; L = PRTT(1,0,1)/2 - o_s - o_r = {l:.0} ns", p.o_send, p.o_recv);
     println!("L = {l:.0} ns, o = {ov:.0} ns, g = {g:.0} ns, G = {big_g:.4} ns/B, O = {big_o:.4} ns/B, S = {eager} B");
@@ -310,7 +374,12 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     if let Some(path) = &o.out {
         let measured: Vec<String> = rows
             .iter()
-            .map(|r| format!("{{\"bytes\": {}, \"prtt1_ns\": {:.1}, \"gap_ns\": {:.1}, \"send_overhead_ns\": {:.1}, \"recv_overhead_ns\": {:.1}, \"d_ns\": {:.0}}}", r.s, r.prtt1, r.gap, r.send, r.recv, r.d))
+            .map(|r| {
+                format!(
+                    "{{\"bytes\": {}, \"prtt1_ns\": {:.1}, \"gap_ns\": {:.1}, \"send_overhead_ns\": {:.1}, \"recv_overhead_ns\": {:.1}, \"send_call_ns\": {:.1}, \"d_ns\": {:.0}}}",
+                    r.s, r.prtt1, r.gap, r.send, r.recv, r.send_call, r.d
+                )
+            })
             .collect();
         let json = format!(
             "{{\n  \"L\": {l:.1},\n  \"o\": {ov:.1},\n  \"g\": {g:.1},\n  \"G\": {big_g:.6},\n  \"O\": {big_o:.6},\n  \"S\": {eager},\n  \"o_send\": {:.1},\n  \"o_recv\": {:.1},\n  \"units\": \"ns; G and O in ns per byte; S in bytes\",\n  \"path\": \"{}\",\n  \"messages\": {n},\n  \"reps\": {},\n  \"measured\": [\n    {}\n  ]\n}}\n",
@@ -390,7 +459,7 @@ mod tests {
             .map(|&s| {
                 let b = (s - 1) as f64;
                 let prtt1 = 2.0 * (o_s + l + o_r + b * (big_g + 2.0 * big_o));
-                Row { s, prtt1, gap: g + b * big_g, send: o_s + b * big_o, recv: o_r + b * big_o, d: 2.0 * prtt1 }
+                Row { s, prtt1, gap: g + b * big_g, send: o_s + b * big_o, recv: o_r + b * big_o, send_call: o_s + b * big_o, d: 2.0 * prtt1 }
             })
             .collect()
     }
