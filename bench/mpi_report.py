@@ -353,7 +353,7 @@ def plot(doc, out: Path) -> list[Path]:
                 ax.set_title(f"{SETUP_TITLES.get(setup, setup)} — {m}", fontsize=10)
                 ax.grid(True, alpha=0.3)
                 ax.legend(fontsize=7, ncol=2)
-        fig.suptitle(f"blocking collectives (they go to MPI):\nlibgoal-mpi preloaded / native — {stamp}", fontsize=11)
+        fig.suptitle(f"blocking collectives (on goal within a host, docs/mpi.md):\nlibgoal-mpi preloaded / native — {stamp}", fontsize=11)
         fig.tight_layout()
         p = out.parent / (out.name + "_blocking.png")
         fig.savefig(p, dpi=110)

@@ -1,5 +1,7 @@
 /*
- * coll.c - the non-blocking collectives that run on goal.
+ * coll.c - the non-blocking collectives that run on goal, and the blocking
+ * forms of the fixed-count ones where block.c's rule serves them (each
+ * `xxx_on` serves both: a NULL request makes gm_start wait for the end).
  *
  * Each call checks what it can serve (a communicator with a goal group,
  * contiguous datatypes, a reduction goal computes), takes the compiled
@@ -81,11 +83,15 @@ int gm_serve_local(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, gm_
     return gm_start(c, e, own, bufs, 2, x, req);
 }
 
-/* The communicator's goal side, or NULL (counted as going to MPI). */
+/* The communicator's goal side, or NULL (counted as going to MPI). A
+ * blocking call goes to MPI, uncounted, on a communicator whose blocking
+ * collectives block.c's rule leaves to MPI: nothing falls back there. */
 struct gm_comm *gm_served(enum gm_fn fn, MPI_Comm comm)
 {
     enum gm_why why;
     struct gm_comm *c = gm_comm_of(comm, &why);
+    if (fn >= GM_FIRST_BLOCKING && (!c || !c->blocking))
+        return NULL;
     if (!c)
         gm_count(fn, why);
     return c;
@@ -160,14 +166,24 @@ static GOAL_Schedule b_scatter(struct gm_comm *c, const struct gm_key *k, const 
 
 /* ---- the calls ---- */
 
+/* MPI_Ibarrier and MPI_Barrier on goal (`req` NULL: blocking); -1 if MPI runs it. */
+static int barrier_on(enum gm_fn fn, MPI_Comm comm, MPI_Request *req)
+{
+    struct gm_comm *c = gm_served(fn, comm);
+    struct gm_key k = { .kind = K_BARRIER };
+    return c ? gm_serve(fn, c, &k, NULL, b_barrier, NULL, NULL, NULL, req) : -1;
+}
+
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 {
-    struct gm_comm *c = gm_served(GM_IBARRIER, comm);
-    struct gm_key k = { .kind = K_BARRIER };
-    int rc;
-    if (c && (rc = gm_serve(GM_IBARRIER, c, &k, NULL, b_barrier, NULL, NULL, NULL, req)) >= 0)
-        return rc;
-    return PMPI_Ibarrier(comm, req);
+    int rc = barrier_on(GM_IBARRIER, comm, req);
+    return rc >= 0 ? rc : PMPI_Ibarrier(comm, req);
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    int rc = gm_block_skip(0, MPI_BYTE) ? -1 : barrier_on(GM_BARRIER, comm, NULL);
+    return rc >= 0 ? rc : PMPI_Barrier(comm);
 }
 
 /* A buffer goal cannot see (counted; what `x` holds is freed). */
@@ -178,20 +194,32 @@ static int unseen(enum gm_fn fn, struct gm_bufs *x)
     return -1;
 }
 
-int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req)
+/* MPI_Ibcast and MPI_Bcast on goal (`req` NULL: blocking); -1 if MPI runs it. */
+static int bcast_on(enum gm_fn fn, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req)
 {
-    struct gm_comm *c = gm_served(GM_IBCAST, comm);
+    struct gm_comm *c = gm_served(fn, comm);
     struct gm_bufs x = { 0 };
     void *b;
     size_t n;
-    if (c) {
-        int me = c->rank == root;
-        int rc = gm_view(&x, buf, count, dt, me, !me, &b, &n) ? 0 : unseen(GM_IBCAST, &x);
-        struct gm_key k = { .kind = K_BCAST, .root = root, .n = n };
-        if (rc == 0 && (rc = gm_serve(GM_IBCAST, c, &k, NULL, b_bcast, b, NULL, &x, req)) >= 0)
-            return rc;
-    }
-    return PMPI_Ibcast(buf, count, dt, root, comm, req);
+    if (!c)
+        return -1;
+    int me = c->rank == root;
+    if (!gm_view(&x, buf, count, dt, me, !me, &b, &n))
+        return unseen(fn, &x);
+    struct gm_key k = { .kind = K_BCAST, .root = root, .n = n };
+    return gm_serve(fn, c, &k, NULL, b_bcast, b, NULL, &x, req);
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req)
+{
+    int rc = bcast_on(GM_IBCAST, buf, count, dt, root, comm, req);
+    return rc >= 0 ? rc : PMPI_Ibcast(buf, count, dt, root, comm, req);
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    int rc = gm_block_skip(count, dt) ? -1 : bcast_on(GM_BCAST, buf, count, dt, root, comm, NULL);
+    return rc >= 0 ? rc : PMPI_Bcast(buf, count, dt, root, comm);
 }
 
 /* The reduction of `count` elements of `dt` by `op`, if goal computes it. */
@@ -207,27 +235,40 @@ int gm_reduction_key(enum gm_fn fn, MPI_Datatype dt, MPI_Op op, int count, struc
     return 1;
 }
 
+/* MPI_Iallreduce and MPI_Allreduce on goal (`req` NULL: blocking); -1 if MPI runs it. */
+static int allreduce_on(enum gm_fn fn, const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                        MPI_Comm comm, MPI_Request *req)
+{
+    struct gm_comm *c = gm_served(fn, comm);
+    struct gm_red r;
+    struct gm_key k = { .kind = K_ALLREDUCE, .inplace = sbuf == MPI_IN_PLACE };
+    if (!c || !gm_reduction_key(fn, dt, op, count, &r, &k))
+        return -1;
+    return gm_serve(fn, c, &k, &r, b_allreduce, k.inplace ? rbuf : sbuf, rbuf, NULL, req);
+}
+
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                    MPI_Request *req)
 {
-    struct gm_comm *c = gm_served(GM_IALLREDUCE, comm);
-    struct gm_red r;
-    struct gm_key k = { .kind = K_ALLREDUCE, .inplace = sbuf == MPI_IN_PLACE };
-    int rc;
-    if (c && gm_reduction_key(GM_IALLREDUCE, dt, op, count, &r, &k) &&
-        (rc = gm_serve(GM_IALLREDUCE, c, &k, &r, b_allreduce, k.inplace ? rbuf : sbuf, rbuf, NULL, req)) >= 0)
-        return rc;
-    return PMPI_Iallreduce(sbuf, rbuf, count, dt, op, comm, req);
+    int rc = allreduce_on(GM_IALLREDUCE, sbuf, rbuf, count, dt, op, comm, req);
+    return rc >= 0 ? rc : PMPI_Iallreduce(sbuf, rbuf, count, dt, op, comm, req);
 }
 
-int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
-                MPI_Request *req)
+int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    struct gm_comm *c = gm_served(GM_IREDUCE, comm);
+    int rc = gm_block_skip(count, dt) ? -1 : allreduce_on(GM_ALLREDUCE, sbuf, rbuf, count, dt, op, comm, NULL);
+    return rc >= 0 ? rc : PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
+}
+
+/* MPI_Ireduce and MPI_Reduce on goal (`req` NULL: blocking); -1 if MPI runs it. */
+static int reduce_on(enum gm_fn fn, const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                     MPI_Comm comm, MPI_Request *req)
+{
+    struct gm_comm *c = gm_served(fn, comm);
     struct gm_red r;
     struct gm_key k = { .kind = K_REDUCE, .root = root };
     int rc;
-    if (c && gm_reduction_key(GM_IREDUCE, dt, op, count, &r, &k)) {
+    if (c && gm_reduction_key(fn, dt, op, count, &r, &k)) {
         struct gm_bufs x = { 0 };
         const void *s = sbuf;
         if (sbuf == MPI_IN_PLACE) { /* the root reduces from a copy of its input */
@@ -238,24 +279,52 @@ int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
                 memcpy(t, rbuf, esz * (size_t)count);
             s = t;
         }
-        if (s && (rc = gm_serve(GM_IREDUCE, c, &k, &r, b_reduce, s, rbuf, &x, req)) >= 0)
+        if (s && (rc = gm_serve(fn, c, &k, &r, b_reduce, s, rbuf, &x, req)) >= 0)
             return rc;
         gm_bufs_end(&x, 0);
     }
-    return PMPI_Ireduce(sbuf, rbuf, count, dt, op, root, comm, req);
+    return -1;
+}
+
+int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Request *req)
+{
+    int rc = reduce_on(GM_IREDUCE, sbuf, rbuf, count, dt, op, root, comm, req);
+    return rc >= 0 ? rc : PMPI_Ireduce(sbuf, rbuf, count, dt, op, root, comm, req);
+}
+
+int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
+{
+    int rc = gm_block_skip(count, dt) ? -1 : reduce_on(GM_REDUCE, sbuf, rbuf, count, dt, op, root, comm, NULL);
+    return rc >= 0 ? rc : PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
+}
+
+/* MPI_Ireduce_scatter_block and MPI_Reduce_scatter_block on goal (`req` NULL:
+ * blocking); -1 if MPI runs it. */
+static int reduce_scatter_block_on(enum gm_fn fn, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                                   MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    struct gm_comm *c = gm_served(fn, comm);
+    struct gm_red r;
+    struct gm_key k = { .kind = K_RSB, .inplace = sbuf == MPI_IN_PLACE };
+    if (!c || !gm_reduction_key(fn, dt, op, count, &r, &k))
+        return -1;
+    return gm_serve(fn, c, &k, &r, b_rsb, k.inplace ? rbuf : sbuf, rbuf, NULL, req);
 }
 
 int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                               MPI_Request *req)
 {
-    struct gm_comm *c = gm_served(GM_IREDUCE_SCATTER_BLOCK, comm);
-    struct gm_red r;
-    struct gm_key k = { .kind = K_RSB, .inplace = sbuf == MPI_IN_PLACE };
-    int rc;
-    if (c && gm_reduction_key(GM_IREDUCE_SCATTER_BLOCK, dt, op, count, &r, &k) &&
-        (rc = gm_serve(GM_IREDUCE_SCATTER_BLOCK, c, &k, &r, b_rsb, k.inplace ? rbuf : sbuf, rbuf, NULL, req)) >= 0)
-        return rc;
-    return PMPI_Ireduce_scatter_block(sbuf, rbuf, count, dt, op, comm, req);
+    int rc = reduce_scatter_block_on(GM_IREDUCE_SCATTER_BLOCK, sbuf, rbuf, count, dt, op, comm, req);
+    return rc >= 0 ? rc : PMPI_Ireduce_scatter_block(sbuf, rbuf, count, dt, op, comm, req);
+}
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    int rc = gm_block_skip(count, dt) ? -1
+                                      : reduce_scatter_block_on(GM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, dt, op,
+                                                                comm, NULL);
+    return rc >= 0 ? rc : PMPI_Reduce_scatter_block(sbuf, rbuf, count, dt, op, comm);
 }
 
 /* allgather and alltoall: blocks of `rcount` `rt`, in place or not. In
@@ -292,10 +361,29 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int
     return rc >= 0 ? rc : PMPI_Ialltoall(sbuf, scount, st, rbuf, rcount, rt, comm, req);
 }
 
-int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt, int root,
-                MPI_Comm comm, MPI_Request *req)
+int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
+                  MPI_Comm comm)
 {
-    struct gm_comm *c = gm_served(GM_IGATHER, comm);
+    int rc = gm_block_skip(rcount, rt)
+                 ? -1
+                 : all_blocks(GM_ALLGATHER, K_ALLGATHER, b_allgather, sbuf, scount, st, rbuf, rcount, rt, comm, NULL);
+    return rc >= 0 ? rc : PMPI_Allgather(sbuf, scount, st, rbuf, rcount, rt, comm);
+}
+
+int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
+                 MPI_Comm comm)
+{
+    int rc = gm_block_skip(rcount, rt)
+                 ? -1
+                 : all_blocks(GM_ALLTOALL, K_ALLTOALL, b_alltoall, sbuf, scount, st, rbuf, rcount, rt, comm, NULL);
+    return rc >= 0 ? rc : PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, comm);
+}
+
+/* MPI_Igather and MPI_Gather on goal (`req` NULL: blocking); -1 if MPI runs it. */
+static int gather_on(enum gm_fn fn, const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount,
+                     MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req)
+{
+    struct gm_comm *c = gm_served(fn, comm);
     if (c) {
         struct gm_bufs x = { 0 };
         int me = c->rank == root, rc = 0;
@@ -305,7 +393,7 @@ int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int r
             MPI_Aint lb, ext = 0;
             PMPI_Type_get_extent(rt, &lb, &ext);
             if (rcount < 0 || !gm_view(&x, rbuf, rcount * c->size, rt, 0, 1, &r, &rn))
-                rc = unseen(GM_IGATHER, &x);
+                rc = unseen(fn, &x);
             else if (sbuf == MPI_IN_PLACE) { /* its own block, copied or packed: goal writes it back */
                 char *own = (char *)rbuf + (MPI_Aint)root * rcount * ext;
                 size_t esz;
@@ -314,39 +402,74 @@ int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int r
                 else if (!gm_view(&x, own, rcount, rt, 1, 0, &s, &n))
                     s = NULL;
                 if (!s)
-                    rc = unseen(GM_IGATHER, &x);
+                    rc = unseen(fn, &x);
             } else if (!gm_view(&x, sbuf, scount, st, 1, 0, &s, &n))
-                rc = unseen(GM_IGATHER, &x);
+                rc = unseen(fn, &x);
             if (rc == 0)
                 n = rn / (size_t)c->size;
         } else if (!gm_view(&x, sbuf, scount, st, 1, 0, &s, &n)) {
-            rc = unseen(GM_IGATHER, &x);
+            rc = unseen(fn, &x);
         }
         struct gm_key k = { .kind = K_GATHER, .root = root, .n = n };
-        if (rc == 0 && (rc = gm_serve(GM_IGATHER, c, &k, NULL, b_gather, s, r, &x, req)) >= 0)
+        if (rc == 0 && (rc = gm_serve(fn, c, &k, NULL, b_gather, s, r, &x, req)) >= 0)
             return rc;
     }
-    return PMPI_Igather(sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
+    return -1;
 }
 
-int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt, int root,
-                 MPI_Comm comm, MPI_Request *req)
+int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt, int root,
+                MPI_Comm comm, MPI_Request *req)
 {
-    struct gm_comm *c = gm_served(GM_ISCATTER, comm);
+    int rc = gather_on(GM_IGATHER, sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
+    return rc >= 0 ? rc : PMPI_Igather(sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
+}
+
+int MPI_Gather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt, int root,
+               MPI_Comm comm)
+{
+    /* Per rank: a sender's block, or the root's own (its send side may be
+     * MPI_IN_PLACE); MPI has them alike. */
+    int skip = sbuf == MPI_IN_PLACE ? gm_block_skip(rcount, rt) : gm_block_skip(scount, st);
+    int rc = skip ? -1 : gather_on(GM_GATHER, sbuf, scount, st, rbuf, rcount, rt, root, comm, NULL);
+    return rc >= 0 ? rc : PMPI_Gather(sbuf, scount, st, rbuf, rcount, rt, root, comm);
+}
+
+/* MPI_Iscatter and MPI_Scatter on goal (`req` NULL: blocking); -1 if MPI runs it. */
+static int scatter_on(enum gm_fn fn, const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount,
+                      MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req)
+{
+    struct gm_comm *c = gm_served(fn, comm);
     if (c) {
         struct gm_bufs x = { 0 };
         int me = c->rank == root, rc = 0;
         size_t n = 0, sn;
         void *s = NULL, *r = NULL;
         if (me && (scount < 0 || !gm_view(&x, sbuf, scount * c->size, st, 1, 0, &s, &sn)))
-            rc = unseen(GM_ISCATTER, &x);
+            rc = unseen(fn, &x);
         else if (me && rbuf == MPI_IN_PLACE) /* its own block lands in a buffer of the layer's */
-            n = sn / (size_t)c->size, r = gm_scratch(&x, n), rc = r ? 0 : unseen(GM_ISCATTER, &x);
+            n = sn / (size_t)c->size, r = gm_scratch(&x, n), rc = r ? 0 : unseen(fn, &x);
         else if (!gm_view(&x, rbuf, rcount, rt, 0, 1, &r, &n))
-            rc = unseen(GM_ISCATTER, &x);
+            rc = unseen(fn, &x);
         struct gm_key k = { .kind = K_SCATTER, .root = root, .n = n };
-        if (rc == 0 && (rc = gm_serve(GM_ISCATTER, c, &k, NULL, b_scatter, s, r, &x, req)) >= 0)
+        if (rc == 0 && (rc = gm_serve(fn, c, &k, NULL, b_scatter, s, r, &x, req)) >= 0)
             return rc;
     }
-    return PMPI_Iscatter(sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
+    return -1;
+}
+
+int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt, int root,
+                 MPI_Comm comm, MPI_Request *req)
+{
+    int rc = scatter_on(GM_ISCATTER, sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
+    return rc >= 0 ? rc : PMPI_Iscatter(sbuf, scount, st, rbuf, rcount, rt, root, comm, req);
+}
+
+int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt, int root,
+                MPI_Comm comm)
+{
+    /* Per rank: a receiver's block, or the root's (its receive side may be
+     * MPI_IN_PLACE); MPI has them alike. */
+    int skip = rbuf == MPI_IN_PLACE ? gm_block_skip(scount, st) : gm_block_skip(rcount, rt);
+    int rc = skip ? -1 : scatter_on(GM_SCATTER, sbuf, scount, st, rbuf, rcount, rt, root, comm, NULL);
+    return rc >= 0 ? rc : PMPI_Scatter(sbuf, scount, st, rbuf, rcount, rt, root, comm);
 }

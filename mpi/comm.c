@@ -63,6 +63,33 @@ static int delete_attr(MPI_Comm comm, int keyval, void *val, void *extra)
     return MPI_SUCCESS;
 }
 
+/* World ranks of `comm`'s members, in its order (malloc'd), or NULL if one
+ * is outside MPI_COMM_WORLD (a spawned process). */
+static int *world_ranks(MPI_Comm comm, int n)
+{
+    MPI_Group g, w;
+    int *mine = malloc(sizeof(int) * (size_t)n), *out = malloc(sizeof(int) * (size_t)n);
+    if (!mine || !out) {
+        free(mine);
+        free(out);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        mine[i] = i;
+    PMPI_Comm_group(comm, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &w);
+    PMPI_Group_translate_ranks(g, n, mine, w, out);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&w);
+    free(mine);
+    for (int i = 0; i < n; i++)
+        if (out[i] == MPI_UNDEFINED) {
+            free(out);
+            return NULL;
+        }
+    return out;
+}
+
 static struct gm_comm *attach(MPI_Comm comm, GOAL_Group g)
 {
     struct gm_comm *c = calloc(1, sizeof *c);
@@ -71,6 +98,9 @@ static struct gm_comm *attach(MPI_Comm comm, GOAL_Group g)
     c->group = g;
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
+    int *w = world_ranks(comm, c->size);
+    c->blocking = w && gm_block_decide(w, c->size);
+    free(w);
     c->refs = 1;
     gm_lock();
     link_in(c);
@@ -102,33 +132,6 @@ struct gm_comm *gm_comm_of(MPI_Comm comm, enum gm_why *why)
         return NULL;
     }
     return val;
-}
-
-/* World ranks of `comm`'s members, in its order (malloc'd), or NULL if one
- * is outside MPI_COMM_WORLD (a spawned process). */
-static int *world_ranks(MPI_Comm comm, int n)
-{
-    MPI_Group g, w;
-    int *mine = malloc(sizeof(int) * (size_t)n), *out = malloc(sizeof(int) * (size_t)n);
-    if (!mine || !out) {
-        free(mine);
-        free(out);
-        return NULL;
-    }
-    for (int i = 0; i < n; i++)
-        mine[i] = i;
-    PMPI_Comm_group(comm, &g);
-    PMPI_Comm_group(MPI_COMM_WORLD, &w);
-    PMPI_Group_translate_ranks(g, n, mine, w, out);
-    PMPI_Group_free(&g);
-    PMPI_Group_free(&w);
-    free(mine);
-    for (int i = 0; i < n; i++)
-        if (out[i] == MPI_UNDEFINED) {
-            free(out);
-            return NULL;
-        }
-    return out;
 }
 
 static int is_inter(MPI_Comm comm)

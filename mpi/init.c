@@ -48,6 +48,8 @@ static const char *fn_names[GM_NFN] = {
     "MPI_Ibarrier", "MPI_Ibcast", "MPI_Iallreduce", "MPI_Ireduce", "MPI_Iallgather", "MPI_Iallgatherv",
     "MPI_Ialltoall", "MPI_Ialltoallv", "MPI_Igather", "MPI_Igatherv", "MPI_Iscatter", "MPI_Iscatterv",
     "MPI_Ireduce_scatter_block", "MPI_Ireduce_scatter",
+    "MPI_Barrier", "MPI_Bcast", "MPI_Allreduce", "MPI_Reduce", "MPI_Allgather", "MPI_Alltoall", "MPI_Gather",
+    "MPI_Scatter", "MPI_Reduce_scatter_block",
 };
 
 static const char *why_names[GM_NWHY] = {
@@ -126,6 +128,7 @@ static void start_goal(void)
         return;
     }
     gm.on = 1;
+    gm_block_init();
     gm_comm_attach_world();
     const char *mode = getenv("GOAL_PROGRESS");
     if (mode && strcmp(mode, "manual") == 0 && gm.world_rank == 0)
@@ -133,7 +136,10 @@ static void start_goal(void)
                         "layer's Wait and Test calls, so a rank blocked in another MPI call while its peers wait "
                         "for it hangs (docs/mpi.md)\n");
     if (gm.debug && gm.world_rank == 0)
-        fprintf(stderr, "goal-mpi: goal runs the non-blocking collectives of %d ranks\n", size);
+        fprintf(stderr, "goal-mpi: goal runs the non-blocking collectives of %d ranks%s\n", size,
+                gm.blocking == 2   ? ", and the blocking ones"
+                : gm.blocking == 1 ? ", and the blocking ones within a host"
+                                   : "");
 }
 
 /* A layer built for the other MPI loads that MPI beside the program's, and
@@ -182,5 +188,6 @@ int MPI_Finalize(void)
     }
     if (gm.debug)
         report();
+    gm_block_end();
     return PMPI_Finalize();
 }

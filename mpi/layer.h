@@ -14,7 +14,8 @@
  *   types.c  datatypes and operations -> goal's (user operations too).
  *   cache.c  compiled schedules per (communicator, collective, sizes, type,
  *            operation), with a key every rank computes alike.
- *   coll.c   the non-blocking collectives served.
+ *   coll.c   the non-blocking collectives served, and their blocking forms.
+ *   block.c  when the blocking forms run on goal (within a host).
  *   req.c    requests: generalized MPI requests, and the Wait/Test family
  *            that keeps goal and MPI moving.
  */
@@ -34,8 +35,12 @@ struct gm_bufs;
 enum gm_fn {
     GM_IBARRIER, GM_IBCAST, GM_IALLREDUCE, GM_IREDUCE, GM_IALLGATHER, GM_IALLGATHERV,
     GM_IALLTOALL, GM_IALLTOALLV, GM_IGATHER, GM_IGATHERV, GM_ISCATTER, GM_ISCATTERV,
-    GM_IREDUCE_SCATTER_BLOCK, GM_IREDUCE_SCATTER, GM_NFN
+    GM_IREDUCE_SCATTER_BLOCK, GM_IREDUCE_SCATTER,
+    /* The blocking forms, served where block.c's rule says goal is faster. */
+    GM_BARRIER, GM_BCAST, GM_ALLREDUCE, GM_REDUCE, GM_ALLGATHER, GM_ALLTOALL, GM_GATHER, GM_SCATTER,
+    GM_REDUCE_SCATTER_BLOCK, GM_NFN
 };
+#define GM_FIRST_BLOCKING GM_BARRIER
 
 enum gm_why {
     GM_SERVED,          /* ran on goal */
@@ -58,6 +63,8 @@ struct gm_state {
     int finalized;        /* GOAL_Finalize was called */
     int world_rank;
     int keyval;           /* the communicator attribute holding a struct gm_comm */
+    int blocking;         /* GOAL_MPI_BLOCKING as agreed: 0 never, 1 within a host (default), 2 always */
+    int world_size;
     unsigned long compiled, reused; /* schedules compiled, cached ones rerun (GOAL_DEBUG's report) */
 };
 extern struct gm_state gm;
@@ -85,6 +92,7 @@ struct gm_comm {
     struct gm_entry *vcache;
     int nvcache;
     int refs;                /* the attribute + executions in flight */
+    int blocking;            /* its blocking collectives run on goal (block.c) */
     struct gm_comm *next;    /* every live one, for MPI_Finalize */
     struct gm_comm *prev;
 };
@@ -214,12 +222,27 @@ void *gm_scratch(struct gm_bufs *x, size_t n);
 /* The end: unpacks (if `unpack`), frees. */
 void gm_bufs_end(struct gm_bufs *x, int unpack);
 
+/* ---- blocking collectives (block.c) ---- */
+
+/* At MPI_Init, once goal runs: every rank's host, and GOAL_MPI_BLOCKING. */
+int gm_block_init(void);
+/* Whether the blocking collectives of a communicator of these world ranks
+ * run on goal: the same answer on every member. */
+int gm_block_decide(const int *world_ranks, int n);
+/* Whether a blocking call of `count` x `dt` per rank goes straight to MPI
+ * (goal not running, GOAL_MPI_BLOCKING=0, or smaller than goal is worth):
+ * checked first, so that what stays MPI's costs next to nothing. Alike on
+ * every rank, since MPI has them pass the same type signature. */
+int gm_block_skip(int count, MPI_Datatype dt);
+void gm_block_end(void);
+
 /* ---- requests (req.c) ---- */
 
 /* Starts the execution of `s` (an entry's, or `own`, compiled for this call
- * and freed at its end) with `bufs`, and makes `*request` its MPI request.
- * `x` (may be NULL) is taken over and ended with the collective. Returns an
- * MPI error code. */
+ * and freed at its end) with `bufs`, and makes `*request` its MPI request;
+ * with `request` NULL (a blocking call) waits for it instead, keeping MPI
+ * moving meanwhile. `x` (may be NULL) is taken over and ended with the
+ * collective. Returns an MPI error code. */
 int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *const *bufs, int nbufs,
              struct gm_bufs *x, MPI_Request *request);
 void gm_req_drain(void);

@@ -206,6 +206,8 @@ static int drive(void)
     return n;
 }
 
+static int wait_blocking(GOAL_Handle h);
+
 int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *const *bufs, int nbufs,
              struct gm_bufs *x, MPI_Request *request)
 {
@@ -230,6 +232,18 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
             GOAL_FreeSchedule(own);
         gm_bufs_end(x, 0);
         return MPI_ERR_INTERN;
+    }
+    if (!request) { /* a blocking call: no request, the wait is here */
+        int rc = wait_blocking(h);
+        if (rc < 0)
+            fprintf(stderr, "goal-mpi (rank %d): a collective failed on goal: %s\n", gm.world_rank,
+                    GOAL_LastError());
+        if (own)
+            GOAL_FreeSchedule(own);
+        gm_bufs_end(x, rc >= 0);
+        if (e)
+            gm_entry_put(e);
+        return rc < 0 ? MPI_ERR_OTHER : MPI_SUCCESS;
     }
     gm_lock();
     struct gm_req *q = req_new();
@@ -272,6 +286,24 @@ int gm_start(struct gm_comm *c, struct gm_entry *e, GOAL_Schedule own, void *con
  * moving while a rank waits for goal (a peer may wait inside MPI for this
  * rank's point-to-point), and an MPI library cannot wake a sleeper. */
 #define POKE_EVERY 1e-3
+
+/* GOAL_WaitPoll's call while a blocking collective waits for goal: MPI
+ * moves too (a peer may wait inside MPI for this rank's point-to-point, as
+ * it may while the rank is inside MPI's own collective). An Iprobe that
+ * takes nothing is the one call both MPIs progress in without a request. */
+static int poke_blocking(void *ctx)
+{
+    (void)ctx;
+    int flag = 0;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    return 0;
+}
+
+/* A blocking collective's execution, to its end: 1, or <0 if it failed. */
+static int wait_blocking(GOAL_Handle h)
+{
+    return GOAL_WaitPoll(h, POKE_EVERY, poke_blocking, NULL);
+}
 
 /* One Wait or Test form on the array as MPI sees it: what to ask MPI, and
  * where its answer goes. */

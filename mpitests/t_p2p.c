@@ -1,8 +1,10 @@
-// A program with point-to-point MPI and blocking collectives only: the
-// layer serves nothing (its report lists no function) and breaks nothing:
-// a ring of blocking and non-blocking messages, wildcards, a
-// communicator split, MPI_Allreduce, all checked.
+// A program with point-to-point MPI and blocking collectives only, the
+// blocking ones left to MPI (GOAL_MPI_BLOCKING=0; t_blocking has them on
+// goal): the layer serves nothing (its report lists no function) and
+// breaks nothing: a ring of blocking and non-blocking messages, wildcards,
+// a communicator split, MPI_Allreduce, all checked.
 // ranks: 1 2 3 4
+// env: GOAL_MPI_BLOCKING=0
 // expect: p2p: ok
 // expect-none: on goal|to MPI
 #include <mpi.h>
