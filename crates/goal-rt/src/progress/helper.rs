@@ -11,7 +11,7 @@ use super::*;
 /// microseconds. The cost of the longer look: when such a loop turns into a
 /// computation right after a Run, the mark can hold off background
 /// progress for up to this long, once.
-const MAX_LINGER: Duration = Duration::from_millis(3);
+pub(super) const MAX_LINGER: Duration = Duration::from_millis(3);
 
 /// Times in a row the helper yields and looks again when another thread
 /// holds the engine lock, before it sleeps (at most 1 ms) instead.
@@ -275,9 +275,11 @@ pub(super) fn helper_loop(rt: &Runtime) {
         if made > 0 {
             continue;
         }
-        let timeout = if must_poll {
+        let mut timeout = if must_poll {
             Duration::from_millis(1)
-        } else if rt.app_mark.is_set() {
+        } else if rt.app_mark.is_set() || rt.app_waiting.load(Ordering::Acquire) > 0 {
+            // (An application thread that waits now may leave its mark set
+            // as it returns, and start an execution behind it.)
             linger
         } else if busy {
             LIVENESS_TICK
@@ -291,6 +293,19 @@ pub(super) fn helper_loop(rt: &Runtime) {
             rt.app_mark.helper_deaf.store(true, Ordering::SeqCst);
             held || rt.app_waiting.load(Ordering::SeqCst) > 0
         };
+        // A longer sleep is rung by a Run that lifts the mark without the
+        // fence (see `AppMark::after_gap`).
+        let mut long = timeout > MAX_LINGER;
+        if long {
+            // Pairs with the application's setting of the mark (`touch`):
+            // either it sees this flag and rings, or this sees the mark.
+            rt.app_mark.helper_long_sleep.store(true, Ordering::SeqCst);
+            if rt.app_mark.set.load(Ordering::SeqCst) {
+                rt.app_mark.helper_long_sleep.store(false, Ordering::Relaxed);
+                long = false;
+                timeout = linger;
+            }
+        }
         if deaf {
             // The waiting application polls the network itself: a helper
             // woken by every packet would only take the CPU from it
@@ -309,6 +324,9 @@ pub(super) fn helper_loop(rt: &Runtime) {
             sleep(rt, guard, timeout);
         }
         rt.app_mark.helper_deaf.store(false, Ordering::Relaxed);
+        if long {
+            rt.app_mark.helper_long_sleep.store(false, Ordering::Relaxed);
+        }
         if busy {
             if let Some(mut e) = rt.try_engine() {
                 e.check_peers_if_due();
@@ -329,7 +347,7 @@ fn yield_or_pause(rt: &Runtime) {
 }
 
 /// Sleeps while an application thread waits, until the last one leaves
-/// Wait (or for [`MAX_LINGER`]).
+/// Wait (or for [`MARK_LINGER`]).
 ///
 /// The waiting thread drives progress itself, and sleeps on the doorbell
 /// when nothing comes. Were the helper asleep on the doorbell too, every
@@ -342,9 +360,13 @@ fn yield_or_pause(rt: &Runtime) {
 ///
 /// A Wait that leaves nothing in flight does not wake the helper: the
 /// wake-up would take the CPU from the application right after its Wait,
-/// for nothing to do. The next Run after which the application computes
-/// does (see [`AppMark::at_run`]), and the helper looks again after
-/// [`MAX_LINGER`] in any case, for the lingering mark.
+/// for nothing to do. Nor does the next Run (it did until issue 44: a Run
+/// after a computation woke it, and the woken helper, on the Run's CPU,
+/// took 7-22 us of the Run). So the helper parks for at most
+/// [`MARK_LINGER`] at a time (it was [`MAX_LINGER`], and a collective
+/// started right after a Wait moved in the background only when that
+/// ran out): deaf to the doorbell that long at most, and a wake-up per
+/// [`MARK_LINGER`] during a long Wait, a plain futex wait each (no fence).
 pub(super) fn park(rt: &Runtime) {
     // Dekker with Wait's exit (see `unpark`): either we see the count at
     // zero, or the thread that brought it there sees us parked.
@@ -352,7 +374,7 @@ pub(super) fn park(rt: &Runtime) {
     let n = rt.app_waiting.load(Ordering::SeqCst);
     if n > 0 && !rt.shutdown.load(Ordering::Acquire) && !rt.kernel_deferred.load(Ordering::SeqCst) {
         // Returns at once if the count moved since the load.
-        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(MAX_LINGER));
+        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(MARK_LINGER));
     }
     rt.helper_parked.store(false, Ordering::Relaxed);
 }
