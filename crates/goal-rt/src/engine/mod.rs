@@ -204,6 +204,12 @@ pub(crate) struct Engine {
     /// Set while an application thread polls from Wait (before it counts
     /// among `app_waiting`): a sender may take on part of a split message.
     pub in_wait: bool,
+    /// Set while the engine is moved behind the application's back: by
+    /// the helper, or by a Run that found the application computing
+    /// between its calls (see `progress::appmark`). Large messages to local
+    /// peers then go by one CMA read of the receiver's (see
+    /// `choose_offer`, `choose_fetch`).
+    pub background: bool,
     /// Whether anything moves, for the stall probes (see
     /// [`Engine::probe_if_stalled`]): kept out of `State`, whose layout
     /// the arrival path is compiled against.
@@ -344,7 +350,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false, stall: StallWatch::new(), recorder: None }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None }
     }
 
     /// Reaches the peers marked in `remote` through `net`.

@@ -180,7 +180,7 @@ pub(super) fn helper_loop(rt: &Runtime) {
             let _polling = rt.bell.polling();
             let mut last_event = Instant::now();
             while !rt.shutdown.load(Ordering::Acquire) && rt.app_waiting.load(Ordering::Acquire) == 0 {
-                match rt.try_progress() {
+                match rt.try_progress_background() {
                     Some(n) if n > 0 => last_event = Instant::now(),
                     _ => {
                         if last_event.elapsed() >= spin {
@@ -245,7 +245,10 @@ pub(super) fn helper_loop(rt: &Runtime) {
             match rt.try_engine() {
                 Some(mut e) => {
                     lock_misses = 0;
-                    (e.poll(), e.busy(), e.must_poll())
+                    e.background = true;
+                    let made = e.poll();
+                    e.background = false;
+                    (made, e.busy(), e.must_poll())
                 }
                 // The holder is an application thread inside a call of a
                 // loop of Runs and Waits (the mark is set), say a Run that
