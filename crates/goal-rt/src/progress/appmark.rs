@@ -251,7 +251,7 @@ impl AppMark {
         self.computing.store(true, Ordering::Relaxed);
         // Nor is a helper parked while the last Wait ran woken here (it was,
         // and the wake-up cost the Run 7-22 us when the helper then ran on
-        // this CPU): it looks again within MARK_LINGER (see `park`).
+        // this CPU): it looks again within PARK_MAX (see `park`).
         // The helper may sleep on the doorbell alone (it does while an
         // application thread waits): wake it so that it sleeps again on
         // the network too. Without this, 1 MiB across hosts moved only

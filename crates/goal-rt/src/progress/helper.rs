@@ -20,6 +20,15 @@ const LOCK_MISSES: u32 = 64;
 /// How long the helper sleeps when nothing is in flight (a Run rings it).
 const IDLE_SLEEP: Duration = Duration::from_secs(10);
 
+/// How long the helper parks at most while an application thread waits
+/// (see [`park`]): deaf to the doorbell that long at most when a Run
+/// follows the Wait. [`MAX_LINGER`] (3 ms), what it was, kept collectives
+/// started right after a Wait from moving in the background until then;
+/// [`MARK_LINGER`] (200 us) woke the helper during long Waits more often
+/// than the rings it parks away from (a Wait through 200 messages 300 us
+/// apart: 276 wake-ups, `modes.rs`).
+const PARK_MAX: Duration = Duration::from_millis(1);
+
 /// How long the application's polling mark outlives its last Run or Wait.
 const MARK_LINGER: Duration = Duration::from_micros(200);
 
@@ -350,7 +359,7 @@ fn yield_or_pause(rt: &Runtime) {
 }
 
 /// Sleeps while an application thread waits, until the last one leaves
-/// Wait (or for [`MARK_LINGER`]).
+/// Wait (or for [`PARK_MAX`]).
 ///
 /// The waiting thread drives progress itself, and sleeps on the doorbell
 /// when nothing comes. Were the helper asleep on the doorbell too, every
@@ -365,11 +374,7 @@ fn yield_or_pause(rt: &Runtime) {
 /// wake-up would take the CPU from the application right after its Wait,
 /// for nothing to do. Nor does the next Run (it did until issue 44: a Run
 /// after a computation woke it, and the woken helper, on the Run's CPU,
-/// took 7-22 us of the Run). So the helper parks for at most
-/// [`MARK_LINGER`] at a time (it was [`MAX_LINGER`], and a collective
-/// started right after a Wait moved in the background only when that
-/// ran out): deaf to the doorbell that long at most, and a wake-up per
-/// [`MARK_LINGER`] during a long Wait, a plain futex wait each (no fence).
+/// took 7-22 us of the Run). The helper looks again after [`PARK_MAX`].
 pub(super) fn park(rt: &Runtime) {
     // Dekker with Wait's exit (see `unpark`): either we see the count at
     // zero, or the thread that brought it there sees us parked.
@@ -377,7 +382,7 @@ pub(super) fn park(rt: &Runtime) {
     let n = rt.app_waiting.load(Ordering::SeqCst);
     if n > 0 && !rt.shutdown.load(Ordering::Acquire) && !rt.kernel_deferred.load(Ordering::SeqCst) {
         // Returns at once if the count moved since the load.
-        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(MARK_LINGER));
+        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(PARK_MAX));
     }
     rt.helper_parked.store(false, Ordering::Relaxed);
 }
