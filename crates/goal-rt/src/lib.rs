@@ -664,7 +664,6 @@ impl Runtime {
         let (run_at, after_gap) = self.app_mark.at_run(&self.bell, s.inner.id);
         let mut e = self.lock_engine();
         let long = e.long_end();
-        e.background = after_gap;
         let shared = e.start(&s.inner, self, run);
         if after_gap && shared.is_some() {
             // The mark is lifted without a ring: what peers wrote while it
@@ -672,7 +671,6 @@ impl Runtime {
             // `AppMark::after_gap`).
             e.poll();
         }
-        e.background = false;
         let long = (e.long_end() != long).then(|| e.long_end());
         drop(e);
         // A Run that copied a large message itself (its data was there)

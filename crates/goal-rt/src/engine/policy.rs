@@ -119,7 +119,7 @@ impl Engine {
             return (Offer::Stream, false);
         }
         let calibrated = len >= self.thresholds.cma.0 && len <= self.thresholds.cma.1;
-        // Moved in the background (the application computes): one read by
+        // Moved by the helper (the application computes): one read by
         // the receiver, which needs the sender only for its start and its
         // end, where the stream needs both ranks' helpers in turn for
         // every 64 KiB, each a wake-up on a CPU an application computes
