@@ -381,6 +381,12 @@ impl Adapt {
         out.join("; ")
     }
 
+    /// Whether a receiver refused to read this rank's memory (see
+    /// [`deny_cma`](Self::deny_cma)).
+    pub fn cma_denied(&self) -> bool {
+        self.cma_denied
+    }
+
     /// A receiver may not read this rank's memory.
     pub fn deny_cma(&mut self) {
         self.cma_denied = true;

@@ -661,10 +661,16 @@ impl Runtime {
         }
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::appmark::AppMark`).
-        let run_at = self.app_mark.at_run(&self.bell, s.inner.id, || progress::unpark(self));
+        let (run_at, after_gap) = self.app_mark.at_run(&self.bell, s.inner.id);
         let mut e = self.lock_engine();
         let long = e.long_end();
         let shared = e.start(&s.inner, self, run);
+        if after_gap && shared.is_some() {
+            // The mark is lifted without a ring: what peers wrote while it
+            // was set is read here, not by a helper woken for it (see
+            // `AppMark::after_gap`).
+            e.poll();
+        }
         let long = (e.long_end() != long).then(|| e.long_end());
         drop(e);
         // A Run that copied a large message itself (its data was there)
@@ -691,6 +697,17 @@ impl Runtime {
     /// `Engine::poll`).
     pub(crate) fn try_progress(&self) -> Option<usize> {
         self.try_engine().map(|mut e| e.poll())
+    }
+
+    /// [`try_progress`](Self::try_progress) for the helper: behind the
+    /// application's back (see `Engine::background`).
+    pub(crate) fn try_progress_background(&self) -> Option<usize> {
+        self.try_engine().map(|mut e| {
+            e.background = true;
+            let n = e.poll();
+            e.background = false;
+            n
+        })
     }
 
     /// The engine, if nobody holds its lock now.

@@ -119,6 +119,17 @@ impl Engine {
             return (Offer::Stream, false);
         }
         let calibrated = len >= self.thresholds.cma.0 && len <= self.thresholds.cma.1;
+        // Moved by the helper (the application computes): one read by
+        // the receiver, which needs the sender only for its start and its
+        // end, where the stream needs both ranks' helpers in turn for
+        // every 64 KiB, each a wake-up on a CPU an application computes
+        // on (2 ranks computing, 1 MiB allreduce started before: ended
+        // after a median 3.2 ms with the path the blocking loops taught
+        // `adapt`, 0.5 ms by CMA). Not recorded for `adapt`'s choice,
+        // which times transfers the application waits for.
+        if self.background && len >= self.thresholds.cma.0 && !self.adapt.cma_denied() {
+            return (Offer::Cma { addr: ptr as u64 }, false);
+        }
         // Another large send to this peer still in flight: a burst
         // (looked for only where adapt chooses).
         let burst = len >= self.thresholds.adapt_from
@@ -159,6 +170,9 @@ impl Engine {
         let warm = long && (len >= COLD_MAX || self.writes_warm(src));
         match mode {
             proto::MODE_NET => Fetch::Bulk,
+            // In the background (see `choose_offer`): read it all now,
+            // without asking a sender that computes to write a part.
+            proto::MODE_HEAP | proto::MODE_CMA if self.background => Fetch::Read,
             proto::MODE_CMA if self.state.lost[src as usize].is_none() && len >= FUSE_CMA_MAX && self.fusable(r, len) => Fetch::FusedStream,
             proto::MODE_CMA if warm && self.push_pays(src, len, dst) => Fetch::Push { judge: again },
             proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len, dst) => {

@@ -52,6 +52,11 @@ pub(crate) struct AppMark {
     /// kernel ring (it does while an application thread waits, since that
     /// thread polls them itself): the next Run must ring it.
     pub(super) helper_deaf: std::sync::atomic::AtomicBool,
+    /// The helper sleeps with a timeout longer than
+    /// [`super::helper::MAX_LINGER`] (nothing was in flight, or the mark was
+    /// not set, when it went to sleep): a Run that lifts the mark without
+    /// the fence rings it (see [`AppMark::after_gap`]).
+    pub(super) helper_long_sleep: std::sync::atomic::AtomicBool,
     /// Bit `id % 64`: the application computed between the last Run of
     /// schedule `id` and its Wait (see [`AppMark::at_run`]).
     pub(super) computes: std::sync::atomic::AtomicU64,
@@ -107,6 +112,7 @@ impl AppMark {
             last_run: Default::default(),
             last_wait: Default::default(),
             helper_deaf: Default::default(),
+            helper_long_sleep: Default::default(),
             computes: Default::default(),
             computing: Default::default(),
             short_wait: Default::default(),
@@ -135,7 +141,15 @@ impl AppMark {
         self.epoch.store(self.epoch.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         if !self.set.load(Ordering::Relaxed) && !self.set.swap(true, Ordering::AcqRel) {
             bell.mark_polling();
-            if ring {
+            // A helper asleep for longer than MAX_LINGER (it went to sleep
+            // with the mark lifted and nothing in flight) would not lift
+            // the mark again before its timeout, and while the mark is set
+            // peers do not ring: an execution this thread starts next, in
+            // a tight loop, would move only inside Wait (seen: a 64 KiB
+            // allreduce started right after a barrier, 2 ranks computing,
+            // not finished after 2 s, the helpers asleep for 10 s). Pairs
+            // with the helper's store and re-check (SeqCst).
+            if ring || self.helper_long_sleep.load(Ordering::SeqCst) {
                 bell.ring();
             }
         }
@@ -161,11 +175,11 @@ impl AppMark {
     /// helper stayed deaf to the network and the Wait after the
     /// computation took 490 us.) A Wait that ends within its first batch
     /// of polls reads no clock: this Run judges it (see `short_wait`).
-    /// When the application will compute,
-    /// `unpark` wakes a helper that sleeps in [`park`]. Returns the clock
-    /// it read, for Wait.
+    /// Returns the clock
+    /// it read, for Wait, and whether the Run must poll once after starting
+    /// its execution (it lifted the mark: see [`after_gap`](Self::after_gap)).
     #[inline(always)]
-    pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: crate::proto::SchedId, unpark: impl FnOnce()) -> u64 {
+    pub(crate) fn at_run(&self, bell: &goal_transport::shm::Doorbell, sched_id: crate::proto::SchedId) -> (u64, bool) {
         let now = crate::ticks::now();
         // Since the last Run, or since the end of the last Wait: a loop of
         // long Waits (a 1 MiB scatter, a 4 MiB gather) is no computation,
@@ -196,35 +210,58 @@ impl AppMark {
         let gap = if word & (1 << bit_of(sched_id)) != 0 { u64::MAX } else { gap };
         if gap < self.tight_loop {
             self.touch(bell, true);
-            return now;
+            return (now, false);
         }
-        self.after_gap(bell, gap, unpark);
-        now
+        self.after_gap(bell, gap);
+        (now, true)
     }
 
     /// [`at_run`](Self::at_run) after a gap (or for a schedule the
     /// application computes behind): out of the line of a latency loop.
+    ///
+    /// Hands arriving data to the helper without waking it: the mark is
+    /// lifted without the heavy fence (`Doorbell::unmark_polling_unfenced`),
+    /// so that from now on peers ring the doorbell, where the helper sleeps,
+    /// and the Run polls once after starting its execution (the caller,
+    /// told by `true`), for what came while the mark was set. It was
+    /// lifted with `membarrier(2)` and the helper rung at every such Run:
+    /// 9 us for the barrier in this VM, and the woken helper, with its
+    /// short slice, preempted the application inside Run for its own
+    /// barrier before sleeping again: 16-22 us per start under torch,
+    /// whose every call comes after a gap, against 0.3-0.5 us without a
+    /// helper; and since a slow Run looks like a computation to the next
+    /// one, a loop of blocking calls either stayed fast or settled at
+    /// 15-128 us per call (docs/measurements/torch-overlap-2026-11-29).
+    /// The race the fence closed (a peer's write still in its store buffer
+    /// when it read the mark as set) is left to the helper's sleep, which is
+    /// at most [`super::helper::MAX_LINGER`] while the mark is set; a helper
+    /// asleep for longer is rung here (`helper_long_sleep`, once after an
+    /// idle spell), and so is one asleep deaf to the network (`helper_deaf`).
     #[cold]
     #[inline(never)]
-    pub(super) fn after_gap(&self, bell: &goal_transport::shm::Doorbell, gap: u64, unpark: impl FnOnce()) {
+    pub(super) fn after_gap(&self, bell: &goal_transport::shm::Doorbell, gap: u64) {
         // A plain increment: only `GOAL_DEBUG`'s summary reads it.
         self.computed_runs.store(self.computed_runs.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         // Not a tight loop: the application computes between its calls, so
         // lift the mark (peers on this machine ring again from now on).
-        let lifted = self.lift(bell);
+        let lifted = self.set.load(Ordering::Relaxed) && self.set.swap(false, Ordering::AcqRel);
+        if lifted {
+            bell.unmark_polling_unfenced();
+        }
         self.computing.store(true, Ordering::Relaxed);
-        unpark();
-        if (lifted || self.helper_deaf.load(Ordering::SeqCst)) && gap >= self.deaf_ring_gap {
-            // The helper may sleep on the doorbell alone (it does while an
-            // application thread waits): wake it so that it sleeps again
-            // on the network too. Without this, 1 MiB across hosts moved
-            // only inside Wait (overlap 71 % -> 8 %). The mark alone does
-            // not tell: a Wait that slept has lifted it already.
-            // Not for a gap under DEAF_RING_GAP: a latency loop across
-            // hosts whose iteration took a little over TIGHT_LOOP would pay
-            // the wake-up, and the woken helper would take the CPU from its
-            // polling rank (8-byte latency 7.5 -> 8.9 us). Peers on this
-            // machine still ring the doorbell, since the mark is lifted.
+        // Nor is a helper parked while the last Wait ran woken here (it was,
+        // and the wake-up cost the Run 7-22 us when the helper then ran on
+        // this CPU): it looks again within PARK_MAX (see `park`).
+        // The helper may sleep on the doorbell alone (it does while an
+        // application thread waits): wake it so that it sleeps again on
+        // the network too. Without this, 1 MiB across hosts moved only
+        // inside Wait (overlap 71 % -> 8 %). Not for a gap under
+        // DEAF_RING_GAP: a latency loop across hosts whose iteration took
+        // a little over TIGHT_LOOP would pay the wake-up, and the woken
+        // helper would take the CPU from its polling rank (8-byte latency
+        // 7.5 -> 8.9 us).
+        let deaf = self.helper_deaf.load(Ordering::SeqCst) && gap >= self.deaf_ring_gap;
+        if deaf || (lifted && self.helper_long_sleep.load(Ordering::Relaxed)) {
             bell.ring();
         }
     }
@@ -252,6 +289,22 @@ impl AppMark {
             // A plain store: two racing threads may lose each other's
             // note, which only costs one Run the old guess.
             self.computes.store(word ^ bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Called by a Wait that found its execution finished already, `run_at`
+    /// being its Run's clock: notes whether the application computed in
+    /// between, as [`note_wait`](Self::note_wait) does (one clock read,
+    /// off the path of a loop of Runs and Waits, whose Waits find their
+    /// execution running). Without it, a schedule that always finished in
+    /// the background behind a computation never had its bit set, and its
+    /// next Run, right after another call (a barrier, say), kept the mark
+    /// set: nothing but the helper's lingering look (up to
+    /// [`super::helper::MAX_LINGER`]) moved it.
+    #[cold]
+    pub(super) fn note_finished_wait(&self, sched_id: crate::proto::SchedId, run_at: u64) {
+        if run_at != 0 {
+            self.note_wait(sched_id, run_at, crate::ticks::now());
         }
     }
 

@@ -11,7 +11,7 @@ use super::*;
 /// microseconds. The cost of the longer look: when such a loop turns into a
 /// computation right after a Run, the mark can hold off background
 /// progress for up to this long, once.
-const MAX_LINGER: Duration = Duration::from_millis(3);
+pub(super) const MAX_LINGER: Duration = Duration::from_millis(3);
 
 /// Times in a row the helper yields and looks again when another thread
 /// holds the engine lock, before it sleeps (at most 1 ms) instead.
@@ -19,6 +19,15 @@ const LOCK_MISSES: u32 = 64;
 
 /// How long the helper sleeps when nothing is in flight (a Run rings it).
 const IDLE_SLEEP: Duration = Duration::from_secs(10);
+
+/// How long the helper parks at most while an application thread waits
+/// (see [`park`]): deaf to the doorbell that long at most when a Run
+/// follows the Wait. [`MAX_LINGER`] (3 ms), what it was, kept collectives
+/// started right after a Wait from moving in the background until then;
+/// [`MARK_LINGER`] (200 us) woke the helper during long Waits more often
+/// than the rings it parks away from (a Wait through 200 messages 300 us
+/// apart: 276 wake-ups, `modes.rs`).
+const PARK_MAX: Duration = Duration::from_millis(1);
 
 /// How long the application's polling mark outlives its last Run or Wait.
 const MARK_LINGER: Duration = Duration::from_micros(200);
@@ -180,7 +189,7 @@ pub(super) fn helper_loop(rt: &Runtime) {
             let _polling = rt.bell.polling();
             let mut last_event = Instant::now();
             while !rt.shutdown.load(Ordering::Acquire) && rt.app_waiting.load(Ordering::Acquire) == 0 {
-                match rt.try_progress() {
+                match rt.try_progress_background() {
                     Some(n) if n > 0 => last_event = Instant::now(),
                     _ => {
                         if last_event.elapsed() >= spin {
@@ -245,7 +254,10 @@ pub(super) fn helper_loop(rt: &Runtime) {
             match rt.try_engine() {
                 Some(mut e) => {
                     lock_misses = 0;
-                    (e.poll(), e.busy(), e.must_poll())
+                    e.background = true;
+                    let made = e.poll();
+                    e.background = false;
+                    (made, e.busy(), e.must_poll())
                 }
                 // The holder is an application thread inside a call of a
                 // loop of Runs and Waits (the mark is set), say a Run that
@@ -275,9 +287,11 @@ pub(super) fn helper_loop(rt: &Runtime) {
         if made > 0 {
             continue;
         }
-        let timeout = if must_poll {
+        let mut timeout = if must_poll {
             Duration::from_millis(1)
-        } else if rt.app_mark.is_set() {
+        } else if rt.app_mark.is_set() || rt.app_waiting.load(Ordering::Acquire) > 0 {
+            // (An application thread that waits now may leave its mark set
+            // as it returns, and start an execution behind it.)
             linger
         } else if busy {
             LIVENESS_TICK
@@ -291,6 +305,19 @@ pub(super) fn helper_loop(rt: &Runtime) {
             rt.app_mark.helper_deaf.store(true, Ordering::SeqCst);
             held || rt.app_waiting.load(Ordering::SeqCst) > 0
         };
+        // A longer sleep is rung by a Run that lifts the mark without the
+        // fence (see `AppMark::after_gap`).
+        let mut long = timeout > MAX_LINGER;
+        if long {
+            // Pairs with the application's setting of the mark (`touch`):
+            // either it sees this flag and rings, or this sees the mark.
+            rt.app_mark.helper_long_sleep.store(true, Ordering::SeqCst);
+            if rt.app_mark.set.load(Ordering::SeqCst) {
+                rt.app_mark.helper_long_sleep.store(false, Ordering::Relaxed);
+                long = false;
+                timeout = linger;
+            }
+        }
         if deaf {
             // The waiting application polls the network itself: a helper
             // woken by every packet would only take the CPU from it
@@ -309,6 +336,9 @@ pub(super) fn helper_loop(rt: &Runtime) {
             sleep(rt, guard, timeout);
         }
         rt.app_mark.helper_deaf.store(false, Ordering::Relaxed);
+        if long {
+            rt.app_mark.helper_long_sleep.store(false, Ordering::Relaxed);
+        }
         if busy {
             if let Some(mut e) = rt.try_engine() {
                 e.check_peers_if_due();
@@ -329,7 +359,7 @@ fn yield_or_pause(rt: &Runtime) {
 }
 
 /// Sleeps while an application thread waits, until the last one leaves
-/// Wait (or for [`MAX_LINGER`]).
+/// Wait (or for [`PARK_MAX`]).
 ///
 /// The waiting thread drives progress itself, and sleeps on the doorbell
 /// when nothing comes. Were the helper asleep on the doorbell too, every
@@ -342,9 +372,9 @@ fn yield_or_pause(rt: &Runtime) {
 ///
 /// A Wait that leaves nothing in flight does not wake the helper: the
 /// wake-up would take the CPU from the application right after its Wait,
-/// for nothing to do. The next Run after which the application computes
-/// does (see [`AppMark::at_run`]), and the helper looks again after
-/// [`MAX_LINGER`] in any case, for the lingering mark.
+/// for nothing to do. Nor does the next Run (it did until issue 44: a Run
+/// after a computation woke it, and the woken helper, on the Run's CPU,
+/// took 7-22 us of the Run). The helper looks again after [`PARK_MAX`].
 pub(super) fn park(rt: &Runtime) {
     // Dekker with Wait's exit (see `unpark`): either we see the count at
     // zero, or the thread that brought it there sees us parked.
@@ -352,7 +382,7 @@ pub(super) fn park(rt: &Runtime) {
     let n = rt.app_waiting.load(Ordering::SeqCst);
     if n > 0 && !rt.shutdown.load(Ordering::Acquire) && !rt.kernel_deferred.load(Ordering::SeqCst) {
         // Returns at once if the count moved since the load.
-        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(MAX_LINGER));
+        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(PARK_MAX));
     }
     rt.helper_parked.store(false, Ordering::Relaxed);
 }

@@ -115,6 +115,9 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     let rt: &Runtime = &shared.rt;
     let past = || deadline.is_some_and(|d| Instant::now() >= d);
     if shared.state.load(Ordering::Acquire) != RUNNING {
+        if rt.cfg.progress != ProgressMode::Manual {
+            rt.app_mark.note_finished_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed));
+        }
         return false;
     }
     let helper = rt.cfg.progress != ProgressMode::Manual;
@@ -381,8 +384,7 @@ fn yield_now() {
 }
 
 /// Wakes a helper asleep in [`park`]: called when the last waiting
-/// thread leaves Wait with executions in flight, by a Run after which the
-/// application computes, and at shutdown.
+/// thread leaves Wait with executions in flight, and at shutdown.
 pub(crate) fn unpark(rt: &Runtime) {
     if rt.helper_parked.load(Ordering::SeqCst) {
         let _ = goal_transport::sys::futex_wake(&rt.app_waiting, 1);

@@ -102,6 +102,20 @@ impl Doorbell {
         }
     }
 
+    /// Undoes one [`mark_polling`](Self::mark_polling) without the heavy
+    /// fence, for a caller that would rather leave the rare race to its
+    /// sleepers' timeouts than pay `membarrier(2)` (9 us in a VM) now. A
+    /// peer's write that was still in its CPU's store buffer when that
+    /// peer read `polling` (as not yet decremented, so it did not ring)
+    /// may be missed by the caller's re-check; it is seen by the next
+    /// thread of the owner that polls, or that sleeps (its
+    /// [`prepare`](Self::prepare) fences), or by a sleeper at its timeout.
+    /// Later writes ring as usual. Never a lost wake-up for good: every
+    /// sleep is bounded.
+    pub fn unmark_polling_unfenced(&self) {
+        self.map.atomic_u32(H_POLLING).fetch_sub(1, Ordering::SeqCst);
+    }
+
     /// Wakes every thread of this process that sleeps here.
     pub fn ring(&self) {
         wake(self.bell(), self.sleepers());
