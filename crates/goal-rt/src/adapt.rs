@@ -66,6 +66,9 @@
 //! takes a fixed path without measuring (see [`Adapt::pick`]): the stream,
 //! or CMA where the receiver splits the copy with its waiting sender.
 //!
+//! With more ranks than cores an exchange always takes CMA (see
+//! [`Adapt::exchange_by_cma`]).
+//!
 //! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
 
 use goal_transport::shm::STREAM_CHUNK;
@@ -196,6 +199,8 @@ pub(crate) struct Adapt {
     /// Bursts go by CMA: an idle receiver then splits each message with its
     /// waiting sender (the engine's `SPLIT_MIN`), so both cores copy.
     burst_cma: bool,
+    /// Exchanges go by CMA, unmeasured (see [`Adapt::exchange_by_cma`]).
+    exchange_cma: bool,
     /// Sends that took each path, for the debug line at the end: all, and
     /// those that were half of an exchange.
     pub taken: [u64; 2],
@@ -226,13 +231,26 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[None; CLASSES]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, taken: [0; 2], taken_in_exchange: [0; 2] }
+        Adapt { from, classes, led: vec![[None; CLASSES]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, exchange_cma: false, taken: [0; 2], taken_in_exchange: [0; 2] }
     }
 
     /// Sends bursts by CMA (`on`: messages split between the two cores) or
     /// by the stream.
     pub fn burst_by_cma(&mut self, on: bool) {
         self.burst_cma = on;
+    }
+
+    /// Sends every exchange's message by CMA (`on`), without measuring or
+    /// exploring: for more ranks than cores. Every core copies then
+    /// anyway, and CMA copies each message once where the stream copies it
+    /// twice, and the receiver reads it whether its sender is on a CPU or
+    /// not, where a stream of more than its ring's bytes moves only while
+    /// both ranks run at once (which two ranks sharing a CPU never do).
+    /// Measured, the two paths' times there mix every rank's preemptions
+    /// and the chooser kept exploring the stream: 4 ranks on 2 CPUs,
+    /// alltoall of 1 MiB, a tenth of the messages went by the stream.
+    pub fn exchange_by_cma(&mut self, on: bool) {
+        self.exchange_cma = on;
     }
 
     /// The path for a send of `len` bytes to `peer`, or `None` when the
@@ -258,6 +276,7 @@ impl Adapt {
         let p = match situation {
             Situation::Burst if self.burst_cma && calibrated == Path::Cma && !self.cma_denied => Path::Cma,
             Situation::Burst => Path::Stream,
+            Situation::Exchange if self.exchange_cma && !self.cma_denied => Path::Cma,
             Situation::Lone => self.choose(peer, len, calibrated, false, now)?,
             Situation::Exchange => self.choose(peer, len, calibrated, true, now)?,
         };
@@ -643,6 +662,34 @@ mod tests {
         assert_eq!(a.choose(0, 1 << 20, Path::Stream, false, 1), Some(Path::Cma));
         a.deny_cma();
         assert!((0..100).all(|t| a.choose(0, 1 << 20, Path::Stream, false, t * EXPLORE_NS) == Some(Path::Stream)));
+    }
+
+    #[test]
+    fn with_cores_shared_an_exchange_takes_cma_whatever_was_measured() {
+        let mut a = Adapt::new(2, 64 << 10);
+        a.exchange_by_cma(true);
+        let len = 1 << 20;
+        // The stream measured four times faster in exchanges and alone.
+        for exchange in [false, true] {
+            rec(&mut a, 1, len, Path::Stream, exchange, 100_000);
+            rec(&mut a, 1, len, Path::Cma, exchange, 400_000);
+        }
+        // Exchanges take CMA every time (no exploring), even where the
+        // calibrated path is the stream; lone messages and bursts still
+        // follow the measurements (but for an exploration) and the burst rule.
+        assert!((0..200).all(|_| a.pick(1, len, Path::Stream, Situation::Exchange) == Some(Path::Cma)));
+        let streamed = |a: &mut Adapt, s: Situation| (0..6).filter(|_| a.pick(1, len, Path::Cma, s) == Some(Path::Stream)).count();
+        assert!(streamed(&mut a, Situation::Lone) >= 4);
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
+        assert_eq!(a.pick(1, 1000, Path::Stream, Situation::Exchange), None, "below the adaptive range");
+        // A receiver that may not read this rank's memory ends it.
+        a.deny_cma();
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Exchange), Some(Path::Stream));
+        // Off, the exchange follows its measurements again.
+        let mut b = Adapt::new(2, 64 << 10);
+        rec(&mut b, 1, len, Path::Stream, true, 100_000);
+        rec(&mut b, 1, len, Path::Cma, true, 400_000);
+        assert!(streamed(&mut b, Situation::Exchange) >= 4);
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub(crate) struct SchedInner {
     /// start with the execution, sorted: a large send that starts with it
     /// too, to one of them, is half of an exchange (see `adapt`).
     pub(super) opening_recvs: Box<[u32]>,
+    /// Whether it sends a message of at least [`EXCHANGE_MIN`] bytes: a
+    /// rank that receives large messages sends as much then (an
+    /// exchange), rather than only collecting (a gather's root).
+    pub(super) sends_large: bool,
     /// (source, tag) of every receive, sorted, wildcards as -1: whether a
     /// message that no posted receive took may still be taken by one (see
     /// [`Engine::stash`]).
@@ -93,6 +97,7 @@ impl SchedInner {
         opening_recvs.sort_unstable();
         opening_recvs.dedup();
         let opening_recvs = opening_recvs.into_boxed_slice();
+        let sends_large = s.ops.iter().any(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec) && o.len as u64 >= EXCHANGE_MIN);
         let mut recv_keys: Vec<(i32, i32)> =
             s.ops.iter().filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec)).map(|o| (o.peer, o.tag)).collect();
         recv_keys.sort_unstable();
@@ -101,7 +106,7 @@ impl SchedInner {
         let done_shape = s.independent as usize == s.ops.len()
             && s.ops.len() <= super::run::DONE_AT_ONCE
             && s.ops.iter().all(|o| matches!(o.kind(), OpKind::Send | OpKind::Local));
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, recv_keys, members, users: users.into_boxed_slice(), done_shape }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, recv_keys, members, users: users.into_boxed_slice(), done_shape }
     }
 
     /// Whether some receive of the schedule could take a message from

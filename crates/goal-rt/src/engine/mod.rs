@@ -198,6 +198,8 @@ pub(crate) struct Engine {
     /// Whether an idle receiver may ask its senders to write part of a
     /// message (see [`SPLIT_MIN`]): not with more ranks than cores.
     splits: bool,
+    /// More ranks than cores on this machine (see [`Engine::share_cores`]).
+    cores_shared: bool,
     /// How many application threads of this process wait in Wait (the
     /// runtime's count): a sender writes part of a split message only then.
     app_waiting: Option<Arc<AtomicU32>>,
@@ -353,7 +355,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None }
     }
 
     /// Reaches the peers marked in `remote` through `net`.
