@@ -56,6 +56,10 @@ fn two_ranks_measure_every_parameter_and_write_them() {
     // far below any real one; 10 s is a hang).
     let prtt: Vec<f64> = json.match_indices("\"prtt1_ns\": ").map(|(i, _)| field(&json[i..], "prtt1_ns")).collect();
     assert!(prtt.iter().all(|&t| t > 100.0 && t < 1e10), "round trips {prtt:?}");
+    // Rank 0 spins through the receiver's short trains here: the receive
+    // overhead of the small sizes is the train's (docs/goal-text.md).
+    let first = json.split("\"bytes\": 1, ").nth(1).and_then(|r| r.split('}').next()).unwrap_or_else(|| panic!("no 1-byte row: {json}"));
+    assert!(first.contains("\"recv_timed\": \"train\""), "{first}");
     // The send's own time is measured at every size too (printed beside o_s).
     let calls: Vec<f64> = json.match_indices("\"send_call_ns\": ").map(|(i, _)| field(&json[i..], "send_call_ns")).collect();
     assert!(calls.len() == prtt.len() && calls.iter().all(|&t| (0.0..1e10).contains(&t)), "send calls {calls:?}");

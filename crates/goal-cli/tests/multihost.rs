@@ -570,6 +570,9 @@ fn calibrating_across_hosts_measures_the_tcp_path_goal_uses() {
         let half = num("prtt1_ns", 0) / 2.0;
         assert!(o_s > 0.0 && o_r > 0.0 && (o - (o_s + o_r) / 2.0).abs() < 0.1, "{json}");
         assert!((l - (half - o_s - o_r).max(0.0)).abs() < 0.2, "L {l}, half round trip {half}: {json}");
+        // Across hosts the receiver's train would put rank 0 to sleep (its
+        // wake-up in the train's time): every receive is timed on its own.
+        assert_eq!(json.matches("\"recv_timed\": \"alone\"").count(), sizes.len(), "{json}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

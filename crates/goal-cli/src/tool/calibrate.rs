@@ -14,12 +14,16 @@
 //! * the sender's overhead `o_s + (s-1)O = (PRTT(n, d, s) - PRTT(1, 0, s)) /
 //!   (n - 1) - d`, with `d` longer than a round trip, so the network is
 //!   idle when each send starts and only the sender's own cost is left;
-//! * the receiver's overhead `o_r + (s-1)O`, as Netgauge measures it: rank
-//!   1 computes `d` (at least 200 us, so that the message waits for it)
-//!   and then receives; that schedule's time at rank 1 less the time of
-//!   the computation alone (see `calls`). Taken from a whole train's time
-//!   instead, it held the other rank's wake-up: across two emulated hosts
-//!   that was 8-11 us, where a receive costs 2-4;
+//! * the receiver's overhead `o_r + (s-1)O`, as Netgauge measures it:
+//!   receives of messages that wait for them. Where rank 0 stays awake
+//!   through it (`train_awake`: goal's spin outlasts the wait), the same
+//!   train sent back to back, rank 1 computing `d` before each receive
+//!   after the first; rank 1's time of that less its time of PRTT(1, 0,
+//!   s), over `n - 1`, less `d`. Where rank 0 would fall asleep (across
+//!   hosts), that time held its wake-up (8-11 us where a receive costs
+//!   2-4), so a receive is timed on its own instead: rank 1 computes `d`
+//!   (at least 200 us) and then receives, less the computation alone (see
+//!   `calls`);
 //! * G and O are the slopes of the least-squares lines through those, over
 //!   the eager sizes; g, o_s and o_r their means at the small sizes (up to
 //!   64 bytes) less the bytes' share;
@@ -63,8 +67,9 @@ goal sim and LogGOPSim read:
 Method: the parametrised round trip PRTT(n, d, s) of Hoefler, Schneider and
 Lumsdaine (LogGP in theory and practice, 2009), at every eager size from 1
 byte: the sender's overhead o_s from a train with computation between the
-sends, the receiver's o_r from a receive whose message waits for it (the
-receive's own time), L = PRTT(1,0,1)/2 - o_s
+sends, the receiver's o_r from receives whose messages wait for them (in a
+train, or one at a time where the train's wait would put rank 0 to sleep),
+L = PRTT(1,0,1)/2 - o_s
 - o_r, o = (o_s + o_r)/2; S is goal's eager limit to the other rank (the
 network's between hosts). Rank 0 prints the measurements, the parameters in
 nanoseconds (G and O per byte) and the goal sim options.
@@ -154,8 +159,10 @@ struct Bufs {
 
 /// One configuration PRTT(n, d, s), compiled on both ranks: rank 0 sends
 /// `n` messages of `s` bytes, `d_ns` of computation between two sends, and
-/// rank 1 answers once it has received them all.
-fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, s: usize) -> goal_rt::Result<Schedule> {
+/// rank 1 answers once it has received them all, `r_ns` of computation
+/// before each receive after the first (Netgauge's receiver-side train;
+/// `d_ns` and `r_ns` are never both set).
+fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, r_ns: u64, s: usize) -> goal_rt::Result<Schedule> {
     let mut g = Graph::new();
     let (sb, rb) = (b.send.as_ptr() as u64, b.recv.as_ptr() as u64);
     // Vertex `v` after `prev`, with `ns` of computation between them.
@@ -178,9 +185,14 @@ fn train(rt: &Runtime, b: &Bufs, n: usize, d_ns: u64, s: usize) -> goal_rt::Resu
         g.recv(Buf::user(rb), s as i64, 1, 2);
     } else {
         let reply = g.send(Buf::user(sb), s as i64, 0, 2);
+        let mut prev = None;
         for i in 0..n {
             let r = g.recv(Buf::user(rb + (i * s) as u64), s as i64, 0, 1);
             g.requires(r, reply).expect("vertices of g");
+            if r_ns > 0 {
+                chain(&mut g, prev, r, r_ns);
+            }
+            prev = Some(r);
         }
     }
     rt.compile(&g)
@@ -270,6 +282,19 @@ fn calls(rt: &Arc<Runtime>, b: &Bufs, s: usize, d_ns: f64, reps: usize) -> goal_
     Ok((share(rt, 0, mine)?, share(rt, 1, mine)?))
 }
 
+/// Whether rank 0 stays awake through the receiver's train of `n`
+/// messages with `d_ns` before each: it waits about `(n - 1) d` for the
+/// answer, and goal spins that long before it sleeps. Then rank 1's time of
+/// the train is its receives' alone, and the train's per-message time is
+/// the receive overhead, as it is in a schedule that receives a burst
+/// (one poll finds several waiting messages). Where rank 0 falls asleep
+/// (across hosts, where `d` is tens of microseconds), the train's time
+/// holds its wake-up (56-115 us on an idle CPU here), and the receive
+/// timed on its own (`calls`) is the overhead instead.
+fn train_awake(rt: &Runtime, n: usize, d_ns: f64) -> bool {
+    (n - 1) as f64 * d_ns < rt.config().spin.as_nanos() as f64
+}
+
 /// One size's measurements, in nanoseconds.
 #[derive(Clone, Copy, Debug)]
 struct Row {
@@ -280,9 +305,11 @@ struct Row {
     gap: f64,
     /// The sender's overhead o_s + (s-1)O, from PRTT(n, d, s).
     send: f64,
-    /// The receiver's overhead o_r + (s-1)O: the receive call's own time
-    /// at rank 1, its message waiting (see [`calls`]).
+    /// The receiver's overhead o_r + (s-1)O: receives of waiting messages
+    /// at rank 1, timed in its train or on their own (see [`train_awake`]).
     recv: f64,
+    /// Whether `recv` is the train's.
+    recv_in_train: bool,
     /// The send call's own time at rank 0, the network idle (see
     /// [`calls`]); printed beside `send`, not a parameter.
     send_call: f64,
@@ -342,20 +369,28 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     for &s in &sizes {
         // Both ranks compile the same schedules in the same order; each
         // times every run (rank 0 the round trips, rank 1 its receives).
-        let one = train(rt, &b, 1, 0, s)?;
+        let one = train(rt, &b, 1, 0, 0, s)?;
         let prtt1 = time(rt, &one, o.reps)?;
-        let back = train(rt, &b, n, 0, s)?;
+        let back = train(rt, &b, n, 0, 0, s)?;
         let prttn = time(rt, &back, o.reps)?;
         // Longer than a round trip: the sender finds the network idle, the
         // receiver its message waiting.
         let d = share(rt, 0, (prtt1 * 2.0).max(2000.0).round())?;
-        let spaced = train(rt, &b, n, d as u64, s)?;
+        let spaced = train(rt, &b, n, d as u64, 0, s)?;
         let prttd = time(rt, &spaced, o.reps.div_ceil(4).max(2))?;
-        // Netgauge's receive overhead: a receive's own time, its message
-        // waiting. Long enough for the answer to wake rank 0 and its next
-        // message to arrive (an idle CPU here takes up to 100 us to wake).
-        let (send_call, recv) = calls(rt, &b, s, d.max(200_000.0), o.reps.div_ceil(2).max(2))?;
-        rows.push(Row { s, prtt1, gap: (prttn - prtt1) / k, send: (prttd - prtt1) / k - d, recv, send_call, d });
+        // The receive overhead, Netgauge's way: receives of messages that
+        // wait for them. Two ways of timing them (see `train_awake`): rank
+        // 1's time of a train with `d` before each receive, and a receive
+        // run on its own after `d` (long enough for the answer to wake
+        // rank 0 and its next message to arrive: an idle CPU here takes up
+        // to 100 us to wake).
+        let waiting = train(rt, &b, n, 0, d as u64, s)?;
+        let recvd = time(rt, &waiting, o.reps.div_ceil(4).max(2))?;
+        let in_train = share(rt, 1, if rt.rank() == 1 { (recvd - prtt1) / k - d } else { 0.0 })?;
+        let (send_call, alone) = calls(rt, &b, s, d.max(200_000.0), o.reps.div_ceil(2).max(2))?;
+        let recv_in_train = train_awake(rt, n, d);
+        let recv = if recv_in_train { in_train } else { alone };
+        rows.push(Row { s, prtt1, gap: (prttn - prtt1) / k, send: (prttd - prtt1) / k - d, recv, recv_in_train, send_call, d });
     }
     if rt.rank() != 0 {
         return Ok(0);
@@ -364,9 +399,10 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     let (l, ov, g, big_g, big_o) = (p.l, p.o, p.g, p.big_g, p.big_o);
     let how = if network { "the network (the ranks on different hosts)" } else { "shared memory (both ranks on one host)" };
     println!("goal calibrate --loggops: rank 0 <-> rank 1 over {how}; eager limit {eager} B; n = {n}, median of {} round trips", o.reps);
-    println!("{:>8} {:>14} {:>14} {:>14} {:>14} {:>10} {:>10}", "size", "PRTT(1,0,s)", "g+(s-1)G", "o_s+(s-1)O", "o_r+(s-1)O", "send call", "d");
+    println!("{:>8} {:>14} {:>14} {:>14} {:>14} {:>7} {:>10} {:>10}", "size", "PRTT(1,0,s)", "g+(s-1)G", "o_s+(s-1)O", "o_r+(s-1)O", "o_r by", "send call", "d");
     for r in &rows {
-        println!("{:>8} {:>14.0} {:>14.1} {:>14.1} {:>14.1} {:>10.1} {:>10.0}", r.s, r.prtt1, r.gap, r.send, r.recv, r.send_call, r.d);
+        let by = if r.recv_in_train { "train" } else { "alone" };
+        println!("{:>8} {:>14.0} {:>14.1} {:>14.1} {:>14.1} {:>7} {:>10.1} {:>10.0}", r.s, r.prtt1, r.gap, r.send, r.recv, by, r.send_call, r.d);
     }
     println!("o_s = {:.0} ns, o_r = {:.0} ns: o = {ov:.0} ns at each end; L = PRTT(1,0,1)/2 - o_s - o_r = {l:.0} ns", p.o_send, p.o_recv);
     println!("L = {l:.0} ns, o = {ov:.0} ns, g = {g:.0} ns, G = {big_g:.4} ns/B, O = {big_o:.4} ns/B, S = {eager} B");
@@ -376,8 +412,15 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"bytes\": {}, \"prtt1_ns\": {:.1}, \"gap_ns\": {:.1}, \"send_overhead_ns\": {:.1}, \"recv_overhead_ns\": {:.1}, \"send_call_ns\": {:.1}, \"d_ns\": {:.0}}}",
-                    r.s, r.prtt1, r.gap, r.send, r.recv, r.send_call, r.d
+                    "{{\"bytes\": {}, \"prtt1_ns\": {:.1}, \"gap_ns\": {:.1}, \"send_overhead_ns\": {:.1}, \"recv_overhead_ns\": {:.1}, \"recv_timed\": \"{}\", \"send_call_ns\": {:.1}, \"d_ns\": {:.0}}}",
+                    r.s,
+                    r.prtt1,
+                    r.gap,
+                    r.send,
+                    r.recv,
+                    if r.recv_in_train { "train" } else { "alone" },
+                    r.send_call,
+                    r.d
                 )
             })
             .collect();
@@ -459,7 +502,7 @@ mod tests {
             .map(|&s| {
                 let b = (s - 1) as f64;
                 let prtt1 = 2.0 * (o_s + l + o_r + b * (big_g + 2.0 * big_o));
-                Row { s, prtt1, gap: g + b * big_g, send: o_s + b * big_o, recv: o_r + b * big_o, send_call: o_s + b * big_o, d: 2.0 * prtt1 }
+                Row { s, prtt1, gap: g + b * big_g, send: o_s + b * big_o, recv: o_r + b * big_o, recv_in_train: true, send_call: o_s + b * big_o, d: 2.0 * prtt1 }
             })
             .collect()
     }
