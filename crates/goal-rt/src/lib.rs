@@ -664,14 +664,20 @@ impl Runtime {
         // must wake the helper (see `progress::appmark::AppMark`).
         let (run_at, after_gap) = self.app_mark.at_run(&self.bell, s.inner.id);
         let mut e = self.lock_engine();
-        let long = e.long_end();
-        let shared = e.start(&s.inner, self, run);
-        if after_gap && shared.is_some() {
+        if after_gap {
             // The mark is lifted without a ring: what peers wrote while it
             // was set is read here, not by a helper woken for it (see
-            // `AppMark::after_gap`).
+            // `AppMark::after_gap`). Before the start, so that no answer to
+            // this execution's own requests is decided here, where this
+            // thread is neither waiting nor known to compute: a sender
+            // asked to write half of a large message declined it, and the
+            // Wait that followed at once would have taken it (2 ranks, a
+            // burst of 1 MiB sends after 20 ms: 8 of 24 halves declined,
+            // `runtime.rs::a_burst_of_large_messages_is_split...`).
             e.poll();
         }
+        let long = e.long_end();
+        let shared = e.start(&s.inner, self, run);
         let long = (e.long_end() != long).then(|| e.long_end());
         drop(e);
         // A Run that copied a large message itself (its data was there)
