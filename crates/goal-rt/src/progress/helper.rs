@@ -17,8 +17,19 @@ pub(super) const MAX_LINGER: Duration = Duration::from_millis(3);
 /// holds the engine lock, before it sleeps (at most 1 ms) instead.
 const LOCK_MISSES: u32 = 64;
 
-/// How long the helper sleeps when nothing is in flight (a Run rings it).
+/// How long the helper sleeps when nothing is in flight and the
+/// application has not called goal for [`ACTIVE_SPELL`] (a Run rings it).
 const IDLE_SLEEP: Duration = Duration::from_secs(10);
+
+/// How long after the application's last call the helper, with nothing in
+/// flight, still sleeps at most [`MAX_LINGER`] rather than [`IDLE_SLEEP`].
+/// A helper in the long sleep must be rung when the application sets its
+/// mark (see `AppMark::touch`), a futex wake that cost every Run after a
+/// Wait longer than the linger 7.5-12 us in this VM (`goal calibrate`'s
+/// `send call` on shared memory, against 0.1 us); while the application
+/// keeps calling, a look every 3 ms costs less, and the ring is left to
+/// the first call after an idle spell.
+const ACTIVE_SPELL: Duration = Duration::from_millis(100);
 
 /// How long the helper parks at most while an application thread waits
 /// (see [`park`]): deaf to the doorbell that long at most when a Run
@@ -138,6 +149,8 @@ pub(super) fn helper_loop(rt: &Runtime) {
     let spin = rt.cfg.helper_spin.unwrap_or_default();
     let yield_polls = yields(rt);
     let mut seen_epoch = rt.app_mark.epoch();
+    // When the application last called goal, as far as we saw (ACTIVE_SPELL).
+    let mut last_call = Instant::now();
     // How long the mark may linger before we look again (see MAX_LINGER).
     let mut linger = MARK_LINGER;
     // Engine-lock misses in a row (see LOCK_MISSES).
@@ -171,6 +184,7 @@ pub(super) fn helper_loop(rt: &Runtime) {
             }
         }
         if now != seen_epoch {
+            last_call = Instant::now();
             // The application calls goal again: back beside it.
             place.own();
         } else if place.shares() && rt.app_waiting.load(Ordering::Acquire) == 0 && rt.app_mark.computing.swap(false, Ordering::Relaxed) {
@@ -295,6 +309,8 @@ pub(super) fn helper_loop(rt: &Runtime) {
             linger
         } else if busy {
             LIVENESS_TICK
+        } else if last_call.elapsed() < ACTIVE_SPELL {
+            MAX_LINGER
         } else {
             IDLE_SLEEP
         };
