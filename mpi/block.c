@@ -67,7 +67,7 @@ static int mode_of_env(void)
     return 0;
 }
 
-int gm_block_init(void)
+void gm_block_init(void)
 {
     int n;
     PMPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -81,20 +81,18 @@ int gm_block_init(void)
         if (tmp)
             PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, tmp, sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
         free(tmp);
-        return -1;
+        return;
     }
     if (PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, info, sizeof mine, MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS) {
         free(info);
         info = NULL;
         gm.blocking = 0;
-        return -1;
+        return;
     }
     gm.blocking = 2;
     for (int i = 0; i < n; i++)
         if (info[i].mode < gm.blocking)
             gm.blocking = info[i].mode;
-    gm.world_size = n;
-    return 0;
 }
 
 int gm_block_decide(const int *world_ranks, int n)

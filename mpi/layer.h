@@ -64,7 +64,6 @@ struct gm_state {
     int world_rank;
     int keyval;           /* the communicator attribute holding a struct gm_comm */
     int blocking;         /* GOAL_MPI_BLOCKING as agreed: 0 never, 1 within a host (default), 2 always */
-    int world_size;
     unsigned long compiled, reused; /* schedules compiled, cached ones rerun (GOAL_DEBUG's report) */
 };
 extern struct gm_state gm;
@@ -225,7 +224,7 @@ void gm_bufs_end(struct gm_bufs *x, int unpack);
 /* ---- blocking collectives (block.c) ---- */
 
 /* At MPI_Init, once goal runs: every rank's host, and GOAL_MPI_BLOCKING. */
-int gm_block_init(void);
+void gm_block_init(void);
 /* Whether the blocking collectives of a communicator of these world ranks
  * run on goal: the same answer on every member. */
 int gm_block_decide(const int *world_ranks, int n);
