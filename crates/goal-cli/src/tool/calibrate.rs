@@ -384,12 +384,17 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
         // run on its own after `d` (long enough for the answer to wake
         // rank 0 and its next message to arrive: an idle CPU here takes up
         // to 100 us to wake).
-        let waiting = train(rt, &b, n, 0, d as u64, s)?;
-        let recvd = time(rt, &waiting, o.reps.div_ceil(4).max(2))?;
-        let in_train = share(rt, 1, if rt.rank() == 1 { (recvd - prtt1) / k - d } else { 0.0 })?;
+        // Rank 0 decides, so that both ranks compile the same schedules
+        // (each rank's spin is its own setting).
+        let recv_in_train = share(rt, 0, if train_awake(rt, n, d) { 1.0 } else { 0.0 })? != 0.0;
         let (send_call, alone) = calls(rt, &b, s, d.max(200_000.0), o.reps.div_ceil(2).max(2))?;
-        let recv_in_train = train_awake(rt, n, d);
-        let recv = if recv_in_train { in_train } else { alone };
+        let recv = if recv_in_train {
+            let waiting = train(rt, &b, n, 0, d as u64, s)?;
+            let recvd = time(rt, &waiting, o.reps.div_ceil(4).max(2))?;
+            share(rt, 1, if rt.rank() == 1 { (recvd - prtt1) / k - d } else { 0.0 })?
+        } else {
+            alone
+        };
         rows.push(Row { s, prtt1, gap: (prttn - prtt1) / k, send: (prttd - prtt1) / k - d, recv, recv_in_train, send_call, d });
     }
     if rt.rank() != 0 {
