@@ -17,7 +17,7 @@ import time
 import torch
 import torch.distributed as dist
 
-import goal_torch  # noqa: F401  (registers "goal")
+import goal_torch  # registers "goal"
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32]
 failures = []
@@ -187,6 +187,29 @@ def background_completion(size):
     check("all_reduce Future value", fut.value()[0], torch.full((100000,), size * (size + 1) / 2))
 
 
+def dropped_works(size):
+    """async all_reduces whose Works are dropped unwaited (never waited, no
+    Future asked for) still complete, with their sums in place, and the
+    watcher releases them (their handles and tensors) once they end."""
+    global checks
+    checks += 1
+    dist.barrier()
+    ts = [torch.full((1000 + i,), float(dist.get_rank() + 1)) for i in range(20)]
+    for t in ts:
+        dist.all_reduce(t, async_op=True)  # the Work is dropped at once
+    limit = 30
+    deadline = time.time() + limit
+    while goal_torch._C.tracked_works() > 0 and time.time() < deadline:
+        time.sleep(0.005)
+    left = goal_torch._C.tracked_works()
+    if left:
+        failures.append(f"rank {dist.get_rank()}: {left} dropped Works not released after {limit} s")
+        return
+    want = size * (size + 1) / 2
+    for i, t in enumerate(ts):
+        check(f"dropped all_reduce {i}", t, torch.full_like(t, want))
+
+
 def expect_error(name, fn, words):
     global checks
     checks += 1
@@ -219,6 +242,7 @@ def main():
     else:
         run_ops(one, [size - 1], "group[%d]" % (size - 1))
     background_completion(size)
+    dropped_works(size)
     expect_error("AVG of int32", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.AVG),
                  "AVG needs floating-point")
     expect_error("recv from any source", lambda: dist.recv(torch.ones(3)), "any source")

@@ -47,7 +47,9 @@ class GoalWork : public c10d::Work {
   bool isSuccess() const override;
   bool wait(std::chrono::milliseconds timeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // The Future, which the watcher thread then completes when the execution
+  // ends (nobody may ever call wait(): DDP chains its buckets on Futures).
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   // Looks whether the execution has ended, if no other thread holds the
   // handle, without moving it unless `move` (or GOAL_PROGRESS=manual): then
   // GOAL_Test. True when finished, the Future then completed.
@@ -58,6 +60,8 @@ class GoalWork : public c10d::Work {
   bool ended() const { return finished_; }
   // A thread is inside wait(): it moves the execution and completes the Future.
   bool waited() const { return waited_; }
+  // getFuture() was called: the watcher must complete the Future by itself.
+  bool futureWanted() const { return futureWanted_; }
 
  private:
   void finishLocked(int rc);
@@ -69,6 +73,7 @@ class GoalWork : public c10d::Work {
   GOAL_Handle handle_;
   std::atomic<bool> finished_{false};  // set under handleMutex_, read anywhere
   std::atomic<bool> waited_{false};
+  std::atomic<bool> futureWanted_{false};
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::string error_;
   std::vector<at::Tensor> outputs_;
@@ -80,6 +85,14 @@ class GoalWork : public c10d::Work {
 
 // Hands running Works to the process' watcher thread.
 void track(const c10::intrusive_ptr<GoalWork>& w);
+
+// Tells the watcher that a tracked Work's Future is wanted now.
+void futureWanted();
+
+// How many Works the watcher holds that it has not yet seen end (pending
+// ones included): those a thread still may wait for, and dropped ones not
+// yet released. For the tests.
+size_t trackedWorks();
 
 // Stops the watcher thread and finalizes goal (once; at exit).
 void shutdown();

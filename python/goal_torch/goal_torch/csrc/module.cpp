@@ -30,6 +30,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::call_guard<py::gil_scoped_release>(),
         "The goal backend of one process group (goal starts with the first, over its store).");
   m.def("initialized", [] { return GOAL_IsInitialized() == 1; }, "Whether goal runs in this process.");
+  m.def("tracked_works", [] { return goal_torch::trackedWorks(); },
+        "How many Works the watcher thread holds that it has not seen end (for the tests: a Work dropped "
+        "unwaited is released within about 10 ms of its end).");
   m.def("finalize", [] { goal_torch::shutdown(); }, py::call_guard<py::gil_scoped_release>(),
         "Stops the watcher thread and finalizes goal (at exit).");
 }

@@ -123,6 +123,11 @@ bool GoalWork::poll(bool move) {
   return true;
 }
 
+c10::intrusive_ptr<c10::ivalue::Future> GoalWork::getFuture() {
+  if (!finished_ && !futureWanted_.exchange(true)) goal_torch::futureWanted();
+  return future_;
+}
+
 bool GoalWork::isCompleted() {
   if (finished_) return true;
   poll();  // looks (see poll) unless another thread holds the handle
@@ -189,22 +194,36 @@ struct Watcher {
   std::vector<c10::intrusive_ptr<GoalWork>> pending;  // tracked since the last sweep
   std::thread thread;
   bool stop = false;
-  bool asleep = false;  // on `cv`, to be notified by track() (under `m`)
+  bool asleep = false;   // on `cv` with no end, to be notified by track() (under `m`)
+  bool dormant = false;  // on `cv` for kDormantNap, to be notified by futureWanted() (under `m`)
+  bool wanted = false;   // a Future was asked for since the last sweep (under `m`)
+  std::atomic<size_t> held{0};  // Works tracked and not yet seen to end, at the last sweep
 
-  // Naps between sweeps: from 20 us after the watcher completed a Future
-  // (DDP chains its next bucket on it) doubling to 200 us, also while every
-  // tracked Work is being waited for or done (a loop of blocking calls, one
-  // of which may be an async one: seen 200 us late at most); after 20 ms
-  // without a Work to look after, it sleeps until track() wakes it. A nap is
-  // a sleep in the kernel: the watcher never spins (ranks may outnumber
-  // cores), and a loop of blocking calls pays no wake-up per call
-  // (all_reduce of 8 B, 2 ranks: 15-18 us when track() woke the watcher at
-  // every call, which then took the engine from the waiting thread, 7.7 us
-  // without).
+  // Which Works the watcher looks after: those whose Future was asked for
+  // (getFuture: DDP's buckets, `work.get_future()`), and those dropped
+  // unwaited (only the watcher still holds them), whose handles and
+  // tensors it then releases. A Work that is only started and later waited
+  // for (`dist.all_reduce(x, async_op=True)` ... `work.wait()`) is dormant:
+  // goal's helper moves it, the thread in wait() completes it, and the
+  // watcher stays asleep meanwhile. Waking every 20-200 us beside the
+  // computation of such a loop cost it a context switch each time, on the
+  // rank's own CPU.
+  //
+  // Naps between sweeps of Works it looks after: from 20 us after the
+  // watcher completed a Future (DDP chains its next bucket on it) doubling
+  // to 200 us. With only dormant Works or Works being waited for, it naps
+  // kDormantNap (a dropped Work is released that much later), woken by
+  // getFuture(); after 20 ms without a Work at all, it sleeps until track()
+  // wakes it. A nap is a sleep in the kernel: the watcher never spins
+  // (ranks may outnumber cores), and a loop of blocking calls pays no
+  // wake-up per call (all_reduce of 8 B, 2 ranks: 15-18 us when track()
+  // woke the watcher at every call, which then took the engine from the
+  // waiting thread, 7.7 us without).
   static constexpr std::chrono::microseconds kMinNap{20};
   static constexpr std::chrono::microseconds kMaxNap{200};
+  static constexpr std::chrono::milliseconds kDormantNap{10};
   static constexpr std::chrono::milliseconds kIdleFor{20};
-  // A Work nobody waits for that still runs this long after it started is
+  // A Work it looks after that still runs this long after it started is
   // tested (one progress pass, if goal's engine is free) at each look, not
   // only looked at: a safety net for a helper that goal holds off, as it
   // does for up to 3 ms after a loop of Runs and Waits (the application's
@@ -214,17 +233,24 @@ struct Watcher {
   // GOAL_TORCH_MOVE_AFTER_US overrides it (docs/python.md).
   static constexpr std::chrono::milliseconds kMoveAfter{2};
 
+  // Whether the watcher must look after `w` (see above). Under
+  // GOAL_PROGRESS=manual nothing else moves a Work nobody waits for, so
+  // every one not waited for is looked after (and tested).
+  static bool mine(const c10::intrusive_ptr<GoalWork>& w) {
+    return w->futureWanted() || w.use_count() == 1 || manualProgress();
+  }
+
   void run() {
     askShortSlice();
     std::chrono::microseconds moveAfter = kMoveAfter;
     if (const char* e = std::getenv("GOAL_TORCH_MOVE_AFTER_US")) moveAfter = std::chrono::microseconds(std::atol(e));
-    std::vector<c10::intrusive_ptr<GoalWork>> mine, still;
+    std::vector<c10::intrusive_ptr<GoalWork>> tracked, still;
     std::chrono::microseconds nap = kMinNap;
     auto idleSince = std::chrono::steady_clock::now();
     for (;;) {
       {
         std::unique_lock<std::mutex> l(m);
-        if (pending.empty() && mine.empty()) {
+        if (pending.empty() && tracked.empty()) {
           if (stop) return;
           if (std::chrono::steady_clock::now() - idleSince >= kIdleFor) {
             asleep = true;
@@ -233,35 +259,41 @@ struct Watcher {
             if (stop && pending.empty()) return;
           }
         }
-        for (auto& w : pending) mine.push_back(std::move(w));
+        for (auto& w : pending) tracked.push_back(std::move(w));
         pending.clear();
+        wanted = false;
       }
-      bool completed = false, unwatched = false;
+      bool completed = false, looking = false;
       auto now = std::chrono::steady_clock::now();
       still.clear();
-      for (auto& w : mine) {
+      for (auto& w : tracked) {
         if (w->ended()) continue;  // waited for: its waiter completed it
-        if (w->waited()) {
+        if (w->waited() || !mine(w)) {
           still.push_back(w);  // the thread in wait() moves and completes it
         } else if (w->poll(now - w->started() >= moveAfter)) {
           completed = true;
         } else {
           still.push_back(w);
-          unwatched = true;
+          looking = true;
         }
       }
-      mine.swap(still);
+      tracked.swap(still);
+      held = tracked.size();
       nap = completed ? kMinNap : std::min(nap * 2, kMaxNap);
-      if (completed || unwatched) idleSince = now;
-      {
-        std::lock_guard<std::mutex> l(m);
-        if (stop) {
-          // Finalizing: what still runs is abandoned with its handles.
-          if (pending.empty()) return;
-          continue;
-        }
+      if (completed || looking || !tracked.empty()) idleSince = now;
+      std::unique_lock<std::mutex> l(m);
+      if (stop) {
+        // Finalizing: what still runs is abandoned with its handles.
+        if (pending.empty()) return;
+        continue;
       }
-      std::this_thread::sleep_for(nap);
+      if (!tracked.empty() && !looking && !completed) {
+        dormant = true;
+        cv.wait_for(l, kDormantNap, [&] { return stop || wanted; });
+        dormant = false;
+      } else {
+        cv.wait_for(l, nap, [&] { return stop; });
+      }
     }
   }
 };
@@ -280,6 +312,25 @@ void track(const c10::intrusive_ptr<GoalWork>& w) {
     std::lock_guard<std::mutex> l(watcher->m);
     watcher->pending.push_back(w);
     wake = watcher->asleep;
+  }
+  if (wake) watcher->cv.notify_one();
+}
+
+size_t trackedWorks() {
+  std::lock_guard<std::mutex> g(watcherMutex);
+  if (!watcher) return 0;
+  std::lock_guard<std::mutex> l(watcher->m);
+  return watcher->pending.size() + watcher->held;
+}
+
+void futureWanted() {
+  std::lock_guard<std::mutex> g(watcherMutex);
+  if (!watcher) return;
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(watcher->m);
+    watcher->wanted = true;
+    wake = watcher->dormant;
   }
   if (wake) watcher->cv.notify_one();
 }
