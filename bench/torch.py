@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """goal as a torch.distributed backend beside Gloo, and goal's Python package beside mpi4py.
 
-    python3 bench/torch.py --prefix DIR [--out results/torch] [--quick] [--setups local2,local4,cluster2]
+    python3 bench/torch.py --prefix DIR [--out results/torch] [--quick] [--setups local2,local4,cluster2,cluster2-1g]
 
 What issue 44's "Done when" measures, in one run (bench/README.md, "torch"):
 
@@ -15,7 +15,8 @@ What issue 44's "Done when" measures, in one run (bench/README.md, "torch"):
    round by round at every point, so that noise hits both alike; medians, goal/gloo per point.
 2. overlap: all_reduce(async_op=True) of 64 KiB and 1 MiB by the IMB-NBC method (t_pure,
    t_cpu, t_ovrl, overlap %; the computation matrix products calibrated to t_pure, no calls
-   during it), goal beside gloo, in each setup.
+   during it), goal beside gloo, in each setup, and in cluster2-1g: the 2 emulated hosts'
+   link limited to 1 Gbit/s, where a transfer leaves the CPUs idle (this part only).
 3. ddp: DistributedDataParallel time per step, goal beside gloo, a small MLP on synthetic data,
    the median over steps after warm-up, in each setup (the losses must agree step by step).
 4. python: goal's Python package (`goal.allreduce` on numpy float32, one-shot and persistent)
@@ -57,7 +58,16 @@ SETUPS = {  # name: (ranks, emulated hosts or 0 for this machine, description)
     "local2": (2, 0, "2 ranks on this machine"),
     "local4": (4, 0, "4 ranks on this machine"),
     "cluster2": (2, 2, "2 ranks on 2 emulated hosts, 1 each"),
+    "cluster2-1g": (2, 2, "2 ranks on 2 emulated hosts, 1 each, at 1 Gbit/s (overlap only)"),
 }
+# Setups that measure only some parts, and their rail rate (else --rate): at 1 Gbit/s a
+# transfer leaves the CPUs idle for most of its time, which an overlap can use; on this
+# machine's shared memory and unlimited veth the collective is CPU work that competes with
+# the computation for the same two CPUs (docs/measurements/torch-async-2026-11-29).
+SETUP_PARTS = {"cluster2-1g": ("overlap",)}
+SETUP_RATE = {"cluster2-1g": "1gbit"}
+DEFAULT_SETUPS = "local2,local4,cluster2,cluster2-1g"
+QUICK_SETUPS = "local2,local4,cluster2"
 SIZES = [8, KiB, 64 * KiB, MiB, 32 * MiB]
 QUICK_SIZES = [8, 64 * KiB]
 PY_SIZES = [8, 64 * KiB, MiB]
@@ -82,8 +92,9 @@ def parse_args():
                     "(default results/torch)")
     ap.add_argument("--quick", action="store_true", help="smoke run: sizes 8 B and 64 KiB, one round, short "
                     "budgets, overlap at 64 KiB only, few DDP steps")
-    ap.add_argument("--setups", default="local2,local4,cluster2", help="comma list among "
-                    f"{', '.join(SETUPS)} (default all; cluster2 needs root)")
+    ap.add_argument("--setups", help="comma list among "
+                    f"{', '.join(SETUPS)} (default all, quick {QUICK_SETUPS}; the emulated hosts need root; "
+                    "cluster2-1g measures the overlap only)")
     ap.add_argument("--parts", default="colls,overlap,ddp,python", help="what to measure (default all)")
     ap.add_argument("--ops", default=",".join(OPS), help="collectives (default all)")
     ap.add_argument("--sizes", help="bytes per rank's block, K/M suffixes (default 8,1K,64K,1M,32M; quick 8,64K)")
@@ -125,7 +136,7 @@ def parse_args():
     a.sizes = sizes_arg(a.sizes, QUICK_SIZES if q else SIZES)
     a.overlap_sizes = sizes_arg(a.overlap_sizes, [64 * KiB] if q else [64 * KiB, MiB])
     a.py_sizes = sizes_arg(a.py_sizes, QUICK_SIZES if q else PY_SIZES)
-    a.setups = [s.strip() for s in a.setups.split(",") if s.strip()]
+    a.setups = [s.strip() for s in (a.setups or (QUICK_SETUPS if q else DEFAULT_SETUPS)).split(",") if s.strip()]
     a.parts = [s.strip() for s in a.parts.split(",") if s.strip()]
     a.ops = [s.strip() for s in a.ops.split(",") if s.strip()]
     for what, got, known in (("--setups", a.setups, SETUPS), ("--ops", a.ops, OPS),
@@ -225,8 +236,13 @@ def job(a, name: str, cmds, runs: list, notes: list) -> list[dict]:
     return rows
 
 
+def setup_parts(a, setup: str) -> list[str]:
+    """The torch parts `setup` measures: those asked for, less what the setup leaves out."""
+    return [p for p in a.parts if p in ("colls", "overlap", "ddp") and p in SETUP_PARTS.get(setup, (p,))]
+
+
 def torch_rank_args(a, setup: str) -> list[str]:
-    parts = [p for p in a.parts if p in ("colls", "overlap", "ddp")]
+    parts = setup_parts(a, setup)
     args = ["--setup", setup, "--parts", ",".join(parts), "--ops", ",".join(a.ops),
             "--sizes", ",".join(map(str, a.sizes)), "--rounds", str(a.rounds), "--budget-ms", str(a.budget_ms),
             "--min-iters", str(a.min_iters), "--max-iters", str(a.max_iters),
@@ -351,25 +367,28 @@ def main() -> int:
         r = py_check(a, "import goal_torch; print(goal_torch.__file__)")
         if not r.ok:
             C.die(f"goal_torch does not import (make torch PREFIX={a.prefix}): " + r.describe(3))
-    setups = list(a.setups) if torch_parts else []
+    setups = [s for s in a.setups if setup_parts(a, s)] if torch_parts else []
+    a.setup_parts = {s: setup_parts(a, s) for s in setups}
     cluster, tool = None, None
-    if "cluster2" in setups:
+    emulated = [s for s in setups if SETUPS[s][1]]
+    if emulated:
         why = None
         if os.geteuid() != 0:
             why = "the emulated hosts need root (network namespaces)"
         elif (tool := C.find_cluster_tool(a.cluster_tool)) is None:
             why = "goal-cluster is not built (cargo build --release -p goal-netns in the source tree)"
         if why:
-            notes.append(f"cluster2 skipped: {why}")
-            C.log(f"cluster2 skipped: {why}")
-            setups.remove("cluster2")
+            for s in emulated:
+                notes.append(f"{s} skipped: {why}")
+                C.log(f"{s} skipped: {why}")
+                setups.remove(s)
     try:
         for setup in setups:
             if SETUPS[setup][1]:
                 cluster = f"tb{os.getpid() % 100000}"
                 C.run([tool, "down", "--name", cluster], timeout=60)
                 C.run([tool, "up", "--name", cluster, "--hosts", str(SETUPS[setup][1]), "--rails", "1",
-                       "--rate", a.rate], timeout=120, check=True)
+                       "--rate", SETUP_RATE.get(setup, a.rate)], timeout=120, check=True)
             try:
                 rows += torch_job(a, setup, cluster, tool, runs, notes)
             finally:

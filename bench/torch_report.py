@@ -35,8 +35,8 @@ def summarize(rows: list[dict], a, setups: list[str]) -> dict:
     ranks = {r["setup"]: r["ranks"] for r in rows if r.get("test") in ("coll", "overlap", "ddp")}
     crows, slower, missing = [], [], []
     for setup in setups:
-        if "colls" not in a.parts:
-            break
+        if "colls" not in getattr(a, "setup_parts", {}).get(setup, a.parts):
+            continue
         for op in a.ops:
             for nbytes in ([0] if op == "barrier" else a.sizes):
                 g, o = (coll.get((setup, op, nbytes, be)) for be in BACKENDS)
