@@ -261,6 +261,7 @@ struct Watcher {
         }
         for (auto& w : pending) tracked.push_back(std::move(w));
         pending.clear();
+        held = tracked.size();  // under `m`, with `pending` (see trackedWorks)
         wanted = false;
       }
       bool completed = false, looking = false;
