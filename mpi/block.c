@@ -10,16 +10,25 @@
  *
  * The rule (GOAL_MPI_BLOCKING, default `local`): on goal when all of the
  * communicator's ranks share one host and the host has a CPU for each of
- * them, and, under Open MPI, the call moves at least 1 KiB per rank. There
- * goal's shared memory is ahead of both MPIs' (goal bench mpi, docs/mpi.md's
- * table). Below 1 KiB Open MPI's own shared-memory collectives take 0.1-0.2
- * us, less than the layer's own cost per call (the communicator's
- * attribute, the cache key, the run and its wait: about 0.1 us more than
- * goal alone), so they stay Open MPI's; MPICH's take 0.2-0.6 us and go to
- * goal at every size. Across hosts the MPI library keeps its own: over TCP
- * goal's small messages cost about what MPI's do; with more ranks than
- * CPUs neither is ahead everywhere. `0` sends every blocking call to MPI,
- * `all` serves them on every communicator and at every size.
+ * them, and the call's collective and bytes per rank are not in the table
+ * below of this MPI's (collective, size range) where its own is as fast or
+ * faster. Across hosts the MPI library keeps its own: over TCP goal's
+ * small messages cost about what MPI's do; with more ranks than CPUs
+ * neither is ahead everywhere. `0` sends every blocking call to MPI, `all`
+ * serves them on every communicator and at every size.
+ *
+ * The table comes from `goal bench mpi --programs blocking` at 2 ranks
+ * (docs/measurements/mpi-latency-2026-11-29/): a range goes to MPI where
+ * the layer's time was above ~1.03x native in either of two 5-round runs,
+ * widened to the neighbouring sizes that were within noise. Two kinds of
+ * range: below 1 KiB Open MPI's own shared-memory collectives take 0.3-0.6
+ * us, no more than the layer's own cost per call (the communicator's
+ * attribute, the cache key, the run and its wait); from goal's CMA
+ * threshold (8 KiB here) to some 64 KiB a rooted collective's one
+ * message pays goal's rendezvous and single copy, where both MPIs copy
+ * twice through shared memory at once. It was fitted to one machine (an
+ * earlier 2-CPU VM of another CPU make had its misses at 32 KiB under Open
+ * MPI and 4 KiB under MPICH, inside these ranges too).
  *
  * Each rank's host is a hash of its host name (network namespaces, goal's
  * emulated hosts, have their own), exchanged once at MPI_Init with the
@@ -110,22 +119,53 @@ int gm_block_decide(const int *world_ranks, int n)
     return 1;
 }
 
+/* Bytes per rank in [lo, hi) of collective `fn` go to MPI (GM_NFN: every
+ * collective). See the top for how the ranges were found. */
+struct to_mpi {
+    enum gm_fn fn;
+    uint64_t lo, hi;
+};
+
+#define KiB 1024ull
+#define MiB (1024ull * KiB)
+#define ANY_SIZE UINT64_MAX
+
 #ifdef OPEN_MPI
-#define MIN_BYTES 1024 /* see the top: Open MPI's own are faster below */
+static const struct to_mpi to_mpi[] = {
+    { GM_NFN, 0, 1 * KiB },             /* Open MPI's own: 0.3-0.6 us */
+    { GM_BCAST, 8 * KiB, 64 * KiB },    /* 1.16-1.22 */
+    { GM_GATHER, 8 * KiB, 64 * KiB },   /* 1.00-1.19 */
+    { GM_SCATTER, 8 * KiB, 32 * KiB },  /* 1.03-1.12 */
+    { GM_REDUCE, 8 * KiB, 512 * KiB },  /* 1.03-1.17 */
+    { GM_ALLGATHER, 8 * KiB, ANY_SIZE }, /* 0.92-1.11: nothing gained */
+};
 #else
-#define MIN_BYTES 0
+static const struct to_mpi to_mpi[] = {
+    { GM_ALLREDUCE, 0, 64 },             /* 1.10 */
+    { GM_REDUCE, 0, 2 * KiB },           /* 0.98-1.12 */
+    { GM_BCAST, 512, 16 * KiB },         /* 1.06-1.37 */
+    { GM_GATHER, 512, 64 * KiB },        /* 1.05-1.69 */
+    { GM_SCATTER, 0, 512 * KiB },        /* 0.93-1.43 */
+    { GM_ALLGATHER, 0, 16 * KiB },       /* 0.96-1.39 */
+    { GM_ALLGATHER, 2 * MiB, ANY_SIZE }, /* 1.04-1.14 */
+    { GM_ALLTOALL, 64 * KiB, ANY_SIZE }, /* 0.99-1.07 */
+};
 #endif
 
-int gm_block_skip(int count, MPI_Datatype dt)
+int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt)
 {
     if (!gm.on || gm.blocking == 0)
         return 1;
-    if (MIN_BYTES == 0 || gm.blocking == 2)
+    if (gm.blocking == 2)
         return 0;
     int size = 0;
     if (count < 0 || dt == MPI_DATATYPE_NULL || PMPI_Type_size(dt, &size) != MPI_SUCCESS)
         return 0; /* the serving path counts and says what is wrong */
-    return (uint64_t)count * (uint64_t)size + 1 <= MIN_BYTES;
+    uint64_t bytes = (uint64_t)count * (uint64_t)size;
+    for (size_t i = 0; i < sizeof to_mpi / sizeof to_mpi[0]; i++)
+        if ((to_mpi[i].fn == fn || to_mpi[i].fn == GM_NFN) && bytes >= to_mpi[i].lo && bytes < to_mpi[i].hi)
+            return 1;
+    return 0;
 }
 
 void gm_block_end(void)

@@ -182,7 +182,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    int rc = gm_block_skip(0, MPI_BYTE) ? -1 : barrier_on(GM_BARRIER, comm, NULL);
+    int rc = gm_block_skip(GM_BARRIER, 0, MPI_BYTE) ? -1 : barrier_on(GM_BARRIER, comm, NULL);
     return rc >= 0 ? rc : PMPI_Barrier(comm);
 }
 
@@ -218,7 +218,7 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, M
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    int rc = gm_block_skip(count, dt) ? -1 : bcast_on(GM_BCAST, buf, count, dt, root, comm, NULL);
+    int rc = gm_block_skip(GM_BCAST, count, dt) ? -1 : bcast_on(GM_BCAST, buf, count, dt, root, comm, NULL);
     return rc >= 0 ? rc : PMPI_Bcast(buf, count, dt, root, comm);
 }
 
@@ -256,7 +256,8 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    int rc = gm_block_skip(count, dt) ? -1 : allreduce_on(GM_ALLREDUCE, sbuf, rbuf, count, dt, op, comm, NULL);
+    int rc = gm_block_skip(GM_ALLREDUCE, count, dt) ? -1
+                                                    : allreduce_on(GM_ALLREDUCE, sbuf, rbuf, count, dt, op, comm, NULL);
     return rc >= 0 ? rc : PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
 }
 
@@ -295,7 +296,8 @@ int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
 {
-    int rc = gm_block_skip(count, dt) ? -1 : reduce_on(GM_REDUCE, sbuf, rbuf, count, dt, op, root, comm, NULL);
+    int rc = gm_block_skip(GM_REDUCE, count, dt) ? -1
+                                                 : reduce_on(GM_REDUCE, sbuf, rbuf, count, dt, op, root, comm, NULL);
     return rc >= 0 ? rc : PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
 }
 
@@ -321,9 +323,9 @@ int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datat
 
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    int rc = gm_block_skip(count, dt) ? -1
-                                      : reduce_scatter_block_on(GM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, dt, op,
-                                                                comm, NULL);
+    int rc = gm_block_skip(GM_REDUCE_SCATTER_BLOCK, count, dt)
+                 ? -1
+                 : reduce_scatter_block_on(GM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, dt, op, comm, NULL);
     return rc >= 0 ? rc : PMPI_Reduce_scatter_block(sbuf, rbuf, count, dt, op, comm);
 }
 
@@ -364,7 +366,7 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
                   MPI_Comm comm)
 {
-    int rc = gm_block_skip(rcount, rt)
+    int rc = gm_block_skip(GM_ALLGATHER, rcount, rt)
                  ? -1
                  : all_blocks(GM_ALLGATHER, K_ALLGATHER, b_allgather, sbuf, scount, st, rbuf, rcount, rt, comm, NULL);
     return rc >= 0 ? rc : PMPI_Allgather(sbuf, scount, st, rbuf, rcount, rt, comm);
@@ -373,7 +375,7 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
                  MPI_Comm comm)
 {
-    int rc = gm_block_skip(rcount, rt)
+    int rc = gm_block_skip(GM_ALLTOALL, rcount, rt)
                  ? -1
                  : all_blocks(GM_ALLTOALL, K_ALLTOALL, b_alltoall, sbuf, scount, st, rbuf, rcount, rt, comm, NULL);
     return rc >= 0 ? rc : PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, comm);
@@ -429,7 +431,7 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rc
 {
     /* Per rank: a sender's block, or the root's own (its send side may be
      * MPI_IN_PLACE); MPI has them alike. */
-    int skip = sbuf == MPI_IN_PLACE ? gm_block_skip(rcount, rt) : gm_block_skip(scount, st);
+    int skip = sbuf == MPI_IN_PLACE ? gm_block_skip(GM_GATHER, rcount, rt) : gm_block_skip(GM_GATHER, scount, st);
     int rc = skip ? -1 : gather_on(GM_GATHER, sbuf, scount, st, rbuf, rcount, rt, root, comm, NULL);
     return rc >= 0 ? rc : PMPI_Gather(sbuf, scount, st, rbuf, rcount, rt, root, comm);
 }
@@ -469,7 +471,7 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int r
 {
     /* Per rank: a receiver's block, or the root's (its receive side may be
      * MPI_IN_PLACE); MPI has them alike. */
-    int skip = rbuf == MPI_IN_PLACE ? gm_block_skip(scount, st) : gm_block_skip(rcount, rt);
+    int skip = rbuf == MPI_IN_PLACE ? gm_block_skip(GM_SCATTER, scount, st) : gm_block_skip(GM_SCATTER, rcount, rt);
     int rc = skip ? -1 : scatter_on(GM_SCATTER, sbuf, scount, st, rbuf, rcount, rt, root, comm, NULL);
     return rc >= 0 ? rc : PMPI_Scatter(sbuf, scount, st, rbuf, rcount, rt, root, comm);
 }

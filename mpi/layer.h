@@ -228,11 +228,12 @@ void gm_block_init(void);
 /* Whether the blocking collectives of a communicator of these world ranks
  * run on goal: the same answer on every member. */
 int gm_block_decide(const int *world_ranks, int n);
-/* Whether a blocking call of `count` x `dt` per rank goes straight to MPI
- * (goal not running, GOAL_MPI_BLOCKING=0, or smaller than goal is worth):
- * checked first, so that what stays MPI's costs next to nothing. Alike on
- * every rank, since MPI has them pass the same type signature. */
-int gm_block_skip(int count, MPI_Datatype dt);
+/* Whether blocking collective `fn` of `count` x `dt` per rank goes
+ * straight to MPI (goal not running, GOAL_MPI_BLOCKING=0, or a collective
+ * and size where this MPI's own is as fast): checked first, so that what
+ * stays MPI's costs next to nothing. Alike on every rank, since MPI has
+ * them pass the same type signature. */
+int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt);
 void gm_block_end(void);
 
 /* ---- requests (req.c) ---- */
