@@ -270,7 +270,9 @@ struct Watcher {
       for (auto& w : tracked) {
         if (w->ended()) continue;  // waited for: its waiter completed it
         if (w->waited() || !mine(w)) {
-          still.push_back(w);  // the thread in wait() moves and completes it
+          // A thread in wait(), now or later, completes it (goal's helper
+          // moves it meanwhile); the watcher only holds it, to see it dropped.
+          still.push_back(w);
         } else if (w->poll(now - w->started() >= moveAfter)) {
           completed = true;
         } else {
