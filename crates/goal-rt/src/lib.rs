@@ -482,6 +482,11 @@ impl Runtime {
             say!("goal: rank {rank}: watching local peers through /proc/<pid>/stat, not pidfds ({why})");
         }
         let bell = shm.doorbell();
+        if local_ranks == 1 {
+            // No other process maps this rank's inbox: a sleeper's heavy
+            // fence need not interrupt the other ranks' CPUs (see `Doorbell`).
+            bell.rung_from_here_only();
+        }
         let heap = shm.heap();
         let net_fd = net.as_ref().map(|n| n.as_raw_fd());
         let mut engine = Engine::new(rank as u32, size as u32, shm, th);

@@ -7,4 +7,4 @@
 //! system-call wrappers (`sys`) and the barriers (`sync`, which calls
 //! `sys`) both import it without importing each other in a circle.
 
-pub use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
