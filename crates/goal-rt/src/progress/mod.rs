@@ -68,8 +68,9 @@ pub(crate) mod helper;
 pub(crate) mod spin;
 
 
-/// Polls made per taking of the engine lock while an application thread waits.
-const POLL_BATCH: u32 = 64;
+/// Polls made per taking of the engine lock while an application thread
+/// waits, unless there are more ranks than cores (`Runtime::wait_batch`).
+pub(crate) const POLL_BATCH: u32 = 64;
 
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
@@ -134,7 +135,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     let mut copied_first = false;
     if let Some(mut e) = rt.engine.try_lock() {
         let long_before = e.long_end();
-        let batch = poll_batch(&mut e, shared);
+        let batch = poll_batch(&mut e, shared, rt.wait_batch);
         copied_first = e.long_end() != long_before;
         if let (_, Some((busy, long_end))) = batch {
             drop(e);
@@ -214,7 +215,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
                 match rt.engine.try_lock() {
                     Some(mut e) => {
                         let done;
-                        (news, done) = poll_batch(&mut e, shared);
+                        (news, done) = poll_batch(&mut e, shared, rt.wait_batch);
                         if let Some((busy, end)) = done {
                             others_busy = Some(busy);
                             long_end = end;
@@ -298,15 +299,15 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     poked
 }
 
-/// Up to [`POLL_BATCH`] progress passes with the engine held, fewer if
+/// Up to `polls` progress passes with the engine held, fewer if
 /// `shared` finishes: whether any pass moved something, and, if `shared`
 /// finished, whether other executions are in flight and when the last long
 /// copy ended (`Engine::long_end`).
 #[inline]
-fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared) -> (bool, Option<(bool, u64)>) {
+fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared, polls: u32) -> (bool, Option<(bool, u64)>) {
     let mut news = false;
     e.in_wait = true;
-    for _ in 0..POLL_BATCH {
+    for _ in 0..polls {
         if e.poll() > 0 {
             news = true;
             if shared.state.load(Ordering::Acquire) != RUNNING {
@@ -363,6 +364,17 @@ fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Dura
 /// polling 2 us without yielding and then sleeping (each hop a futex
 /// wake-up), 6.2 us pinned / 13 us unpinned when yielding for 50 us; with
 /// a helper thread per rank, 55-96 us against 6.3-13 us.
+///
+/// With more ranks than cores a batch is a single poll
+/// (`Runtime::wait_batch`), so a Wait yields after each poll without news,
+/// as Open MPI does when oversubscribed: in an exchange a rank waits
+/// mostly for the rank that shares its CPU and cannot run while it polls,
+/// and the two batches of 64 polls before the first yield (1-3 us) were
+/// lost each time. 4 ranks on 2 cores, 8 B, paired runs: alltoall,
+/// allgatherv, alltoallv and gather 16-30 % faster, barrier 5-10 %; bcast
+/// and scatter, whose root on the other CPU is about to send, lose the
+/// runs in which the long spin caught its message (0.4 us) and take
+/// 0.9-1.4 us, Open MPI's 1.4-2.2 (docs/measurements/small-4ranks-2026-11-29).
 ///
 /// The same holds with a core per rank when the ranks are not bound to
 /// distinct CPUs and the machine is busy: a rank woken by a peer's ring
