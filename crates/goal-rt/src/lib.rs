@@ -116,8 +116,6 @@ pub struct Runtime {
     /// cores while a rank it waits for shares its CPU (see
     /// `progress::yields`).
     pub(crate) wait_batch: u32,
-    /// `progress::SPIN_OFF_CPU` in `ticks`.
-    pub(crate) spin_off_cpu: u64,
     /// How long a Wait polls before it sleeps (see `progress::spin::Spin`).
     pub(crate) spin: progress::spin::Spin,
     helper: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -533,7 +531,6 @@ impl Runtime {
             shutdown: AtomicBool::new(false),
             yield_polls: oversubscribed || shares_cpus,
             wait_batch: if oversubscribed { 1 } else { progress::POLL_BATCH },
-            spin_off_cpu: ticks::of(progress::SPIN_OFF_CPU),
             // Adaptive unless fixed by GOAL_SPIN_US, by the spin mode, or
             // by more ranks than cores (a poller then holds a core another
             // rank needs).

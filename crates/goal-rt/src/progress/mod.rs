@@ -72,11 +72,6 @@ pub(crate) mod spin;
 /// waits, unless there are more ranks than cores (`Runtime::wait_batch`).
 pub(crate) const POLL_BATCH: u32 = 64;
 
-/// With more ranks than cores, how long a Wait whose peers run on other
-/// CPUs polls without news before it yields after each poll (see
-/// [`yields`]): a few round trips of a small message between running ranks.
-pub(crate) const SPIN_OFF_CPU: Duration = Duration::from_micros(1);
-
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
 
@@ -138,10 +133,11 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     // Whether that batch made a long copy (a CMA read of an exchange's
     // block, say): then this Wait cannot tell when it was called.
     let mut copied_first = false;
-    // Polls per taking of the engine lock, and between two yields.
-    let (mut polls, mut yield_after) = (rt.wait_batch, 0);
+    // Polls per taking of the engine lock, and between two yields (as
+    // many as ever if the engine is held here and `batch` cannot look).
+    let mut polls = POLL_BATCH;
     if let Some(mut e) = rt.engine.try_lock() {
-        (polls, yield_after) = batch(rt, &e, shared);
+        polls = batch(rt, &e, shared);
         let long_before = e.long_end();
         let batch = poll_batch(&mut e, shared, polls);
         copied_first = e.long_end() != long_before;
@@ -244,7 +240,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
                     quiet_wake = false;
                 } else if quiet_wake || latest.saturating_sub(since) >= spin_ticks || past() {
                     break;
-                } else if yield_polls && latest.saturating_sub(since) >= yield_after {
+                } else if yield_polls {
                     yield_now();
                 }
             }
@@ -307,18 +303,16 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     poked
 }
 
-/// Polls per batch of a Wait for `shared`, and how long it polls without
-/// news before it yields after each batch (`ticks`, when it yields at all):
-/// [`POLL_BATCH`] and at once; with more ranks than cores one poll, and at
-/// once while a rank the execution may wait for last waited on this
-/// thread's CPU, else after [`SPIN_OFF_CPU`] (`Runtime::spin_off_cpu`;
-/// see [`yields`]).
+/// Polls per batch of a Wait for `shared`, between two yields when it
+/// yields: [`POLL_BATCH`], or with more ranks than cores one
+/// (`Runtime::wait_batch`) while a rank the execution may wait for last
+/// waited on this thread's CPU (see [`yields`]).
 #[inline]
-fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> (u32, u64) {
-    if rt.wait_batch == POLL_BATCH || e.shares_cpu_with(&shared.peers) {
-        (rt.wait_batch, 0)
+fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> u32 {
+    if rt.wait_batch == POLL_BATCH || !e.shares_cpu_with(&shared.peers) {
+        POLL_BATCH
     } else {
-        (rt.wait_batch, rt.spin_off_cpu)
+        rt.wait_batch
     }
 }
 
@@ -388,20 +382,19 @@ fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Dura
 /// wake-up), 6.2 us pinned / 13 us unpinned when yielding for 50 us; with
 /// a helper thread per rank, 55-96 us against 6.3-13 us.
 ///
-/// With more ranks than cores a batch is a single poll
-/// (`Runtime::wait_batch`), and a Wait yields after each poll without news
-/// at once while a rank its execution may wait for last waited on this
+/// With more ranks than cores, a Wait yields after every poll without
+/// news while a rank its execution may wait for last waited on this
 /// thread's CPU (each rank publishes the CPU it waits on:
-/// `Engine::shares_cpu_with`): in an exchange a rank waits mostly for the
-/// rank that shares its CPU and cannot run while it polls, and the two
-/// batches of 64 polls before the first yield were lost each time. Open
-/// MPI, oversubscribed, yields after every empty poll. While the ranks it
-/// waits for sit on other CPUs, where they may be running (a bcast's root
-/// about to send), it polls [`SPIN_OFF_CPU`] first: yielding at once there
-/// too took 4 ranks' 8-byte bcast and scatter from 0.7 to 1.2-1.8 us.
-/// Measured, 4 ranks on 2 cores, 8 B, one interleaved run against the
-/// 64-poll batches: alltoall, allgather(v), alltoallv, allreduce, gather
-/// and reduce 10-30 % faster, bcast and scatter as fast
+/// `Engine::shares_cpu_with`), as Open MPI does after every empty poll
+/// when oversubscribed: that rank cannot run while we poll, and the two
+/// batches of 64 polls (1-3 us) before the first yield were lost on each
+/// hop of an exchange. While the ranks it waits for sit on other CPUs,
+/// where they may be running, batches stay as they were: yielding at once
+/// there too took 8-byte bcast and scatter from 0.7 to 1.2-1.8 us (their
+/// root on the other CPU was about to send). Measured, 4 ranks on 2 cores,
+/// 8 B, in one interleaved run against 64-poll batches everywhere:
+/// exchanges, barrier, gather and reduce 15-40 % faster, bcast and scatter
+/// as fast, a sub-group of 2 of 4 unchanged
 /// (docs/measurements/small-4ranks-2026-11-29).
 ///
 /// The same holds with a core per rank when the ranks are not bound to
