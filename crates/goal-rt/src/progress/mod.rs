@@ -392,10 +392,9 @@ fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Dura
 /// where they may be running, batches stay as they were: yielding at once
 /// there too took 8-byte bcast and scatter from 0.7 to 1.2-1.8 us (their
 /// root on the other CPU was about to send). Measured, 4 ranks on 2 cores,
-/// 8 B, in one interleaved run against 64-poll batches everywhere:
-/// exchanges, barrier, gather and reduce 15-40 % faster, bcast and scatter
-/// as fast, a sub-group of 2 of 4 unchanged
-/// (docs/measurements/small-4ranks-2026-11-29).
+/// 8 B, paired against 64-poll batches everywhere: exchanges and barrier
+/// 10-20 % faster, gather and reduce 35 %, bcast and scatter as fast, a
+/// sub-group of 2 of 4 unchanged (docs/measurements/small-4ranks-2026-11-29).
 ///
 /// The same holds with a core per rank when the ranks are not bound to
 /// distinct CPUs and the machine is busy: a rank woken by a peer's ring
