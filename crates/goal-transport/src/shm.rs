@@ -879,6 +879,29 @@ impl ShmNode {
         self.heap_note.as_deref()
     }
 
+    /// Publishes `cpu` as the CPU this rank waits on, for peers that ask
+    /// [`on_cpu`](Self::on_cpu). A store only when it changed: the word
+    /// shares the header's first line, which peers read only when they
+    /// connect or wait.
+    #[inline]
+    pub fn note_cpu(&self, cpu: u32) {
+        let word = self.inbox.atomic_u64(layout::H_CPU);
+        if word.load(Ordering::Relaxed) != cpu as u64 + 1 {
+            word.store(cpu as u64 + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether `peer`, reached through shared memory, last waited on `cpu`
+    /// (see [`note_cpu`](Self::note_cpu)); false for a peer elsewhere or
+    /// not connected.
+    #[inline]
+    pub fn on_cpu(&self, peer: usize, cpu: u32) -> bool {
+        match self.peers.get(peer) {
+            Some(Some(p)) => p.inbox.atomic_u64(layout::H_CPU).load(Ordering::Relaxed) == cpu as u64 + 1,
+            _ => false,
+        }
+    }
+
     /// The process id of `peer`.
     ///
     /// # Panics

@@ -277,3 +277,18 @@ fn config_from_env_rounds_and_rejects_nonsense() {
     };
     assert!(ShmNode::create(0, 2, &bad).is_err());
 }
+
+#[test]
+fn a_peer_sees_the_cpu_a_rank_last_waited_on() {
+    let cfg = small_cfg();
+    let (a, b) = pair(&cfg);
+    // Nothing published yet: no CPU matches.
+    assert!(!b.on_cpu(0, 0));
+    a.note_cpu(1);
+    assert!(b.on_cpu(0, 1));
+    assert!(!b.on_cpu(0, 0));
+    a.note_cpu(0);
+    assert!(b.on_cpu(0, 0) && !b.on_cpu(0, 1));
+    // Itself and ranks it does not reach are on no CPU it knows of.
+    assert!(!b.on_cpu(1, 0) && !b.on_cpu(7, 0));
+}

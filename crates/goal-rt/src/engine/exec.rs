@@ -70,6 +70,10 @@ pub(crate) struct SchedInner {
     /// operations' peers are job ranks already): who may send to its
     /// wildcard receives.
     pub(crate) members: Arc<[u32]>,
+    /// The job ranks its sends and receives name, sorted, once each (a
+    /// wildcard receive names every member): the ranks a Wait for one of
+    /// its executions may wait for (see `progress::batch`).
+    pub(crate) peers: Arc<[u32]>,
     /// The functions of the user operators it names, kept alive with it
     /// (see [`crate::userop`]).
     pub(crate) users: Box<[Arc<UserFn>]>,
@@ -103,10 +107,20 @@ impl SchedInner {
         recv_keys.sort_unstable();
         recv_keys.dedup();
         let recv_keys = recv_keys.into_boxed_slice();
+        let mut peers: Vec<u32> = Vec::new();
+        for o in s.ops.iter().filter(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec | OpKind::Recv | OpKind::RecvVec)) {
+            match u32::try_from(o.peer) {
+                Ok(p) => peers.push(p),
+                Err(_) => peers.extend_from_slice(&members),
+            }
+        }
+        peers.sort_unstable();
+        peers.dedup();
+        let peers = peers.into();
         let done_shape = s.independent as usize == s.ops.len()
             && s.ops.len() <= super::run::DONE_AT_ONCE
             && s.ops.iter().all(|o| matches!(o.kind(), OpKind::Send | OpKind::Local));
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, recv_keys, members, users: users.into_boxed_slice(), done_shape }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, recv_keys, members, peers, users: users.into_boxed_slice(), done_shape }
     }
 
     /// Whether some receive of the schedule could take a message from
@@ -209,12 +223,13 @@ pub(super) struct ExecBufs {
 }
 
 impl ExecShared {
-    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: SchedId) -> Arc<ExecShared> {
+    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: SchedId, peers: Arc<[u32]>) -> Arc<ExecShared> {
         Arc::new(ExecShared {
             state: AtomicI32::new(RUNNING),
             error: Mutex::new(None),
             rt: rt.clone(),
             sched_id,
+            peers,
             run_at: AtomicU64::new(0),
             asleep: AtomicBool::new(false),
         })
@@ -255,6 +270,8 @@ pub struct ExecShared {
     /// application computes after this schedule's Runs (see
     /// `progress::AppMark`).
     pub sched_id: SchedId,
+    /// Its schedule's peers (`SchedInner::peers`).
+    pub peers: Arc<[u32]>,
     /// The time of this execution's Run (`ticks`), written by Run before
     /// the handle exists; only in modes with a helper, whose Wait reads it.
     pub run_at: AtomicU64,

@@ -428,6 +428,21 @@ impl Engine {
         self.progress().max((!self.state.reads.is_empty() || !self.state.writes.is_empty()) as usize)
     }
 
+    /// Whether one of `peers` (job ranks) last waited on the CPU this
+    /// thread runs on, which it cannot use while this thread polls; first
+    /// publishes that CPU for the peers that wait for this rank. True when
+    /// the CPU is unknown. Costs a `sched_getcpu` (glibc reads it from the
+    /// rseq area) and a read of each peer's header line, which changes only
+    /// when that peer moves.
+    pub fn shares_cpu_with(&self, peers: &[u32]) -> bool {
+        // SAFETY: sched_getcpu has no preconditions.
+        let Ok(cpu) = u32::try_from(unsafe { libc::sched_getcpu() }) else {
+            return true;
+        };
+        self.link.shm.note_cpu(cpu);
+        peers.iter().any(|&p| self.link.shm.on_cpu(p as usize, cpu))
+    }
+
     /// Whether messages wait for ring space: the peer will not ring for
     /// that, so a sleeper must come back soon.
     pub fn must_poll(&self) -> bool {

@@ -68,8 +68,9 @@ pub(crate) mod helper;
 pub(crate) mod spin;
 
 
-/// Polls made per taking of the engine lock while an application thread waits.
-const POLL_BATCH: u32 = 64;
+/// Polls made per taking of the engine lock while an application thread
+/// waits, unless there are more ranks than cores (`Runtime::wait_batch`).
+pub(crate) const POLL_BATCH: u32 = 64;
 
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
@@ -132,9 +133,13 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     // Whether that batch made a long copy (a CMA read of an exchange's
     // block, say): then this Wait cannot tell when it was called.
     let mut copied_first = false;
+    // Polls per taking of the engine lock, and between two yields (as
+    // many as ever if the engine is held here and `batch` cannot look).
+    let mut polls = POLL_BATCH;
     if let Some(mut e) = rt.engine.try_lock() {
+        polls = batch(rt, &e, shared);
         let long_before = e.long_end();
-        let batch = poll_batch(&mut e, shared);
+        let batch = poll_batch(&mut e, shared, polls);
         copied_first = e.long_end() != long_before;
         if let (_, Some((busy, long_end))) = batch {
             drop(e);
@@ -214,7 +219,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
                 match rt.engine.try_lock() {
                     Some(mut e) => {
                         let done;
-                        (news, done) = poll_batch(&mut e, shared);
+                        (news, done) = poll_batch(&mut e, shared, polls);
                         if let Some((busy, end)) = done {
                             others_busy = Some(busy);
                             long_end = end;
@@ -298,15 +303,28 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     poked
 }
 
-/// Up to [`POLL_BATCH`] progress passes with the engine held, fewer if
+/// Polls per batch of a Wait for `shared`, between two yields when it
+/// yields: [`POLL_BATCH`], or with more ranks than cores one
+/// (`Runtime::wait_batch`) while a rank the execution may wait for last
+/// waited on this thread's CPU (see [`yields`]).
+#[inline]
+fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> u32 {
+    if rt.wait_batch == POLL_BATCH || !e.shares_cpu_with(&shared.peers) {
+        POLL_BATCH
+    } else {
+        rt.wait_batch
+    }
+}
+
+/// Up to `polls` progress passes with the engine held, fewer if
 /// `shared` finishes: whether any pass moved something, and, if `shared`
 /// finished, whether other executions are in flight and when the last long
 /// copy ended (`Engine::long_end`).
 #[inline]
-fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared) -> (bool, Option<(bool, u64)>) {
+fn poll_batch(e: &mut crate::engine::Engine, shared: &ExecShared, polls: u32) -> (bool, Option<(bool, u64)>) {
     let mut news = false;
     e.in_wait = true;
-    for _ in 0..POLL_BATCH {
+    for _ in 0..polls {
         if e.poll() > 0 {
             news = true;
             if shared.state.load(Ordering::Acquire) != RUNNING {
@@ -363,6 +381,20 @@ fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Dura
 /// polling 2 us without yielding and then sleeping (each hop a futex
 /// wake-up), 6.2 us pinned / 13 us unpinned when yielding for 50 us; with
 /// a helper thread per rank, 55-96 us against 6.3-13 us.
+///
+/// With more ranks than cores, a Wait yields after every poll without
+/// news while a rank its execution may wait for last waited on this
+/// thread's CPU (each rank publishes the CPU it waits on:
+/// `Engine::shares_cpu_with`), as Open MPI does after every empty poll
+/// when oversubscribed: that rank cannot run while we poll, and the two
+/// batches of 64 polls (1-3 us) before the first yield were lost on each
+/// hop of an exchange. While the ranks it waits for sit on other CPUs,
+/// where they may be running, batches stay as they were: yielding at once
+/// there too took 8-byte bcast and scatter from 0.7 to 1.2-1.8 us (their
+/// root on the other CPU was about to send). Measured, 4 ranks on 2 cores,
+/// 8 B, paired against 64-poll batches everywhere: exchanges and barrier
+/// 10-20 % faster, gather and reduce 35 %, bcast and scatter as fast, a
+/// sub-group of 2 of 4 unchanged (docs/measurements/small-4ranks-2026-11-29).
 ///
 /// The same holds with a core per rank when the ranks are not bound to
 /// distinct CPUs and the machine is busy: a rank woken by a peer's ring

@@ -3,7 +3,8 @@
 //! ```text
 //! inbox of rank r (one memfd, created and sized by r):
 //!
-//!   header page   [magic, version, size, rank, ring_bytes, stream_bytes, pid]   line 0
+//!   header page   [magic, version, size, rank, ring_bytes, stream_bytes, pid,
+//!                  cpu: 1 + the CPU r last waited on (0: not yet)]          line 0
 //!                 bell: u32      (rung by peers and by r's own threads)      line 1
 //!                 sleepers: u32  (r's threads inside a SleepGuard)            line 2
 //!                 finalized: u64 (1 + schedules r compiled, once r finalizes) line 3
@@ -40,6 +41,10 @@ pub(crate) const H_RANK: usize = 16;
 pub(crate) const H_RING_BYTES: usize = 24;
 pub(crate) const H_STREAM_BYTES: usize = 32;
 pub(crate) const H_PID: usize = 40;
+/// 1 + the CPU the owner last waited on, 0 before it waits: written by the
+/// owner when it changes (rarely: ranks are mostly bound), read by peers
+/// that wait for it (see `ShmNode::note_cpu`).
+pub(crate) const H_CPU: usize = 48;
 pub(crate) const H_BELL: usize = LINE;
 pub(crate) const H_SLEEPERS: usize = 2 * LINE;
 /// Threads of the owner polling actively (beside `sleepers`: wakers read both).
