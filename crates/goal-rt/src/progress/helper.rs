@@ -314,12 +314,22 @@ pub(super) fn helper_loop(rt: &Runtime) {
         } else {
             IDLE_SLEEP
         };
-        // Deaf while the engine's holder polls the network (`held`), or if
+        // Deaf while the engine's holder polls the network (`held`), if
         // the application still waits once the flag is up (pairs with
-        // Wait's exit and Run's check, both SeqCst).
+        // Wait's exit and Run's check, both SeqCst), or while its mark
+        // lingers: it calls Run and Wait in a loop and will poll the
+        // network itself in a moment, as peers on this machine, which do
+        // not ring while the mark is set, assume. Woken by a packet between
+        // two calls (a message that arrives during the application's own
+        // MPI barrier, say), the helper took the CPU from its rank: 2
+        // emulated hosts, a loop of MPI_Barrier and an 8-byte Ibcast with
+        // libgoal-mpi under Open MPI, receiving rank p50/p90 12-13/22-23
+        // us, 8-11/15-16 deaf (native 10-12/14). A Run that lifts the mark after a
+        // gap rings it (`AppMark::after_gap`), and it lifts a mark that
+        // lingers itself after `linger`.
         let deaf = rt.wake_fd.is_some() && {
             rt.app_mark.helper_deaf.store(true, Ordering::SeqCst);
-            held || rt.app_waiting.load(Ordering::SeqCst) > 0
+            held || rt.app_waiting.load(Ordering::SeqCst) > 0 || rt.app_mark.is_set()
         };
         // A longer sleep is rung by a Run that lifts the mark without the
         // fence (see `AppMark::after_gap`).
