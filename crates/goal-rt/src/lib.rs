@@ -111,11 +111,10 @@ pub struct Runtime {
     /// machine than cores this process may run on, or another rank may run
     /// on this one's CPUs.
     pub(crate) yield_polls: bool,
-    /// Polls a Wait makes per taking of the engine lock, and so between
-    /// two such yields: `progress::POLL_BATCH`, or one with more ranks than
-    /// cores while a rank it waits for shares its CPU (see
-    /// `progress::yields`).
-    pub(crate) wait_batch: u32,
+    /// More ranks on this machine than cores: a Wait polls once between
+    /// yields, not `progress::POLL_BATCH` times, while a rank it waits for
+    /// shares its CPU (see `progress::yields`).
+    pub(crate) cores_shared: bool,
     /// How long a Wait polls before it sleeps (see `progress::spin::Spin`).
     pub(crate) spin: progress::spin::Spin,
     helper: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -535,7 +534,7 @@ impl Runtime {
             app_mark: progress::appmark::AppMark::new(oversubscribed),
             shutdown: AtomicBool::new(false),
             yield_polls: oversubscribed || shares_cpus,
-            wait_batch: if oversubscribed { 1 } else { progress::POLL_BATCH },
+            cores_shared: oversubscribed,
             // Adaptive unless fixed by GOAL_SPIN_US, by the spin mode, or
             // by more ranks than cores (a poller then holds a core another
             // rank needs).

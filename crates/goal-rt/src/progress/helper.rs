@@ -324,9 +324,9 @@ pub(super) fn helper_loop(rt: &Runtime) {
         // MPI barrier, say), the helper took the CPU from its rank: 2
         // emulated hosts, a loop of MPI_Barrier and an 8-byte Ibcast with
         // libgoal-mpi under Open MPI, receiving rank p50/p90 12-13/22-23
-        // us, 8-11/15-16 deaf (native 10-12/14). A Run that lifts the mark after a
-        // gap rings it (`AppMark::after_gap`), and it lifts a mark that
-        // lingers itself after `linger`.
+        // us, 8-11/15-16 deaf (native 10-12/14). A Run that lifts the mark
+        // after a gap rings it (`AppMark::after_gap`), and it lifts a mark
+        // that lingers itself after `linger`.
         let deaf = rt.wake_fd.is_some() && {
             rt.app_mark.helper_deaf.store(true, Ordering::SeqCst);
             held || rt.app_waiting.load(Ordering::SeqCst) > 0 || rt.app_mark.is_set()

@@ -69,8 +69,8 @@ pub(crate) mod spin;
 
 
 /// Polls made per taking of the engine lock while an application thread
-/// waits, unless there are more ranks than cores (`Runtime::wait_batch`).
-pub(crate) const POLL_BATCH: u32 = 64;
+/// waits (one with more ranks than cores, see [`batch`]).
+const POLL_BATCH: u32 = 64;
 
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
@@ -304,15 +304,15 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
 }
 
 /// Polls per batch of a Wait for `shared`, between two yields when it
-/// yields: [`POLL_BATCH`], or with more ranks than cores one
-/// (`Runtime::wait_batch`) while a rank the execution may wait for last
-/// waited on this thread's CPU (see [`yields`]).
+/// yields: [`POLL_BATCH`], or with more ranks than cores
+/// (`Runtime::cores_shared`) one while a rank the execution may wait for
+/// last waited on this thread's CPU (see [`yields`]).
 #[inline]
 fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> u32 {
-    if rt.wait_batch == POLL_BATCH || !e.shares_cpu_with(&shared.peers) {
-        POLL_BATCH
+    if rt.cores_shared && e.shares_cpu_with(&shared.peers) {
+        1
     } else {
-        rt.wait_batch
+        POLL_BATCH
     }
 }
 
