@@ -3,7 +3,7 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `GOAL_PROGRESS` | `auto`, `manual`, `thread`, `spin`, `kernel` (see below) | `auto` |
-//! | `GOAL_SPIN_US` | how long an application thread in Wait polls before it sleeps; unset, the spin adapts between this default and 1 ms to the waits seen (each rank with a core of its own only; see `progress::Spin`) | 50 (2000 in `spin`) |
+//! | `GOAL_SPIN_US` | how long an application thread in Wait polls before it sleeps; unset, the spin adapts between this default and 1 ms to the waits seen (see `progress::Spin`) | 50 (2000 in `spin`) |
 //! | `GOAL_HELPER_SPIN_US` | how long the helper thread polls after the last event before it sleeps | `thread`: 20 with a spare core, else 0; `spin`: 2000 |
 //! | `GOAL_PROGRESS_CPU` | CPU number the helper thread is pinned to | not pinned |
 //! | `GOAL_PROGRESS_RT` | `1`: run the helper thread as a real-time thread (`SCHED_FIFO`, priority 1) where permitted | off |

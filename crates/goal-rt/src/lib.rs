@@ -535,10 +535,9 @@ impl Runtime {
             shutdown: AtomicBool::new(false),
             yield_polls: oversubscribed || shares_cpus,
             cores_shared: oversubscribed,
-            // Adaptive unless fixed by GOAL_SPIN_US, by the spin mode, or
-            // by more ranks than cores (a poller then holds a core another
-            // rank needs).
-            spin: progress::spin::Spin::new(cfg.spin, !cfg.spin_given && cfg.progress != config::ProgressMode::Spin && !oversubscribed),
+            // Adaptive unless fixed by GOAL_SPIN_US or by the spin mode
+            // (see `progress::spin::Spin`: with more ranks than cores too).
+            spin: progress::spin::Spin::new(cfg.spin, !cfg.spin_given && cfg.progress != config::ProgressMode::Spin),
             helper: Mutex::new(None),
             cfg,
         });

@@ -20,9 +20,16 @@ pub(super) const SPIN_MAX: Duration = Duration::from_millis(1);
 /// [`SPIN_MAX`] counts as zero (sleeping was right for it, and the average
 /// falls back to `GOAL_SPIN_US`); the spin is twice that average, between
 /// `GOAL_SPIN_US` and [`SPIN_MAX`]. A loop of short Waits keeps the
-/// average near zero without updating it (no store on that path). Only a
-/// process whose ranks each have a core polls longer: a poller on a shared
-/// core holds it from the rank it waits for.
+/// average near zero without updating it (no store on that path).
+///
+/// With more ranks than cores too: there a poller calls `sched_yield`
+/// between its polls (see `progress::yields`), so it holds no CPU another
+/// thread wants, and a sleeper's wake-up costs as much. The spin was
+/// fixed at 50 us there, from before Waits yielded. 4 ranks on 2 CPUs,
+/// adaptive / fixed over alternated pairs of runs of one point: 1 MiB
+/// bcast 0.91, reduce 0.95, 8-byte bcast 0.94; every collective at 8 B,
+/// 64 KiB and 1 MiB (`bench/ab.py`, 6 rounds): median 0.98, no point
+/// beyond its spread (docs/measurements/spin-shared-2026-11-29).
 pub(crate) struct Spin {
     /// `GOAL_SPIN_US`, the least spin, in `ticks`.
     pub(super) min: u64,
