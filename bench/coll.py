@@ -391,13 +391,13 @@ def best_of(summary, ranks, coll, nbytes, libs, settings=None):
     return best
 
 
-def targets_for(ranks, coll, nbytes, ncpu=None, modes=False):
+def targets_for(ranks, coll, nbytes, modes=False):
     """[(relation, bound, against, text)] of the figures of merit at this point: against "mpi"
     (the best MPI setting), "ompi" (Open MPI's), "mode" (goal's fastest progress mode among the
     --goal-progress runs, with `modes`), or an absolute bound ("abs"). With more ranks than
-    the `ncpu` CPUs, issue 43's: the bounds of 2 ranks, and AUTO within 1.1x of goal's best
-    mode."""
-    ncpu = ncpu or os.cpu_count() or 1
+    this machine's CPUs, issue 43's: the bounds of 2 ranks, and AUTO within 1.1x of goal's
+    best mode."""
+    ncpu = os.cpu_count() or 1
     out = []
     if ranks == 2:
         if nbytes == 8 or (coll == "barrier" and nbytes == 0):
@@ -443,7 +443,7 @@ def evaluate(summary, ranks_list, goal_lib="goal"):
                         continue
                     v = g / ref
                     ok = v <= bound
-                t = {"ranks": n, "coll": coll, "bytes": nb, "target": text, "relation": rel,
+                t = {"ranks": n, "coll": coll, "bytes": nb, "target": text, "relation": rel, "against": against,
                      "bound": bound, "value": v, "goal_us": g, "ref_us": ref, "ok": ok}
                 if rel != "abs":
                     t["ref_lib"], t["ref_setting"] = rlib, rset
@@ -576,7 +576,7 @@ def report(summary, ranks_list, targets, libs) -> str:
                     m = "ok" if t["ok"] else "MISS"
                     if t.get("paired", {}).get("decides"):
                         m += f" (paired {t['value']:.2f})"
-                    mode = " mode" if t["target"].endswith("progress mode") else ""
+                    mode = " mode" if t["against"] == "mode" else ""
                     marks.append(f"<1ms {m}" if t["relation"] == "abs" else f"<={t['bound']:g}x{mode} {m}")
             ref = REFERENCE.get((coll, nb)) if n == 2 else None
             if ref:
