@@ -119,7 +119,7 @@ fn an_application_that_reads_what_it_receives_gets_its_messages_copied_by_its_ow
             }
             let job = launch(TEST, 2, &vars);
             assert!(job.status == 0, "COLD_READ={read} COLD_BUFS={nbufs}: exit {}\n--- stderr\n{}", job.status, job.stderr);
-            let split = debug_count(&job.stderr, " copied half by this rank");
+            let split = debug_count(&job.stderr, " copied by this rank and their senders");
             let cold = debug_count(&job.stderr, " of their senders' writes slower");
             eprintln!("COLD_READ={read} COLD_BUFS={nbufs}: {split} split, {cold} writes found slow");
             let ok = if read == "1" { cold >= 3 && split <= ITERS as u64 / 2 } else { split >= ITERS as u64 / 2 };
@@ -171,7 +171,7 @@ fn a_receiver_stops_asking_a_sender_that_declines_to_write() {
     let Some(_one) = driver() else { return };
     let job = launch(DECLINES, 2, &VARS);
     assert!(job.status == 0, "exit {}\n--- stderr\n{}", job.status, job.stderr);
-    let asked = debug_count(&job.stderr, " copied half by this rank");
+    let asked = debug_count(&job.stderr, " copied by this rank and their senders");
     let declined = debug_count(&job.stderr, " of them declined");
     eprintln!("{asked} split requests, {declined} declined");
     assert!(asked <= ITERS as u64 / 4, "rank 1 asked its sender to write {asked} times of {ITERS} ({declined} declined)\n--- stderr\n{}", job.stderr);

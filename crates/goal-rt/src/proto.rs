@@ -16,10 +16,12 @@
 //!   asks the sender to write a CMA message into the receive buffer at
 //!   [`Head::buffer`] itself; the sender answers [`Kind::Pushed`] when it
 //!   has (or could not).
-//! * `Cts` in mode `MODE_SPLIT`: the receiver, idle, reads the first `len`
-//!   bytes of a CMA message itself and asks the sender, if its application
-//!   waits anyway, to write the rest meanwhile; `Fin` in mode `FIN_PART`
-//!   says the receiver's part is read, `Pushed` the sender's.
+//! * `Cts` in mode `MODE_SPLIT`: the receiver, idle, reads chunks of a CMA
+//!   message from the front and asks the sender, if its application waits
+//!   anyway, to write chunks from the back meanwhile, each side taking the
+//!   next through claim word `len` of the receiver's inbox; `Fin` in mode
+//!   `FIN_PART` says the receiver has no chunk left to take, `Pushed` the
+//!   sender.
 //! * [`Kind::Credit`] (between machines): eager bytes released.
 //! * [`Kind::Accept`], [`Kind::Decline`] (kernel mode): the receiver's
 //!   answer to a channel offered in an `Eager` envelope (`MODE_OFFER`; see
@@ -178,9 +180,11 @@ pub const MODE_CMA: u8 = 2;
 pub const MODE_STREAM: u8 = 3;
 /// CTS mode: write the message by CMA to address `w3` of the receiver.
 pub const MODE_PUSH: u8 = 5;
-/// CTS mode: write the message from byte `w2` on by CMA to address `w3` of
-/// the receiver (where the message's first byte goes) while the receiver
-/// reads the bytes before it.
+/// CTS mode: share the copy with the receiver: write, by CMA to address
+/// `w3` of the receiver (where the message's first byte goes), the chunks
+/// taken from the back of claim word `len & 0xff` of the receiver's inbox
+/// (chunks of `len >> 8` pages), while the receiver reads those it takes
+/// from the front.
 pub const MODE_SPLIT: u8 = 6;
 /// RTS mode: the sender is on another machine; after the CTS the bytes
 /// come as a network bulk transfer straight into the receive buffer.

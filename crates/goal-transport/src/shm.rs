@@ -21,12 +21,15 @@
 //! * `stream`: the bulk byte ring, published in chunks for pipelining.
 //! * `doorbell`: the futex-based sleep/wake protocol (no lost wake-ups).
 //! * `heap`: the shared heap peers copy from (`GOAL_Alloc`).
+//! * `claim`: the words by which a receiver and its sender share the copy
+//!   of one large message, chunk by chunk.
 //! * `map`: an owned shared mapping, which every pointer above keeps alive.
 //!
 //! All state a node keeps for itself (cached counters, the dirty set) is in
 //! `Cell`s: a node is used by one thread at a time, so no local
 //! synchronisation is needed, and the node is `Send` but not `Sync`.
 
+mod claim;
 mod doorbell;
 mod heap;
 mod layout;
@@ -34,6 +37,7 @@ mod map;
 mod ring;
 mod stream;
 
+pub use claim::{Claim, CLAIM_SLOTS, MAX_CHUNKS};
 pub use doorbell::{Doorbell, PollGuard, SleepGuard};
 pub use heap::Heap;
 
@@ -735,6 +739,24 @@ impl ShmNode {
             .atomic_u64(pair + layout::P_CREDITS)
             .store(total, Ordering::Release);
         self.mark_dirty(peer);
+    }
+
+    /// Claim word `slot` (below [`CLAIM_SLOTS`]) for a message `peer`
+    /// sends me: in my inbox.
+    pub fn claim_in(&self, peer: usize, slot: usize) -> Claim<'_> {
+        assert!(peer < self.size && peer != self.rank && slot < CLAIM_SLOTS, "goal shm: bad claim {peer}/{slot}");
+        Claim(self.inbox.atomic_u64(self.layout.pair(peer) + layout::P_CLAIMS + slot * 8))
+    }
+
+    /// Claim word `slot` for a message I send `peer`: in `peer`'s inbox.
+    ///
+    /// # Panics
+    ///
+    /// If `peer` is not connected.
+    pub fn claim_out(&self, peer: usize, slot: usize) -> Claim<'_> {
+        assert!(slot < CLAIM_SLOTS, "goal shm: bad claim slot {slot}");
+        let pair = self.layout.pair(self.rank);
+        Claim(self.peer(peer).inbox.atomic_u64(pair + layout::P_CLAIMS + slot * 8))
     }
 
     /// Wakes the peers written to since the last flush, if they sleep.

@@ -145,7 +145,7 @@ impl Engine {
             }
             Kind::Cts if h.mode == proto::MODE_PUSH => {
                 if let Some(s) = self.state.rdv.get(h.token as usize).and_then(|s| s.as_ref()) {
-                    let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: 0, start: 0, ns: 0 };
+                    let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: 0, claim: None, ns: 0 };
                     let r = s.r;
                     self.state.writes.push_back(w);
                     self.state.streams_active += 1;
@@ -166,9 +166,12 @@ impl Engine {
                     // by CMA: 5.8 GB/s declining those, 12.9 queueing them).
                     let waits = self.in_wait || self.app_waiting.as_ref().is_some_and(|w| w.load(Ordering::Relaxed) > 0);
                     let idle = !self.has_own_work() && self.state.reads.is_empty();
-                    if waits && idle && (h.len as usize) < s.len {
-                        let half = h.len as usize;
-                        let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: half, start: half, ns: 0 };
+                    // The CTS names the claim word by which the two take
+                    // the message's chunks (`len`: its index, and the
+                    // chunk in pages above it).
+                    let (slot, chunk) = ((h.len & 0xff) as usize, (h.len >> 8) as usize * 4096);
+                    if waits && idle && slot < CLAIM_SLOTS && chunk > 0 {
+                        let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: 0, claim: Some((slot as u8, chunk)), ns: 0 };
                         let r = s.r;
                         self.state.split_out.insert(h.token, (2, 0));
                         self.state.writes.push_back(w);

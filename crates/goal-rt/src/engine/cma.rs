@@ -45,45 +45,47 @@ impl Engine {
     /// sender's memory (ptrace rules) asks for the stream instead.
     pub(super) fn read_step(&mut self, mut read: Read, dst: &Pieces, piece: usize) -> Option<Read> {
         let (src, len, mode) = (read.src, read.len, read.mode);
-        let end = len.min(read.done.saturating_add(piece));
         let t0 = Instant::now();
-        let res = each_span(dst, read.done, end, |p, from, n| {
-            // SAFETY: `each_span` gives a part of a receive buffer piece,
-            // valid for writes for `n` bytes (API contract).
-            let d = unsafe { std::slice::from_raw_parts_mut(p, n) };
-            if mode == proto::MODE_HEAP {
-                self.link.heap_read(src as usize, read.addr + from as u64, d)
-            } else {
-                self.link.cma_read(src as usize, read.addr + from as u64, d)
+        let (step, res, more) = match read.claim {
+            Some((slot, chunk)) => self.read_claimed(&read, slot, chunk, dst, piece),
+            None => {
+                let end = len.min(read.done.saturating_add(piece));
+                (end - read.done, self.read_span(&read, dst, read.done, end), end < len)
             }
-        });
+        };
         let ns = t0.elapsed().as_nanos() as u64;
         let denied = res.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
-        if mode == proto::MODE_CMA && read.done == 0 && denied && self.state.lost[src as usize].is_none() {
+        // (Not for a split message's part: the sender writes chunks of it
+        // meanwhile, and a split is asked only once reads have worked.)
+        if mode == proto::MODE_CMA && read.done == 0 && denied && read.claim.is_none() && self.state.lost[src as usize].is_none() {
             self.send_control(src, Kind::Cts, read.token);
             self.stream_receive(read.r, src, len);
             return None;
         }
         if res.is_ok() {
-            self.copied(end - read.done);
-            read.done = end;
+            self.copied(step);
+            read.done += step;
             read.ns += ns;
-            if end < len {
+            if more {
                 return Some(read);
             }
             if mode == proto::MODE_CMA {
                 self.state.cma_reads_work = true;
             }
             if let Some(split) = self.state.split_in.get_mut(&(src, read.token)) {
-                // The receiver's part of a split message: the sender's
-                // buffer is free once its own part is written too.
+                // The receiver's part of a split message (no chunk left to
+                // take): the sender's buffer is free once its own chunks
+                // are written too.
                 split.read = true;
                 split.read_ns = read.ns;
-                let (written, write_ns, judge) = (split.written, split.write_ns, split.judge);
+                split.read_bytes = read.done;
+                let written = split.written;
+                self.state.split_bytes[1] += read.done as u64;
                 self.post_message(src as usize, Head::control(Kind::Fin, read.token).mode(proto::FIN_PART).with_nanos(read.ns));
                 if written {
-                    self.state.split_in.remove(&(src, read.token));
-                    self.judge_write(src, judge, write_ns, read.ns);
+                    if let Some(split) = self.state.split_in.remove(&(src, read.token)) {
+                        self.split_over(src, &split, len);
+                    }
                     self.finish(read.r);
                 }
                 return None;
@@ -120,4 +122,50 @@ impl Engine {
         None
     }
 
+
+    /// Reads bytes `from..to` of message `read` into `dst`, the receive's
+    /// buffer, from its sender's memory (CMA) or shared heap.
+    fn read_span(&self, read: &Read, dst: &Pieces, from: usize, to: usize) -> std::io::Result<()> {
+        each_span(dst, from, to, |p, at, n| {
+            // SAFETY: `each_span` gives a part of a receive buffer piece,
+            // valid for writes for `n` bytes (API contract).
+            let d = unsafe { std::slice::from_raw_parts_mut(p, n) };
+            if read.mode == proto::MODE_HEAP {
+                self.link.heap_read(read.src as usize, read.addr + at as u64, d)
+            } else {
+                self.link.cma_read(read.src as usize, read.addr + at as u64, d)
+            }
+        })
+    }
+
+    /// Reads the chunks of split message `read` that this rank takes from
+    /// the front of claim word `slot` (of `chunk` bytes), up to `piece` bytes of them: the
+    /// bytes read, how it went, and whether chunks are left to take.
+    fn read_claimed(&self, read: &Read, slot: u8, chunk: usize, dst: &Pieces, piece: usize) -> (usize, std::io::Result<()>, bool) {
+        let claim = self.link.claim(read.src as usize, slot as usize, false);
+        let mut step = 0;
+        while step < piece {
+            let Some(i) = claim.take_front(read.token) else { return (step, Ok(()), false) };
+            let from = i as usize * chunk;
+            let to = read.len.min(from + chunk);
+            if let Err(e) = self.read_span(read, dst, from, to) {
+                return (step, Err(e), false);
+            }
+            step += to - from;
+        }
+        (step, Ok(()), claim.left(read.token))
+    }
+
+    /// Receiver: split message `split` of `len` bytes from `src` is over
+    /// (both parts copied, or the sender's given up): frees its claim
+    /// word, and judges the sender's write against this rank's read, per
+    /// byte (see `COLD_WRITES`).
+    pub(super) fn split_over(&mut self, src: u32, split: &SplitIn, len: usize) {
+        self.state.claims_free[src as usize] |= 1 << split.slot;
+        let wrote = len.saturating_sub(split.read_bytes);
+        if split.written && split.read_bytes > 0 && wrote > 0 {
+            let write_ns = (split.write_ns as u128 * split.read_bytes as u128 / wrote as u128) as u64;
+            self.judge_write(src, split.judge, write_ns, split.read_ns);
+        }
+    }
 }

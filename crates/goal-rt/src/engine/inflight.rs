@@ -103,6 +103,10 @@ pub(super) struct Read {
     pub(super) ns: u64,
     /// The whole message, not a part of a split one.
     pub(super) whole: bool,
+    /// A split message's claim word and chunk: this rank reads the chunks
+    /// it takes from the front (`len` is the whole message's, `done` counts
+    /// the bytes read); `None`: bytes `done..len` in order.
+    pub(super) claim: Option<(u8, usize)>,
 }
 
 /// A rendezvous send that writes its message into the receiver's memory
@@ -117,18 +121,21 @@ pub(super) struct Write {
     pub(super) len: usize,
     /// Where the receive buffer starts in the receiver's memory.
     pub(super) addr: u64,
-    /// Bytes written so far (from `start`).
+    /// Bytes written so far.
     pub(super) done: usize,
-    /// Where the write began: 0, or the receiver's part of a split message.
-    pub(super) start: usize,
+    /// A split message's claim word and chunk: this rank writes the chunks
+    /// it takes from the back; `None`: the whole message, in order.
+    pub(super) claim: Option<(u8, usize)>,
     /// Time spent writing so far, for `PUSHED` (see [`COLD_WRITES`]).
     pub(super) ns: u64,
 }
 
 /// The receiver's side of a split message (see [`SPLIT_MIN`]).
 pub(super) struct SplitIn {
-    /// The receiver's part: bytes `0..half`.
-    pub(super) half: usize,
+    /// The claim word (in this rank's inbox) by which the two take chunks,
+    /// and the chunk's size.
+    pub(super) slot: u8,
+    pub(super) chunk: usize,
     /// The message's start in the sender's memory.
     pub(super) addr: u64,
     /// How the receiver reads its part: `proto::MODE_CMA` or `proto::MODE_HEAP`.
@@ -143,6 +150,8 @@ pub(super) struct SplitIn {
     /// write of its own (see [`COLD_WRITES`]).
     pub(super) read_ns: u64,
     pub(super) write_ns: u64,
+    /// Bytes the receiver read (the sender wrote the rest).
+    pub(super) read_bytes: usize,
 }
 
 /// A few receive buffers (their start addresses) that a peer's latest long

@@ -151,6 +151,13 @@ impl Links {
         self.shm.read_peer_heap(p, off, dst)
     }
 
+    /// The claim word `slot` of a message local peer `p` sends this rank
+    /// (`out`: of one this rank sends `p`), by which the two share its copy.
+    #[inline]
+    pub(super) fn claim(&self, p: usize, slot: usize, out: bool) -> goal_transport::shm::Claim<'_> {
+        if out { self.shm.claim_out(p, slot) } else { self.shm.claim_in(p, slot) }
+    }
+
     /// Makes what was written into rings visible to their readers (wakes
     /// the sleepers among them).
     #[inline(always)]

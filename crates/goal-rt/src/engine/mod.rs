@@ -145,7 +145,7 @@ use crate::proto::{self, Head, Kind, SchedId};
 use goal_sched::{OpKind, OpRec, ReduceOp};
 use goal_net::{Event, NetNode};
 use goal_transport::kchain::{KOp, KOpKind, KRing, Link, SockType};
-use goal_transport::shm::ShmNode;
+use goal_transport::shm::{ShmNode, CLAIM_SLOTS};
 use goal_transport::PeerLost;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -248,6 +248,9 @@ struct State {
     /// Receiver: messages split with their senders (`CTS` in `MODE_SPLIT`),
     /// by (sender, its token).
     split_in: HashMap<(u32, u32), SplitIn>,
+    /// Receiver: per sender, the claim words of its pair block free for
+    /// another split message (bit `i`: word `i`, see `CLAIM_SLOTS`).
+    claims_free: Vec<u64>,
     /// Sender: split messages this rank writes its part of, by token, with
     /// how many of the two parts (its write, the receiver's read) are left
     /// and the longest time (ns) one of them took so far.
@@ -260,6 +263,9 @@ struct State {
     /// Messages split with their senders, and how many of those the
     /// senders declined (see [`SPLIT_MIN`]), for the debug line.
     split: [u64; 2],
+    /// Bytes of the split messages, and of those the bytes this rank read,
+    /// for the debug line.
+    split_bytes: [u64; 2],
     /// Failed executions whose buffers senders still write into (see
     /// [`Engine::complete_slow`]), by slot, with the error to report.
     draining: HashMap<u32, Error>,
@@ -332,11 +338,13 @@ impl Engine {
             writes: VecDeque::new(),
             pushes_in: HashMap::new(),
             split_in: HashMap::new(),
+            claims_free: vec![u64::MAX >> (64 - CLAIM_SLOTS); n],
             split_out: HashMap::new(),
             cma_reads_work: false,
             run_left: 0,
             pushed: 0,
             split: [0, 0],
+            split_bytes: [0, 0],
             draining: HashMap::new(),
             exchange_timing: (0..n).map(|_| None).collect(),
             streams_active: 0,

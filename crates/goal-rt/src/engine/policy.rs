@@ -4,6 +4,7 @@
 //! stream-or-CMA choice per message size is `crate::adapt`'s.
 
 use super::*;
+use super::cma::{READ_PIECE};
 use super::fusion::{FUSE_CMA_MAX};
 use super::pieces::{Pieces};
 
@@ -56,12 +57,33 @@ pub(super) const COLD_SKIP: u32 = 32;
 pub(super) const COLD_SKIP_MAX: u32 = 1024;
 
 /// CMA messages from this size on, whose receiver is idle and whose sender
-/// waits in Wait, are copied by both: the receiver reads the first half
-/// while the sender writes the second (`CTS` in `MODE_SPLIT`). One core
+/// waits in Wait, are copied by both (`CTS` in `MODE_SPLIT`). One core
 /// reading the whole message leaves the other idle; two processes on the
-/// two CPUs here, medians of 300: 64 KiB 8.1 -> 6.3 us, 256 KiB 25.5 ->
-/// 21.2, 1 MiB 99.7 -> 63.2, 4 MiB 488 -> 287.
+/// two CPUs here, medians of 300, halves fixed in advance: 64 KiB 8.1 ->
+/// 6.3 us, 256 KiB 25.5 -> 21.2, 1 MiB 99.7 -> 63.2, 4 MiB 488 -> 287.
+///
+/// The two take the message's chunks ([`claim_chunk`]) from either end as
+/// they get to them (a claim word in the receiver's inbox, see
+/// `goal_transport::shm::Claim`), not halves fixed in advance: with one
+/// CPU shared with another process, the rank on it copies at half speed,
+/// and fixed halves made every message wait for that half (2 ranks beside
+/// a busy process, windows of 16 MiB: 2.0-2.6 GB/s split in halves, 2.3-2.5
+/// read by the receiver alone).
 pub(super) const SPLIT_MIN: usize = 64 << 10;
+
+/// The chunk by which the receiver and the sender of a split message of
+/// `len` bytes, read in `mode`, take their shares (see [`SPLIT_MIN`]), in
+/// whole pages: by CMA a quarter of it, at least half of it up to 128 KiB,
+/// at most [`READ_PIECE`]. Each chunk costs a claim and a system call: an
+/// eighth of 1 MiB, or a quarter of 256 KiB, made those one-way times
+/// 12-33 % slower on a quiet machine. From the shared heap an eighth, from
+/// 64 KiB: the receiver's part is a plain `memcpy`, faster than the
+/// sender's write, and with quarters it took too little of a 1 MiB
+/// message (2 ranks, one-way 45 -> 58 us).
+pub(super) fn claim_chunk(len: usize, mode: u8) -> usize {
+    let chunk = if mode == proto::MODE_HEAP { (len / 8).clamp(64 << 10, READ_PIECE) } else { (len / 4).clamp((len / 2).min(128 << 10), READ_PIECE) };
+    (chunk + 4095) & !4095
+}
 
 /// [`SPLIT_MIN`] for a message from the sender's shared heap, which the
 /// receiver reads with a plain `memcpy`: only there does the extra control
@@ -83,9 +105,9 @@ pub(super) enum Fetch {
     /// `judge`: time the write against this rank's own reads (see
     /// [`COLD_WRITES`]).
     Push { judge: bool },
-    /// This rank reads bytes `0..half` while the sender writes the rest
-    /// (see [`SPLIT_MIN`]).
-    Split { half: usize, judge: bool },
+    /// This rank reads chunks from the front while the sender writes
+    /// them from the back (see [`SPLIT_MIN`]).
+    Split { judge: bool },
     /// This rank reads it all from the sender's memory (CMA) or heap.
     Read,
     /// Through the pair's stream, both copying at once.
@@ -175,15 +197,12 @@ impl Engine {
             proto::MODE_HEAP | proto::MODE_CMA if self.background => Fetch::Read,
             proto::MODE_CMA if self.state.lost[src as usize].is_none() && len >= FUSE_CMA_MAX && self.fusable(r, len) => Fetch::FusedStream,
             proto::MODE_CMA if warm && self.push_pays(r, src, len, dst) => Fetch::Push { judge: again },
-            proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len, dst) => {
-                // Page-aligned, so that neither side's copy shares a page.
-                // From the heap the receiver's `memcpy` outruns the
-                // sender's CMA write: it takes three fifths (2 ranks, bcast
-                // from the heap, six alternations: 1 MiB 23.4 -> 19.3 us,
-                // 4 MiB 202 -> 194 against halves; 70 % lost at 4 MiB).
-                let part = if mode == proto::MODE_HEAP { len / 5 * 3 } else { len / 2 };
-                Fetch::Split { half: part & !4095, judge: again }
-            }
+            // From the heap the receiver's `memcpy` outruns the sender's
+            // CMA write, and takes more of the chunks by itself (fixed, three
+            // fifths had paid: 2 ranks, bcast from the heap, six
+            // alternations: 1 MiB 23.4 -> 19.3 us, 4 MiB 202 -> 194 against
+            // halves).
+            proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len, dst) => Fetch::Split { judge: again },
             proto::MODE_HEAP | proto::MODE_CMA => Fetch::Read,
             _ => Fetch::Stream,
         }
@@ -285,7 +304,8 @@ impl Engine {
     /// else to do, where CMA reads have worked (a heap message: the
     /// sender's write tells, see `PUSH_REFUSED`), not with more ranks than
     /// cores (the sender's core is another rank's then, and the receiver
-    /// would wait for it), and not for a receive that a local operation
+    /// would wait for it), with a claim word free for it (see
+    /// [`CLAIM_SLOTS`]), and not for a receive that a local operation
     /// combines next (`fusable`): that one reads the message, from this
     /// core's cache when this core copied it (2 ranks, reduce of 64 KiB:
     /// 5.5-7.2 us read here, 8.2-9.9 split).
@@ -293,6 +313,7 @@ impl Engine {
         let long = if mode == proto::MODE_HEAP { len >= HEAP_SPLIT_MIN } else { len >= SPLIT_MIN && self.state.cma_reads_work };
         self.splits
             && long
+            && self.state.claims_free[src as usize] != 0
             && !self.fusable(r, len)
             && self.may_write_here(src, dst)
     }

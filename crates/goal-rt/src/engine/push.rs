@@ -1,7 +1,7 @@
 //! Rendezvous by the sender writing into the receiver's memory
 //! (`process_vm_writev`): a push (the receiver is busy with work of its
-//! own), or the sender's half of a split message (the receiver reads the
-//! other half at the same time).
+//! own), or the sender's chunks of a split message (the receiver reads the
+//! others at the same time).
 
 use super::*;
 use super::cma::{READ_PIECE};
@@ -49,29 +49,54 @@ impl Engine {
             return self.post_message(peer as usize, Head::control(Kind::Pushed, token).mode(proto::PUSH_BY_STREAM));
         };
         let r = r.unwrap_or_else(|| unreachable!());
-        let end = w.len.min(w.done + READ_PIECE);
         let link = &self.link;
         let t0 = Instant::now();
-        let res = each_span(&src, w.done, end, |p, from, n| {
-            // SAFETY: `each_span` gives a part of a send buffer piece, valid
-            // for `n` bytes and unmodified until the execution ends (API
-            // contract).
-            let d = unsafe { std::slice::from_raw_parts(p as *const u8, n) };
-            link.cma_write(peer as usize, w.addr + from as u64, d)
-        });
+        let write = |from: usize, to: usize| {
+            each_span(&src, from, to, |p, at, n| {
+                // SAFETY: `each_span` gives a part of a send buffer piece,
+                // valid for `n` bytes and unmodified until the execution
+                // ends (API contract).
+                let d = unsafe { std::slice::from_raw_parts(p as *const u8, n) };
+                link.cma_write(peer as usize, w.addr + at as u64, d)
+            })
+        };
+        // The next piece of a push; of a split message, the chunks this
+        // rank takes from the back, while there are any (see `Claim`).
+        let (step, res, more) = match w.claim {
+            None => {
+                let end = w.len.min(w.done + READ_PIECE);
+                (end - w.done, write(w.done, end), end < w.len)
+            }
+            Some((slot, chunk)) => {
+                let claim = link.claim(peer as usize, slot as usize, true);
+                let (mut step, mut res) = (0, Ok(()));
+                while step < READ_PIECE {
+                    let Some(i) = claim.take_back(token) else { break };
+                    let from = i as usize * chunk;
+                    let to = w.len.min(from + chunk);
+                    res = write(from, to);
+                    if res.is_err() {
+                        break;
+                    }
+                    step += to - from;
+                }
+                let more = res.is_ok() && claim.left(token);
+                (step, res, more)
+            }
+        };
         w.ns += t0.elapsed().as_nanos() as u64;
         match res {
             Ok(()) => {
-                self.copied(end - w.done);
-                w.done = end;
-                if end < w.len {
+                self.copied(step);
+                w.done += step;
+                if more {
                     self.state.writes.push_front(w);
                     self.state.streams_active += 1;
                     return;
                 }
                 // With the write's time, for the receiver (see COLD_WRITES).
                 self.post_message(peer as usize, Head::control(Kind::Pushed, token).mode(proto::PUSH_DONE).with_nanos(w.ns));
-                if w.start == 0 {
+                if w.claim.is_none() {
                     // A whole message written is CMA's time for `adapt`, as a
                     // read's would be: a receiver that always asks its sender
                     // to write (a gather's root, busy with its own block) left
@@ -114,6 +139,9 @@ impl Engine {
         let Some((r, len, judge)) = self.state.pushes_in.remove(&(src, token)) else { return };
         let split = self.state.split_in.remove(&(src, token));
         if self.state.draining.contains_key(&r.slot) {
+            if let Some(split) = &split {
+                self.close_split(src, token, split.slot);
+            }
             // Its execution failed meanwhile: it ends once nothing more is written.
             if !self.state.pushes_in.values().any(|(x, _, _)| x.slot == r.slot) {
                 self.complete_slow(r.slot, Ok(()));
@@ -127,16 +155,16 @@ impl Engine {
             self.state.paths.read_to[src as usize].take(at);
         }
         match (how, split) {
-            (proto::PUSH_DONE, Some(mut split)) if !split.read => {
+            (proto::PUSH_DONE, Some(mut split)) => {
                 self.state.pushed += 1;
                 split.written = true;
                 split.write_ns = write_ns;
-                self.state.split_in.insert((src, token), split);
-            }
-            (proto::PUSH_DONE, Some(split)) => {
-                self.state.pushed += 1;
-                self.judge_write(src, split.judge, write_ns, split.read_ns);
-                self.finish(r);
+                if split.read {
+                    self.split_over(src, &split, len);
+                    self.finish(r);
+                } else {
+                    self.state.split_in.insert((src, token), split);
+                }
             }
             (proto::PUSH_DONE, None) => {
                 self.state.pushed += 1;
@@ -144,9 +172,11 @@ impl Engine {
                 self.finish(r);
             }
             (proto::PUSH_REFUSED | proto::PUSH_DECLINED | proto::PUSH_BY_STREAM, Some(split)) => {
-                // The sender writes nothing: this rank reads the rest too
-                // (its read goes on to the end, or takes up where it
-                // stopped), then frees the sender with a plain FIN.
+                // The sender writes no more: this rank reads the rest too,
+                // every chunk from the first it had not taken (those the
+                // sender took may be half written), then frees the sender
+                // with a plain FIN.
+                let from = (self.close_split(src, token, split.slot) as usize * split.chunk).min(len);
                 if how == proto::PUSH_REFUSED {
                     self.state.paths.push_refused[src as usize] = true;
                 }
@@ -166,9 +196,9 @@ impl Engine {
                 // 75 us a read against the 145 us iterations it made, where
                 // the stream took 96 and was not chosen).
                 match self.state.reads.iter_mut().find(|read| read.src == src && read.token == token) {
-                    Some(read) => read.len = len,
+                    Some(read) => (read.claim, read.done) = (None, from),
                     None => {
-                        self.state.reads.push_back(Read { r, src, len, mode: split.mode, token, addr: split.addr, done: split.half, ns: split.read_ns, whole: false });
+                        self.state.reads.push_back(Read { r, src, len, mode: split.mode, token, addr: split.addr, done: from, ns: split.read_ns, whole: false, claim: None });
                         self.state.streams_active += 1;
                     }
                 }
@@ -180,11 +210,24 @@ impl Engine {
                 self.post_message(src as usize, Head::control(Kind::Cts, token).for_this_one_only());
                 self.stream_receive(r, src, len);
             }
-            _ => {
+            (_, split) => {
+                if let Some(split) = split {
+                    self.close_split(src, token, split.slot);
+                }
                 let msg = format!("{}: rank {src} could not write its message here", self.describe(r));
                 self.fail(r, Error::new(ErrorKind::System, msg));
             }
         }
     }
 
+
+    /// Receiver: no more chunks of split message `token` from `src` are
+    /// taken (the sender gave up, or this rank's execution failed); frees
+    /// its claim word `slot`. Returns the first chunk this rank had not
+    /// taken.
+    fn close_split(&mut self, src: u32, token: u32, slot: u8) -> u32 {
+        let front = self.link.claim(src as usize, slot as usize, false).close(token).unwrap_or(0);
+        self.state.claims_free[src as usize] |= 1 << slot;
+        front
+    }
 }

@@ -6,7 +6,7 @@
 use super::*;
 use super::cma::{READ_LATER};
 use super::pieces::{Pieces};
-use super::policy::{Fetch};
+use super::policy::{claim_chunk, Fetch};
 use super::record::Path;
 
 impl Engine {
@@ -104,18 +104,28 @@ impl Engine {
                 self.state.pushes_in.insert((src, token), (r, len as usize, judge));
                 self.post_message(src as usize, Head::control(Kind::Cts, token).mode(proto::MODE_PUSH).with_buffer(at));
             }
-            Fetch::Split { half, judge } => {
+            Fetch::Split { judge } => {
+                // A free claim word (`split_pays` saw one), set for this
+                // message before the sender hears of it.
+                let free = &mut self.state.claims_free[src as usize];
+                let slot = free.trailing_zeros() as u8;
+                *free &= !(1 << slot);
+                let chunk = claim_chunk(len as usize, mode);
+                let chunks = (len as usize).div_ceil(chunk);
+                self.link.claim(src as usize, slot as usize, false).start(token, chunks as u32);
                 self.state.pushes_in.insert((src, token), (r, len as usize, judge));
-                self.state.split_in.insert((src, token), SplitIn { half, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0 });
+                self.state.split_in.insert((src, token), SplitIn { slot, chunk, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0, read_bytes: 0 });
                 self.state.split[0] += 1;
+                self.state.split_bytes[0] += len as u64;
                 let mut cts = Head::control(Kind::Cts, token).mode(proto::MODE_SPLIT).with_buffer(at);
-                cts.len = half as u32;
+                // The word's index, and the chunk in pages above it.
+                cts.len = slot as u32 | ((chunk >> 12) as u32) << 8;
                 self.post_message(src as usize, cts);
-                self.state.reads.push_back(Read { r, src, len: half, mode, token, addr, done: 0, ns: 0, whole: false });
+                self.state.reads.push_back(Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: false, claim: Some((slot, chunk)) });
                 self.state.streams_active += 1;
             }
             Fetch::Read => {
-                let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true };
+                let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true, claim: None };
                 if read.len >= READ_LATER {
                     self.state.reads.push_back(read);
                     self.state.streams_active += 1;

@@ -182,11 +182,14 @@ impl Engine {
         let [stream, cma] = self.adapt.taken;
         let [x_stream, x_cma] = self.adapt.taken_in_exchange;
         let (fused, pushed, [split, declined], cold) = (self.state.fused, self.state.pushed, self.state.split, self.state.paths.cold_writes);
+        let [bytes, read] = self.state.split_bytes;
+        let share = (read * 100).checked_div(bytes).unwrap_or(0);
         (stream + cma + fused + pushed + split > 0).then(|| {
             format!(
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \
                  {fused} receive(s) combined with their local operation as they came; {pushed} written here by their senders while this rank was busy; \
-                 {split} copied half by this rank, half by their senders ({declined} of them declined by a sender whose application did not wait); \
+                 {split} copied by this rank and their senders together, chunk by chunk, this rank taking {share} % of their bytes \
+                 ({declined} of them declined by a sender whose application did not wait); \
                  {cold} of their senders' writes slower than this rank's own copy (the application reads what it receives: this rank then copies for a while); \
                  ns per byte measured: {}",
                 self.adapt.measured()

@@ -14,6 +14,8 @@
 //!                   stream tail    (written by s)                          line 2
 //!                   stream head    (written by r)                          line 3
 //!                   credits        (written by r, read by s)               line 4
+//!                   claims         (CLAIM_SLOTS words, packed: taken by
+//!                                   both, a claim per chunk copied)        lines 8..12
 //!     ring data     ring_bytes     (message records, s -> r)
 //!     stream data   stream_bytes   (bulk bytes, s -> r)
 //! ```
@@ -60,6 +62,11 @@ pub(crate) const P_RING_HEAD: usize = LINE;
 pub(crate) const P_STREAM_TAIL: usize = 2 * LINE;
 pub(crate) const P_STREAM_HEAD: usize = 3 * LINE;
 pub(crate) const P_CREDITS: usize = 4 * LINE;
+/// The first claim word (see `claim`); word `i` at `P_CLAIMS + 8 * i`.
+/// Packed, not one per line: each is taken once per chunk of 16 to 512
+/// KiB copied, far too rarely for the lines' trips between cores to count.
+pub(crate) const P_CLAIMS: usize = 8 * LINE;
+const _: () = assert!(P_CLAIMS + super::claim::CLAIM_SLOTS * 8 <= CONTROL_BYTES);
 
 /// Geometry of one inbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
