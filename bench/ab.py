@@ -37,9 +37,12 @@ import summarize as S  # noqa: E402
 DRIVERS = ("p2p", "coll", "overlap")
 
 
-def tables(summary: dict):
+def tables(summary: dict, prefix: str = ""):
     """(table name, key tuple, column, value, higher_is_better) for every number of the
-    summary's median tables."""
+    summary's median tables; a run under several --noise conditions has one summary per
+    condition, whose tables are named "condition:table"."""
+    for cond, sub in (summary.get("conditions") or {}).items():
+        yield from tables(sub, f"{prefix}{cond}:")
     for name, t in summary.items():
         if not (isinstance(t, dict) and {"key", "columns", "rows"} <= t.keys()):
             continue
@@ -51,7 +54,7 @@ def tables(summary: dict):
             key = tuple(row[:nkey])
             for col, v in zip(t["columns"], row[nkey:]):
                 if isinstance(v, (int, float)) and v > 0:
-                    yield name, key, col, float(v), higher
+                    yield prefix + name, key, col, float(v), higher
 
 
 def quartiles(xs: list[float]) -> tuple[float, float]:
@@ -82,6 +85,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5, help="runs of each build, alternating (default 5)")
     ap.add_argument("--name", help="output name (default: the driver's)")
     ap.add_argument("--out-dir", type=Path, default=C.REPO / "results" / "ab")
+    ap.add_argument("--reuse", action="store_true",
+                    help="summarize the runs already in NAME-runs/ instead of running them again "
+                         "(after a change to the summary), running only those missing")
     ap.add_argument("driver", choices=DRIVERS, help="the benchmark to run")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="the driver's own options")
     a = ap.parse_args()
@@ -97,7 +103,11 @@ def main() -> int:
         order = [("A", a.a), ("B", a.b)] if r % 2 == 0 else [("B", a.b), ("A", a.a)]
         for label, prefix in order:
             print(f"round {r + 1}/{a.rounds}: {label}", flush=True)
-            per[label].append(run_driver(a.driver, prefix, runs_dir / f"{label}-{r}", a.args, a.out_dir / f"cache-{label}"))
+            out = runs_dir / f"{label}-{r}"
+            if a.reuse and out.with_suffix(".json").exists():
+                per[label].append(S.summarize(out.with_suffix(".json")))
+            else:
+                per[label].append(run_driver(a.driver, prefix, out, a.args, a.out_dir / f"cache-{label}"))
     # Per point: the rounds' values of A and B (paired by round).
     points: dict[tuple, dict] = {}
     for label in ("A", "B"):
