@@ -166,7 +166,14 @@ def plot(rows: list[dict], path: Path, driver: str) -> None:
         return
     if not rows:
         return
-    labels = [f"{x['column']} {' '.join(map(str, x['key']))}" for x in rows]
+    # A point's key alone leaves a bandwidth row looking like a latency's:
+    # name its table unless the key already says what it is (p2p's
+    # "latency_sched 65536"), and its noise condition, if any.
+    def label(x: dict) -> str:
+        cond, _, table = x["table"].rpartition(":")
+        what = "" if table.startswith("medians") else table.replace("_gbps", "") + " "
+        return f"{cond + ': ' if cond else ''}{what}{x['column']} {' '.join(map(str, x['key']))}"
+    labels = [label(x) for x in rows]
     # One row per point, ratios on a log scale clipped to 0.5..2: a noisy
     # round (a ratio of 5) would otherwise flatten every bar.
     fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.16 * len(rows)))
