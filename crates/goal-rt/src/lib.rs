@@ -99,6 +99,9 @@ pub struct Runtime {
     /// The helper sleeps on `app_waiting`: the Wait that brings it to zero
     /// wakes it.
     pub(crate) helper_parked: AtomicBool,
+    /// The helper parks longer than 1 ms: the next Run wakes it (see
+    /// `progress::helper::wake_deep`).
+    pub(crate) helper_deep: AtomicBool,
     /// `kernel` mode: operations wait for a thread that may hand chains to
     /// the kernel (see `engine::kernel::mark_carrier`); the helper takes
     /// them even while application threads wait.
@@ -530,6 +533,7 @@ impl Runtime {
             world: Group::world(size as u32, rank as u32, group::Contexts::new()),
             app_waiting,
             helper_parked: AtomicBool::new(false),
+            helper_deep: AtomicBool::new(false),
             kernel_deferred,
             app_mark: progress::appmark::AppMark::new(oversubscribed),
             shutdown: AtomicBool::new(false),
@@ -672,6 +676,7 @@ impl Runtime {
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::appmark::AppMark`).
         let (run_at, after_gap) = self.app_mark.at_run(&self.bell, s.inner.id);
+        progress::helper::wake_deep(self);
         let mut e = self.lock_engine();
         if after_gap {
             // The mark is lifted without a ring: what peers wrote while it

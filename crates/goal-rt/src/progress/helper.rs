@@ -40,6 +40,19 @@ const ACTIVE_SPELL: Duration = Duration::from_millis(100);
 /// apart: 276 wake-ups, `modes.rs`).
 const PARK_MAX: Duration = Duration::from_millis(1);
 
+/// The longest park (see [`park`]) once the same Wait has outlasted
+/// shorter ones: each park that ends with an application thread still
+/// waiting doubles the next, from [`PARK_MAX`]. A helper woken every 1 ms
+/// through a long Wait took the CPU from the thread that waits (the two
+/// share it), and beside another process the scheduler then ran that
+/// process before the waiting thread again: 2 ranks beside a busy process,
+/// one-way latency of 100 ping-pongs in one schedule, 64 KiB 10.9 us with
+/// wake-ups every 1 ms, 5.5 with every 20 ms (6.3 in `manual` mode; 4x
+/// the involuntary context switches of `manual`). A Run wakes a helper
+/// that parks longer than [`PARK_MAX`] (see [`wake_deep`]), as the park's
+/// timeout would have.
+const PARK_DEEP: Duration = Duration::from_millis(16);
+
 /// How long the application's polling mark outlives its last Run or Wait.
 const MARK_LINGER: Duration = Duration::from_micros(200);
 
@@ -156,6 +169,8 @@ pub(super) fn helper_loop(rt: &Runtime) {
     // Engine-lock misses in a row (see LOCK_MISSES).
     let mut lock_misses = 0u32;
     let mut place = Placement::new(&rt.cfg);
+    // How long the next park lasts at most (see PARK_DEEP).
+    let mut park_for = PARK_MAX;
     loop {
         // Lift the application's mark once it has lingered a whole period
         // without a Run or Wait (the poll below is the re-check). While the
@@ -232,9 +247,11 @@ pub(super) fn helper_loop(rt: &Runtime) {
             }
         }
         if rt.app_waiting.load(Ordering::Acquire) > 0 {
-            park(rt);
+            // The same Wait still going after a whole park: park longer.
+            park_for = if park(rt, park_for) { (park_for * 2).min(PARK_DEEP) } else { PARK_MAX };
             continue;
         }
+        park_for = PARK_MAX;
         // Another thread holds the engine (a Run, a Test, a Wait's first
         // batch of polls, which does not count as waiting): look again after
         // a yield, up to LOCK_MISSES times, before registering as a sleeper.
@@ -400,15 +417,37 @@ fn yield_or_pause(rt: &Runtime) {
 /// wake-up would take the CPU from the application right after its Wait,
 /// for nothing to do. Nor does the next Run (it did until issue 44: a Run
 /// after a computation woke it, and the woken helper, on the Run's CPU,
-/// took 7-22 us of the Run). The helper looks again after [`PARK_MAX`].
-pub(super) fn park(rt: &Runtime) {
+/// took 7-22 us of the Run). The helper looks again after `timeout`:
+/// [`PARK_MAX`], or longer through a long Wait, when the next Run wakes
+/// it (see [`PARK_DEEP`]). Returns whether an application thread still
+/// waits after the whole `timeout`.
+pub(super) fn park(rt: &Runtime, timeout: Duration) -> bool {
     // Dekker with Wait's exit (see `unpark`): either we see the count at
-    // zero, or the thread that brought it there sees us parked.
+    // zero, or the thread that brought it there sees us parked. The same
+    // with the next Run for a deep park (see `wake_deep`).
+    rt.helper_deep.store(timeout > PARK_MAX, Ordering::SeqCst);
     rt.helper_parked.store(true, Ordering::SeqCst);
     let n = rt.app_waiting.load(Ordering::SeqCst);
+    let mut still = false;
     if n > 0 && !rt.shutdown.load(Ordering::Acquire) && !rt.kernel_deferred.load(Ordering::SeqCst) {
+        let t0 = Instant::now();
         // Returns at once if the count moved since the load.
-        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(PARK_MAX));
+        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(timeout));
+        still = t0.elapsed() >= timeout && rt.app_waiting.load(Ordering::Acquire) > 0;
     }
     rt.helper_parked.store(false, Ordering::Relaxed);
+    rt.helper_deep.store(false, Ordering::Relaxed);
+    still
+}
+
+/// Run: wakes a helper parked longer than [`PARK_MAX`] through the Wait
+/// that just ended (see [`PARK_DEEP`]): the work this Run starts may need
+/// it while the application computes. Not after short Waits, where the
+/// helper looks again within [`PARK_MAX`] anyway and a wake-up would take
+/// 7-22 us of the Run (see [`park`]).
+#[inline]
+pub(crate) fn wake_deep(rt: &Runtime) {
+    if rt.helper_deep.load(Ordering::SeqCst) && rt.helper_deep.swap(false, Ordering::SeqCst) {
+        let _ = goal_transport::sys::futex_wake(&rt.app_waiting, 1);
+    }
 }
