@@ -182,9 +182,9 @@ pub const MODE_STREAM: u8 = 3;
 pub const MODE_PUSH: u8 = 5;
 /// CTS mode: share the copy with the receiver: write, by CMA to address
 /// `w3` of the receiver (where the message's first byte goes), the chunks
-/// taken from the back of claim word `len & 0xff` of the receiver's inbox
-/// (chunks of `len >> 8` pages), while the receiver reads those it takes
-/// from the front.
+/// taken from the back of a claim word of the receiver's inbox (see
+/// [`Head::split_claim`]), while the receiver reads those it takes from
+/// the front.
 pub const MODE_SPLIT: u8 = 6;
 /// RTS mode: the sender is on another machine; after the CTS the bytes
 /// come as a network bulk transfer straight into the receive buffer.
@@ -297,6 +297,20 @@ impl Head {
     #[inline]
     pub fn with_buffer(self, at: u64) -> Head {
         Head { w3: at, ..self }
+    }
+
+    /// `Cts` in `MODE_SPLIT`: the receiver's claim word for the message,
+    /// and the chunk (bytes, whole pages) by which the two take it, carried
+    /// in `len` (the index in its low byte, the pages above).
+    #[inline]
+    pub fn split_claim(&self) -> (usize, usize) {
+        ((self.len & 0xff) as usize, (self.len >> 8) as usize * 4096)
+    }
+
+    /// `self` with [`split_claim`](Self::split_claim) `(slot, chunk)`.
+    #[inline]
+    pub fn with_split_claim(self, slot: u8, chunk: usize) -> Head {
+        Head { len: slot as u32 | ((chunk >> 12) as u32) << 8, ..self }
     }
 
     /// `Pushed` (`PUSH_DONE`), `Fin` and `Fin` in `FIN_PART`: how long the

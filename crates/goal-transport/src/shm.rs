@@ -37,7 +37,7 @@ mod map;
 mod ring;
 mod stream;
 
-pub use claim::{Claim, CLAIM_SLOTS, MAX_CHUNKS};
+pub use claim::{Claim, CLAIM_SLOTS};
 pub use doorbell::{Doorbell, PollGuard, SleepGuard};
 pub use heap::Heap;
 

@@ -167,9 +167,8 @@ impl Engine {
                     let waits = self.in_wait || self.app_waiting.as_ref().is_some_and(|w| w.load(Ordering::Relaxed) > 0);
                     let idle = !self.has_own_work() && self.state.reads.is_empty();
                     // The CTS names the claim word by which the two take
-                    // the message's chunks (`len`: its index, and the
-                    // chunk in pages above it).
-                    let (slot, chunk) = ((h.len & 0xff) as usize, (h.len >> 8) as usize * 4096);
+                    // the message's chunks, and the chunk.
+                    let (slot, chunk) = h.split_claim();
                     if waits && idle && slot < CLAIM_SLOTS && chunk > 0 {
                         let w = Write { token: h.token, peer: s.peer, len: s.len, addr: h.buffer(), done: 0, claim: Some((slot as u8, chunk)), ns: 0 };
                         let r = s.r;

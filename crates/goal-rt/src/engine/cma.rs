@@ -5,7 +5,7 @@
 
 use super::*;
 use super::pieces::{Pieces, each_span};
-use super::policy::{PUSH_MIN};
+use super::policy::{claim_chunk, PUSH_MIN};
 
 /// A message read from the sender's memory (CMA, the shared heap) from
 /// this size on is read after the pass that matched it, in pieces of
@@ -47,7 +47,12 @@ impl Engine {
         let (src, len, mode) = (read.src, read.len, read.mode);
         let t0 = Instant::now();
         let (step, res, more) = match read.claim {
-            Some((slot, chunk)) => self.read_claimed(&read, slot, chunk, dst, piece),
+            Some(slot) => {
+                let claim = self.link.claim(src as usize, slot as usize, false);
+                copy_claimed(|| claim.take_front(read.token), || claim.left(read.token), len, claim_chunk(len, mode), piece, |from, to| {
+                    self.read_span(&read, dst, from, to)
+                })
+            }
             None => {
                 let end = len.min(read.done.saturating_add(piece));
                 (end - read.done, self.read_span(&read, dst, read.done, end), end < len)
@@ -138,24 +143,6 @@ impl Engine {
         })
     }
 
-    /// Reads the chunks of split message `read` that this rank takes from
-    /// the front of claim word `slot` (of `chunk` bytes), up to `piece` bytes of them: the
-    /// bytes read, how it went, and whether chunks are left to take.
-    fn read_claimed(&self, read: &Read, slot: u8, chunk: usize, dst: &Pieces, piece: usize) -> (usize, std::io::Result<()>, bool) {
-        let claim = self.link.claim(read.src as usize, slot as usize, false);
-        let mut step = 0;
-        while step < piece {
-            let Some(i) = claim.take_front(read.token) else { return (step, Ok(()), false) };
-            let from = i as usize * chunk;
-            let to = read.len.min(from + chunk);
-            if let Err(e) = self.read_span(read, dst, from, to) {
-                return (step, Err(e), false);
-            }
-            step += to - from;
-        }
-        (step, Ok(()), claim.left(read.token))
-    }
-
     /// Receiver: split message `split` of `len` bytes from `src` is over
     /// (both parts copied, or the sender's given up): frees its claim
     /// word, and judges the sender's write against this rank's read, per
@@ -168,4 +155,30 @@ impl Engine {
             self.judge_write(src, split.judge, write_ns, split.read_ns);
         }
     }
+}
+
+/// Copies the chunks (of `chunk` bytes, of a message of `len`) that `take`
+/// claims, one after the other, with `copy(from, to)`, until `budget`
+/// bytes are copied or none is left: the receiver's side of a split
+/// message (from the front) and the sender's (from the back). Returns the
+/// bytes copied, how it went, and whether chunks are left (`left`).
+pub(super) fn copy_claimed(
+    take: impl Fn() -> Option<u32>,
+    left: impl Fn() -> bool,
+    len: usize,
+    chunk: usize,
+    budget: usize,
+    mut copy: impl FnMut(usize, usize) -> std::io::Result<()>,
+) -> (usize, std::io::Result<()>, bool) {
+    let mut step = 0;
+    while step < budget {
+        let Some(i) = take() else { return (step, Ok(()), false) };
+        let from = i as usize * chunk;
+        let to = len.min(from + chunk);
+        if let Err(e) = copy(from, to) {
+            return (step, Err(e), false);
+        }
+        step += to - from;
+    }
+    (step, Ok(()), left())
 }

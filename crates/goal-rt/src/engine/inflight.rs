@@ -103,10 +103,11 @@ pub(super) struct Read {
     pub(super) ns: u64,
     /// The whole message, not a part of a split one.
     pub(super) whole: bool,
-    /// A split message's claim word and chunk: this rank reads the chunks
-    /// it takes from the front (`len` is the whole message's, `done` counts
-    /// the bytes read); `None`: bytes `done..len` in order.
-    pub(super) claim: Option<(u8, usize)>,
+    /// A split message's claim word: this rank reads the chunks it takes
+    /// from the front (`len` is the whole message's, `done` counts the
+    /// bytes read; the chunk is `claim_chunk`'s); `None`: bytes `done..len`
+    /// in order.
+    pub(super) claim: Option<u8>,
 }
 
 /// A rendezvous send that writes its message into the receiver's memory
@@ -132,10 +133,9 @@ pub(super) struct Write {
 
 /// The receiver's side of a split message (see [`SPLIT_MIN`]).
 pub(super) struct SplitIn {
-    /// The claim word (in this rank's inbox) by which the two take chunks,
-    /// and the chunk's size.
+    /// The claim word (in this rank's inbox) by which the two take chunks
+    /// (of `claim_chunk`'s size).
     pub(super) slot: u8,
-    pub(super) chunk: usize,
     /// The message's start in the sender's memory.
     pub(super) addr: u64,
     /// How the receiver reads its part: `proto::MODE_CMA` or `proto::MODE_HEAP`.

@@ -4,8 +4,9 @@
 //! others at the same time).
 
 use super::*;
-use super::cma::{READ_PIECE};
+use super::cma::{copy_claimed, READ_PIECE};
 use super::pieces::{each_span};
+use super::policy::{claim_chunk};
 
 impl Engine {
     /// Sender: one part of rendezvous `token` is over (its write, or a
@@ -69,19 +70,7 @@ impl Engine {
             }
             Some((slot, chunk)) => {
                 let claim = link.claim(peer as usize, slot as usize, true);
-                let (mut step, mut res) = (0, Ok(()));
-                while step < READ_PIECE {
-                    let Some(i) = claim.take_back(token) else { break };
-                    let from = i as usize * chunk;
-                    let to = w.len.min(from + chunk);
-                    res = write(from, to);
-                    if res.is_err() {
-                        break;
-                    }
-                    step += to - from;
-                }
-                let more = res.is_ok() && claim.left(token);
-                (step, res, more)
+                copy_claimed(|| claim.take_back(token), || claim.left(token), w.len, chunk, READ_PIECE, write)
             }
         };
         w.ns += t0.elapsed().as_nanos() as u64;
@@ -176,7 +165,7 @@ impl Engine {
                 // every chunk from the first it had not taken (those the
                 // sender took may be half written), then frees the sender
                 // with a plain FIN.
-                let from = (self.close_split(src, token, split.slot) as usize * split.chunk).min(len);
+                let from = (self.close_split(src, token, split.slot) as usize * claim_chunk(len, split.mode)).min(len);
                 if how == proto::PUSH_REFUSED {
                     self.state.paths.push_refused[src as usize] = true;
                 }

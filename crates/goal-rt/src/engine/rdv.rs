@@ -114,14 +114,11 @@ impl Engine {
                 let chunks = (len as usize).div_ceil(chunk);
                 self.link.claim(src as usize, slot as usize, false).start(token, chunks as u32);
                 self.state.pushes_in.insert((src, token), (r, len as usize, judge));
-                self.state.split_in.insert((src, token), SplitIn { slot, chunk, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0, read_bytes: 0 });
+                self.state.split_in.insert((src, token), SplitIn { slot, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0, read_bytes: 0 });
                 self.state.split[0] += 1;
                 self.state.split_bytes[0] += len as u64;
-                let mut cts = Head::control(Kind::Cts, token).mode(proto::MODE_SPLIT).with_buffer(at);
-                // The word's index, and the chunk in pages above it.
-                cts.len = slot as u32 | ((chunk >> 12) as u32) << 8;
-                self.post_message(src as usize, cts);
-                self.state.reads.push_back(Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: false, claim: Some((slot, chunk)) });
+                self.post_message(src as usize, Head::control(Kind::Cts, token).mode(proto::MODE_SPLIT).with_buffer(at).with_split_claim(slot, chunk));
+                self.state.reads.push_back(Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: false, claim: Some(slot) });
                 self.state.streams_active += 1;
             }
             Fetch::Read => {

@@ -430,10 +430,9 @@ pub(super) fn park(rt: &Runtime, timeout: Duration) -> bool {
     let n = rt.app_waiting.load(Ordering::SeqCst);
     let mut still = false;
     if n > 0 && !rt.shutdown.load(Ordering::Acquire) && !rt.kernel_deferred.load(Ordering::SeqCst) {
-        let t0 = Instant::now();
         // Returns at once if the count moved since the load.
-        let _ = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(timeout));
-        still = t0.elapsed() >= timeout && rt.app_waiting.load(Ordering::Acquire) > 0;
+        let end = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(timeout));
+        still = matches!(end, Ok(goal_transport::sys::FutexWait::TimedOut)) && rt.app_waiting.load(Ordering::Acquire) > 0;
     }
     rt.helper_parked.store(false, Ordering::Relaxed);
     rt.helper_deep.store(false, Ordering::Relaxed);
