@@ -57,7 +57,20 @@ fn run_exe(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("goal could not be started");
+    // A copy of goal just written may be held open for writing for a moment
+    // by a child another test thread forked before its exec (the fd is
+    // close-on-exec but inherited until then): Linux refuses to execute it
+    // with ETXTBSY until that child execs, so try again briefly.
+    let mut tries = 0;
+    let out = loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => break r.expect("goal could not be started"),
+        }
+    };
     Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
