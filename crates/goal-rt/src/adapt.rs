@@ -261,13 +261,17 @@ impl Adapt {
     /// overlap (by CMA the receiver alone copies one message after the
     /// other: a window of 64 KiB messages streamed at 8.4 GB/s by CMA and
     /// 11.9 by the stream on a machine where one alone takes 4 us by CMA
-    /// and 9 by the stream); but CMA with [`burst_by_cma`](Self::burst_by_cma),
-    /// for sizes in calibration's CMA range, where the receiver splits
+    /// and 9 by the stream); but CMA with [`burst_by_cma`](Self::burst_by_cma)
+    /// where the engine passes CMA as `calibrated` (calibration's CMA range,
+    /// and for a burst every size above it), where the receiver splits
     /// each message with its sender and both cores copy once (2 ranks,
     /// windows of 1 MiB messages: 9.3 GB/s by the stream, 12.0 by split
-    /// CMA; above the range, where both are bound by memory, 4 MiB went
-    /// 6.7 -> 6.3). Otherwise it goes the way that was faster in its
-    /// situation.
+    /// CMA). Above calibration's range, bursts took the stream until
+    /// 2026-11-30: windows of 4 and 16 MiB then went 9.2 and 8.6 GB/s by
+    /// the stream, 12.7 and 11.3 by split CMA, and beside a busy process
+    /// 4.1 and 3.8 against 7.0 and 8.7, for the stream moves only while
+    /// both ranks are on a CPU. Otherwise it goes the way that was faster
+    /// in its situation.
     pub fn pick(&mut self, peer: usize, len: usize, calibrated: Path, situation: Situation) -> Option<Path> {
         if len < self.from {
             return None;

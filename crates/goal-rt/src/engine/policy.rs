@@ -171,7 +171,9 @@ impl Engine {
         // only for a stream measured `MARGIN` (adapt.rs) times faster (2
         // ranks, alltoall of 4 MiB after 1 MiB: 1.21-1.26 ms by the
         // stream, CMA measured 1.2 times faster per byte and not taken).
-        let default = calibrated || (exchange && len >= self.thresholds.cma.0);
+        // So it is in a burst, where the receiver splits each message
+        // with its sender (see `adapt::Adapt::pick`).
+        let default = calibrated || ((exchange || burst) && len >= self.thresholds.cma.0);
         let cma = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
             Some(path) => path == adapt::Path::Cma,
             None => calibrated,
