@@ -147,11 +147,14 @@ def summarize_p2p(raw: dict, out: dict) -> dict:
     loc = {l: summ[(l, "runwait_localop", 8)]["median_us"] for l in libs if (l, "runwait_localop", 8) in summ}
     if loc:
         out["localop_us"] = rnd(loc)
-    # goal / best Open MPI setting: as the driver's table has them (each goal run against Open MPI's
-    # runs in its core-to-core state), when today's bench/p2p.py reproduces the file's targets with
-    # them; else (a file from an older driver) the ratio of the medians, named so
+    # goal / best Open MPI setting (under --noise: the best peer, as bench/p2p.py judges): as the
+    # driver's table has them (each goal run against the peers' runs in its core-to-core state),
+    # when today's bench/p2p.py reproduces the file's targets with them; else (a file from an
+    # older driver) the ratio of the medians, named so
     goals = [l for l in libs if l.startswith("goal")]
-    ompi = [l for l in libs if l in P.OMPI_LIBS]
+    _, peers, pname = P.judged_by(raw.get("noise") or "none", libs)
+    ompi = [l for l in libs if l in peers]
+    col = "ompi" if peers == P.OMPI_LIBS else "best"
     if goals and ompi and rows:
         selected, _ = P.select_state(rows, runs, libs, bool((raw.get("args") or {}).get("all_states")))
         ix = P.index(selected, rows)
@@ -161,7 +164,7 @@ def summarize_p2p(raw: dict, out: dict) -> dict:
 
         def matched(g, what, n):
             gt, mt, fld, hb = tests[what]
-            return P.ratio(ix, g, gt, mt, n, libs, fld, hb)
+            return P.ratio(ix, g, gt, mt, n, libs, fld, hb, peers)
 
         def of_medians(g, what, n):
             gt, mt, fld, hb = tests[what]
@@ -179,7 +182,7 @@ def summarize_p2p(raw: dict, out: dict) -> dict:
         how = matched if same and recorded else of_medians
         cols, rr = [], []
         for g in goals:
-            cols += [f"{g}:sched/ompi", f"{g}:rw/ompi", f"{g}:bw/ompi"]
+            cols += [f"{g}:sched/{col}", f"{g}:rw/{col}", f"{g}:bw/{col}"]
         for n in sorted(set(P.LAT_SIZES) | set(P.BW_SIZES)):
             row = [n]
             for g in goals:
@@ -190,10 +193,10 @@ def summarize_p2p(raw: dict, out: dict) -> dict:
         name = "ratios" if how is matched else "ratios_of_medians"
         out[name] = drop_empty_columns(table(["bytes"], cols, rr))
         out[name]["how"] = (
-            "goal's run / the best Open MPI setting's runs in the same core-to-core state, median over goal's "
+            f"goal's run / the {pname} setting's runs in the same core-to-core state, median over goal's "
             "runs, as bench/p2p.py's table (sched: latency_sched, rw: latency_runwait, bw: bandwidth, "
             "higher is better)" if how is matched else
-            "goal's median / the best Open MPI setting's median (sched: latency_sched, rw: latency_runwait, "
+            f"goal's median / the {pname} setting's median (sched: latency_sched, rw: latency_runwait, "
             "bw: bandwidth, higher is better); not the driver's state-matched ratios, which today's "
             "bench/p2p.py does not reproduce from this file: its table (NAME.txt) and targets have those")
     out["targets"] = table(["lib", "section", "bytes", "relation", "bound"], ["value", "unit", "ok"],
