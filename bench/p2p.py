@@ -32,6 +32,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -73,12 +74,20 @@ def noise_targets() -> list:
     return t
 
 
-def judged_by(kind: str, libs) -> tuple[list, tuple, str]:
-    """(targets, the peers a ratio divides by, their name in the report) for one condition:
-    the quiet machine keeps the Open MPI targets; a noise condition takes the best peer."""
+class Judge(NamedTuple):
+    """How one condition is judged (see `judged_by`)."""
+    targets: list
+    peers: tuple   # the libraries a ratio divides by, the best of them
+    name: str      # their name in the report ("best Open MPI", "best peer")
+    col: str       # and in a ratio's column ("ompi", "best")
+
+
+def judged_by(kind: str, libs) -> Judge:
+    """How one condition is judged: the quiet machine keeps the Open MPI targets; a noise
+    condition takes the best peer."""
     if kind == "none":
-        return TARGETS, OMPI_LIBS, "best Open MPI"
-    return noise_targets(), tuple(l for l in libs if l in MPI_LIBS), "best peer"
+        return Judge(TARGETS, OMPI_LIBS, "best Open MPI", "ompi")
+    return Judge(noise_targets(), tuple(l for l in libs if l in MPI_LIBS), "best peer", "best")
 
 
 @dataclass
@@ -295,11 +304,11 @@ def ratio(ix, glib, gtest, mtest, nbytes, libs, fld="median_us", higher_better=F
     """goal / best setting of `peers` (Open MPI's unless told), state-matched: each goal run
     is compared with the peers' runs made in the same core-to-core state (see common.STATE_FACTOR; the median of
     each setting's matching runs, then the better setting): first those in the summary,
-    then any clean run, then any run of that state; else the Open MPI runs of its own
+    then any clean run, then any run of that state; else the peers' runs of its own
     round, else all. The result is the median over goal's runs."""
     g = ix.get((glib, gtest, nbytes), {})
-    ompi = [ix.get((lib, mtest, nbytes), {}) for lib in libs if lib in peers]
-    ompi_all = [ix.get(("*all*", lib, mtest, nbytes), {}) for lib in libs if lib in peers]
+    summed = [ix.get((lib, mtest, nbytes), {}) for lib in libs if lib in peers]
+    every = [ix.get(("*all*", lib, mtest, nbytes), {}) for lib in libs if lib in peers]
     pick = max if higher_better else min
     ratios = []
     for r, gx in g.items():
@@ -308,10 +317,10 @@ def ratio(ix, glib, gtest, mtest, nbytes, libs, fld="median_us", higher_better=F
             continue
         best = None
         st = lambda ox: C.same_state(gx.get("c2c_ns"), ox.get("c2c_ns"))  # noqa: E731
-        for pool, match in ((ompi, st),                                           # summarized, same state
-                            (ompi_all, lambda ox: st(ox) and ox.get("clean_run", True)),  # any clean run, same state
-                            (ompi_all, st),                                       # any run, same state
-                            (ompi, lambda ox: ox["round"] == r), (ompi, lambda ox: True)):
+        for pool, match in ((summed, st),                                         # summarized, same state
+                            (every, lambda ox: st(ox) and ox.get("clean_run", True)),  # any clean run, same state
+                            (every, st),                                          # any run, same state
+                            (summed, lambda ox: ox["round"] == r), (summed, lambda ox: True)):
             for per in pool:
                 vals = [ox[fld] for ox in per.values() if C.isnum(ox.get(fld)) and match(ox)]
                 if vals:
@@ -326,15 +335,15 @@ def ratio(ix, glib, gtest, mtest, nbytes, libs, fld="median_us", higher_better=F
 
 def evaluate_targets(ix, libs, kind="none"):
     goals = [l for l in libs if l.startswith("goal")]
-    tlist, peers, _ = judged_by(kind, libs)
-    have_ompi = any(l in peers for l in libs)
+    tlist, peers, _, _ = judged_by(kind, libs)
+    have_peers = any(l in peers for l in libs)
     res = []
     for sect, nbytes, rel, bound, text in tlist:
         for g in goals:
             if sect == "runwait_localop":
                 v = value(ix, g, "runwait_localop", nbytes)[0]
                 unit = "us"
-            elif not have_ompi:
+            elif not have_peers:
                 v, unit = float("nan"), "x"
             elif sect == "latency":
                 v, unit = ratio(ix, g, "latency_sched", "latency", nbytes, libs, peers=peers), "x"
@@ -374,16 +383,15 @@ def short(lib: str) -> str:
 def report(ix, libs, targets, kind="none") -> str:
     mpis = [l for l in MPI_LIBS if l in libs]
     goals = [l for l in libs if l.startswith("goal")]
-    tlist, peers, pname = judged_by(kind, libs)
-    has_ompi = any(l in peers for l in libs)
-    col = "ompi" if kind == "none" else "best"
+    tlist, peers, pname, col = judged_by(kind, libs)
+    has_peers = any(l in peers for l in libs)
     out = []
 
     # latency
     hdr = ["bytes"] + [short(m) for m in mpis]
     for g in goals:
         hdr += [f"{g}:sched", f"{g}:rw"]
-    if has_ompi:
+    if has_peers:
         hdr += [f"{g}/{col}" for g in goals]
     hdr += ["target"]
     rows = []
@@ -391,7 +399,7 @@ def report(ix, libs, targets, kind="none") -> str:
         row = [C.fmt_bytes(n)] + [C.fmt_num(value(ix, m, "latency", n)[0]) for m in mpis]
         for g in goals:
             row += [C.fmt_num(value(ix, g, "latency_sched", n)[0]), C.fmt_num(value(ix, g, "latency_runwait", n)[0])]
-        if has_ompi:
+        if has_peers:
             for g in goals:
                 rr = ratio(ix, g, "latency_sched", "latency", n, libs, peers=peers)
                 rw = ratio(ix, g, "latency_runwait", "latency", n, libs, peers=peers)
@@ -405,20 +413,20 @@ def report(ix, libs, targets, kind="none") -> str:
 
     # bandwidth
     hdr = ["bytes"] + [short(m) for m in mpis] + goals
-    if has_ompi:
+    if has_peers:
         hdr += [f"{g}/{col}" for g in goals]
     hdr += ["target"]
     rows = []
     for n in BW_SIZES:
         row = [C.fmt_bytes(n)] + [C.fmt_num(value(ix, m, "bandwidth", n, "gbps")[0]) for m in mpis + goals]
-        if has_ompi:
+        if has_peers:
             row += [C.fmt_num(ratio(ix, g, "bandwidth", "bandwidth", n, libs, "gbps", True, peers), 2)
                     for g in goals]
         row.append(verdict_cell(targets, "bandwidth", n, tlist))
         rows.append(row)
     out.append("")
     out.append("Streaming bandwidth [GB/s = 1e9 B/s], median over rounds"
-               + (f" (ratio = goal / {pname})" if has_ompi and goals else ""))
+               + (f" (ratio = goal / {pname})" if has_peers and goals else ""))
     out.append(C.table(hdr, rows))
 
     if goals:
@@ -450,8 +458,8 @@ def plot(ix, libs, targets, path: Path, title: str, footnote: str, kind="none") 
     import matplotlib.ticker as mt
     mpis = [l for l in MPI_LIBS if l in libs]
     goals = [l for l in libs if l.startswith("goal")]
-    _, peers, pname = judged_by(kind, libs)
-    has_ompi = any(l in peers for l in libs)
+    _, peers, pname, _ = judged_by(kind, libs)
+    has_peers = any(l in peers for l in libs)
     fig, axes = plt.subplots(2, 2, figsize=(14, 10.5), constrained_layout=True)
     ax_lat, ax_small, ax_bw, ax_ratio = axes[0][0], axes[0][1], axes[1][0], axes[1][1]
     lat_sizes = [n for n in LAT_SIZES if n > 0]
@@ -499,7 +507,7 @@ def plot(ix, libs, targets, path: Path, title: str, footnote: str, kind="none") 
     # ratios of every other library to the best peer setting, same core-to-core state
     ax = ax_ratio
     ys_all = []
-    if has_ompi:
+    if has_peers:
         for lib in [l for l in libs if l not in peers]:
             gtest = "latency_sched" if lib.startswith("goal") else "latency"
             st = C.style(lib)

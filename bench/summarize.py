@@ -152,10 +152,9 @@ def summarize_p2p(raw: dict, out: dict) -> dict:
     # when today's bench/p2p.py reproduces the file's targets with them; else (a file from an
     # older driver) the ratio of the medians, named so
     goals = [l for l in libs if l.startswith("goal")]
-    _, peers, pname = P.judged_by(raw.get("noise") or "none", libs)
-    ompi = [l for l in libs if l in peers]
-    col = "ompi" if peers == P.OMPI_LIBS else "best"
-    if goals and ompi and rows:
+    _, peers, pname, col = P.judged_by(raw.get("noise") or "none", libs)
+    peer_libs = [l for l in libs if l in peers]
+    if goals and peer_libs and rows:
         selected, _ = P.select_state(rows, runs, libs, bool((raw.get("args") or {}).get("all_states")))
         ix = P.index(selected, rows)
         tests = {"sched": ("latency_sched", "latency", "median_us", False),
@@ -169,7 +168,7 @@ def summarize_p2p(raw: dict, out: dict) -> dict:
         def of_medians(g, what, n):
             gt, mt, fld, hb = tests[what]
             gv = summ.get((g, gt, n), {}).get("gbps" if hb else "median_us")
-            ms = [summ[(l, mt, n)].get("gbps" if hb else "median_us") for l in ompi if (l, mt, n) in summ]
+            ms = [summ[(l, mt, n)].get("gbps" if hb else "median_us") for l in peer_libs if (l, mt, n) in summ]
             ms = [m for m in ms if C.isnum(m)]
             if not (C.isnum(gv) and ms):
                 return None
