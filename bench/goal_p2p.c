@@ -4,8 +4,9 @@
  *   goalrun -n 2 ./goal_p2p [--heap] [--name LIB] [--quick] [--pin]
  *                           [--tests latency_sched,latency_runwait,bandwidth,runwait_localop,localop_sum]
  *
- * latency_sched    the ESPGOAL thesis' method (6.3): ONE schedule of `rounds` (100; fewer
- *                  for >= 4 MiB to bound the run time, see sched_rounds()) dependent ping-pongs
+ * latency_sched    the ESPGOAL thesis' method (6.3): ONE schedule of `rounds` (the thesis'
+ *                  100, fewer where 100 round trips take longer than the ~2 ms of a repetition
+ *                  of bench/mpi_p2p.c, see sched_rounds()) dependent ping-pongs
  *                  between two GOAL_WTIME local ops (rank 0: WTIME -> send -> recv -> ... ->
  *                  recv -> WTIME, each op requiring the previous; rank 1 mirrored without the
  *                  WTIMEs); one-way = (t_end - t_start) / (2*rounds), median over repetitions
@@ -197,12 +198,38 @@ static GOAL_Schedule pingpong_schedule(int rounds, int wtime, void *sbuf, void *
     return finish(g, wtime ? "latency_sched" : "latency_runwait");
 }
 
-/* ping-pongs per schedule in latency_sched: the thesis' 100, fewer above 1 MiB so that a
- * repetition stays below ~50 ms (4 MiB: 25, 16 MiB: 6) */
-static int sched_rounds(size_t n) {
-    if (n <= MiB) return 100;
-    long r = (long)(100 * MiB / n);
-    return r < 4 ? 4 : (int)r;
+/* Rank 0's `v` on both ranks (rank 1 receives it). */
+static int share_int(int v) {
+    int *box = alloc_pages(sizeof(int), 0);
+    *box = v;
+    GOAL_Graph g = new_graph();
+    if (rank == 0) chkv(GOAL_Send(g, box, sizeof(int), 1, CTL_TAG, GOAL_USERSPACE), "GOAL_Send");
+    if (rank == 1) chkv(GOAL_Recv(g, box, sizeof(int), 0, CTL_TAG, GOAL_USERSPACE), "GOAL_Recv");
+    GOAL_Schedule s = finish(g, "share_int");
+    run_wait(s);
+    free_sched(s);
+    v = *box;
+    free(box);
+    return v;
+}
+
+/* Ping-pongs per schedule in latency_sched for messages of n bytes: as many as take about
+ * `target` seconds, the way bench/mpi_p2p.c sizes its repetitions of M round trips, and at
+ * most the thesis' 100. A repetition then spans as much time as the MPI program's, and a
+ * preemption (under --noise) is as likely to fall into one: with a fixed 100 (25 at 4 MiB),
+ * goal's repetitions of large messages were 6 to 20 times longer than the MPIs', and beside
+ * a busy process each one held a 4 ms preemption or more. Timed on rank 0 (the median of
+ * ten round trips of `one`, a schedule of one), decided there and sent to rank 1. */
+static int sched_rounds(GOAL_Schedule one, double target) {
+    double rt[10];
+    for (int w = 0; w < 2; w++) run_wait(one);
+    for (int i = 0; i < 10; i++) {
+        double a = now_s();
+        run_wait(one);
+        rt[i] = now_s() - a;
+    }
+    long r = (long)(target / median(rt, 10) + 0.5);
+    return share_int(r < 1 ? 1 : r > 100 ? 100 : (int)r);
 }
 
 static void test_latency_sched(int quick) {
@@ -214,7 +241,9 @@ static void test_latency_sched(int quick) {
 
     for (size_t si = 0; si < N_LAT_SIZES; si++) {
         size_t n = LAT_SIZES[si];
-        int rounds = sched_rounds(n);
+        GOAL_Schedule one = pingpong_schedule(1, 0, sbuf, rbuf, n, NULL, NULL);
+        int rounds = sched_rounds(one, quick ? 1e-3 : 2e-3);
+        free_sched(one);
         GOAL_Schedule s = pingpong_schedule(rounds, 1, sbuf, rbuf, n, &tw[0], &tw[1]);
         for (int r = -warm; r < R; r++) {
             tw[0] = tw[1] = 0.0;
