@@ -58,9 +58,13 @@
 //! An exchange's measurements are clean only when both messages took the
 //! same path: a mixed pair is recorded for neither (see [`Adapt::arrived`]),
 //! and an exchange explores the other path with two sends in a row, the
-//! first of which meets the peer's send on the old path. Above calibration's
-//! CMA range an exchange still starts from CMA (the engine passes it as the
-//! calibrated path): calibration timed lone messages.
+//! first of which meets the peer's send on the old path.
+//!
+//! Above calibration's CMA range every situation starts from CMA (the
+//! engine passes it as the calibrated path): calibration compared the
+//! stream with one core's CMA read, where a large CMA message is copied
+//! by both cores at once (split) and the stream moves only while both
+//! ranks are on a CPU.
 //!
 //! A third, a *burst* (more large sends to the peer already in flight),
 //! takes a fixed path without measuring (see [`Adapt::pick`]): the stream,
@@ -262,8 +266,8 @@ impl Adapt {
     /// other: a window of 64 KiB messages streamed at 8.4 GB/s by CMA and
     /// 11.9 by the stream on a machine where one alone takes 4 us by CMA
     /// and 9 by the stream); but CMA with [`burst_by_cma`](Self::burst_by_cma)
-    /// where the engine passes CMA as `calibrated` (calibration's CMA range,
-    /// and for a burst every size above it), where the receiver splits
+    /// where the engine passes CMA as `calibrated` (from calibration's
+    /// lower bound up), where the receiver splits
     /// each message with its sender and both cores copy once (2 ranks,
     /// windows of 1 MiB messages: 9.3 GB/s by the stream, 12.0 by split
     /// CMA). Above calibration's range, bursts took the stream until

@@ -91,6 +91,15 @@ pub(super) fn claim_chunk(len: usize, mode: u8) -> usize {
 /// in `docs/design.md`).
 pub(super) const HEAP_SPLIT_MIN: usize = 512 << 10;
 
+/// Whether a rendezvous send of `len` bytes starts from CMA (`adapt` then
+/// keeps it unless the stream is measured faster), given calibration's
+/// CMA range `cma`: from the range's lower bound up, above its upper
+/// bound too (see [`Engine::choose_offer`]); never where calibration
+/// found no range.
+pub(super) fn cma_first(len: usize, cma: (usize, usize)) -> bool {
+    cma.0 <= cma.1 && len >= cma.0
+}
+
 /// How a receive fetches a large message whose RTS it matched: the
 /// decision of [`Engine::choose_fetch`], which [`Engine::fetch`] carries out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,16 +173,24 @@ impl Engine {
         } else {
             adapt::Situation::Lone
         };
-        // Calibration timed lone messages, where the stream's two
-        // copies run on two cores. In an exchange both cores copy
-        // anyway, and CMA copies once where the stream copies twice: it
-        // is the default there above calibration's range too, left
-        // only for a stream measured `MARGIN` (adapt.rs) times faster (2
-        // ranks, alltoall of 4 MiB after 1 MiB: 1.21-1.26 ms by the
-        // stream, CMA measured 1.2 times faster per byte and not taken).
-        // So it is in a burst, where the receiver splits each message
-        // with its sender (see `adapt::Adapt::pick`).
-        let default = calibrated || ((exchange || burst) && len >= self.thresholds.cma.0);
+        // CMA is where `adapt` starts from calibration's lower bound up,
+        // in every situation; the stream is left only for a path
+        // measured `MARGIN` (adapt.rs) times faster. Calibration's upper
+        // bound compared the stream's two overlapped copies with one
+        // core's CMA read, but a CMA message from `SPLIT_MIN` on is
+        // copied by both cores (split, chunk by chunk) whenever the
+        // receiver is idle and the sender waits, and the stream moves
+        // only while both ranks are on a CPU. Lone messages above that
+        // bound took the stream until 2026-11-30 (2 ranks, ping-pong in
+        // repetitions of about 2 ms, one-way: quiet, 4 MiB 496 -> 335 us
+        // and 16 MiB 1956 -> 1382; beside a busy process 431 -> 347 and
+        // 3728 -> 3207). In an exchange both cores copy anyway, and CMA
+        // copies once where the stream copies twice (2 ranks, alltoall
+        // of 4 MiB after 1 MiB: 1.21-1.26 ms by the stream, CMA measured
+        // 1.2 times faster per byte and not taken while the stream was
+        // its start); in a burst the receiver splits each message with
+        // its sender (see `adapt::Adapt::pick`).
+        let default = cma_first(len, self.thresholds.cma);
         let cma = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
             Some(path) => path == adapt::Path::Cma,
             None => calibrated,
@@ -344,5 +361,19 @@ impl Engine {
     pub fn share_cores(&mut self, on: bool) {
         self.cores_shared = on;
         self.adapt.exchange_by_cma(on);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cma_first;
+
+    #[test]
+    fn cma_is_the_first_choice_from_the_calibrated_lower_bound_up() {
+        let range = (8 << 10, 2 << 20);
+        assert!(!cma_first(4 << 10, range), "below the range: the stream");
+        assert!(cma_first(8 << 10, range) && cma_first(2 << 20, range), "in the range");
+        assert!(cma_first((2 << 20) + 1, range) && cma_first(64 << 20, range), "above the range, where messages split");
+        assert!(!cma_first(4 << 20, (usize::MAX, 0)), "no range: calibration found CMA slower everywhere");
     }
 }
