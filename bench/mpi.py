@@ -106,6 +106,9 @@ def parse_args():
                     "each run (default 10, quick 1)")
     ap.add_argument("--retries", type=int, help="repeat a disturbed local run up to N times (default 1, quick 0)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin ranks")
+    ap.add_argument("--goal-env", action="append", default=[], metavar="K=V",
+                    help="extra environment for every run with the layer (e.g. GOAL_PROGRESS=kernel); "
+                         "repeatable")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
     a = ap.parse_args()
     root = os.geteuid() == 0
@@ -165,6 +168,17 @@ def layer(a, mpi: str) -> Path:
     return lib
 
 
+def goal_env(a) -> dict:
+    """--goal-env K=V pairs (SystemExit naming a malformed one)."""
+    env = {}
+    for kv in a.goal_env:
+        k, eq, v = kv.partition("=")
+        if not eq or not k:
+            C.die(f"--goal-env: '{kv}' is not K=V")
+        env[k] = v
+    return env
+
+
 def program_args(a, program: str, lib: str, setup: str) -> list[str]:
     pin = [] if a.no_pin else ["--pin"]
     if program == "overlap":
@@ -194,6 +208,7 @@ def configs(a, exes: dict, cname: str | None, tool: Path | None) -> list[Config]
                     env = {"GOAL_DEBUG": "1"}
                     if goal:
                         env["LD_PRELOAD"] = str(layer(a, mpi))
+                        env.update(goal_env(a))
                         if setup != "local":
                             env["GOAL_RAILS"] = "rail0"
                     if mpi == "openmpi":
