@@ -70,7 +70,8 @@
 //! takes a fixed path without measuring (see [`Adapt::pick`]): the stream,
 //! or CMA where the receiver splits the copy with its waiting sender.
 //!
-//! With more ranks than cores an exchange always takes CMA (see
+//! With more ranks than cores an exchange always takes CMA, and so does a
+//! lone message at least as long as the pair's stream (see
 //! [`Adapt::exchange_by_cma`]).
 //!
 //! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
@@ -205,6 +206,9 @@ pub(crate) struct Adapt {
     burst_cma: bool,
     /// Exchanges go by CMA, unmeasured (see [`Adapt::exchange_by_cma`]).
     exchange_cma: bool,
+    /// With cores shared: lone messages from this size on go by CMA (see
+    /// [`Adapt::exchange_by_cma`]).
+    lone_cma_from: usize,
     /// Sends that took each path, for the debug line at the end: all, and
     /// those that were half of an exchange.
     pub taken: [u64; 2],
@@ -235,7 +239,7 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[None; CLASSES]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, exchange_cma: false, taken: [0; 2], taken_in_exchange: [0; 2] }
+        Adapt { from, classes, led: vec![[None; CLASSES]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, exchange_cma: false, lone_cma_from: usize::MAX, taken: [0; 2], taken_in_exchange: [0; 2] }
     }
 
     /// Sends bursts by CMA (`on`: messages split between the two cores) or
@@ -253,8 +257,19 @@ impl Adapt {
     /// Measured, the two paths' times there mix every rank's preemptions
     /// and the chooser kept exploring the stream: 4 ranks on 2 CPUs,
     /// alltoall of 1 MiB, a tenth of the messages went by the stream.
-    pub fn exchange_by_cma(&mut self, on: bool) {
+    ///
+    /// So does a lone message of `stream_bytes` (the pair's stream) or
+    /// more: its sender cannot finish pushing it while its receiver is
+    /// off the CPU. A shorter one keeps the stream where it measures
+    /// faster, for there the sender completes without its receiver (4
+    /// ranks on 2 CPUs, bcast of 256 KiB: 34-45 us by the chooser, 54-60
+    /// by CMA). 4 ranks on 2 CPUs, 1 MiB, three alternations of
+    /// `goal_coll`: scatter 355-374 -> 231-257 us (its root sent 169 of
+    /// 231 messages by the stream), bcast 285-307 -> 239-265, gather
+    /// unchanged.
+    pub fn exchange_by_cma(&mut self, on: bool, stream_bytes: usize) {
         self.exchange_cma = on;
+        self.lone_cma_from = if on { stream_bytes } else { usize::MAX };
     }
 
     /// The path for a send of `len` bytes to `peer`, or `None` when the
@@ -285,6 +300,7 @@ impl Adapt {
             Situation::Burst if self.burst_cma && calibrated == Path::Cma && !self.cma_denied => Path::Cma,
             Situation::Burst => Path::Stream,
             Situation::Exchange if self.exchange_cma && !self.cma_denied => Path::Cma,
+            Situation::Lone if len >= self.lone_cma_from && !self.cma_denied => Path::Cma,
             Situation::Lone => self.choose(peer, len, calibrated, false, now)?,
             Situation::Exchange => self.choose(peer, len, calibrated, true, now)?,
         };
@@ -675,7 +691,7 @@ mod tests {
     #[test]
     fn with_cores_shared_an_exchange_takes_cma_whatever_was_measured() {
         let mut a = Adapt::new(2, 64 << 10);
-        a.exchange_by_cma(true);
+        a.exchange_by_cma(true, usize::MAX);
         let len = 1 << 20;
         // The stream measured four times faster in exchanges and alone.
         for exchange in [false, true] {
@@ -698,6 +714,23 @@ mod tests {
         rec(&mut b, 1, len, Path::Stream, true, 100_000);
         rec(&mut b, 1, len, Path::Cma, true, 400_000);
         assert!(streamed(&mut b, Situation::Exchange) >= 4);
+    }
+
+    #[test]
+    fn with_cores_shared_a_lone_message_longer_than_the_stream_takes_cma() {
+        let mut a = Adapt::new(2, 64 << 10);
+        a.exchange_by_cma(true, 1 << 20);
+        // The stream measured four times faster at both sizes.
+        for len in [256 << 10, 1 << 20] {
+            rec(&mut a, 1, len, Path::Stream, false, len as u64 / 10);
+            rec(&mut a, 1, len, Path::Cma, false, len as u64 * 4 / 10);
+        }
+        let by_cma = |a: &mut Adapt, len: usize| (0..20).filter(|_| a.pick(1, len, Path::Stream, Situation::Lone) == Some(Path::Cma)).count();
+        assert_eq!(by_cma(&mut a, 1 << 20), 20, "from the stream's size on: CMA every time");
+        assert!(by_cma(&mut a, 256 << 10) <= 2, "a shorter one follows its measurements (but for an exploration)");
+        // Cores not shared: the measurements decide at every size.
+        a.exchange_by_cma(false, 1 << 20);
+        assert!(by_cma(&mut a, 1 << 20) <= 2);
     }
 
     #[test]

@@ -511,7 +511,7 @@ impl Runtime {
         }
         let app_waiting = Arc::new(AtomicU32::new(0));
         engine.allow_splits(cfg.progress != ProgressMode::Manual && !oversubscribed, app_waiting.clone());
-        engine.share_cores(oversubscribed);
+        engine.share_cores(oversubscribed, cfg.shm.stream_bytes);
         let (wake_fd, wake_set) = match (net_fd, engine.kernel_fd()) {
             (Some(a), Some(b)) => {
                 let set = epoll_of(&[a, b]).map_err(|e| sys("making an epoll set for the network and the kernel ring", e))?;

@@ -355,12 +355,13 @@ impl Engine {
         self.app_waiting = Some(app_waiting);
     }
 
-    /// More ranks than cores on this machine (`on`): exchanges go by CMA
+    /// More ranks than cores on this machine (`on`): exchanges, and lone
+    /// messages of `stream_bytes` (a pair's stream) or more, go by CMA
     /// (see `adapt::Adapt::exchange_by_cma`), and their receives are not
     /// pushed (see [`push_pays`](Self::push_pays)).
-    pub fn share_cores(&mut self, on: bool) {
+    pub fn share_cores(&mut self, on: bool, stream_bytes: usize) {
         self.cores_shared = on;
-        self.adapt.exchange_by_cma(on);
+        self.adapt.exchange_by_cma(on, stream_bytes);
     }
 }
 
