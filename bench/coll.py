@@ -456,14 +456,15 @@ def evaluate(summary, ranks_list, goal_lib="goal", auto_is=None):
     res = []
     all_modes = sorted({k[3] for k in summary if k[3] in MODE_LIBS})
     for n in ranks_list:
-        same = f"goal-{(auto_is or {}).get(n)}"
-        modes = [m for m in all_modes if m != same]
+        resolved = (auto_is or {}).get(n)
+        if f"goal-{resolved}" not in all_modes:
+            resolved = None  # AUTO's mode did not run as a variant of its own
+        modes = [m for m in all_modes if m != f"goal-{resolved}"]
         for coll, nb in points(summary, n):
             g = value(summary, n, coll, nb, goal_lib, "AUTO")
             if not C.isnum(g):
                 continue
-            for rel, bound, against, text in targets_for(n, coll, nb, modes=bool(modes),
-                                                         auto_is=(auto_is or {}).get(n) if same in all_modes else None):
+            for rel, bound, against, text in targets_for(n, coll, nb, modes=bool(modes), auto_is=resolved):
                 if rel == "abs":
                     v, ok, ref = g, g < bound, None
                 else:

@@ -72,7 +72,7 @@
 //!
 //! With more ranks than cores an exchange always takes CMA, and so does a
 //! lone message at least as long as the pair's stream (see
-//! [`Adapt::exchange_by_cma`]).
+//! [`Adapt::share_cores`]).
 //!
 //! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
 
@@ -204,11 +204,10 @@ pub(crate) struct Adapt {
     /// Bursts go by CMA: an idle receiver then splits each message with its
     /// waiting sender (the engine's `SPLIT_MIN`), so both cores copy.
     burst_cma: bool,
-    /// Exchanges go by CMA, unmeasured (see [`Adapt::exchange_by_cma`]).
-    exchange_cma: bool,
-    /// With cores shared: lone messages from this size on go by CMA (see
-    /// [`Adapt::exchange_by_cma`]).
-    lone_cma_from: usize,
+    /// More ranks than cores, with streams of this many bytes: exchanges,
+    /// and lone messages as long as a stream, go by CMA, unmeasured (see
+    /// [`Adapt::share_cores`]).
+    shared: Option<usize>,
     /// Sends that took each path, for the debug line at the end: all, and
     /// those that were half of an exchange.
     pub taken: [u64; 2],
@@ -239,7 +238,7 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[None; CLASSES]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, exchange_cma: false, lone_cma_from: usize::MAX, taken: [0; 2], taken_in_exchange: [0; 2] }
+        Adapt { from, classes, led: vec![[None; CLASSES]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2] }
     }
 
     /// Sends bursts by CMA (`on`: messages split between the two cores) or
@@ -248,8 +247,9 @@ impl Adapt {
         self.burst_cma = on;
     }
 
-    /// Sends every exchange's message by CMA (`on`), without measuring or
-    /// exploring: for more ranks than cores. Every core copies then
+    /// More ranks than cores, with streams of `stream_bytes` (`None`: not
+    /// so): every exchange's message goes by CMA, without measuring or
+    /// exploring. Every core copies then
     /// anyway, and CMA copies each message once where the stream copies it
     /// twice, and the receiver reads it whether its sender is on a CPU or
     /// not, where a stream of more than its ring's bytes moves only while
@@ -258,7 +258,7 @@ impl Adapt {
     /// and the chooser kept exploring the stream: 4 ranks on 2 CPUs,
     /// alltoall of 1 MiB, a tenth of the messages went by the stream.
     ///
-    /// So does a lone message of `stream_bytes` (the pair's stream) or
+    /// So does a lone message of `stream_bytes` (a pair's stream) or
     /// more: its sender cannot finish pushing it while its receiver is
     /// off the CPU. A shorter one keeps the stream where it measures
     /// faster, for there the sender completes without its receiver (4
@@ -267,9 +267,8 @@ impl Adapt {
     /// `goal_coll`: scatter 355-374 -> 231-257 us (its root sent 169 of
     /// 231 messages by the stream), bcast 285-307 -> 239-265, gather
     /// unchanged.
-    pub fn exchange_by_cma(&mut self, on: bool, stream_bytes: usize) {
-        self.exchange_cma = on;
-        self.lone_cma_from = if on { stream_bytes } else { usize::MAX };
+    pub fn share_cores(&mut self, stream_bytes: Option<usize>) {
+        self.shared = stream_bytes;
     }
 
     /// The path for a send of `len` bytes to `peer`, or `None` when the
@@ -299,8 +298,8 @@ impl Adapt {
         let p = match situation {
             Situation::Burst if self.burst_cma && calibrated == Path::Cma && !self.cma_denied => Path::Cma,
             Situation::Burst => Path::Stream,
-            Situation::Exchange if self.exchange_cma && !self.cma_denied => Path::Cma,
-            Situation::Lone if len >= self.lone_cma_from && !self.cma_denied => Path::Cma,
+            Situation::Exchange if self.shared.is_some() && !self.cma_denied => Path::Cma,
+            Situation::Lone if self.shared.is_some_and(|stream| len >= stream) && !self.cma_denied => Path::Cma,
             Situation::Lone => self.choose(peer, len, calibrated, false, now)?,
             Situation::Exchange => self.choose(peer, len, calibrated, true, now)?,
         };
@@ -691,7 +690,7 @@ mod tests {
     #[test]
     fn with_cores_shared_an_exchange_takes_cma_whatever_was_measured() {
         let mut a = Adapt::new(2, 64 << 10);
-        a.exchange_by_cma(true, usize::MAX);
+        a.share_cores(Some(usize::MAX));
         let len = 1 << 20;
         // The stream measured four times faster in exchanges and alone.
         for exchange in [false, true] {
@@ -719,7 +718,7 @@ mod tests {
     #[test]
     fn with_cores_shared_a_lone_message_longer_than_the_stream_takes_cma() {
         let mut a = Adapt::new(2, 64 << 10);
-        a.exchange_by_cma(true, 1 << 20);
+        a.share_cores(Some(1 << 20));
         // The stream measured four times faster at both sizes.
         for len in [256 << 10, 1 << 20] {
             rec(&mut a, 1, len, Path::Stream, false, len as u64 / 10);
@@ -729,7 +728,7 @@ mod tests {
         assert_eq!(by_cma(&mut a, 1 << 20), 20, "from the stream's size on: CMA every time");
         assert!(by_cma(&mut a, 256 << 10) <= 2, "a shorter one follows its measurements (but for an exploration)");
         // Cores not shared: the measurements decide at every size.
-        a.exchange_by_cma(false, 1 << 20);
+        a.share_cores(None);
         assert!(by_cma(&mut a, 1 << 20) <= 2);
     }
 

@@ -357,11 +357,11 @@ impl Engine {
 
     /// More ranks than cores on this machine (`on`): exchanges, and lone
     /// messages of `stream_bytes` (a pair's stream) or more, go by CMA
-    /// (see `adapt::Adapt::exchange_by_cma`), and their receives are not
+    /// (see `adapt::Adapt::share_cores`), and their receives are not
     /// pushed (see [`push_pays`](Self::push_pays)).
     pub fn share_cores(&mut self, on: bool, stream_bytes: usize) {
         self.cores_shared = on;
-        self.adapt.exchange_by_cma(on, stream_bytes);
+        self.adapt.share_cores(on.then_some(stream_bytes));
     }
 }
 
