@@ -143,6 +143,8 @@ pub(crate) struct Conn {
     pub frag_acks: Vec<(u64, u64)>,
     /// Write throughput estimate when the socket was the bottleneck, bytes/s (0: unknown).
     pub rate: f64,
+    /// The socket's `SO_RCVLOWAT` as last set (1: the kernel's default).
+    pub rcvlowat: u32,
     pub counters: ConnCounters,
 }
 
@@ -171,6 +173,7 @@ impl Conn {
             last_send: now,
             frag_acks: Vec::new(),
             rate: 0.0,
+            rcvlowat: 1,
             counters: ConnCounters::default(),
         }
     }

@@ -159,3 +159,62 @@ fn hundreds_of_pieces_on_both_sides() {
     let got = transfer(&mut a, &mut b, 3, &src, &src_split, &dst_split);
     assert!(got[..src.len()] == src[..]);
 }
+
+/// A receiver that sleeps on the node's descriptor between polls, as the
+/// runtime's helper does, is woken for whole fragment bodies rather than
+/// for each piece of one that arrives (`SO_RCVLOWAT`), and is still woken at
+/// once for what follows them: the rest of the transfer, and a message.
+#[test]
+fn a_sleeping_receiver_wakes_per_body_and_for_the_message_after_it() {
+    const SIZE: usize = 8 << 20;
+    const TOKEN: u64 = 9;
+    let (a, mut b) = pair(1);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let finished = done.clone();
+    let sender = std::thread::spawn(move || {
+        let mut a = a;
+        let src = pattern(7, SIZE);
+        // SAFETY: `src` lives in this thread until the transfer is sent.
+        unsafe { a.send_bulk(1, TOKEN, vec![(src.as_ptr(), SIZE)]).unwrap() };
+        let mut log = Log::default();
+        let mut told = false;
+        // Slowly, so that bodies arrive in pieces: a poll every 200 us.
+        while !finished.load(std::sync::atomic::Ordering::Acquire) {
+            a.poll(&mut |e| log.record(e));
+            if !told && log.sent.contains(&(1, TOKEN)) {
+                a.send_am(1, H_CTL, b"after", &[]).unwrap();
+                told = true;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        assert!(told, "the transfer was never acknowledged: {log:?}");
+    });
+    let mut dst = vec![0u8; SIZE];
+    // SAFETY: `dst` outlives the transfer: we wait for BulkDone below.
+    unsafe { b.expect_bulk(0, TOKEN, vec![(dst.as_mut_ptr(), SIZE)]).unwrap() };
+    let mut log = Log::default();
+    let (mut wakes, mut wakes_in_body) = (0, 0);
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while log.ams.is_empty() && std::time::Instant::now() < end {
+        let mut p = libc::pollfd { fd: b.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut p, 1, 5000) };
+        assert!(rc >= 0, "poll: {}", std::io::Error::last_os_error());
+        if rc == 0 {
+            panic!("asleep 5 s with the transfer at {} of {SIZE} bytes and no message: {log:?}", b.rail_stats()[0].counters.bytes_in);
+        }
+        wakes += 1;
+        if log.done.is_empty() {
+            wakes_in_body += 1;
+        }
+        b.poll(&mut |e| log.record(e));
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    sender.join().unwrap();
+    assert_eq!(log.done, vec![(0, TOKEN)], "{log:?}");
+    assert_eq!(log.ams.len(), 1, "{log:?}");
+    assert!(dst == pattern(7, SIZE), "the bytes arrived whole");
+    let fragments = SIZE / (512 << 10);
+    eprintln!("{wakes} wake-ups, {wakes_in_body} before the transfer was whole ({fragments} fragments)");
+    assert!(wakes_in_body <= 3 * fragments, "{wakes_in_body} wake-ups for {fragments} fragment bodies");
+}
