@@ -176,6 +176,9 @@ impl NetNode {
     fn arm_timer(&mut self, now: Instant) {
         let mut due = if self.conns.iter().flatten().next().is_some() { Some(self.next_tick) } else { None };
         for &p in &self.owed {
+            if self.body_coming(p as usize) {
+                continue;
+            }
             if let Some(t) = self.peers[p as usize].ack_due {
                 due = Some(due.map_or(t, |d| d.min(t)));
             }
