@@ -102,6 +102,10 @@ pub struct Runtime {
     /// The helper parks longer than 1 ms: the next Run wakes it (see
     /// `progress::helper::wake_deep`).
     pub(crate) helper_deep: AtomicBool,
+    /// The helper found the engine held by an application thread and
+    /// waits for it: a Run that sees this polls on the helper's behalf
+    /// before it lets the engine go (see `progress::helper::await_holder`).
+    pub(crate) helper_wants: AtomicBool,
     /// `kernel` mode: operations wait for a thread that may hand chains to
     /// the kernel (see `engine::kernel::mark_carrier`); the helper takes
     /// them even while application threads wait.
@@ -534,6 +538,7 @@ impl Runtime {
             app_waiting,
             helper_parked: AtomicBool::new(false),
             helper_deep: AtomicBool::new(false),
+            helper_wants: AtomicBool::new(false),
             kernel_deferred,
             app_mark: progress::appmark::AppMark::new(oversubscribed),
             shutdown: AtomicBool::new(false),
@@ -692,6 +697,14 @@ impl Runtime {
         }
         let long = e.long_end();
         let shared = e.start(&s.inner, self, run);
+        if self.helper_wants.load(Ordering::Relaxed) {
+            // The helper, woken for data that came during this Run, waits
+            // for the engine: take that data in here, as it would have.
+            self.helper_wants.store(false, Ordering::Relaxed);
+            e.background = true;
+            e.poll();
+            e.background = false;
+        }
         let long = (e.long_end() != long).then(|| e.long_end());
         drop(e);
         // A Run that copied a large message itself (its data was there)

@@ -13,8 +13,9 @@ use super::*;
 /// progress for up to this long, once.
 pub(super) const MAX_LINGER: Duration = Duration::from_millis(3);
 
-/// Times in a row the helper yields and looks again when another thread
-/// holds the engine lock, before it sleeps (at most 1 ms) instead.
+/// Times in a row the helper waits for the engine's holder (see
+/// [`await_holder`]) and looks again, before it sleeps (at most 1 ms)
+/// instead.
 const LOCK_MISSES: u32 = 64;
 
 /// How long the helper sleeps when nothing is in flight and the
@@ -253,15 +254,16 @@ pub(super) fn helper_loop(rt: &Runtime) {
         }
         park_for = PARK_MAX;
         // Another thread holds the engine (a Run, a Test, a Wait's first
-        // batch of polls, which does not count as waiting): look again after
-        // a yield, up to LOCK_MISSES times, before registering as a sleeper.
+        // batch of polls, which does not count as waiting): look again once
+        // it lets the engine go, up to LOCK_MISSES times, before registering
+        // as a sleeper.
         // Registering runs a global memory barrier (`membarrier`, an
         // interrupt on every CPU, each a VM exit in a virtual machine), and
         // paid on every look it was most of the helper's time while its
         // application streamed 32 MiB to another host.
         if rt.app_waiting.load(Ordering::Acquire) == 0 && lock_misses < LOCK_MISSES && !rt.app_mark.is_set() && rt.engine.is_held() {
             lock_misses += 1;
-            yield_or_pause(rt);
+            await_holder(rt);
             continue;
         }
         // Whether another thread holds the engine, and so polls the network.
@@ -278,7 +280,9 @@ pub(super) fn helper_loop(rt: &Runtime) {
         // wake us with a system call on its way out, and an application
         // thread pays that in its Run or Wait (seen: seven context switches
         // per execution of a ping-pong schedule). A holder other than a
-        // waiting application thread (a Run, a Test) is brief: look again.
+        // waiting application thread (a Run, a Test) is brief: wait for it
+        // (`await_holder`, outside such loops: the mark is lifted), then
+        // look again.
         let (made, busy, must_poll) = if rt.app_waiting.load(Ordering::Acquire) > 0 {
             (0, false, false)
         } else {
@@ -304,11 +308,11 @@ pub(super) fn helper_loop(rt: &Runtime) {
                 None if lock_misses < LOCK_MISSES => {
                     lock_misses += 1;
                     drop(guard);
-                    yield_or_pause(rt);
+                    await_holder(rt);
                     continue;
                 }
                 // A holder that keeps the lock (a thread calling Progress in
-                // a loop): sleep briefly rather than yield without end.
+                // a loop): sleep briefly rather than wait without end.
                 None => {
                     held = true;
                     (0, true, true)
@@ -390,14 +394,30 @@ pub(super) fn helper_loop(rt: &Runtime) {
     }
 }
 
-/// Gives the CPU to the engine's holder for a moment.
-fn yield_or_pause(rt: &Runtime) {
+/// Waits until the engine's holder lets it go, asking a Run that holds
+/// it to poll on our behalf first (`Runtime::helper_wants`): asleep on the
+/// lock, whose release wakes us, which we then let go at once (the caller
+/// looks again).
+///
+/// This was a yield, meant to give the holder the CPU for a moment. But
+/// the holder is often an application thread inside a Run that the
+/// helper, woken by a message that came during that Run, preempted on its
+/// own CPU. Under EEVDF the helper, having just run, cannot preempt that
+/// thread again, whether it yields or is woken, until the next tick gives
+/// it a turn: the thread left its Run for its computation and the message
+/// waited 1-4 ms unanswered (2 emulated hosts, a 1 MiB Iallreduce behind 9
+/// ms of computation took over 10 ms in 10-23 of 45 repetitions, against
+/// 8.7 alone; 259 of 662 preempted helpers waited over 1 ms). So the Run
+/// answers it before it returns.
+fn await_holder(rt: &Runtime) {
     if rt.cfg.helper_rt {
         // A real-time thread's yield never lets an ordinary one run, and the
         // lock's holder may be one waiting for this very CPU.
         std::thread::sleep(Duration::from_micros(20));
     } else {
-        yield_now();
+        rt.helper_wants.store(true, Ordering::Relaxed);
+        drop(rt.lock_engine());
+        rt.helper_wants.store(false, Ordering::Relaxed);
     }
 }
 
