@@ -69,8 +69,8 @@ impl NetNode {
     /// At 1 Gbit/s a 512 KiB body arrives over 4 ms in 64 KiB segments, and
     /// the helper, woken for each, took its rank's CPU from a computation
     /// eight times per body, some 20-60 us each (2 emulated hosts, 1 MiB
-    /// Iallreduce: 8.1 -> 6.3 % of a 20 ms computation lost, medians of 8
-    /// alternated runs). Reads stay non-blocking: a poller in direct mode
+    /// Iallreduce: 8.1 -> 6.4 % of a 20 ms computation lost, medians of 7
+    /// alternated pairs of runs). Reads stay non-blocking: a poller in direct mode
     /// (at most [`DIRECT_MAX`](super::DIRECT_MAX) connections, which read
     /// without asking epoll) still takes each segment as it comes, while
     /// one that asks epoll sees the body once whole, as a sleeper does.
