@@ -379,6 +379,60 @@ fn goal_threads_ask_for_a_short_slice_and_the_application_keeps_its_own() {
     }
 }
 
+const NICE_NAME: &str = "the_helper_takes_the_nice_value_asked_for_and_the_application_keeps_its_own";
+
+/// The nice value of thread `task` (`/proc/self/task/<tid>`): field 19 of
+/// its `stat`, counted after the command name's closing parenthesis.
+fn nice_of(task: &std::path::Path) -> i64 {
+    let stat = std::fs::read_to_string(task.join("stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    rest.split_whitespace().nth(16).unwrap().parse().unwrap()
+}
+
+/// Rank 0 of a 2-rank job: its own thread's and its helper's nice values,
+/// printed for the driver (the helper sets its own as it starts: read
+/// until it moves, or for a second).
+fn nice_body() {
+    let rt = goal_rt::init().expect("GOAL_Init");
+    if rt.rank() == 0 {
+        let app = nice_of(&std::path::PathBuf::from(format!("/proc/self/task/{}", gettid())));
+        let task = helper_task().expect("a helper thread");
+        let t = std::time::Instant::now();
+        let mut helper = nice_of(&task);
+        while helper == app && t.elapsed().as_millis() < 1000 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            helper = nice_of(&task);
+        }
+        println!("\nnice: app={app} helper={helper}");
+    }
+    goal_rt::finalize().unwrap();
+}
+
+/// `GOAL_PROGRESS_NICE` sets the helper thread's nice value and no other
+/// thread's: positive values for anyone, negative ones where the process
+/// may raise its priority (root here; elsewhere the helper keeps its value
+/// and a line says so). Unset, the helper keeps the application's.
+#[test]
+fn the_helper_takes_the_nice_value_asked_for_and_the_application_keeps_its_own() {
+    if in_job() {
+        nice_body();
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    for (env, want) in [(None, 0i64), (Some("5"), 5), (Some("-5"), if root { -5 } else { 0 })] {
+        let mut vars = vec![("GOAL_PROGRESS", "thread")];
+        if let Some(v) = env {
+            vars.push(("GOAL_PROGRESS_NICE", v));
+        }
+        let what = format!("GOAL_PROGRESS_NICE={}", env.unwrap_or("(unset)"));
+        let line = report(NICE_NAME, &vars, "nice: ", &what);
+        let field = |k: &str| -> i64 { line.split_whitespace().find_map(|w| w.strip_prefix(&format!("{k}="))).unwrap().parse().unwrap() };
+        assert_eq!(field("app"), 0, "{what}: the application thread's nice value changed: {line}");
+        assert_eq!(field("helper"), want, "{what}: the helper's nice value: {line}");
+    }
+}
+
 const PARK_NAME: &str = "the_helper_sleeps_through_rings_meant_for_a_waiting_application_thread";
 
 /// Messages rank 1 sends while rank 0 waits for something else.

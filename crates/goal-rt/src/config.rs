@@ -7,6 +7,7 @@
 //! | `GOAL_HELPER_SPIN_US` | how long the helper thread polls after the last event before it sleeps | `thread`: 20 with a spare core, else 0; `spin`: 2000 |
 //! | `GOAL_PROGRESS_CPU` | CPU number the helper thread is pinned to | not pinned |
 //! | `GOAL_PROGRESS_RT` | `1`: run the helper thread as a real-time thread (`SCHED_FIFO`, priority 1) where permitted | off |
+//! | `GOAL_PROGRESS_NICE` | the helper thread's nice value, -20 to 19, where permitted (a negative one needs `CAP_SYS_NICE` or `RLIMIT_NICE`); see `progress::helper::place_helper` | 0 (unchanged) |
 //! | `GOAL_SLICE_US` | the scheduler time slice goal's sleeping threads ask for (`sched_setattr`, Linux 6.12 and later): the helper always, an application thread while it sleeps in Wait; `0`: the kernel's default | 100 |
 //! | `GOAL_EAGER_LIMIT` | largest message sent eagerly through the rings | calibrated |
 //! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream (setting either fixes the choice) | chosen per message from 64 KiB (see `adapt`), calibrated below |
@@ -89,6 +90,8 @@ pub struct Config {
     pub cpus: Vec<usize>,
     /// Run the helper as a real-time thread.
     pub helper_rt: bool,
+    /// The helper's nice value (None: left as it is).
+    pub helper_nice: Option<i32>,
     /// The time slice goal's sleeping threads ask for (zero: the default).
     pub slice: Duration,
     /// Largest eager message (None: calibrate).
@@ -233,6 +236,13 @@ impl Config {
             Some("1") => true,
             Some(other) => return Err(Error::new(ErrorKind::InvalidArgument, format!("GOAL_PROGRESS_RT={other}: expected 0 or 1"))),
         };
+        let helper_nice = match var("GOAL_PROGRESS_NICE").as_deref() {
+            None => None,
+            Some(v) => match v.parse::<i32>() {
+                Ok(n) if (-20..=19).contains(&n) => Some(n),
+                _ => return Err(Error::new(ErrorKind::InvalidArgument, format!("GOAL_PROGRESS_NICE={v}: expected a nice value from -20 to 19"))),
+            },
+        };
         let cma_range = match (parse_bytes("GOAL_CMA_MIN")?, parse_bytes("GOAL_CMA_MAX")?) {
             (None, None) => None,
             (lo, hi) => Some((lo.unwrap_or(0), hi.unwrap_or(usize::MAX))),
@@ -253,6 +263,7 @@ impl Config {
             cpus: Vec::new(),
             helper_shared: false,
             helper_rt,
+            helper_nice,
             slice: micros("GOAL_SLICE_US")?.unwrap_or(SLICE),
             eager_limit: parse_bytes("GOAL_EAGER_LIMIT")?,
             cma_range,

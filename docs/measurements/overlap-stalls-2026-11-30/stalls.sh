@@ -4,12 +4,14 @@
 # and GOAL_TRACE_FILE; prints overlap.c's "none" row and, from goal's timeline, how long each
 # execution took: the t_pure phase, and the overlapped phase's executions without progress calls
 # ("none") and with them ("progress"), with how many of each took over 10 ms.
-# T: the goal-cluster binary (default goal-cluster); root.
+# T: the goal-cluster binary (default goal-cluster); GOAL_ENV: more K=V for the ranks; root.
 P=$1; M=$2; T=${T:-goal-cluster}; O=$(mktemp --suffix=.json)
 if [ "$M" = openmpi ]; then
   l=(-- --mca btl tcp,self -x LD_PRELOAD=$P/lib/libgoal-mpi-openmpi.so -x GOAL_RAILS=rail0 -x GOAL_TRACE_FILE=$O)
+  for e in $GOAL_ENV; do l+=(-x "$e"); done
 else
   l=(--mpich -- -genv UCX_TLS self,tcp -genv LD_PRELOAD $P/lib/libgoal-mpi-mpich.so -genv GOAL_RAILS rail0 -genv GOAL_TRACE_FILE $O)
+  for e in $GOAL_ENV; do l+=(-genv "${e%%=*}" "${e#*=}"); done
 fi
 timeout 120 $T mpirun --name lat --np 2 --per-host 1 --rails 0 "${l[@]}" "$(dirname "$0")/../../../build/bench/mpi_overlap.$M" \
     --name x --tests overlap --ops allreduce:1M --budget-ms 2000 --pin > "$O.out" 2>&1

@@ -91,6 +91,26 @@ pub(super) fn place_helper(cfg: &Config, rank: u32) {
             }
         }
     }
+    if let Some(nice) = cfg.helper_nice.filter(|_| !cfg.helper_rt) {
+        // A woken thread preempts the computation on its CPU only if the
+        // scheduler finds it eligible, and under EEVDF a thread that ran a
+        // moment ago is not, until the next tick (4 ms here): a helper
+        // answering a peer 100 us after its last turn waited that long.
+        // Its weight at a negative nice makes the few microseconds it runs
+        // per event count for little: across 2 emulated hosts, a 1 MiB
+        // Iallreduce behind a computation stalled in 0 of 45 repetitions
+        // at -10 against 2-5 at 0, in 4 runs each
+        // (docs/measurements/overlap-stalls-2026-11-30).
+        // SAFETY: setpriority has no memory preconditions; PRIO_PROCESS with
+        // a thread id sets that thread's nice value on Linux.
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
+        if rc != 0 {
+            say!(
+                "goal (rank {rank}): GOAL_PROGRESS_NICE={nice}: the progress thread keeps its nice value ({})",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
     if cfg.helper_rt {
         let param = libc::sched_param { sched_priority: 1 };
         // SAFETY: pthread_self() is this thread; `param` is a valid sched_param.
