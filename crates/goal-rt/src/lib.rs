@@ -701,9 +701,7 @@ impl Runtime {
             // The helper, woken for data that came during this Run, waits
             // for the engine: take that data in here, as it would have.
             self.helper_wants.store(false, Ordering::Relaxed);
-            e.background = true;
-            e.poll();
-            e.background = false;
+            e.poll_background();
         }
         let long = (e.long_end() != long).then(|| e.long_end());
         drop(e);
@@ -736,12 +734,7 @@ impl Runtime {
     /// [`try_progress`](Self::try_progress) for the helper: behind the
     /// application's back (see `Engine::background`).
     pub(crate) fn try_progress_background(&self) -> Option<usize> {
-        self.try_engine().map(|mut e| {
-            e.background = true;
-            let n = e.poll();
-            e.background = false;
-            n
-        })
+        self.try_engine().map(|mut e| e.poll_background())
     }
 
     /// The engine, if nobody holds its lock now.

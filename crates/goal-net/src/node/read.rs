@@ -21,7 +21,6 @@ use std::time::Instant;
 /// they are whole (see [`NetNode::body_lowat`]).
 const BODY_LOWAT_MIN: u32 = 64 << 10;
 
-
 impl NetNode {
     /// Reads what the socket has (a bounded number of times) and handles it.
     pub(super) fn read_conn(&mut self, c: usize, on: &mut dyn FnMut(Event<'_>)) -> usize {

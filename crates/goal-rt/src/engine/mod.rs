@@ -436,6 +436,15 @@ impl Engine {
         self.progress().max((!self.state.reads.is_empty() || !self.state.writes.is_empty()) as usize)
     }
 
+    /// [`poll`](Self::poll) as the helper makes it, behind the
+    /// application's back (see `background`).
+    pub fn poll_background(&mut self) -> usize {
+        self.background = true;
+        let n = self.poll();
+        self.background = false;
+        n
+    }
+
     /// Whether one of `peers` (job ranks) last waited on the CPU this
     /// thread runs on, which it cannot use while this thread polls; first
     /// publishes that CPU for the peers that wait for this rank. True when

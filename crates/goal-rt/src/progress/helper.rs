@@ -309,9 +309,7 @@ pub(super) fn helper_loop(rt: &Runtime) {
             match rt.try_engine() {
                 Some(mut e) => {
                     lock_misses = 0;
-                    e.background = true;
-                    let made = e.poll();
-                    e.background = false;
+                    let made = e.poll_background();
                     (made, e.busy(), e.must_poll())
                 }
                 // The holder is an application thread inside a call of a
