@@ -338,7 +338,11 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
             match mpi {
                 // What mpirun_openmpi and mpiexec_mpich set: MPI on rail 0
                 // only (and UCX not bypassing the rails through CMA).
-                Mpi::OpenMpi => env.extend([("OMPI_MCA_btl_tcp_if_include", "rail0"), ("OMPI_MCA_oob_tcp_if_include", "rail0"), ("OMPI_MCA_mpi_yield_when_idle", "1")].map(|(k, v)| (k.into(), v.into()))),
+                Mpi::OpenMpi => {
+                    env.extend([("OMPI_MCA_btl_tcp_if_include", "rail0"), ("OMPI_MCA_oob_tcp_if_include", "rail0"), ("OMPI_MCA_mpi_yield_when_idle", "1")].map(|(k, v)| (k.into(), v.into())));
+                    let session = c.openmpi_session_base().expect("Open MPI's session directory");
+                    env.push(("OMPI_MCA_orte_tmpdir_base".into(), session.display().to_string().into()));
+                }
                 Mpi::Mpich => env.extend([("UCX_TLS", "self,tcp,posix,sysv"), ("UCX_NET_DEVICES", "rail0")].map(|(k, v)| (k.into(), v.into()))),
             }
             // The layer into the tasks only (srun itself runs without it);

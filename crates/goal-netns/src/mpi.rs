@@ -18,7 +18,12 @@
 //! Open MPI decides locality by hostname, so ranks on different hosts talk
 //! over TCP (through the rails and their rate limits) and ranks on one host
 //! over shared memory, as on a real cluster. `btl_tcp_if_include` restricts
-//! the TCP BTL to the chosen rails.
+//! the TCP BTL to the chosen rails. `orte_tmpdir_base` puts the job's
+//! session directories in the cluster's work directory: Open MPI names them
+//! `ompi.HOSTNAME.UID` under `/tmp`, every cluster's hosts are called
+//! `host0`... and all share one `/tmp`, so two clusters' jobs at once raced
+//! to create and remove the same directory (seen in CI: "mkdir
+//! /tmp/ompi.host3.0: File exists", and the job failed).
 //!
 //! # MPICH (`mpiexec.hydra`, tested with 4.0 on ch4:ucx)
 //!
@@ -135,10 +140,13 @@ exec {enter} {sh} -c "$*"
         if sys::is_root() {
             cmd.arg("--allow-run-as-root");
         }
+        let session = self.openmpi_session_base()?;
         cmd.arg("--hostfile")
             .arg(hostfile)
             .args(["--mca", "plm_rsh_agent"])
-            .arg(agent);
+            .arg(agent)
+            .args(["--mca", "orte_tmpdir_base"])
+            .arg(session);
         cmd.args([
             "--bind-to",
             "none",
@@ -152,6 +160,18 @@ exec {enter} {sh} -c "$*"
         }
         cmd.args(program_args);
         Ok(cmd)
+    }
+
+    /// The directory Open MPI processes of this cluster's jobs keep their
+    /// session directories in (`orte_tmpdir_base`, see the
+    /// [module docs](self)), created on first use. [`Cluster::mpirun_openmpi`]
+    /// passes it; a job started another way (Slurm's `srun`) sets
+    /// `OMPI_MCA_orte_tmpdir_base` to it.
+    pub fn openmpi_session_base(&self) -> Result<PathBuf, Error> {
+        let dir = self.workdir().join("ompi-session");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format_args!("creating {}", dir.display()), e))?;
+        Ok(dir)
     }
 
     /// `mpiexec` of MPICH (hydra), run inside host 0: `np` ranks, `per_host`
