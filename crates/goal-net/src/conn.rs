@@ -63,6 +63,8 @@ pub(crate) struct Body {
     pub done: u32,
     /// Read and drop (a duplicate, or a cancelled registration).
     pub discard: bool,
+    /// Its sender wants no acknowledgement ([`FLAG_UNACKED`](crate::wire::FLAG_UNACKED)).
+    pub unacked: bool,
 }
 
 impl Body {
@@ -75,10 +77,11 @@ impl Body {
 pub(crate) enum TxItem {
     /// A control frame.
     Own(Vec<u8>),
-    /// An active message, shared with the peer's list of unacknowledged ones.
+    /// An active message, shared with the peer's list of unacknowledged ones
+    /// (when it has several rails).
     Am(Arc<Vec<u8>>),
     /// A bulk fragment: header, then bytes `[off, off + len)` of transfer `xid`.
-    Frag { head: [u8; HEADER_LEN + crate::wire::FRAG_HEAD], xid: u64, off: u64, len: u32, started: Option<Instant>, stalled: bool },
+    Frag { head: [u8; HEADER_LEN + crate::wire::FRAG_HEAD], xid: u64, off: u64, len: u32, started: Option<Instant>, stalled: bool, unacked: bool },
 }
 
 impl TxItem {

@@ -88,7 +88,7 @@
 //! offset size field
 //!      0    1 kind       0..=15 goal-net's own, 16..=255 a user handler
 //!      1    1 head_len   bytes of the head that follows (user: at most 64)
-//!      2    2 reserved   must be 0
+//!      2    2 flags      bit 0 UNACKED (FRAG and user messages only); the rest must be 0
 //!      4    4 body_len   bytes of the body that follows the head
 //!      8    8 arg        user message: its sequence number; ACK: delivered count; else 0
 //! ```
@@ -119,7 +119,11 @@
 //! receiver delivers them in that order and acknowledges with ACK's `arg`
 //! (how many it has delivered), at the latest after 32 messages or 2 ms.
 //! Fragments are acknowledged by (xid, offset) on the connection that
-//! carried them. `xid` numbers the sender's bulk transfers to one peer from
+//! carried them. Acknowledgements exist so that a dead connection's
+//! traffic can go again on another rail: to a peer reached over a single
+//! rail, where a dead connection loses the peer, a sender keeps nothing
+//! once written and sets UNACKED, and the receiver acknowledges nothing
+//! (one wake fewer per message for a sender asleep in the helper). `xid` numbers the sender's bulk transfers to one peer from
 //! 0 and is never reused; `token` is the caller's.
 //!
 //! # Handshake

@@ -10,7 +10,10 @@
 //! acknowledgement covers it, so that a dead connection's messages can go
 //! again on another. Bulk transfers are numbered too (`xid`); their
 //! fragments are acknowledged one by one, and a receiver remembers the
-//! transfers it finished so that a late copy is dropped.
+//! transfers it finished so that a late copy is dropped. To a peer reached
+//! over a single rail there is no other connection to send again on: such
+//! traffic is flagged unacknowledged ([`FLAG_UNACKED`](crate::wire::FLAG_UNACKED)),
+//! the sender keeps it only until written, and the receiver owes nothing.
 //!
 //! Like [`wire`](crate::wire) this module is pure: no sockets, no system
 //! calls, no clock. The node decides what goes on which connection and
@@ -43,6 +46,8 @@ pub(crate) struct Stashed {
     pub handler: u8,
     pub head: Vec<u8>,
     pub payload: Vec<u8>,
+    /// Not to be acknowledged (see [`Reliability::delivered`]).
+    pub unacked: bool,
 }
 
 /// What to do with an active message that arrived.
@@ -146,7 +151,7 @@ impl Reliability {
     /// Classifies message `seq`; an early one is kept (copied) here. Refuses
     /// one too far ahead, or early messages beyond [`REORDER_BYTES`].
     #[inline]
-    pub fn arrive(&mut self, seq: u64, handler: u8, head: &[u8], payload: &[u8]) -> Result<Arrival, String> {
+    pub fn arrive(&mut self, seq: u64, handler: u8, head: &[u8], payload: &[u8], unacked: bool) -> Result<Arrival, String> {
         if seq < self.am_delivered || self.reorder.contains_key(&seq) {
             return Ok(Arrival::Duplicate);
         }
@@ -160,13 +165,21 @@ impl Reliability {
         if self.reorder_bytes > REORDER_BYTES {
             return Err("protocol error: too many bytes of early messages".into());
         }
-        self.reorder.insert(seq, Stashed { handler, head: head.to_vec(), payload: payload.to_vec() });
+        self.reorder.insert(seq, Stashed { handler, head: head.to_vec(), payload: payload.to_vec(), unacked });
         Ok(Arrival::Held)
     }
 
     /// The message [`arrive`](Self::arrive) called `Next` was delivered.
+    /// One sent `unacked` (its sender keeps no copy) owes no
+    /// acknowledgement: when nothing else is owed, the count moves past it
+    /// as if acknowledged; otherwise the acknowledgement that is owed
+    /// covers it too, which its sender takes as it takes any count up to
+    /// what it sent.
     #[inline]
-    pub fn delivered(&mut self) {
+    pub fn delivered(&mut self, unacked: bool) {
+        if unacked && self.am_acked_sent == self.am_delivered {
+            self.am_acked_sent += 1;
+        }
         self.am_delivered += 1;
     }
 
@@ -175,7 +188,7 @@ impl Reliability {
     pub fn release(&mut self) -> Option<Stashed> {
         let s = self.reorder.remove(&self.am_delivered)?;
         self.reorder_bytes -= s.head.len() + s.payload.len();
-        self.am_delivered += 1;
+        self.delivered(s.unacked);
         Some(s)
     }
 
@@ -217,6 +230,17 @@ impl Reliability {
         }
         let b = self.bulk_out.remove(i).expect("index valid");
         (!b.internal).then_some(b.token)
+    }
+
+    /// A fragment sent unacknowledged (its receiver acknowledges it to no
+    /// one, [`FLAG_UNACKED`](crate::wire::FLAG_UNACKED)) at `off` of `xid`
+    /// is written: it counts as acknowledged, and its copy as no longer
+    /// being written. Returns the caller's token if that finished the
+    /// transfer.
+    pub fn unacked_written(&mut self, xid: u64, off: u64) -> Option<u64> {
+        let i = self.bulk_out.iter().position(|b| b.xid == xid)?;
+        self.bulk_out[i].ack(off);
+        self.writer_done(xid)
     }
 
     /// Removes the finished transfers, calling `sent(token)` for the caller's.
@@ -314,9 +338,9 @@ mod tests {
     fn feed(r: &mut Reliability, seq: u64) -> Result<Vec<u8>, String> {
         let payload = [seq as u8];
         let mut out = Vec::new();
-        if r.arrive(seq, 16, b"h", &payload)? == Arrival::Next {
+        if r.arrive(seq, 16, b"h", &payload, false)? == Arrival::Next {
             out.push(payload[0]);
-            r.delivered();
+            r.delivered(false);
             while let Some(s) = r.release() {
                 assert_eq!((s.handler, &s.head[..]), (16, &b"h"[..]));
                 out.push(s.payload[0]);
@@ -363,8 +387,8 @@ mod tests {
         feed(&mut r, 0).unwrap();
         feed(&mut r, 2).unwrap();
         // A copy of a delivered message, and of a held one.
-        assert_eq!(r.arrive(0, 16, b"h", b"x"), Ok(Arrival::Duplicate));
-        assert_eq!(r.arrive(2, 16, b"h", b"x"), Ok(Arrival::Duplicate));
+        assert_eq!(r.arrive(0, 16, b"h", b"x", false), Ok(Arrival::Duplicate));
+        assert_eq!(r.arrive(2, 16, b"h", b"x", false), Ok(Arrival::Duplicate));
         assert_eq!(r.reorder_bytes, 2, "the held copy is not counted twice");
         assert_eq!(feed(&mut r, 1).unwrap(), vec![1, 2]);
         assert_eq!(feed(&mut r, 1).unwrap(), vec![]);
@@ -372,11 +396,48 @@ mod tests {
     }
 
     #[test]
+    fn unacked_messages_owe_no_acknowledgement_unless_one_is_owed_anyway() {
+        let mut r = Reliability::default();
+        for seq in 0..3 {
+            assert_eq!(r.arrive(seq, 16, b"", b"", true), Ok(Arrival::Next));
+            r.delivered(true);
+        }
+        assert_eq!((r.am_delivered, r.acks_owed()), (3, 0));
+        // One that wants acknowledging, then unacked ones: the owed
+        // acknowledgement covers them all.
+        r.arrive(3, 16, b"", b"", false).unwrap();
+        r.delivered(false);
+        r.arrive(4, 16, b"", b"", true).unwrap();
+        r.delivered(true);
+        assert_eq!(r.acks_owed(), 2);
+        assert_eq!(r.ack_sent(), 5);
+        // Held, then released: the flag travels with the message.
+        assert_eq!(r.arrive(6, 16, b"", b"z", true), Ok(Arrival::Held));
+        r.arrive(5, 16, b"", b"", true).unwrap();
+        r.delivered(true);
+        assert!(r.release().is_some_and(|s| s.unacked && s.payload == b"z"));
+        assert_eq!((r.am_delivered, r.acks_owed()), (7, 0));
+    }
+
+    #[test]
+    fn an_unacked_fragment_finishes_its_transfer_once_written() {
+        let buf = [7u8; 100];
+        let mut r = Reliability::default();
+        let xid = r.start_bulk(42, Pieces::new([(buf.as_ptr() as *mut u8, buf.len())]), false);
+        let b = &mut r.bulk_out[0];
+        assert_eq!(b.pull(0, |_| 60), Some((0, 60)));
+        assert_eq!(b.pull(0, |_| 60), Some((60, 40)));
+        assert_eq!(r.unacked_written(xid, 0), None);
+        assert_eq!(r.unacked_written(xid, 60), Some(42));
+        assert!(r.bulk_out.is_empty());
+    }
+
+    #[test]
     fn a_message_too_far_ahead_is_refused() {
         let mut r = Reliability::default();
-        let e = r.arrive(REORDER_WINDOW + 1, 16, b"", b"").unwrap_err();
+        let e = r.arrive(REORDER_WINDOW + 1, 16, b"", b"", false).unwrap_err();
         assert!(e.contains(&format!("message {} far ahead of 0", REORDER_WINDOW + 1)), "{e}");
-        assert_eq!(r.arrive(REORDER_WINDOW, 16, b"", b""), Ok(Arrival::Held));
+        assert_eq!(r.arrive(REORDER_WINDOW, 16, b"", b"", false), Ok(Arrival::Held));
     }
 
     #[test]
@@ -436,7 +497,7 @@ mod tests {
     }
 
     fn frag(xid: u64, token: u64, offset: u64, total: u64, len: u32) -> FragHead {
-        FragHead { xid, token, offset, total, len }
+        FragHead { xid, token, offset, total, len, unacked: false }
     }
 
     #[test]

@@ -26,6 +26,12 @@ pub const MAX_ACK_ENTRIES: usize = 4096;
 pub const ACK_ENTRY_LEN: usize = 16;
 /// Bytes of a nonce and of a MAC.
 pub const NONCE_LEN: usize = 32;
+/// Header flag (in the otherwise reserved bits), on FRAG and user messages
+/// only: the sender keeps no copy of this frame to send again, so the
+/// receiver acknowledges it to no one. A sender sets it for a peer it
+/// reaches over a single rail, where a connection that dies loses the peer
+/// and nothing could be sent again anyway.
+pub const FLAG_UNACKED: u16 = 1;
 
 /// Frame kinds (the header's first byte). 0..=15 are goal-net's own; 16..=255
 /// are user handlers, valid only if the node was told so.
@@ -142,6 +148,8 @@ pub struct FragHead {
     pub total: u64,
     /// Bytes of this fragment's body.
     pub len: u32,
+    /// Not to be acknowledged ([`FLAG_UNACKED`]).
+    pub unacked: bool,
 }
 
 /// The fragment acknowledgements of an ACK frame, `(xid, offset)` pairs.
@@ -221,6 +229,8 @@ pub enum Frame<'a> {
         head: &'a [u8],
         /// The payload.
         payload: &'a [u8],
+        /// Not to be acknowledged ([`FLAG_UNACKED`]).
+        unacked: bool,
     },
 }
 
@@ -329,6 +339,8 @@ pub struct Header {
     pub body_len: u32,
     /// Kind-specific argument (sequence number, delivered count).
     pub arg: u64,
+    /// [`FLAG_UNACKED`] or 0.
+    pub flags: u16,
 }
 
 impl Header {
@@ -337,6 +349,7 @@ impl Header {
         let mut b = [0u8; HEADER_LEN];
         b[0] = self.kind;
         b[1] = self.head_len;
+        b[2..4].copy_from_slice(&self.flags.to_le_bytes());
         b[4..8].copy_from_slice(&self.body_len.to_le_bytes());
         b[8..16].copy_from_slice(&self.arg.to_le_bytes());
         b
@@ -358,9 +371,11 @@ pub fn parse<'a>(buf: &'a [u8], lim: &Limits) -> Result<Parsed<'a>, WireError> {
     let reserved = u16::from_le_bytes([buf[2], buf[3]]);
     let body_len = u32_at(buf, 4);
     let arg = u64_at(buf, 8);
-    if reserved != 0 {
+    let flaggable = k == kind::FRAG || k >= kind::FIRST_USER;
+    if reserved & !FLAG_UNACKED != 0 || (reserved != 0 && !flaggable) {
         return Err(WireError::Reserved(reserved));
     }
+    let unacked = reserved & FLAG_UNACKED != 0;
     let fixed = |want: usize| if head_len == want { Ok(()) } else { Err(WireError::HeadLen { kind: k, got: head_len as u8 }) };
     let body_max = |max: u32| if body_len <= max { Ok(()) } else { Err(WireError::BodyLen { kind: k, got: body_len, max }) };
     let arg_zero = || if arg == 0 { Ok(()) } else { Err(WireError::NonZeroArg(k)) };
@@ -422,7 +437,7 @@ pub fn parse<'a>(buf: &'a [u8], lim: &Limits) -> Result<Parsed<'a>, WireError> {
         kind::WELCOME => Frame::Welcome { mac: arr32(head, 0) },
         kind::REJECT => Frame::Reject { reason: body },
         kind::FRAG => {
-            let f = FragHead { xid: u64_at(head, 0), token: u64_at(head, 8), offset: u64_at(head, 16), total: u64_at(head, 24), len: body_len };
+            let f = FragHead { xid: u64_at(head, 0), token: u64_at(head, 8), offset: u64_at(head, 16), total: u64_at(head, 24), len: body_len, unacked };
             if f.offset.checked_add(f.len as u64).is_none_or(|e| e > f.total) {
                 return Err(WireError::FragRange { offset: f.offset, len: f.len, total: f.total });
             }
@@ -432,7 +447,7 @@ pub fn parse<'a>(buf: &'a [u8], lim: &Limits) -> Result<Parsed<'a>, WireError> {
         kind::PING => Frame::Ping,
         kind::BYE => Frame::Bye,
         kind::PROBE => Frame::Probe { op: u32_at(head, 0), id: u64_at(head, 8), size: u64_at(head, 16), body },
-        _ => Frame::Am { handler: k, seq: arg, head, payload: body },
+        _ => Frame::Am { handler: k, seq: arg, head, payload: body, unacked },
     };
     if let Frame::Probe { .. } = frame {
         if u32_at(head, 4) != 0 {
@@ -469,22 +484,22 @@ pub fn encode(f: &Frame<'_>, out: &mut Vec<u8>) {
             h[16..24].copy_from_slice(&size.to_le_bytes());
             put(out, kind::PROBE, &h, body, 0);
         }
-        Frame::Am { handler, seq, head, payload } => am(out, handler, seq, head, &[payload]),
+        Frame::Am { handler, seq, head, payload, unacked } => am(out, handler, seq, head, &[payload], unacked),
     }
 }
 
 /// Appends a frame of `kind` with `head` and `body`.
 fn put(out: &mut Vec<u8>, k: u8, head: &[u8], body: &[u8], arg: u64) {
-    let h = Header { kind: k, head_len: head.len() as u8, body_len: body.len() as u32, arg };
+    let h = Header { kind: k, head_len: head.len() as u8, body_len: body.len() as u32, arg, flags: 0 };
     out.extend_from_slice(&h.encode());
     out.extend_from_slice(head);
     out.extend_from_slice(body);
 }
 
 /// Appends a user active message whose payload is the concatenation of `payload`.
-pub fn am(out: &mut Vec<u8>, handler: u8, seq: u64, head: &[u8], payload: &[&[u8]]) {
+pub fn am(out: &mut Vec<u8>, handler: u8, seq: u64, head: &[u8], payload: &[&[u8]], unacked: bool) {
     let len: usize = payload.iter().map(|p| p.len()).sum();
-    let h = Header { kind: handler, head_len: head.len() as u8, body_len: len as u32, arg: seq };
+    let h = Header { kind: handler, head_len: head.len() as u8, body_len: len as u32, arg: seq, flags: if unacked { FLAG_UNACKED } else { 0 } };
     out.reserve(HEADER_LEN + head.len() + len);
     out.extend_from_slice(&h.encode());
     out.extend_from_slice(head);
@@ -496,7 +511,7 @@ pub fn am(out: &mut Vec<u8>, handler: u8, seq: u64, head: &[u8], payload: &[&[u8
 /// The header and head of a fragment (its body follows on the wire).
 pub fn frag_header(f: &FragHead) -> [u8; HEADER_LEN + FRAG_HEAD] {
     let mut b = [0u8; HEADER_LEN + FRAG_HEAD];
-    let h = Header { kind: kind::FRAG, head_len: FRAG_HEAD as u8, body_len: f.len, arg: 0 };
+    let h = Header { kind: kind::FRAG, head_len: FRAG_HEAD as u8, body_len: f.len, arg: 0, flags: if f.unacked { FLAG_UNACKED } else { 0 } };
     b[..HEADER_LEN].copy_from_slice(&h.encode());
     b[16..24].copy_from_slice(&f.xid.to_le_bytes());
     b[24..32].copy_from_slice(&f.token.to_le_bytes());
@@ -520,7 +535,7 @@ fn hello_head(h: &Hello) -> [u8; HELLO_HEAD] {
 
 /// Appends an ACK frame.
 pub fn ack(out: &mut Vec<u8>, delivered: u64, frags: &[(u64, u64)]) {
-    let h = Header { kind: kind::ACK, head_len: 0, body_len: (frags.len() * ACK_ENTRY_LEN) as u32, arg: delivered };
+    let h = Header { kind: kind::ACK, head_len: 0, body_len: (frags.len() * ACK_ENTRY_LEN) as u32, arg: delivered, flags: 0 };
     out.extend_from_slice(&h.encode());
     for &(x, o) in frags {
         out.extend_from_slice(&x.to_le_bytes());
@@ -565,12 +580,14 @@ mod tests {
             Frame::Hello(Hello { rank: 3, size: 4, from_rail: 0, to_rail: 2, nonce: [9; 32], mac: [1; 32] }),
             Frame::Welcome { mac: [5; 32] },
             Frame::Reject { reason: b"wrong secret" },
-            Frame::Frag(FragHead { xid: 9, token: 77, offset: 4096, total: 1 << 20, len: 8192 }),
+            Frame::Frag(FragHead { xid: 9, token: 77, offset: 4096, total: 1 << 20, len: 8192, unacked: false }),
+            Frame::Frag(FragHead { xid: 9, token: 77, offset: 4096, total: 1 << 20, len: 8192, unacked: true }),
             Frame::Ack { delivered: 12, frags: AckList(&[1u8; 32]) },
             Frame::Ping,
             Frame::Bye,
             Frame::Probe { op: 2, id: 5, size: 100, body: b"xyz" },
-            Frame::Am { handler: 17, seq: 42, head: b"0123456789abcdef", payload: b"hello" },
+            Frame::Am { handler: 17, seq: 42, head: b"0123456789abcdef", payload: b"hello", unacked: false },
+            Frame::Am { handler: 17, seq: 43, head: b"", payload: b"x", unacked: true },
         ];
         for f in frames {
             let mut b = Vec::new();
@@ -586,17 +603,22 @@ mod tests {
     fn rejects_lies() {
         let l = lim();
         let mut b = Vec::new();
-        am(&mut b, 18, 0, b"", &[b"x"]);
+        am(&mut b, 18, 0, b"", &[b"x"], false);
         assert_eq!(parse(&b, &l), Err(WireError::UnknownHandler(18)));
         let mut b = Vec::new();
-        am(&mut b, 16, 0, &[0; 65], &[]);
+        am(&mut b, 16, 0, &[0; 65], &[], false);
         assert!(matches!(parse(&b, &l), Err(WireError::HeadLen { .. })));
-        let h = Header { kind: 16, head_len: 0, body_len: u32::MAX, arg: 0 }.encode();
+        let h = Header { kind: 16, head_len: 0, body_len: u32::MAX, arg: 0, flags: 0 }.encode();
         assert!(matches!(parse(&h, &l), Err(WireError::BodyLen { .. })));
-        let f = frag_header(&FragHead { xid: 1, token: 1, offset: u64::MAX - 2, total: 10, len: 5 });
+        let f = frag_header(&FragHead { xid: 1, token: 1, offset: u64::MAX - 2, total: 10, len: 5, unacked: false });
         assert!(matches!(parse(&f, &l), Err(WireError::FragRange { .. })));
-        let h = Header { kind: 12, head_len: 0, body_len: 0, arg: 0 }.encode();
+        let h = Header { kind: 12, head_len: 0, body_len: 0, arg: 0, flags: 0 }.encode();
         assert_eq!(parse(&h, &l), Err(WireError::UnknownKind(12)));
+        // The one flag goes on fragments and user messages only; other bits stay reserved.
+        let h = Header { kind: kind::PING, head_len: 0, body_len: 0, arg: 0, flags: FLAG_UNACKED }.encode();
+        assert_eq!(parse(&h, &l), Err(WireError::Reserved(FLAG_UNACKED)));
+        let h = Header { kind: 16, head_len: 0, body_len: 0, arg: 0, flags: 2 }.encode();
+        assert_eq!(parse(&h, &l), Err(WireError::Reserved(2)));
         let mut b = Vec::new();
         encode(&Frame::Challenge(Challenge { rank: 0, size: 1, rail: 0, nonce: [0; 32] }), &mut b);
         b[16] = b'X';

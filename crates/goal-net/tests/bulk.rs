@@ -218,3 +218,42 @@ fn a_sleeping_receiver_wakes_per_body_and_for_the_message_after_it() {
     eprintln!("{wakes} wake-ups, {wakes_in_body} before the transfer was whole ({fragments} fragments)");
     assert!(wakes_in_body <= 3 * fragments, "{wakes_in_body} wake-ups for {fragments} fragment bodies");
 }
+
+/// Over a single rail nothing could be sent again (a connection that dies
+/// loses the peer), so a receiver acknowledges neither messages nor
+/// fragments: it writes nothing at all while data flows one way, and the
+/// sender's transfer finishes, and the sender is quiet, once the bytes are
+/// written. Over two rails the receiver acknowledges, since a rail that
+/// dies must not lose what it carried (`failover.rs`).
+#[test]
+fn a_receiver_over_one_rail_writes_nothing_back() {
+    const SIZE: usize = 4 << 20;
+    for nrails in [1, 2] {
+        let (mut a, mut b) = pair(nrails);
+        let before = bytes_out(&b);
+        let src = pattern(3, SIZE);
+        let mut dst = vec![0u8; SIZE];
+        // SAFETY: `dst` and `src` outlive the transfer: we wait for BulkDone and BulkSent below.
+        unsafe { b.expect_bulk(0, 5, vec![(dst.as_mut_ptr(), SIZE)]).unwrap() };
+        for i in 0..100u32 {
+            a.send_am(1, H_DATA, &i.to_le_bytes(), &[b"payload"]).unwrap();
+        }
+        // SAFETY: as above.
+        unsafe { a.send_bulk(1, 5, vec![(src.as_ptr(), SIZE)]).unwrap() };
+        let mut logs = [Log::default(), Log::default()];
+        let ok = pump(&mut [&mut a, &mut b], &mut logs, Duration::from_secs(30), |l| l[0].sent == [(1, 5)] && l[1].done == [(0, 5)] && l[1].ams.len() == 100);
+        assert!(ok, "over {nrails} rail(s): {logs:?}");
+        assert!(dst == src, "the bytes arrived whole");
+        let delivered: Vec<u32> = logs[1].ams.iter().map(|m| u32::from_le_bytes(m.2[..4].try_into().unwrap())).collect();
+        assert_eq!(delivered, (0..100).collect::<Vec<_>>(), "in order");
+        // Long enough for a delayed acknowledgement (2 ms) to fall due.
+        pump(&mut [&mut a, &mut b], &mut logs, Duration::from_millis(20), |_| false);
+        let written = bytes_out(&b) - before;
+        if nrails == 1 {
+            assert_eq!(written, 0, "the receiver wrote {written} bytes over one rail");
+            assert!(a.is_quiet(), "the sender keeps nothing once its bytes are written");
+        } else {
+            assert!(written > 0, "over two rails the receiver acknowledges");
+        }
+    }
+}

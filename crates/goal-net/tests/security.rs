@@ -117,13 +117,13 @@ fn liar_is_cut_off(lie: &[u8], expect_in_why: &str, prepare: impl FnOnce(&mut Ne
 }
 
 fn header(kind: u8, head_len: u8, body_len: u32, arg: u64) -> Vec<u8> {
-    Header { kind, head_len, body_len, arg }.encode().to_vec()
+    Header { kind, head_len, body_len, arg, flags: 0 }.encode().to_vec()
 }
 
 #[test]
 fn unknown_handler() {
     let mut lie = Vec::new();
-    wire::am(&mut lie, 99, 0, b"", &[b"x"]);
+    wire::am(&mut lie, 99, 0, b"", &[b"x"], false);
     liar_is_cut_off(&lie, "unknown handler 99", |_| {});
 }
 
@@ -144,14 +144,22 @@ fn head_too_long() {
 
 #[test]
 fn reserved_bits() {
+    // Bit 0 is FLAG_UNACKED, allowed on a user message; bit 1 is not.
     let mut h = header(H_DATA, 0, 0, 0);
-    h[2] = 1;
+    h[2] = 2;
+    liar_is_cut_off(&h, "reserved", |_| {});
+}
+
+#[test]
+fn the_unacked_flag_on_a_control_frame() {
+    let mut h = header(wire::kind::PING, 0, 0, 0);
+    h[2] = wire::FLAG_UNACKED as u8;
     liar_is_cut_off(&h, "reserved", |_| {});
 }
 
 #[test]
 fn token_nobody_expects() {
-    let f = wire::frag_header(&FragHead { xid: 0, token: 42, offset: 0, total: 10, len: 10 });
+    let f = wire::frag_header(&FragHead { xid: 0, token: 42, offset: 0, total: 10, len: 10, unacked: false });
     let mut lie = f.to_vec();
     lie.extend_from_slice(&[1; 10]);
     liar_is_cut_off(&lie, "no transfer expects", |_| {});
@@ -159,7 +167,7 @@ fn token_nobody_expects() {
 
 #[test]
 fn fragment_outside_its_destination() {
-    let f = wire::frag_header(&FragHead { xid: 0, token: 5, offset: 1 << 30, total: 2 << 30, len: 16 });
+    let f = wire::frag_header(&FragHead { xid: 0, token: 5, offset: 1 << 30, total: 2 << 30, len: 16, unacked: false });
     liar_is_cut_off(&f, "destination", |n1| {
         let dst = Box::leak(vec![0u8; 100].into_boxed_slice());
         // SAFETY: leaked, so valid forever.
@@ -169,7 +177,7 @@ fn fragment_outside_its_destination() {
 
 #[test]
 fn fragment_range_past_its_total() {
-    let f = wire::frag_header(&FragHead { xid: 0, token: 5, offset: 90, total: 100, len: 20 });
+    let f = wire::frag_header(&FragHead { xid: 0, token: 5, offset: 90, total: 100, len: 20, unacked: false });
     liar_is_cut_off(&f, "outside its", |_| {});
 }
 
@@ -190,7 +198,7 @@ fn acknowledging_messages_never_sent() {
 #[test]
 fn sequence_number_far_ahead() {
     let mut lie = Vec::new();
-    wire::am(&mut lie, H_DATA, 1 << 40, b"", &[]);
+    wire::am(&mut lie, H_DATA, 1 << 40, b"", &[], false);
     liar_is_cut_off(&lie, "far ahead", |_| {});
 }
 
@@ -318,7 +326,7 @@ fn a_late_copy_never_lands_in_a_reused_token() {
     // SAFETY: both buffers live until the end of the test.
     unsafe { n1.expect_bulk(0, 5, vec![(old.as_mut_ptr(), 100)]).unwrap() };
     let frag = |xid, fill: u8| {
-        let mut f = wire::frag_header(&FragHead { xid, token: 5, offset: 0, total: 100, len: 100 }).to_vec();
+        let mut f = wire::frag_header(&FragHead { xid, token: 5, offset: 0, total: 100, len: 100, unacked: false }).to_vec();
         f.extend_from_slice(&[fill; 100]);
         f
     };

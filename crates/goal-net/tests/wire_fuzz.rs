@@ -34,12 +34,14 @@ fn corpus() -> Vec<Vec<u8>> {
         Frame::Hello(Hello { rank: 3, size: 4, from_rail: 0, to_rail: 2, nonce: [9; 32], mac: [1; 32] }),
         Frame::Welcome { mac: [5; 32] },
         Frame::Reject { reason: b"wrong job secret" },
-        Frame::Frag(FragHead { xid: 9, token: 77, offset: 4096, total: 1 << 20, len: 8192 }),
+        Frame::Frag(FragHead { xid: 9, token: 77, offset: 4096, total: 1 << 20, len: 8192, unacked: false }),
         Frame::Ping,
         Frame::Bye,
         Frame::Probe { op: 1, id: 5, size: 3, body: b"xyz" },
-        Frame::Am { handler: 16, seq: 42, head: b"0123456789abcdef0123456789abcdef", payload: b"hello world" },
-        Frame::Am { handler: 200, seq: 0, head: b"", payload: b"" },
+        Frame::Am { handler: 16, seq: 42, head: b"0123456789abcdef0123456789abcdef", payload: b"hello world", unacked: false },
+        Frame::Am { handler: 200, seq: 0, head: b"", payload: b"", unacked: false },
+        Frame::Am { handler: 17, seq: 7, head: b"h", payload: b"p", unacked: true },
+        Frame::Frag(FragHead { xid: 1, token: 2, offset: 0, total: 64, len: 64, unacked: true }),
     ];
     let mut out: Vec<Vec<u8>> = frames
         .iter()

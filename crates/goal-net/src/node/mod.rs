@@ -155,6 +155,19 @@ struct Peer {
     probe: ProbePeer,
 }
 
+impl Peer {
+    /// Reached over a single rail: a connection that dies loses the peer,
+    /// so nothing sent to it could ever go again on another. What is sent
+    /// to it is kept only until written, and flagged
+    /// ([`FLAG_UNACKED`](crate::wire::FLAG_UNACKED)) so that it owes no
+    /// acknowledgement: no acknowledgement wakes a sender that sleeps
+    /// (2 emulated hosts, 1 MiB Iallreduce: one wake per step and rank
+    /// fewer, see `docs/design.md`).
+    fn sole(&self) -> bool {
+        self.pairs.len() == 1
+    }
+}
+
 /// goal-net's endpoint for one rank: listening sockets, connections to every
 /// remote peer over every rail, and the transfers in progress.
 ///

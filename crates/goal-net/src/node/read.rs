@@ -227,9 +227,9 @@ impl NetNode {
             Parsed::Frame(f, used) => (f, used),
         };
         let out = match frame {
-            Frame::Am { handler, seq, head, payload } if up => {
+            Frame::Am { handler, seq, head, payload, unacked } if up => {
                 let p = conn.peer.expect("established");
-                let r = deliver_am(&mut peers[p as usize], owed, pending, p, handler, seq, head, payload, on, n);
+                let r = deliver_am(&mut peers[p as usize], owed, pending, p, (handler, seq, unacked), head, payload, on, n);
                 conn.rx_lo += used;
                 r?;
                 return Ok(Some(None));
@@ -238,7 +238,7 @@ impl NetNode {
                 conn.rx_lo += used;
                 let p = conn.peer.expect("established");
                 let fate = peers[p as usize].rel.accept_frag(&h)?;
-                conn.body = Some(Body { xid: h.xid, token: h.token, off: h.offset, len: h.len, done: 0, discard: fate == FragFate::Discard });
+                conn.body = Some(Body { xid: h.xid, token: h.token, off: h.offset, len: h.len, done: 0, discard: fate == FragFate::Discard, unacked: h.unacked });
                 return Ok(Some(None));
             }
             Frame::Ack { delivered, frags } if up => {
@@ -288,13 +288,16 @@ impl NetNode {
         }
     }
 
-    /// The fragment body is complete: acknowledge it, record it, report the
-    /// transfer if it is whole.
+    /// The fragment body is complete: acknowledge it (unless its sender
+    /// wants no acknowledgement), record it, report the transfer if it is
+    /// whole.
     fn body_finished(&mut self, c: usize, body: Body) {
         let conn = self.conn(c);
         conn.body = None;
         conn.counters.frags_in += 1;
-        conn.frag_acks.push((body.xid, body.off));
+        if !body.unacked {
+            conn.frag_acks.push((body.xid, body.off));
+        }
         let p = conn.peer.expect("established");
         let Some(b) = self.peers[p as usize].rel.frag_received(body.xid, body.token, body.off, body.len) else { return };
         if b.internal {
@@ -323,25 +326,24 @@ fn deliver_am(
     owed: &mut Vec<u32>,
     pending: &mut VecDeque<Queued>,
     p: u32,
-    handler: u8,
-    seq: u64,
+    (handler, seq, unacked): (u8, u64, bool),
     head: &[u8],
     payload: &[u8],
     on: &mut dyn FnMut(Event<'_>),
     n: &mut usize,
 ) -> Result<(), String> {
-    if peer.rel.arrive(seq, handler, head, payload)? != Arrival::Next {
+    if peer.rel.arrive(seq, handler, head, payload, unacked)? != Arrival::Next {
         return Ok(()); // held for its predecessors, or a copy sent again after a rail failed
     }
     *n += drain(pending, on);
     on(Event::Am { src: p, handler, head, payload });
     *n += 1;
-    peer.rel.delivered();
+    peer.rel.delivered(unacked);
     while let Some(s) = peer.rel.release() {
         on(Event::Am { src: p, handler: s.handler, head: &s.head, payload: &s.payload });
         *n += 1;
     }
-    if peer.ack_due.is_none() {
+    if peer.ack_due.is_none() && peer.rel.acks_owed() > 0 {
         peer.ack_due = Some(Instant::now() + ACK_DELAY);
         owed.push(p);
     }

@@ -72,11 +72,14 @@ impl NetNode {
         }
         let p = peer as usize;
         let seq = self.peers[p].rel.next_seq();
+        let sole = self.peers[p].sole();
         let mut frame = Vec::new();
-        wire::am(&mut frame, handler, seq, head, payload);
+        wire::am(&mut frame, handler, seq, head, payload, sole);
         let frame = Arc::new(frame);
         let c = self.pick_conn(p).expect("usable peers have a connection");
-        self.peers[p].rel.keep(seq, frame.clone(), c);
+        if !sole {
+            self.peers[p].rel.keep(seq, frame.clone(), c);
+        }
         let conn = self.conn(c);
         conn.push(TxItem::Am(frame));
         if conn.tx.len() == 1 {

@@ -95,7 +95,7 @@ impl NetNode {
             n -= left;
             conn.tx_off = 0;
             match conn.tx.pop_front().expect("front") {
-                TxItem::Frag { xid, len, started, stalled, .. } => {
+                TxItem::Frag { xid, off, len, started, stalled, unacked, .. } => {
                     conn.frag_queued = false;
                     conn.counters.frags_out += 1;
                     if stalled {
@@ -105,7 +105,7 @@ impl NetNode {
                             conn.rate = if conn.rate == 0.0 { sample } else { 0.75 * conn.rate + 0.25 * sample };
                         }
                     }
-                    finished_frags.push(xid);
+                    finished_frags.push((xid, off, unacked));
                 }
                 TxItem::Am(_) => conn.counters.ams_out += 1,
                 TxItem::Own(_) => {}
@@ -113,8 +113,14 @@ impl NetNode {
         }
         let p = conn.peer;
         if let Some(p) = p {
-            for xid in finished_frags {
-                self.writer_done(p, xid);
+            for (xid, off, unacked) in finished_frags {
+                if unacked {
+                    if let Some(token) = self.peers[p as usize].rel.unacked_written(xid, off) {
+                        self.pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token }));
+                    }
+                } else {
+                    self.writer_done(p, xid);
+                }
             }
         }
     }
@@ -167,11 +173,12 @@ impl NetNode {
             }
         };
         let peer = &mut self.peers[p];
+        let unacked = peer.sole();
         let Some(b) = peer.rel.bulk_out.iter_mut().find(|b| b.has_work()) else { return };
         let Some((off, len)) = b.pull(c, len_for) else { return };
-        let head = wire::frag_header(&FragHead { xid: b.xid, token: b.token, offset: off, total: b.src.total, len });
+        let head = wire::frag_header(&FragHead { xid: b.xid, token: b.token, offset: off, total: b.src.total, len, unacked });
         let xid = b.xid;
-        self.conn(c).push(TxItem::Frag { head, xid, off, len, started: None, stalled: false });
+        self.conn(c).push(TxItem::Frag { head, xid, off, len, started: None, stalled: false, unacked });
     }
 
     /// Queues an ACK carrying the fragments received on `c` (and the
@@ -214,7 +221,8 @@ impl NetNode {
         }
     }
 
-    /// Whether a fragment body from `p` is being read: its acknowledgement
+    /// Whether a fragment body from `p` that wants acknowledging is being
+    /// read: its acknowledgement
     /// (`send_frag_acks`) carries the count of delivered messages too, so
     /// a cumulative acknowledgement that falls due meanwhile waits for it.
     /// A body of 512 KiB at 1 Gbit/s takes 4 ms, past [`ACK_DELAY`](super::ACK_DELAY): the
@@ -223,7 +231,7 @@ impl NetNode {
     /// A connection that dies mid-body takes its body with it, and the
     /// acknowledgement then goes out at once.
     pub(super) fn body_coming(&self, p: usize) -> bool {
-        self.peers[p].up.iter().any(|&u| self.conns[u].as_ref().is_some_and(|c| c.body.is_some()))
+        self.peers[p].up.iter().any(|&u| self.conns[u].as_ref().is_some_and(|c| c.body.is_some_and(|b| !b.unacked)))
     }
 
     pub(super) fn send_am_ack(&mut self, p: usize) {

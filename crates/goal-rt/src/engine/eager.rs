@@ -98,7 +98,8 @@ impl Engine {
     /// (copied into the network's queue, so it finishes at once), else RTS;
     /// the bytes then flow, once the receiver has answered CTS, as a bulk
     /// transfer straight from this buffer into the receive's (no FIN: the
-    /// network's acknowledgement of the last fragment finishes the send).
+    /// network's acknowledgement of the last fragment finishes the send,
+    /// or over a single rail its being written, as goal-net's `BulkSent`).
     pub(super) fn net_send(&mut self, r: OpRef, peer: u32, mut head: Head, pieces: Option<Pieces>) {
         let len = head.len as usize;
         let one_rail = self.link.net.as_ref().is_some_and(|n| n.rails_up(peer) == 1);
