@@ -57,7 +57,9 @@ void gm_comm_put(struct gm_comm *c)
 
 static int delete_attr(MPI_Comm comm, int keyval, void *val, void *extra)
 {
-    (void)comm, (void)keyval, (void)extra;
+    (void)keyval, (void)extra;
+    if (comm == MPI_COMM_WORLD)
+        gm.world = NULL;
     if (val)
         gm_comm_put(val);
     return MPI_SUCCESS;
@@ -112,7 +114,7 @@ static struct gm_comm *attach(MPI_Comm comm, GOAL_Group g)
 void gm_comm_attach_world(void)
 {
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &gm.keyval, NULL);
-    attach(MPI_COMM_WORLD, GOAL_GroupWorld());
+    gm.world = attach(MPI_COMM_WORLD, GOAL_GroupWorld());
     /* MPI_COMM_SELF: a group of one (collective over this rank alone). */
     GOAL_Group self = NULL;
     if (GOAL_Group_create(GOAL_GroupWorld(), &gm.world_rank, 1, 0, &self) == GOAL_SUCCESS)
@@ -125,6 +127,10 @@ struct gm_comm *gm_comm_of(MPI_Comm comm, enum gm_why *why)
         *why = GM_OFF;
         return NULL;
     }
+    /* The world without MPI_Comm_get_attr: about 200 instructions of MPI's
+     * (and its lock) in every call on MPI_COMM_WORLD. */
+    if (comm == MPI_COMM_WORLD && gm.world)
+        return gm.world;
     void *val = NULL;
     int flag = 0;
     if (comm == MPI_COMM_NULL || PMPI_Comm_get_attr(comm, gm.keyval, &val, &flag) != MPI_SUCCESS || !flag || !val) {

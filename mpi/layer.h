@@ -63,6 +63,8 @@ struct gm_state {
     int finalized;        /* GOAL_Finalize was called */
     int world_rank;
     int keyval;           /* the communicator attribute holding a struct gm_comm */
+    struct gm_comm *world; /* MPI_COMM_WORLD's, without asking MPI for the attribute
+                              (set at start, cleared when MPI deletes the attribute) */
     int blocking;         /* GOAL_MPI_BLOCKING as agreed: 0 never, 1 within a host (default), 2 always */
     unsigned long compiled, reused; /* schedules compiled, cached ones rerun (GOAL_DEBUG's report) */
 };
