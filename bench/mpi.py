@@ -43,7 +43,14 @@ or within 3 points of the ceiling where that is lower; Ibarrier finishes during 
 
 Rounds: every configuration once per round, in rotating order; a run during which other processes
 took >10 % of the CPUs is repeated (locally). Tables: medians over rounds; ratios (with the layer
-/ native) are the median of each round's ratio. A served call that went to MPI, a run with the
+/ native) are the median of each round's ratio. Pairs: a pure latency the rounds put above native
+(ratio > 1) is measured again in --pairs back-to-back pairs (default 6; none with --quick), each
+pair the native run and the run with the layer of that one operation, alone (overlap.c --tests
+overlap, 0.5 s budget), first one then the other in turn; the median of the pairs' ratios decides
+(marked "p" in the table). Rounds run every configuration apart by minutes, and this VM moves
+between two states of its network path (an 8-byte collective across the hosts takes about 8 or
+12 us, for both MPIs and goal alike) from one to the next: a round's ratio then reads 0.7 or 1.5
+for no difference of the libraries'. A served call that went to MPI, a run with the
 layer whose layer did not start, or a wrong result fails the run loudly (exit status 1).
 """
 from __future__ import annotations
@@ -82,6 +89,7 @@ class Config:
     program: str      # overlap, blocking
     cmd: list[str]
     env: dict = field(default_factory=dict)
+    served: tuple = SERVED  # what an overlap run with the layer must have run on goal
 
 
 def parse_args():
@@ -105,6 +113,8 @@ def parse_args():
     ap.add_argument("--wait-idle", type=float, help="wait up to this many seconds for an idle machine before "
                     "each run (default 10, quick 1)")
     ap.add_argument("--retries", type=int, help="repeat a disturbed local run up to N times (default 1, quick 0)")
+    ap.add_argument("--pairs", type=int, help="back-to-back pairs that settle a pure latency above native "
+                    "(default 6, quick 0)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin ranks")
     ap.add_argument("--goal-env", action="append", default=[], metavar="K=V",
                     help="extra environment for every run with the layer (e.g. GOAL_PROGRESS=kernel); "
@@ -128,6 +138,8 @@ def parse_args():
         a.timeout = 120 if a.quick else 240
     if a.retries is None:
         a.retries = 0 if a.quick else 1
+    if a.pairs is None:
+        a.pairs = 0 if a.quick else 6
     if a.wait_idle is None:
         a.wait_idle = 1 if a.quick else 10
     a.ops = a.ops or (QUICK_OPS if a.quick else OVERLAP_OPS)
@@ -223,7 +235,8 @@ def configs(a, exes: dict, cname: str | None, tool: Path | None) -> list[Config]
                         # MPICH: TCP only (goal-cluster's UCX_TLS=self,tcp,posix,sysv lets UCX's
                         # shared memory reach the other emulated host: docs/cluster.md).
                         head += ["--mca", "btl", "tcp,self"] if mpi == "openmpi" else ["-genv", "UCX_TLS", "self,tcp"]
-                    out.append(Config(setup, lib, program, head + flags + prog, {}))
+                    served = tuple(fn for fn in SERVED if any(f"MPI_I{o.split(':')[0]}" == fn for o in a.ops.split(",")))
+                    out.append(Config(setup, lib, program, head + flags + prog, {}, served))
     return out
 
 
@@ -255,7 +268,7 @@ def check_layer(cfg: Config, rep: dict, ranks: int) -> list[str]:
     if not rep["started"]:
         bad.append("the layer did not start goal (no 'goal runs the non-blocking collectives' line)")
     if cfg.program == "overlap":
-        for fn in SERVED:
+        for fn in cfg.served:
             c = rep["calls"].get(fn)
             if c is None or c["ranks"] != ranks or c["goal"] == 0:
                 bad.append(f"{fn}: not reported on goal by every rank ({c})")
@@ -320,6 +333,55 @@ def run_one(a, cfg: Config, rnd: int, label: str) -> tuple[dict, list[dict]]:
     return run, rows
 
 
+def one_op(cfg: Config, op: str, nbytes: int) -> Config:
+    """cfg (an overlap run) for the overlap test of one operation, with a short budget."""
+    cmd = list(cfg.cmd)
+    cmd[cmd.index("--tests") + 1] = "overlap"
+    cmd[cmd.index("--ops") + 1] = op if op == "barrier" else f"{op}:{nbytes}"
+    if "--budget-ms" in cmd:
+        cmd[cmd.index("--budget-ms") + 1] = "500"
+    else:
+        cmd[cmd.index("--ops") + 2:cmd.index("--ops") + 2] = ["--budget-ms", "500"]
+    return Config(cfg.setup, cfg.lib, cfg.program, cmd, dict(cfg.env), (f"MPI_I{op}",))
+
+
+def settle_latency(a, cfgs: list[Config], latency: list[dict], runs: list) -> dict:
+    """Pairs for every pure latency the rounds put above native (see the module docs):
+    {(setup, mpi, op, bytes): {"pairs": the pairs' ratios, "pairs_ratio": their median}}. The pairs'
+    runs join `runs` (round 1000 + the pair's number; their rows are not the rounds')."""
+    close = [e for e in latency if C.isnum(e.get("ratio")) and e["ratio"] > 1.0]
+    out = {}
+    n = 0
+    for e in close:
+        native = next((c for c in cfgs if c.setup == e["setup"] and c.lib == e["mpi"] and c.program == "overlap"), None)
+        goal = next((c for c in cfgs if c.setup == e["setup"] and c.lib == e["mpi"] + "+goal"
+                     and c.program == "overlap"), None)
+        if not native or not goal:
+            continue
+        pair_cfgs = (one_op(native, e["op"], e["bytes"]), one_op(goal, e["op"], e["bytes"]))
+        ratios = []
+        for i in range(a.pairs):
+            t = {}
+            for cfg in pair_cfgs if i % 2 == 0 else pair_cfgs[::-1]:
+                n += 1
+                run, got = run_one(a, cfg, 1000 + i, f"pair {n}/{len(close) * a.pairs * 2}, "
+                                   f"{op_name(e)} {e['setup']}/{e['mpi']}")
+                run["pair"] = True
+                runs.append(run)
+                row = next((x for x in got if x.get("test") == "overlap" and x.get("variant") == "none"), None)
+                if run["ok"] and row and C.isnum(row.get("t_pure_us")):
+                    t[cfg.lib] = row["t_pure_us"]
+            if len(t) == 2 and t[native.lib] > 0:
+                ratios.append(round(t[goal.lib] / t[native.lib], 3))
+        if ratios:
+            out[(e["setup"], e["mpi"], e["op"], e["bytes"])] = {"pairs": ratios, "pairs_ratio": round(C.median(ratios), 3)}
+    return out
+
+
+def op_name(e: dict) -> str:
+    return R.op_name(e["op"], e["bytes"])
+
+
 # ---------------------------------------------------------------------------------------
 
 def main() -> int:
@@ -372,6 +434,8 @@ def main() -> int:
                     run, got = run_one(a, cfg, r, f"{n}/{len(cfgs) * a.rounds}, round {r + 1}")
                     runs.append(run)
                     rows += got
+        pairs = settle_latency(a, cfgs, R.latency_of(R.usable_rows({"rows": rows, "runs": runs})), runs) \
+            if a.pairs > 0 and "overlap" in a.programs else {}
     except C.BenchError as e:
         C.die(str(e))
     finally:
@@ -394,7 +458,7 @@ def main() -> int:
         v = (run.get("meta") or {}).get("version")
         if v and run["lib"] in doc["libraries"]:
             doc["libraries"][run["lib"]]["version"] = O.short_version(" ".join(str(v).split()))
-    R.summarize(doc, ncpu)
+    R.summarize(doc, ncpu, pairs)
     doc["seconds"] = round(time.time() - t0, 1)
     print()
     print(doc["table"])
