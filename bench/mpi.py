@@ -365,7 +365,7 @@ def settle_latency(a, cfgs: list[Config], latency: list[dict], runs: list) -> di
             for cfg in pair_cfgs if i % 2 == 0 else pair_cfgs[::-1]:
                 n += 1
                 run, got = run_one(a, cfg, 1000 + i, f"pair {n}/{len(close) * a.pairs * 2}, "
-                                   f"{op_name(e)} {e['setup']}/{e['mpi']}")
+                                   f"{R.op_name(e['op'], e['bytes'])} {e['setup']}/{e['mpi']}")
                 run["pair"] = True
                 runs.append(run)
                 row = next((x for x in got if x.get("test") == "overlap" and x.get("variant") == "none"), None)
@@ -376,10 +376,6 @@ def settle_latency(a, cfgs: list[Config], latency: list[dict], runs: list) -> di
         if ratios:
             out[(e["setup"], e["mpi"], e["op"], e["bytes"])] = {"pairs": ratios, "pairs_ratio": round(C.median(ratios), 3)}
     return out
-
-
-def op_name(e: dict) -> str:
-    return R.op_name(e["op"], e["bytes"])
 
 
 # ---------------------------------------------------------------------------------------

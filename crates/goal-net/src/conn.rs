@@ -81,7 +81,7 @@ pub(crate) enum TxItem {
     /// (when it has several rails).
     Am(Arc<Vec<u8>>),
     /// A bulk fragment: header, then bytes `[off, off + len)` of transfer `xid`.
-    Frag { head: [u8; HEADER_LEN + crate::wire::FRAG_HEAD], xid: u64, off: u64, len: u32, started: Option<Instant>, stalled: bool, unacked: bool },
+    Frag { head: [u8; HEADER_LEN + crate::wire::FRAG_HEAD], xid: u64, off: u64, len: u32, started: Option<Instant>, stalled: bool },
 }
 
 impl TxItem {

@@ -229,7 +229,7 @@ impl NetNode {
         let out = match frame {
             Frame::Am { handler, seq, head, payload, unacked } if up => {
                 let p = conn.peer.expect("established");
-                let r = deliver_am(&mut peers[p as usize], owed, pending, p, (handler, seq, unacked), head, payload, on, n);
+                let r = deliver_am(&mut peers[p as usize], owed, pending, p, handler, seq, unacked, head, payload, on, n);
                 conn.rx_lo += used;
                 r?;
                 return Ok(Some(None));
@@ -326,7 +326,9 @@ fn deliver_am(
     owed: &mut Vec<u32>,
     pending: &mut VecDeque<Queued>,
     p: u32,
-    (handler, seq, unacked): (u8, u64, bool),
+    handler: u8,
+    seq: u64,
+    unacked: bool,
     head: &[u8],
     payload: &[u8],
     on: &mut dyn FnMut(Event<'_>),

@@ -95,7 +95,7 @@ impl NetNode {
             n -= left;
             conn.tx_off = 0;
             match conn.tx.pop_front().expect("front") {
-                TxItem::Frag { xid, off, len, started, stalled, unacked, .. } => {
+                TxItem::Frag { xid, off, len, started, stalled, .. } => {
                     conn.frag_queued = false;
                     conn.counters.frags_out += 1;
                     if stalled {
@@ -105,7 +105,7 @@ impl NetNode {
                             conn.rate = if conn.rate == 0.0 { sample } else { 0.75 * conn.rate + 0.25 * sample };
                         }
                     }
-                    finished_frags.push((xid, off, unacked));
+                    finished_frags.push((xid, off));
                 }
                 TxItem::Am(_) => conn.counters.ams_out += 1,
                 TxItem::Own(_) => {}
@@ -113,7 +113,9 @@ impl NetNode {
         }
         let p = conn.peer;
         if let Some(p) = p {
-            for (xid, off, unacked) in finished_frags {
+            // A sole rail's fragments went out flagged UNACKED (`pull_fragment`).
+            let unacked = self.peers[p as usize].sole();
+            for (xid, off) in finished_frags {
                 if unacked {
                     if let Some(token) = self.peers[p as usize].rel.unacked_written(xid, off) {
                         self.pending.push_back(Queued::Ev(Event::BulkSent { dst: p, token }));
@@ -178,7 +180,7 @@ impl NetNode {
         let Some((off, len)) = b.pull(c, len_for) else { return };
         let head = wire::frag_header(&FragHead { xid: b.xid, token: b.token, offset: off, total: b.src.total, len, unacked });
         let xid = b.xid;
-        self.conn(c).push(TxItem::Frag { head, xid, off, len, started: None, stalled: false, unacked });
+        self.conn(c).push(TxItem::Frag { head, xid, off, len, started: None, stalled: false });
     }
 
     /// Queues an ACK carrying the fragments received on `c` (and the
