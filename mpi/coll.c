@@ -85,12 +85,13 @@ int gm_serve_local(enum gm_fn fn, struct gm_comm *c, const struct gm_key *k, gm_
 
 /* The communicator's goal side, or NULL (counted as going to MPI). A
  * blocking call goes to MPI, uncounted, on a communicator whose blocking
- * collectives block.c's rule leaves to MPI: nothing falls back there. */
+ * collectives block.c's rule leaves to MPI, or whose table sends the call's
+ * size there (gm_block_skip's gm_block_to_mpi): nothing falls back there. */
 struct gm_comm *gm_served(enum gm_fn fn, MPI_Comm comm)
 {
     enum gm_why why;
     struct gm_comm *c = gm_comm_of(comm, &why);
-    if (fn >= GM_FIRST_BLOCKING && (!c || !c->blocking))
+    if (fn >= GM_FIRST_BLOCKING && (!c || !c->blocking || (c->blocking & gm_block_to_mpi)))
         return NULL;
     if (!c)
         gm_count(fn, why);

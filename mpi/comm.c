@@ -101,7 +101,7 @@ static struct gm_comm *attach(MPI_Comm comm, GOAL_Group g)
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
     int *w = world_ranks(comm, c->size);
-    c->blocking = w && gm_block_decide(w, c->size);
+    c->blocking = w ? (unsigned)gm_block_decide(w, c->size) : 0;
     free(w);
     c->refs = 1;
     gm_lock();

@@ -145,7 +145,8 @@ static void start_goal(void)
                         "for it hangs (docs/mpi.md)\n");
     if (gm.debug && gm.world_rank == 0)
         fprintf(stderr, "goal-mpi: goal runs the non-blocking collectives of %d ranks%s\n", size,
-                gm.blocking == 2   ? ", and the blocking ones"
+                gm.blocking == 3   ? ", and the blocking ones"
+                : gm.blocking == 2 ? ", and the blocking ones where goal's are faster"
                 : gm.blocking == 1 ? ", and the blocking ones within a host"
                                    : "");
 }

@@ -15,7 +15,7 @@
  *   cache.c  compiled schedules per (communicator, collective, sizes, type,
  *            operation), with a key every rank computes alike.
  *   coll.c   the non-blocking collectives served, and their blocking forms.
- *   block.c  when the blocking forms run on goal (within a host).
+ *   block.c  when the blocking forms run on goal.
  *   req.c    requests: generalized MPI requests, and the Wait/Test family
  *            that keeps goal and MPI moving.
  */
@@ -65,7 +65,7 @@ struct gm_state {
     int keyval;           /* the communicator attribute holding a struct gm_comm */
     struct gm_comm *world; /* MPI_COMM_WORLD's, without asking MPI for the attribute
                               (set at start, cleared when MPI deletes the attribute) */
-    int blocking;         /* GOAL_MPI_BLOCKING as agreed: 0 never, 1 within a host (default), 2 always */
+    int blocking;         /* GOAL_MPI_BLOCKING as agreed: 0 never, 1 within a host, 2 auto (default), 3 always */
     unsigned long compiled, reused; /* schedules compiled, cached ones rerun (GOAL_DEBUG's report) */
 };
 extern struct gm_state gm;
@@ -93,7 +93,7 @@ struct gm_comm {
     struct gm_entry *vcache;
     int nvcache;
     int refs;                /* the attribute + executions in flight */
-    int blocking;            /* its blocking collectives run on goal (block.c) */
+    unsigned blocking;       /* its blocking collectives run on goal under this table (GM_BLOCK_*, block.c) */
     struct gm_comm *next;    /* every live one, for MPI_Finalize */
     struct gm_comm *prev;
 };
@@ -225,17 +225,28 @@ void gm_bufs_end(struct gm_bufs *x, int unpack);
 
 /* ---- blocking collectives (block.c) ---- */
 
-/* At MPI_Init, once goal runs: every rank's host, and GOAL_MPI_BLOCKING. */
+/* Which table decides a communicator's blocking collectives (its
+ * `blocking`): within a host, across hosts, or none (every size served). */
+#define GM_BLOCK_LOCAL 1u
+#define GM_BLOCK_HOSTS 2u
+#define GM_BLOCK_ALL 4u
+
+/* At MPI_Init, once goal runs: every rank's host and machine, and
+ * GOAL_MPI_BLOCKING. */
 void gm_block_init(void);
 /* Whether the blocking collectives of a communicator of these world ranks
- * run on goal: the same answer on every member. */
+ * run on goal, and under which table (a GM_BLOCK_ kind; 0: never): the
+ * same answer on every member. */
 int gm_block_decide(const int *world_ranks, int n);
 /* Whether blocking collective `fn` of `count` x `dt` per rank goes
  * straight to MPI (goal not running, GOAL_MPI_BLOCKING=0, or a collective
- * and size where this MPI's own is as fast): checked first, so that what
- * stays MPI's costs next to nothing. Alike on every rank, since MPI has
- * them pass the same type signature. */
+ * and size where this MPI's own is as fast under both tables): checked
+ * first, so that what stays MPI's costs next to nothing. It leaves in
+ * gm_block_to_mpi the kinds whose table sends the call to MPI, for
+ * gm_served to check against the communicator's once it is known. Alike
+ * on every rank, since MPI has them pass the same type signature. */
 int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt);
+extern __thread unsigned gm_block_to_mpi __attribute__((tls_model("initial-exec")));
 void gm_block_end(void);
 
 /* ---- requests (req.c) ---- */

@@ -42,6 +42,10 @@
 //! asked (`GOAL_TEST_MPICH_SRUN=1`). A job past `JOB_LIMIT` is killed and
 //! fails the test with its output, and under srun with its ranks' stacks.
 //!
+//! And `t_blocking` across 2 of the hosts, 1 rank each, under `mpirun` and
+//! `mpiexec`: the blocking collectives that block.c's table for
+//! communicators across hosts serves, on goal, checked against `PMPI_`.
+//!
 //! Needs root, both MPIs' compilers and launchers (and Slurm's daemons for
 //! the srun jobs); what is missing is skipped, saying why.
 
@@ -144,6 +148,19 @@ fn rank_env(mpi: Mpi, srun: bool, layer: &Path) -> Vec<(String, String)> {
     ]
 }
 
+/// `rank_env` as the arguments of this MPI's own launcher (`-x K=V`,
+/// `-genv K V`).
+fn launcher_env(mpi: Mpi, layer: &Path) -> Vec<String> {
+    let mut args = Vec::new();
+    for (k, v) in rank_env(mpi, false, layer) {
+        match mpi {
+            Mpi::OpenMpi => args.extend(["-x".into(), format!("{k}={v}")]),
+            Mpi::Mpich => args.extend(["-genv".into(), k, v]),
+        }
+    }
+    args
+}
+
 /// Bytes (received, sent) on rail 1 of every host, from its namespace's
 /// /proc/net/dev.
 fn goal_rail_bytes(c: &Cluster) -> Vec<(u64, u64)> {
@@ -158,17 +175,18 @@ fn goal_rail_bytes(c: &Cluster) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Checks one job: success, no FAIL line, `want` in its output, every
-/// rank's report with `served` on goal and nothing to MPI, and goal's
-/// rail busy on every host between `before` and now.
-fn check(c: &Cluster, out: &Output, before: &[(u64, u64)], program: &Path, what: &str) {
+/// Checks one job of `ranks` ranks: success, no FAIL line, `want` in its
+/// output, every rank's report with `served` on goal and nothing to MPI,
+/// and goal's rail busy between `before` and now on every host the job
+/// used (the first ones: at least one rank each).
+fn check(c: &Cluster, out: &Output, before: &[(u64, u64)], program: &Path, what: &str, ranks: usize) {
     let (want, served, min_bytes) = expectations(program);
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let job = || format!("{what}: {}\n--- output\n{text}", out.status);
     assert!(out.status.success(), "{}", job());
     assert!(!text.contains("FAIL"), "a FAIL line: {}", job());
     assert!(text.contains(want), "no {want:?}: {}", job());
-    for r in 0..RANKS {
+    for r in 0..ranks {
         let prefix = format!("goal-mpi (rank {r}): ");
         for f in served {
             let line = text.lines().find_map(|l| l.strip_prefix(&prefix).and_then(|l| l.strip_prefix(&format!("{f}: "))));
@@ -189,7 +207,7 @@ fn check(c: &Cluster, out: &Output, before: &[(u64, u64)], program: &Path, what:
         eprintln!("  {l}");
     }
     let after = goal_rail_bytes(c);
-    for (h, (b, a)) in before.iter().zip(&after).enumerate() {
+    for (h, (b, a)) in before.iter().zip(&after).enumerate().take(ranks) {
         let (rx, tx) = (a.0 - b.0, a.1 - b.1);
         assert!(rx >= min_bytes && tx >= min_bytes, "{what}: host {h} moved only {rx} B in, {tx} B out on goal's rail (rail1): {}", job());
     }
@@ -200,7 +218,10 @@ fn check(c: &Cluster, out: &Output, before: &[(u64, u64)], program: &Path, what:
 /// and how many bytes each host must at least send and receive on goal's rail.
 fn expectations(program: &Path) -> (&'static str, &'static [&'static str], u64) {
     let name = program.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name.starts_with("t_oracle") {
+    if name.starts_with("t_blocking") {
+        // The 1.2 MB calls: 4 rounds of 9 collectives on the world alone.
+        ("blocking: ok", &["MPI_Allreduce", "MPI_Bcast", "MPI_Gather", "MPI_Scatter", "MPI_Barrier"], 8 << 20)
+    } else if name.starts_with("t_oracle") {
         ("collectives agreed with MPI's on 8 ranks", &["MPI_Iallreduce", "MPI_Ialltoallv", "MPI_Ireduce_scatter", "MPI_Igatherv", "MPI_Ibarrier"], 256 << 10)
     } else {
         ("mixed requests on 8 ranks", &["MPI_Iallreduce", "MPI_Ibcast"], 32 << 10)
@@ -282,13 +303,7 @@ fn mpi_layer_oracle_under_mpirun_and_mpiexec_across_hosts() {
         }
         let Some(built) = build(mpi, &dir.0, &["t_oracle", "t_mixed"]) else { continue };
         for prog in &built.programs {
-            let mut args: Vec<String> = Vec::new();
-            for (k, v) in rank_env(mpi, false, &built.layer) {
-                match mpi {
-                    Mpi::OpenMpi => args.extend(["-x".into(), format!("{k}={v}")]),
-                    Mpi::Mpich => args.extend(["-genv".into(), k, v]),
-                }
-            }
+            let mut args = launcher_env(mpi, &built.layer);
             if mpi == Mpi::OpenMpi {
                 // Each host has only its 2 slots, so Open MPI would not
                 // yield its polling on this machine's cores; and its
@@ -304,8 +319,38 @@ fn mpi_layer_oracle_under_mpirun_and_mpiexec_across_hosts() {
             let before = goal_rail_bytes(&c);
             let t = Instant::now();
             let out = util::output_within(cmd, JOB_LIMIT);
-            check(&c, &out, &before, prog, &format!("{} under {launcher}, {HOSTS} hosts x {PER_HOST} ranks ({:.0?})", prog.display(), t.elapsed()));
+            check(&c, &out, &before, prog, &format!("{} under {launcher}, {HOSTS} hosts x {PER_HOST} ranks ({:.0?})", prog.display(), t.elapsed()), RANKS);
         }
+    }
+}
+
+/// The blocking collectives across two hosts, one rank each (block.c's
+/// table for communicators across hosts): t_blocking under each MPI's own
+/// launcher, its large calls on goal (and its barriers), each result
+/// checked against `PMPI_`, MPI moving inside goal's wait.
+#[test]
+fn blocking_collectives_on_goal_across_two_hosts() {
+    let Some(c) = cluster() else { return };
+    let dir = programs_dir("mpilayer-blocking");
+    for mpi in [Mpi::OpenMpi, Mpi::Mpich] {
+        let Some(built) = build(mpi, &dir.0, &["t_blocking"]) else { continue };
+        let prog = &built.programs[0];
+        let mut args = launcher_env(mpi, &built.layer);
+        if mpi == Mpi::OpenMpi {
+            args.extend(["--mca", "oob_tcp_if_include", "rail0"].map(String::from));
+        }
+        args.push(prog.display().to_string());
+        let cmd = match mpi {
+            Mpi::OpenMpi => c.mpirun_openmpi(2, 1, Some(&[0]), &args),
+            Mpi::Mpich => c.mpiexec_mpich(2, 1, Some(&[0]), &args),
+        }
+        .expect("the launcher's command");
+        let before = goal_rail_bytes(&c);
+        let t = Instant::now();
+        let out = util::output_within(cmd, JOB_LIMIT);
+        check(&c, &out, &before, prog, &format!("{} ({}), 2 hosts x 1 rank ({:.0?})", prog.display(), mpi.name(), t.elapsed()), 2);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("and the blocking ones where goal's are faster"), "{}: not the default rule:\n{text}", mpi.name());
     }
 }
 
@@ -386,7 +431,7 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
                 eprintln!("--- Slurm's logs\n{}", slurm.logs());
                 break (out, before, what);
             };
-            check(&c, &out, &before, prog, &what);
+            check(&c, &out, &before, prog, &what, RANKS);
         }
     }
     slurm.stop().expect("stopping Slurm");
