@@ -24,8 +24,10 @@ Programs:
   mpi_coll.c  (bench/coll.py's MPI program) with --variants blocking: MPI_Barrier, Bcast, Reduce,
               Allreduce, Allgather, Alltoall, Gather, Scatter, 8 B to 4 MiB per rank (the thesis'
               method, its header: median over iterations of the mean over ranks; results verified).
-              The layer serves none of these today (they go to PMPI_): the ratio with the layer /
-              native shows what loading it and running goal beside MPI (its helper thread) costs.
+              The layer serves them on goal where its rule says goal is faster (docs/mpi.md,
+              "Blocking collectives": a table per MPI within a host and one across hosts); there
+              the ratio is goal's against MPI's, elsewhere (PMPI_ untouched) what loading the layer
+              and running goal beside MPI (its idle helper thread) costs.
 
 Setups: "local" = 2 ranks on this machine; "2x1" (root) = 2 emulated hosts x 1 rank, one rail at
 1 Gbit/s (goal-cluster, network namespaces, tc), Open MPI (btl tcp,self, the layer's goal with
@@ -47,7 +49,9 @@ took >10 % of the CPUs is repeated (locally). Tables: medians over rounds; ratio
 (ratio > 1) is measured again in --pairs back-to-back pairs (default 6; none with --quick), each
 pair the native run and the run with the layer of that one operation, alone (overlap.c --tests
 overlap, 0.5 s budget), first one then the other in turn; the median of the pairs' ratios decides
-(marked "p" in the table). Rounds run every configuration apart by minutes, and this VM moves
+(marked "p" in the table); so is a blocking point the rounds put above 1.05: pairs of the
+blocking program on those points alone, per setup and MPI. Rounds run every configuration apart
+by minutes, and this VM moves
 between two states of its network path (an 8-byte collective across the hosts takes about 8 or
 12 us, for both MPIs and goal alike) from one to the next: a round's ratio then reads 0.7 or 1.5
 for no difference of the libraries'. A served call that went to MPI, a run with the
@@ -113,8 +117,8 @@ def parse_args():
     ap.add_argument("--wait-idle", type=float, help="wait up to this many seconds for an idle machine before "
                     "each run (default 10, quick 1)")
     ap.add_argument("--retries", type=int, help="repeat a disturbed local run up to N times (default 1, quick 0)")
-    ap.add_argument("--pairs", type=int, help="back-to-back pairs that settle a pure latency above native "
-                    "(default 6, quick 0)")
+    ap.add_argument("--pairs", type=int, help="back-to-back pairs that settle a pure latency above native, "
+                    "or a blocking point above 1.05 (default 6, quick 0)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin ranks")
     ap.add_argument("--goal-env", action="append", default=[], metavar="K=V",
                     help="extra environment for every run with the layer (e.g. GOAL_PROGRESS=kernel); "
@@ -287,7 +291,8 @@ def last_row(a, cfg: Config):
     point, counted here."""
     if cfg.program == "overlap":
         return lambda line: '"test": "done"' in line
-    want = R.blocking_points(a.colls, a.sizes)
+    # The run's own --colls and --sizes (a pair's are a subset of the rounds').
+    want = R.blocking_points(cfg.cmd[cfg.cmd.index("--colls") + 1], cfg.cmd[cfg.cmd.index("--sizes") + 1])
     seen = [0]
 
     def is_last(line: str) -> bool:
@@ -378,6 +383,55 @@ def settle_latency(a, cfgs: list[Config], latency: list[dict], runs: list) -> di
     return out
 
 
+def some_points(cfg: Config, colls: list[str], sizes: list[int]) -> Config:
+    """cfg (a blocking run) for these collectives and sizes only."""
+    cmd = list(cfg.cmd)
+    cmd[cmd.index("--colls") + 1] = ",".join(colls)
+    cmd[cmd.index("--sizes") + 1] = ",".join(str(b) for b in sizes)
+    return Config(cfg.setup, cfg.lib, cfg.program, cmd, dict(cfg.env), cfg.served)
+
+
+def settle_blocking(a, cfgs: list[Config], blocking: list[dict], runs: list) -> dict:
+    """Pairs for every blocking point the rounds put above NOISE, as settle_latency does for the
+    pure latencies: per setup and MPI, the native run and the run with the layer of the blocking
+    program on those points' collectives and sizes, back to back, first one then the other in
+    turn. {(setup, mpi, coll, bytes): {"pairs": ratios, "pairs_ratio": median}}, for the close
+    points only; runs join `runs` (round 2000 + the pair's number)."""
+    close = [e for e in blocking if C.isnum(e.get("ratio")) and e["ratio"] > R.NOISE]
+    groups: dict = {}
+    for e in close:
+        groups.setdefault((e["setup"], e["mpi"]), []).append(e)
+    out, n = {}, 0
+    total = len(groups) * a.pairs * 2
+    for (setup, mpi), es in groups.items():
+        native = next((c for c in cfgs if c.setup == setup and c.lib == mpi and c.program == "blocking"), None)
+        goal = next((c for c in cfgs if c.setup == setup and c.lib == mpi + "+goal" and c.program == "blocking"), None)
+        if not native or not goal:
+            continue
+        colls = list(dict.fromkeys(e["coll"] for e in es))
+        sizes = sorted({e["bytes"] for e in es if e["bytes"]}) or [int(a.sizes.split(",")[0])]
+        pair_cfgs = (some_points(native, colls, sizes), some_points(goal, colls, sizes))
+        ratios: dict = {}
+        for i in range(a.pairs):
+            t: dict = {}
+            for cfg in pair_cfgs if i % 2 == 0 else pair_cfgs[::-1]:
+                n += 1
+                run, got = run_one(a, cfg, 2000 + i, f"pair {n}/{total}, blocking {setup}/{mpi}")
+                run["pair"] = True
+                runs.append(run)
+                if run["ok"]:
+                    for x in got:
+                        if x.get("test") == "coll" and C.isnum(x.get("median_us")):
+                            t.setdefault((x["coll"], x["bytes"]), {})[cfg.lib] = x["median_us"]
+            for e in es:
+                v = t.get((e["coll"], e["bytes"]), {})
+                if len(v) == 2 and v[native.lib] > 0:
+                    ratios.setdefault((e["coll"], e["bytes"]), []).append(round(v[goal.lib] / v[native.lib], 3))
+        for (coll, nb), rs in ratios.items():
+            out[(setup, mpi, coll, nb)] = {"pairs": rs, "pairs_ratio": round(C.median(rs), 3)}
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 
 def main() -> int:
@@ -430,8 +484,11 @@ def main() -> int:
                     run, got = run_one(a, cfg, r, f"{n}/{len(cfgs) * a.rounds}, round {r + 1}")
                     runs.append(run)
                     rows += got
-        pairs = settle_latency(a, cfgs, R.latency_of(R.usable_rows({"rows": rows, "runs": runs})), runs) \
+        usable = R.usable_rows({"rows": rows, "runs": runs})
+        pairs = settle_latency(a, cfgs, R.latency_of(usable), runs) \
             if a.pairs > 0 and "overlap" in a.programs else {}
+        if a.pairs > 0 and "blocking" in a.programs:
+            pairs.update(settle_blocking(a, cfgs, R.blocking_of(usable), runs))
     except C.BenchError as e:
         C.die(str(e))
     finally:
