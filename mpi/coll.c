@@ -183,7 +183,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    int rc = gm_block_skip(GM_BARRIER, 0, MPI_BYTE) ? -1 : barrier_on(GM_BARRIER, comm, NULL);
+    int rc = gm_block_skip(GM_BARRIER, 0, MPI_BYTE, comm) ? -1 : barrier_on(GM_BARRIER, comm, NULL);
     return rc >= 0 ? rc : PMPI_Barrier(comm);
 }
 
@@ -219,7 +219,7 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, M
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    int rc = gm_block_skip(GM_BCAST, count, dt) ? -1 : bcast_on(GM_BCAST, buf, count, dt, root, comm, NULL);
+    int rc = gm_block_skip(GM_BCAST, count, dt, comm) ? -1 : bcast_on(GM_BCAST, buf, count, dt, root, comm, NULL);
     return rc >= 0 ? rc : PMPI_Bcast(buf, count, dt, root, comm);
 }
 
@@ -257,7 +257,7 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    int rc = gm_block_skip(GM_ALLREDUCE, count, dt) ? -1
+    int rc = gm_block_skip(GM_ALLREDUCE, count, dt, comm) ? -1
                                                     : allreduce_on(GM_ALLREDUCE, sbuf, rbuf, count, dt, op, comm, NULL);
     return rc >= 0 ? rc : PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
 }
@@ -297,7 +297,7 @@ int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
 {
-    int rc = gm_block_skip(GM_REDUCE, count, dt) ? -1
+    int rc = gm_block_skip(GM_REDUCE, count, dt, comm) ? -1
                                                  : reduce_on(GM_REDUCE, sbuf, rbuf, count, dt, op, root, comm, NULL);
     return rc >= 0 ? rc : PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
 }
@@ -324,7 +324,7 @@ int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datat
 
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    int rc = gm_block_skip(GM_REDUCE_SCATTER_BLOCK, count, dt)
+    int rc = gm_block_skip(GM_REDUCE_SCATTER_BLOCK, count, dt, comm)
                  ? -1
                  : reduce_scatter_block_on(GM_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, dt, op, comm, NULL);
     return rc >= 0 ? rc : PMPI_Reduce_scatter_block(sbuf, rbuf, count, dt, op, comm);
@@ -367,7 +367,7 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
                   MPI_Comm comm)
 {
-    int rc = gm_block_skip(GM_ALLGATHER, rcount, rt)
+    int rc = gm_block_skip(GM_ALLGATHER, rcount, rt, comm)
                  ? -1
                  : all_blocks(GM_ALLGATHER, K_ALLGATHER, b_allgather, sbuf, scount, st, rbuf, rcount, rt, comm, NULL);
     return rc >= 0 ? rc : PMPI_Allgather(sbuf, scount, st, rbuf, rcount, rt, comm);
@@ -376,7 +376,7 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
                  MPI_Comm comm)
 {
-    int rc = gm_block_skip(GM_ALLTOALL, rcount, rt)
+    int rc = gm_block_skip(GM_ALLTOALL, rcount, rt, comm)
                  ? -1
                  : all_blocks(GM_ALLTOALL, K_ALLTOALL, b_alltoall, sbuf, scount, st, rbuf, rcount, rt, comm, NULL);
     return rc >= 0 ? rc : PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, comm);
@@ -432,7 +432,7 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rc
 {
     /* Per rank: a sender's block, or the root's own (its send side may be
      * MPI_IN_PLACE); MPI has them alike. */
-    int skip = sbuf == MPI_IN_PLACE ? gm_block_skip(GM_GATHER, rcount, rt) : gm_block_skip(GM_GATHER, scount, st);
+    int skip = sbuf == MPI_IN_PLACE ? gm_block_skip(GM_GATHER, rcount, rt, comm) : gm_block_skip(GM_GATHER, scount, st, comm);
     int rc = skip ? -1 : gather_on(GM_GATHER, sbuf, scount, st, rbuf, rcount, rt, root, comm, NULL);
     return rc >= 0 ? rc : PMPI_Gather(sbuf, scount, st, rbuf, rcount, rt, root, comm);
 }
@@ -472,7 +472,7 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int r
 {
     /* Per rank: a receiver's block, or the root's (its receive side may be
      * MPI_IN_PLACE); MPI has them alike. */
-    int skip = rbuf == MPI_IN_PLACE ? gm_block_skip(GM_SCATTER, scount, st) : gm_block_skip(GM_SCATTER, rcount, rt);
+    int skip = rbuf == MPI_IN_PLACE ? gm_block_skip(GM_SCATTER, scount, st, comm) : gm_block_skip(GM_SCATTER, rcount, rt, comm);
     int rc = skip ? -1 : scatter_on(GM_SCATTER, sbuf, scount, st, rbuf, rcount, rt, root, comm, NULL);
     return rc >= 0 ? rc : PMPI_Scatter(sbuf, scount, st, rbuf, rcount, rt, root, comm);
 }

@@ -238,14 +238,15 @@ void gm_block_init(void);
  * run on goal, and under which table (a GM_BLOCK_ kind; 0: never): the
  * same answer on every member. */
 int gm_block_decide(const int *world_ranks, int n);
-/* Whether blocking collective `fn` of `count` x `dt` per rank goes
- * straight to MPI (goal not running, GOAL_MPI_BLOCKING=0, or a collective
- * and size where this MPI's own is as fast under both tables): checked
- * first, so that what stays MPI's costs next to nothing. It leaves in
- * gm_block_to_mpi the kinds whose table sends the call to MPI, for
+/* Whether blocking collective `fn` of `count` x `dt` per rank on `comm`
+ * goes straight to MPI (goal not running, GOAL_MPI_BLOCKING=0, or a
+ * collective and size where this MPI's own is as fast under the table of
+ * MPI_COMM_WORLD's kind, or under both tables on another communicator):
+ * checked first, so that what stays MPI's costs next to nothing. It leaves
+ * in gm_block_to_mpi the kinds whose table sends the call to MPI, for
  * gm_served to check against the communicator's once it is known. Alike
  * on every rank, since MPI has them pass the same type signature. */
-int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt);
+int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt, MPI_Comm comm);
 extern __thread unsigned gm_block_to_mpi __attribute__((tls_model("initial-exec")));
 void gm_block_end(void);
 
