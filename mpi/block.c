@@ -67,8 +67,7 @@ __thread unsigned gm_block_to_mpi __attribute__((tls_model("initial-exec")));
 
 static struct rank_info *info;
 
-static void fill_classes(void);
-static void check_builtin_sizes(void);
+static int fill_classes(void);
 
 static uint64_t fnv1a(const char *s)
 {
@@ -120,12 +119,16 @@ static int mode_of_env(void)
 
 void gm_block_init(void)
 {
-    fill_classes();
-    check_builtin_sizes();
+    int mode = mode_of_env();
+    if (!fill_classes()) {
+        fprintf(stderr, "goal-mpi (rank %d): a bound in block.c's tables is not a power of two: blocking "
+                        "collectives go to MPI\n", gm.world_rank);
+        mode = MODE_NEVER;
+    }
     int n;
     PMPI_Comm_size(MPI_COMM_WORLD, &n);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    struct rank_info mine = { host_hash(), machine_hash(), (int32_t)(cpus > 0 ? cpus : 1), mode_of_env() };
+    struct rank_info mine = { host_hash(), machine_hash(), (int32_t)(cpus > 0 ? cpus : 1), mode };
     info = calloc((size_t)n, sizeof *info);
     if (!info) {
         gm.blocking = MODE_NEVER;
@@ -240,12 +243,11 @@ static int in_table(const struct to_mpi *t, size_t n, enum gm_fn fn, uint64_t by
 
 /* The tables by collective and size class, the bits of gm_block_to_mpi:
  * a call's class is 0 for 0 bytes, else 1 + floor(log2 bytes). Every bound
- * in the tables is 0, a power of two or ANY_SIZE, so a class lies wholly
- * inside or outside each range, and one lookup answers for both tables
- * (scanning both took about 100 instructions per call, beside the 790 of
- * Open MPI's own 8-byte MPI_Bcast within a host). */
+ * in the tables must be 0, a power of two or ANY_SIZE (fill_classes checks
+ * it), so a class lies wholly inside or outside each range, and one lookup
+ * answers for both tables (scanning both took about 100 instructions per
+ * call, beside the 790 of Open MPI's own 8-byte MPI_Bcast within a host). */
 static uint8_t by_class[GM_NFN][65];
-static int classes_ok; /* by_class is filled and right (the bounds allow it) */
 
 static unsigned size_class(uint64_t bytes)
 {
@@ -262,61 +264,19 @@ static unsigned to_mpi_mask(enum gm_fn fn, uint64_t bytes)
     return (IN(local_to_mpi, fn, bytes) ? GM_BLOCK_LOCAL : 0u) | (IN(hosts_to_mpi, fn, bytes) ? GM_BLOCK_HOSTS : 0u);
 }
 
-static void fill_classes(void)
+/* Fills by_class; 0 if a table's bound is not a class bound. */
+static int fill_classes(void)
 {
     const struct to_mpi *tables[] = { local_to_mpi, hosts_to_mpi };
     const size_t sizes[] = { sizeof local_to_mpi / sizeof local_to_mpi[0], sizeof hosts_to_mpi / sizeof hosts_to_mpi[0] };
     for (int t = 0; t < 2; t++)
         for (size_t i = 0; i < sizes[t]; i++)
             if (!a_class_bound(tables[t][i].lo) || !a_class_bound(tables[t][i].hi))
-                return; /* classes_ok stays 0: the scans answer */
+                return 0;
     for (int fn = GM_FIRST_BLOCKING; fn < GM_NFN; fn++)
         for (unsigned c = 0; c <= 64; c++)
             by_class[fn][c] = (uint8_t)to_mpi_mask((enum gm_fn)fn, c ? 1ull << (c - 1) : 0);
-    classes_ok = 1;
-}
-
-#ifdef MPICH_VERSION
-/* MPICH's handle of a predefined datatype carries its size: kind "builtin"
- * in bits 30-31, bytes in bits 8-15 (its mpir_objects.h). Its
- * MPI_Type_size took 88 instructions a call, more than the layer's whole
- * check. Trusted only if it agrees with MPI_Type_size on these types at
- * start (builtin_sizes_ok). */
-static int builtin_sizes_ok;
-
-static int builtin_size(MPI_Datatype dt, int *size)
-{
-    unsigned h = (unsigned)dt;
-    if ((h >> 30) != 1u)
-        return 0;
-    *size = (int)((h >> 8) & 0xffu);
     return 1;
-}
-
-static void check_builtin_sizes(void)
-{
-    const MPI_Datatype probe[] = { MPI_BYTE, MPI_CHAR, MPI_SHORT, MPI_INT, MPI_LONG, MPI_FLOAT, MPI_DOUBLE,
-                                   MPI_LONG_DOUBLE, MPI_UINT64_T, MPI_C_DOUBLE_COMPLEX };
-    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
-        int a = -1, b = -2;
-        if (!builtin_size(probe[i], &a) || PMPI_Type_size(probe[i], &b) != MPI_SUCCESS || a != b)
-            return;
-    }
-    builtin_sizes_ok = 1;
-}
-#else
-static void check_builtin_sizes(void) {}
-#endif
-
-/* MPI_Type_size, without asking MPI for a predefined type where the
- * handle says it (MPICH). */
-static int type_size(MPI_Datatype dt, int *size)
-{
-#ifdef MPICH_VERSION
-    if (builtin_sizes_ok && builtin_size(dt, size))
-        return 1;
-#endif
-    return PMPI_Type_size(dt, size) == MPI_SUCCESS;
 }
 
 int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt, MPI_Comm comm)
@@ -327,10 +287,10 @@ int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt, MPI_Comm comm)
     if (gm.blocking == MODE_ALL)
         return 0;
     int size = 0;
-    if (count < 0 || dt == MPI_DATATYPE_NULL || !type_size(dt, &size))
+    if (count < 0 || !gm_type_size(dt, &size))
         return 0; /* the serving path counts and says what is wrong */
     uint64_t bytes = (uint64_t)count * (uint64_t)size;
-    unsigned m = classes_ok ? by_class[fn][size_class(bytes)] : to_mpi_mask(fn, bytes);
+    unsigned m = by_class[fn][size_class(bytes)];
     if (gm.blocking == MODE_LOCAL)
         m |= GM_BLOCK_HOSTS;
     gm_block_to_mpi = m;

@@ -136,6 +136,7 @@ static void start_goal(void)
         return;
     }
     gm.on = 1;
+    gm_types_init();
     gm_block_init();
     gm_comm_attach_world();
     const char *mode = getenv("GOAL_PROGRESS");

@@ -108,6 +108,12 @@ void gm_comm_each(void (*f)(struct gm_comm *, uint64_t), uint64_t arg);
 
 /* ---- datatypes and operations (types.c) ---- */
 
+/* At MPI_Init: whether a predefined type's handle can be trusted for its
+ * size (MPICH). */
+void gm_types_init(void);
+/* MPI_Type_size (0: MPI_DATATYPE_NULL or MPI refused), without asking MPI
+ * where the handle says it. */
+int gm_type_size(MPI_Datatype dt, int *size);
 /* A datatype as goal moves it: `bytes` per element, contiguous. */
 int gm_type_bytes(MPI_Datatype dt, size_t *bytes);
 
