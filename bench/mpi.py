@@ -350,34 +350,60 @@ def one_op(cfg: Config, op: str, nbytes: int) -> Config:
     return Config(cfg.setup, cfg.lib, cfg.program, cmd, dict(cfg.env), (f"MPI_I{op}",))
 
 
+def pair_configs(cfgs: list[Config], setup: str, mpi: str, program: str) -> tuple[Config, Config] | None:
+    """The native and the with-the-layer configuration of one setup, MPI and program."""
+    native = next((c for c in cfgs if (c.setup, c.lib, c.program) == (setup, mpi, program)), None)
+    goal = next((c for c in cfgs if (c.setup, c.lib, c.program) == (setup, mpi + "+goal", program)), None)
+    return (native, goal) if native and goal else None
+
+
+def run_pairs(a, pair_cfgs: tuple[Config, Config], base_round: int, label: str, runs: list, count: list):
+    """--pairs back-to-back pairs of pair_cfgs (native, with the layer), first one then the other in
+    turn: for each pair, {lib: rows} of its runs that went well. The runs join `runs` (round
+    base_round + the pair's number; their rows are not the rounds'); count = [runs so far, of all]."""
+    out = []
+    for i in range(a.pairs):
+        got_by_lib = {}
+        for cfg in pair_cfgs if i % 2 == 0 else pair_cfgs[::-1]:
+            count[0] += 1
+            run, got = run_one(a, cfg, base_round + i, f"pair {count[0]}/{count[1]}, {label}")
+            run["pair"] = True
+            runs.append(run)
+            if run["ok"]:
+                got_by_lib[cfg.lib] = got
+        out.append(got_by_lib)
+    return out
+
+
+def ratio_of(t: dict, native: str, goal: str):
+    """goal's / native's time of one pair, if both ran."""
+    return round(t[goal] / t[native], 3) if native in t and goal in t and t[native] > 0 else None
+
+
 def settle_latency(a, cfgs: list[Config], latency: list[dict], runs: list) -> dict:
     """Pairs for every pure latency the rounds put above native (see the module docs):
     {(setup, mpi, op, bytes): {"pairs": the pairs' ratios, "pairs_ratio": their median}}. The pairs'
-    runs join `runs` (round 1000 + the pair's number; their rows are not the rounds')."""
+    runs join `runs` (round 1000 + the pair's number)."""
     close = [e for e in latency if C.isnum(e.get("ratio")) and e["ratio"] > 1.0]
     out = {}
-    n = 0
+    count = [0, len(close) * a.pairs * 2]
     for e in close:
-        native = next((c for c in cfgs if c.setup == e["setup"] and c.lib == e["mpi"] and c.program == "overlap"), None)
-        goal = next((c for c in cfgs if c.setup == e["setup"] and c.lib == e["mpi"] + "+goal"
-                     and c.program == "overlap"), None)
-        if not native or not goal:
+        pc = pair_configs(cfgs, e["setup"], e["mpi"], "overlap")
+        if not pc:
             continue
-        pair_cfgs = (one_op(native, e["op"], e["bytes"]), one_op(goal, e["op"], e["bytes"]))
+        native, goal = pc
+        label = f"{R.op_name(e['op'], e['bytes'])} {e['setup']}/{e['mpi']}"
         ratios = []
-        for i in range(a.pairs):
+        for got_by_lib in run_pairs(a, (one_op(native, e["op"], e["bytes"]), one_op(goal, e["op"], e["bytes"])),
+                                    1000, label, runs, count):
             t = {}
-            for cfg in pair_cfgs if i % 2 == 0 else pair_cfgs[::-1]:
-                n += 1
-                run, got = run_one(a, cfg, 1000 + i, f"pair {n}/{len(close) * a.pairs * 2}, "
-                                   f"{R.op_name(e['op'], e['bytes'])} {e['setup']}/{e['mpi']}")
-                run["pair"] = True
-                runs.append(run)
+            for lib, got in got_by_lib.items():
                 row = next((x for x in got if x.get("test") == "overlap" and x.get("variant") == "none"), None)
-                if run["ok"] and row and C.isnum(row.get("t_pure_us")):
-                    t[cfg.lib] = row["t_pure_us"]
-            if len(t) == 2 and t[native.lib] > 0:
-                ratios.append(round(t[goal.lib] / t[native.lib], 3))
+                if row and C.isnum(row.get("t_pure_us")):
+                    t[lib] = row["t_pure_us"]
+            r = ratio_of(t, native.lib, goal.lib)
+            if r is not None:
+                ratios.append(r)
         if ratios:
             out[(e["setup"], e["mpi"], e["op"], e["bytes"])] = {"pairs": ratios, "pairs_ratio": round(C.median(ratios), 3)}
     return out
@@ -394,39 +420,34 @@ def some_points(cfg: Config, colls: list[str], sizes: list[int]) -> Config:
 def settle_blocking(a, cfgs: list[Config], blocking: list[dict], runs: list) -> dict:
     """Pairs for every blocking point the rounds put above NOISE, as settle_latency does for the
     pure latencies: per setup and MPI, the native run and the run with the layer of the blocking
-    program on those points' collectives and sizes, back to back, first one then the other in
-    turn. {(setup, mpi, coll, bytes): {"pairs": ratios, "pairs_ratio": median}}, for the close
-    points only; runs join `runs` (round 2000 + the pair's number)."""
+    program on those points' collectives and sizes. {(setup, mpi, coll, bytes): {"pairs": ratios,
+    "pairs_ratio": median}}, for the close points only; runs join `runs` (round 2000 + the
+    pair's number)."""
     close = [e for e in blocking if C.isnum(e.get("ratio")) and e["ratio"] > R.NOISE]
     groups: dict = {}
     for e in close:
         groups.setdefault((e["setup"], e["mpi"]), []).append(e)
-    out, n = {}, 0
-    total = len(groups) * a.pairs * 2
+    out = {}
+    count = [0, len(groups) * a.pairs * 2]
     for (setup, mpi), es in groups.items():
-        native = next((c for c in cfgs if c.setup == setup and c.lib == mpi and c.program == "blocking"), None)
-        goal = next((c for c in cfgs if c.setup == setup and c.lib == mpi + "+goal" and c.program == "blocking"), None)
-        if not native or not goal:
+        pc = pair_configs(cfgs, setup, mpi, "blocking")
+        if not pc:
             continue
+        native, goal = pc
         colls = list(dict.fromkeys(e["coll"] for e in es))
         sizes = sorted({e["bytes"] for e in es if e["bytes"]}) or [int(a.sizes.split(",")[0])]
-        pair_cfgs = (some_points(native, colls, sizes), some_points(goal, colls, sizes))
         ratios: dict = {}
-        for i in range(a.pairs):
+        for got_by_lib in run_pairs(a, (some_points(native, colls, sizes), some_points(goal, colls, sizes)),
+                                    2000, f"blocking {setup}/{mpi}", runs, count):
             t: dict = {}
-            for cfg in pair_cfgs if i % 2 == 0 else pair_cfgs[::-1]:
-                n += 1
-                run, got = run_one(a, cfg, 2000 + i, f"pair {n}/{total}, blocking {setup}/{mpi}")
-                run["pair"] = True
-                runs.append(run)
-                if run["ok"]:
-                    for x in got:
-                        if x.get("test") == "coll" and C.isnum(x.get("median_us")):
-                            t.setdefault((x["coll"], x["bytes"]), {})[cfg.lib] = x["median_us"]
+            for lib, got in got_by_lib.items():
+                for x in got:
+                    if x.get("test") == "coll" and C.isnum(x.get("median_us")):
+                        t.setdefault((x["coll"], x["bytes"]), {})[lib] = x["median_us"]
             for e in es:
-                v = t.get((e["coll"], e["bytes"]), {})
-                if len(v) == 2 and v[native.lib] > 0:
-                    ratios.setdefault((e["coll"], e["bytes"]), []).append(round(v[goal.lib] / v[native.lib], 3))
+                r = ratio_of(t.get((e["coll"], e["bytes"]), {}), native.lib, goal.lib)
+                if r is not None:
+                    ratios.setdefault((e["coll"], e["bytes"]), []).append(r)
         for (coll, nb), rs in ratios.items():
             out[(setup, mpi, coll, nb)] = {"pairs": rs, "pairs_ratio": round(C.median(rs), 3)}
     return out
