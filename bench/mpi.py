@@ -42,6 +42,10 @@ repetitions of a 1 MiB operation, not 10), as docs/measurements/cluster-2026-11-
 (MiB moved between 2 ranks, the least any algorithm moves: bcast 1 x the size, allreduce 2 x).
 Target (issue 41): across hosts, Iallreduce and Ibcast of 1 MiB with the layer reach 90 % overlap
 or within 3 points of the ceiling where that is lower; Ibarrier finishes during the computation.
+A reference is measured beside them in every round: bench/ref_progress.c, the same bcast and
+allreduce points (from 64 KiB) moved between the two hosts by a plain progress thread (sockets,
+poll and the receive low-water mark, no library), as an ordinary and as a real-time thread, timed
+the same way: what any thread-based progress keeps here. It is shown, not part of the target.
 
 Rounds: every configuration once per round, in rotating order; a run during which other processes
 took >10 % of the CPUs is repeated (locally). Tables: medians over rounds; ratios (with the layer
@@ -62,6 +66,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -175,6 +180,37 @@ def build(a) -> dict:
             exes[(name, "blocking")] = C.build_mpi_program(mpi, C.BENCH / "mpi_coll.c", C.BUILD / f"mpi_coll.{name}",
                                                            deps)
     return exes
+
+
+# Repetitions of the reference progress thread (bench/ref_progress.c; mpi_report.ref_points).
+REF_REPS, QUICK_REF_REPS = 45, 10
+
+
+def run_reference(a, exe: Path, cname: str, rnd: int, ncpu: int) -> list[dict]:
+    """bench/ref_progress.c once per reference point, as an ordinary thread and as a real-time
+    one, between the two emulated hosts (rank r pinned to CPU r, as --pin pins the MPI ranks):
+    rows {"test": "reference", "setup": "2x1", "lib": "thread" | "thread-rt", "round", ...}."""
+    ns = [f"goal-{cname}-h{h}" for h in (0, 1)]
+    addr = C.capture(["ip", "netns", "exec", ns[0], "ip", "-4", "-o", "addr", "show", "rail0"]).split()
+    if len(addr) < 4:
+        C.warn("the reference progress thread: no address on host 0's rail0; not run")
+        return []
+    peer = addr[3].split("/")[0]
+    reps = str(QUICK_REF_REPS if a.quick else REF_REPS)
+    rows = []
+    for op, nb in R.ref_points(a.ops):
+        for rt in (False, True):
+            common = ["--op", op, "--bytes", str(nb), "--reps", reps, *(["--rt"] if rt else [])]
+            r0 = ["ip", "netns", "exec", ns[0], exe, "--rank", "0", "--cpu", "0", *common]
+            r1 = ["ip", "netns", "exec", ns[1], exe, "--rank", "1", "--peer", peer, "--cpu", str(1 % ncpu), *common]
+            sh = f"{shlex.join(map(str, r0))} & {shlex.join(map(str, r1))} >&2; s=$?; wait $! && exit $s"
+            r = C.run(["sh", "-c", sh], timeout=120)
+            got = [x for x in C.parse_rows(r.stdout) if x.get("test") == "reference"]
+            if not r.ok or not got:
+                C.warn(f"the reference progress thread, {op} {C.fmt_bytes(nb)}: {r.describe(5)}")
+                continue
+            rows.append(dict(got[-1], setup="2x1", lib="thread-rt" if rt else "thread", round=rnd))
+    return rows
 
 
 def layer(a, mpi: str) -> Path:
@@ -480,7 +516,9 @@ def main() -> int:
     cfgs = configs(a, exes, cname, tool)
     if not cfgs:
         C.die("nothing to run (no MPI found?)")
-    runs, rows, netcost = [], [], None
+    runs, rows, refs, netcost = [], [], [], None
+    ref_exe = C.build_c_program(C.BENCH / "ref_progress.c", C.BUILD / "ref_progress", ["-pthread"]) \
+        if cluster and "overlap" in a.programs and R.ref_points(a.ops) else None
     n = 0
     try:
         if cluster:
@@ -500,6 +538,8 @@ def main() -> int:
         for setup in a.setups:
             mine = [c for c in cfgs if c.setup == setup]
             for r in range(a.rounds):
+                if setup == "2x1" and ref_exe and netcost is not None:
+                    refs += run_reference(a, ref_exe, cname, r, ncpu)
                 for cfg in mine[r % len(mine):] + mine[:r % len(mine)]:
                     n += 1
                     run, got = run_one(a, cfg, r, f"{n}/{len(cfgs) * a.rounds}, round {r + 1}")
@@ -524,6 +564,7 @@ def main() -> int:
         "libraries": {m: {"layer": str(layer(a, m))} for m in a.mpis if any(k[0] == m for k in exes)},
         "configs": [{"setup": c.setup, "lib": c.lib, "program": c.program, "cmd": c.cmd} for c in cfgs],
         "net_cost": netcost,
+        "reference": refs,
         "cluster_skipped": a.cluster_skipped,
         "runs": runs,
         "rows": rows,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -55,6 +56,25 @@ def blocking_points(colls: str, sizes: str) -> int:
 def moved_mib(op, nbytes) -> float:
     """MiB an operation moves in all between 2 ranks, the least any algorithm moves"""
     return {"bcast": 1, "allreduce": 2}.get(op, 0) * nbytes / MiB
+
+
+# The reference progress thread (bench/ref_progress.c) runs the overlap points across hosts that
+# move this much or more: what a thread with no library keeps of the overlap on this machine.
+REF_MIN_BYTES = 64 << 10
+
+
+def ref_points(ops: str) -> list[tuple[str, int]]:
+    """(op, bytes) of overlap.c's --ops that the reference runs: bcast and allreduce from
+    REF_MIN_BYTES."""
+    out = []
+    for item in ops.split(","):
+        name, _, size = item.strip().partition(":")
+        m = re.fullmatch(r"(\d+)([KM]?)", size.strip().upper())
+        if name in ("bcast", "allreduce") and m:
+            n = int(m.group(1)) << {"": 0, "K": 10, "M": 20}[m.group(2)]
+            if n >= REF_MIN_BYTES:
+                out.append((name, n))
+    return out
 
 
 def op_name(op, nbytes) -> str:
@@ -137,6 +157,13 @@ def summarize(doc: dict, ncpu: int, pairs: dict | None = None) -> None:
         elif k[0] == "local":
             e["ceiling_pct"] = 100.0
         doc["overlap"].append(e)
+    # The reference progress thread (bench/ref_progress.c), per priority, beside the layer's rows.
+    refs = doc.get("reference") or []
+    rkey = lambda x: (x["lib"], x["op"], x["bytes"])  # noqa: E731
+    rmed = {f: median_over_rounds(refs, rkey, f)[0] for f in ("overlap_pct", "t_pure_us")}
+    doc["reference_overlap"] = [dict(zip(("lib", "op", "bytes"), k), setup="2x1", overlap_pct=r2(v),
+                                     t_pure_us=r2(rmed["t_pure_us"].get(k)))
+                                for k, v in sorted(rmed["overlap_pct"].items(), key=str)]
     bkey = lambda x: (x["setup"], x["lib"], x["op"], x["bytes"])  # noqa: E731
     done, lost = median_over_rounds(bg, bkey, "done_pct")[0], median_over_rounds(bg, bkey, "lost_pct")[0]
     doc["background"] = [dict(zip(("setup", "lib", "op", "bytes"), k), done_pct=r2(v), lost_pct=r2(lost.get(k)))
@@ -272,6 +299,16 @@ def tables(doc, mpis) -> str:
                 rows.append(row)
             head = ["op"] + [h for l in libs for h in ((l, "ceiling") if l.endswith("+goal") else (l,))]
             out.append(C.table(head, rows))
+            ref = [e for e in doc.get("reference_overlap", []) if e["setup"] == setup]
+            if ref:
+                out.append("a plain progress thread on the same hosts (bench/ref_progress.c: sockets and poll, no "
+                           "library; same method): overlap % [t_pure us]")
+                cell = lambda lib, op, nb: (lambda e: f"{fmt(e.get('overlap_pct'))} [{fmt(e.get('t_pure_us'))}]")(  # noqa: E731
+                    find(ref, lib=lib, op=op, bytes=nb) or {})
+                pts = sorted({(e["op"], e["bytes"]) for e in ref}, key=lambda o: (o[0], o[1]))
+                out.append(C.table(["op", "ordinary thread", "real-time thread"],
+                                   [[op_name(op, nb), cell("thread", op, nb), cell("thread-rt", op, nb)]
+                                    for op, nb in pts]))
             out.append("background: done % (finished during the computation, no MPI calls) / lost %")
             rows = [[op_name(op, nb)] + [
                 f"{fmt(b.get('done_pct'))} / {fmt(b.get('lost_pct'))}"
@@ -343,6 +380,13 @@ def plot(doc, out: Path) -> list[Path]:
                                        label="ceiling (with the layer)" if i == 1 else None, zorder=3)
                 bs = [find(doc["background"], setup=setup, lib=lib, op=o, bytes=b) or {} for o, b in ops]
                 axes[2][j].bar(xs, [e.get("done_pct") or 0 for e in bs], w, color=COLORS[lib], label=lib)
+            for rlib, mark, lab in (("thread", "o", "plain progress thread"), ("thread-rt", "^", "plain real-time thread")):
+                pts = [(p, (find(doc.get("reference_overlap", []), setup=setup, lib=rlib, op=o, bytes=b) or {})
+                        .get("overlap_pct")) for p, (o, b) in zip(x, ops)]
+                pts = [(p, v) for p, v in pts if C.isnum(v)]
+                if pts:
+                    axes[0][j].scatter([p for p, _ in pts], [v for _, v in pts], marker=mark, s=30, edgecolors="#d95f02",
+                                       facecolors="none" if rlib == "thread" else "#d95f02", label=lab, zorder=4)
             for k, m in enumerate([l for l in libs if "+" not in l]):
                 es = [find(doc["latency"], setup=setup, mpi=m, op=o, bytes=b) or {} for o, b in ops]
                 xs = [p + (k - 0.5) * 0.4 for p in x]
@@ -418,6 +462,12 @@ def check(doc: dict) -> list[str]:
             bad.append(f"run {r['setup']}/{r['program']}/{r['lib']} failed: {r.get('problems') or r.get('failure')}")
     if doc["fell_back"]:
         bad.append(f"{doc['fell_back']} served call(s) fell back to MPI")
+    if "2x1" in a["setups"] and "overlap" in a["programs"] and doc.get("net_cost"):
+        for op, nb in ref_points(a["ops"]):
+            for lib in ("thread", "thread-rt"):
+                e = find(doc.get("reference_overlap", []), lib=lib, op=op, bytes=nb) or {}
+                if not (C.isnum(e.get("overlap_pct")) and C.isnum(e.get("t_pure_us"))):
+                    bad.append(f"reference progress thread ({lib}) {op} {nb}: no result")
     mpis = [m for m in a["mpis"] if m in doc.get("libraries", {})]
     if not mpis:
         bad.append("no MPI measured")
