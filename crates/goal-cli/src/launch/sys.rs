@@ -89,6 +89,33 @@ pub(crate) fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// How `pid` ended, if it has, without reaping it (`waitid` with
+/// `WNOWAIT`) and without blocking: it stays a zombie, whose `/proc` entry
+/// still says how it ended, until [`try_wait`].
+pub(crate) fn ended(pid: libc::pid_t) -> io::Result<Option<ExitStatus>> {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid value for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a live siginfo_t the kernel writes into.
+        match cvt(unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) }) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        // SAFETY: waitid filled `info` for a child's state change (si_pid
+        // set) or left it zeroed (none, WNOHANG); both fields are plain ints.
+        let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if who == 0 {
+            return Ok(None);
+        }
+        return Ok(Some(match info.si_code {
+            libc::CLD_EXITED => ExitStatus::Exited(status),
+            // CLD_KILLED, CLD_DUMPED
+            _ => ExitStatus::Signaled(status),
+        }));
+    }
+}
+
 /// Reaps `pid` if it has exited, without blocking.
 pub(crate) fn try_wait(pid: libc::pid_t) -> io::Result<Option<ExitStatus>> {
     let mut status: libc::c_int = 0;
