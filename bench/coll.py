@@ -175,12 +175,6 @@ def parse_args():
     return a
 
 
-def parse_size(s: str) -> int:
-    s = s.strip().upper()
-    mult = {"K": KiB, "M": MiB}.get(s[-1:], 1)
-    return int(s[:-1] if mult > 1 else s) * mult
-
-
 def program_args(a, ranks: int) -> list[str]:
     args = []
     if a.quick:

@@ -172,6 +172,13 @@ def isnum(x) -> bool:
 # ---------------------------------------------------------------------------------------
 # sizes
 
+def parse_size(s: str) -> int:
+    """Bytes of "8", "64K", "1M", "1MiB" or "64KB" (ValueError otherwise)."""
+    s = s.strip().upper().removesuffix("B").removesuffix("I")
+    mult = {"K": 1 << 10, "M": 1 << 20}.get(s[-1:], 1)
+    return int(s[:-1] if mult > 1 else s) * mult
+
+
 def fmt_bytes(n: int) -> str:
     for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= k and n % k == 0:

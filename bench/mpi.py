@@ -191,15 +191,14 @@ def run_reference(a, exe: Path, cname: str, rnd: int, ncpu: int) -> list[dict]:
     one, between the two emulated hosts (rank r pinned to CPU r, as --pin pins the MPI ranks):
     rows {"test": "reference", "setup": "2x1", "lib": "thread" | "thread-rt", "round", ...}."""
     ns = [f"goal-{cname}-h{h}" for h in (0, 1)]
-    addr = C.capture(["ip", "netns", "exec", ns[0], "ip", "-4", "-o", "addr", "show", "rail0"]).split()
-    if len(addr) < 4:
+    peer = O.rail_addr(ns[0])
+    if peer is None:
         C.warn("the reference progress thread: no address on host 0's rail0; not run")
         return []
-    peer = addr[3].split("/")[0]
     reps = str(QUICK_REF_REPS if a.quick else REF_REPS)
     rows = []
     for op, nb in R.ref_points(a.ops):
-        for rt in (False, True):
+        for (lib, _), rt in zip(R.REF_LIBS, (False, True)):
             common = ["--op", op, "--bytes", str(nb), "--reps", reps, *(["--rt"] if rt else [])]
             r0 = ["ip", "netns", "exec", ns[0], exe, "--rank", "0", "--cpu", "0", *common]
             r1 = ["ip", "netns", "exec", ns[1], exe, "--rank", "1", "--peer", peer, "--cpu", str(1 % ncpu), *common]
@@ -209,7 +208,7 @@ def run_reference(a, exe: Path, cname: str, rnd: int, ncpu: int) -> list[dict]:
             if not r.ok or not got:
                 C.warn(f"the reference progress thread, {op} {C.fmt_bytes(nb)}: {r.describe(5)}")
                 continue
-            rows.append(dict(got[-1], setup="2x1", lib="thread-rt" if rt else "thread", round=rnd))
+            rows.append(dict(got[-1], setup="2x1", lib=lib, round=rnd))
     return rows
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -61,6 +60,8 @@ def moved_mib(op, nbytes) -> float:
 # The reference progress thread (bench/ref_progress.c) runs the overlap points across hosts that
 # move this much or more: what a thread with no library keeps of the overlap on this machine.
 REF_MIN_BYTES = 64 << 10
+# Its two runs per point, as the rows name them: (lib, words for the table).
+REF_LIBS = (("thread", "ordinary thread"), ("thread-rt", "real-time thread"))
 
 
 def ref_points(ops: str) -> list[tuple[str, int]]:
@@ -69,9 +70,11 @@ def ref_points(ops: str) -> list[tuple[str, int]]:
     out = []
     for item in ops.split(","):
         name, _, size = item.strip().partition(":")
-        m = re.fullmatch(r"(\d+)([KM]?)", size.strip().upper())
-        if name in ("bcast", "allreduce") and m:
-            n = int(m.group(1)) << {"": 0, "K": 10, "M": 20}[m.group(2)]
+        if name in ("bcast", "allreduce") and size:
+            try:
+                n = C.parse_size(size)
+            except ValueError:
+                continue  # overlap.c names what is wrong with it
             if n >= REF_MIN_BYTES:
                 out.append((name, n))
     return out
@@ -303,12 +306,11 @@ def tables(doc, mpis) -> str:
             if ref:
                 out.append("a plain progress thread on the same hosts (bench/ref_progress.c: sockets and poll, no "
                            "library; same method): overlap % [t_pure us]")
-                cell = lambda lib, op, nb: (lambda e: f"{fmt(e.get('overlap_pct'))} [{fmt(e.get('t_pure_us'))}]")(  # noqa: E731
-                    find(ref, lib=lib, op=op, bytes=nb) or {})
-                pts = sorted({(e["op"], e["bytes"]) for e in ref}, key=lambda o: (o[0], o[1]))
-                out.append(C.table(["op", "ordinary thread", "real-time thread"],
-                                   [[op_name(op, nb), cell("thread", op, nb), cell("thread-rt", op, nb)]
-                                    for op, nb in pts]))
+                rows = []
+                for op, nb in sorted({(e["op"], e["bytes"]) for e in ref}):
+                    es = [find(ref, lib=lib, op=op, bytes=nb) or {} for lib, _ in REF_LIBS]
+                    rows.append([op_name(op, nb)] + [f"{fmt(e.get('overlap_pct'))} [{fmt(e.get('t_pure_us'))}]" for e in es])
+                out.append(C.table(["op"] + [words for _, words in REF_LIBS], rows))
             out.append("background: done % (finished during the computation, no MPI calls) / lost %")
             rows = [[op_name(op, nb)] + [
                 f"{fmt(b.get('done_pct'))} / {fmt(b.get('lost_pct'))}"
@@ -380,13 +382,13 @@ def plot(doc, out: Path) -> list[Path]:
                                        label="ceiling (with the layer)" if i == 1 else None, zorder=3)
                 bs = [find(doc["background"], setup=setup, lib=lib, op=o, bytes=b) or {} for o, b in ops]
                 axes[2][j].bar(xs, [e.get("done_pct") or 0 for e in bs], w, color=COLORS[lib], label=lib)
-            for rlib, mark, lab in (("thread", "o", "plain progress thread"), ("thread-rt", "^", "plain real-time thread")):
+            for (rlib, words), mark in zip(REF_LIBS, ("o", "^")):
                 pts = [(p, (find(doc.get("reference_overlap", []), setup=setup, lib=rlib, op=o, bytes=b) or {})
                         .get("overlap_pct")) for p, (o, b) in zip(x, ops)]
                 pts = [(p, v) for p, v in pts if C.isnum(v)]
                 if pts:
                     axes[0][j].scatter([p for p, _ in pts], [v for _, v in pts], marker=mark, s=30, edgecolors="#d95f02",
-                                       facecolors="none" if rlib == "thread" else "#d95f02", label=lab, zorder=4)
+                                       facecolors="none" if mark == "o" else "#d95f02", label=f"plain {words}", zorder=4)
             for k, m in enumerate([l for l in libs if "+" not in l]):
                 es = [find(doc["latency"], setup=setup, mpi=m, op=o, bytes=b) or {} for o, b in ops]
                 xs = [p + (k - 0.5) * 0.4 for p in x]
@@ -464,7 +466,7 @@ def check(doc: dict) -> list[str]:
         bad.append(f"{doc['fell_back']} served call(s) fell back to MPI")
     if "2x1" in a["setups"] and "overlap" in a["programs"] and doc.get("net_cost"):
         for op, nb in ref_points(a["ops"]):
-            for lib in ("thread", "thread-rt"):
+            for lib, _ in REF_LIBS:
                 e = find(doc.get("reference_overlap", []), lib=lib, op=op, bytes=nb) or {}
                 if not (C.isnum(e.get("overlap_pct")) and C.isnum(e.get("t_pure_us"))):
                     bad.append(f"reference progress thread ({lib}) {op} {nb}: no result")

@@ -828,6 +828,15 @@ def plot_idle(plt, summary, setup, libs, path: Path, title: str) -> None:
 NET_COST_MIB = 256
 
 
+def rail_addr(ns: str) -> str | None:
+    """The IPv4 address of rail0 in network namespace ns (an emulated host), if it has one."""
+    try:
+        return subprocess.run(["ip", "netns", "exec", ns, "ip", "-4", "-o", "addr", "show", "rail0"],
+                              capture_output=True, text=True, timeout=10).stdout.split()[3].split("/")[0]
+    except (IndexError, OSError, subprocess.SubprocessError):
+        return None
+
+
 def net_cost(cname: str) -> dict | None:
     """The CPU time the emulated network itself takes to move bytes: machine-wide busy time
     (/proc/stat) during a NET_COST_MIB MiB TCP transfer from host 0 to host 1 by two small
@@ -837,10 +846,8 @@ def net_cost(cname: str) -> dict | None:
     what any library's transfers take from a computation here. /proc/stat counts in 10 ms
     steps: the 2.3 s transfer of 256 MiB resolves the cost to about 5 %."""
     ns = [f"goal-{cname}-h{h}" for h in (0, 1)]
-    try:
-        addr = subprocess.run(["ip", "netns", "exec", ns[1], "ip", "-4", "-o", "addr", "show", "rail0"],
-                              capture_output=True, text=True, timeout=10).stdout.split()[3].split("/")[0]
-    except (IndexError, OSError, subprocess.SubprocessError):
+    addr = rail_addr(ns[1])
+    if addr is None:
         return None
     recv = ("import socket\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
             f"s.bind(('{addr}', 5999)); s.listen(1); print('ready', flush=True)\n"

@@ -63,17 +63,11 @@ def parse_args():
     if not a.goal.exists():
         ap.error(f"{a.goal} does not exist")
     sizes = a.ranks or ("1024,4096" if a.quick else "1024,65536,1048576")
-    a.sizes = [parse_size(x) for x in sizes.split(",") if x.strip()]
+    a.sizes = [C.parse_size(x) for x in sizes.split(",") if x.strip()]
     a.repeat = a.repeat or (1 if a.quick else 3)
     if a.quick:
         a.big_ranks = 0
     return a
-
-
-def parse_size(s: str) -> int:
-    s = s.strip().upper()
-    mul = {"K": 1 << 10, "M": 1 << 20}.get(s[-1:], 1)
-    return int(s[:-1] if mul > 1 else s) * mul
 
 
 def measured(cmd: list[str], timeout: float) -> dict:

@@ -74,14 +74,8 @@ PY_SIZES = [8, 64 * KiB, MiB]
 CLUSTER_ADDR = "10.100.0.1"  # host 0 on rail 0 (crates/goal-netns/src/plan.rs)
 
 
-def parse_size(s: str) -> int:
-    s = s.strip().upper().removesuffix("B").removesuffix("I")
-    mult = {"K": KiB, "M": MiB}.get(s[-1:], 1)
-    return int(s[:-1] if mult > 1 else s) * mult
-
-
 def sizes_arg(text: str | None, default: list[int]) -> list[int]:
-    return [parse_size(x) for x in text.split(",") if x.strip()] if text else list(default)
+    return [C.parse_size(x) for x in text.split(",") if x.strip()] if text else list(default)
 
 
 def parse_args():
