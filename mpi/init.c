@@ -186,6 +186,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 int MPI_Finalize(void)
 {
     if (gm.on) {
+        gm_ucx_end_begin();
         gm_req_drain();
         gm_comm_end_all();
         gm_ops_end();
@@ -199,5 +200,7 @@ int MPI_Finalize(void)
     if (gm.debug)
         report();
     gm_block_end();
-    return PMPI_Finalize();
+    int rc = PMPI_Finalize();
+    gm_ucx_end_done();
+    return rc;
 }

@@ -18,6 +18,8 @@
  *   block.c  when the blocking forms run on goal.
  *   req.c    requests: generalized MPI requests, and the Wait/Test family
  *            that keeps goal and MPI moving.
+ *   ucxend.c MPICH only: UCX progressed through MPI_Finalize, whose close
+ *            and PMI barrier deadlock across hosts otherwise.
  */
 #ifndef GOAL_MPI_LAYER_H
 #define GOAL_MPI_LAYER_H
@@ -255,6 +257,15 @@ int gm_block_decide(const int *world_ranks, int n);
 int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt, MPI_Comm comm);
 extern __thread unsigned gm_block_to_mpi __attribute__((tls_model("initial-exec")));
 void gm_block_end(void);
+
+/* ---- MPICH's finalize on UCX (ucxend.c; no-ops in the Open MPI build) ---- */
+
+/* Called by MPI_Finalize before PMPI_Finalize: MPICH's first endpoint
+ * close from then on starts a thread that progresses its UCX workers until
+ * it destroys them. */
+void gm_ucx_end_begin(void);
+/* After PMPI_Finalize: the thread stopped, if it still runs. */
+void gm_ucx_end_done(void);
 
 /* ---- requests (req.c) ---- */
 
