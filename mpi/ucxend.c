@@ -80,11 +80,29 @@ static void *real(const char *name)
         __atomic_store_n(&fn_, f, __ATOMIC_RELEASE);                                                                   \
     }
 
+/* The lock, recursive per thread: a completion callback that MPICH runs
+ * inside ucp_worker_progress may free its request through the wrappers
+ * below, in the thread that already holds the lock. */
+static __thread int depth __attribute__((tls_model("initial-exec")));
+
+static void take(void)
+{
+    if (depth++ == 0)
+        pthread_mutex_lock(&lock);
+}
+
+static void give(void)
+{
+    if (--depth == 0)
+        pthread_mutex_unlock(&lock);
+}
+
+/* Takes the lock if the thread lives; says whether it did. */
 static int locked(void)
 {
     if (!__atomic_load_n(&threaded, __ATOMIC_ACQUIRE))
         return 0;
-    pthread_mutex_lock(&lock);
+    take();
     return 1;
 }
 
@@ -94,15 +112,15 @@ static void *progress_thread(void *arg)
     REAL(worker_progress_fn, "ucp_worker_progress");
     struct timespec ms = { 0, 1000000 };
     for (;;) {
-        pthread_mutex_lock(&lock);
+        take();
         if (stop) {
-            pthread_mutex_unlock(&lock);
+            give();
             return NULL;
         }
         for (int i = 0; i < nworkers; i++)
             while (f(workers[i]))
                 ;
-        pthread_mutex_unlock(&lock);
+        give();
         nanosleep(&ms, NULL);
     }
 }
@@ -116,11 +134,11 @@ void gm_ucx_end_begin(void)
  * have destroyed its workers). */
 void gm_ucx_end_done(void)
 {
-    pthread_mutex_lock(&lock);
-    int joining = threaded && !stop;
+    take();
+    int joining = __atomic_load_n(&threaded, __ATOMIC_ACQUIRE) && !stop;
     stop = 1;
     __atomic_store_n(&ending, 0, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&lock);
+    give();
     if (joining)
         pthread_join(thread, NULL);
     __atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
@@ -130,10 +148,10 @@ int ucp_worker_create(void *context, const void *params, void **worker)
 {
     REAL(worker_create_fn, "ucp_worker_create");
     int status = f(context, params, worker);
-    pthread_mutex_lock(&lock);
+    take();
     if (status == 0 && nworkers < MAX_WORKERS)
         workers[nworkers++] = *worker;
-    pthread_mutex_unlock(&lock);
+    give();
     return status;
 }
 
@@ -141,8 +159,8 @@ void *ucp_disconnect_nb(void *ep)
 {
     REAL(disconnect_fn, "ucp_disconnect_nb");
     if (__atomic_load_n(&ending, __ATOMIC_ACQUIRE) && !__atomic_load_n(&threaded, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&lock);
-        if (!threaded && ending) {
+        take();
+        if (!__atomic_load_n(&threaded, __ATOMIC_ACQUIRE) && __atomic_load_n(&ending, __ATOMIC_ACQUIRE)) {
             stop = 0;
             if (pthread_create(&thread, NULL, progress_thread, NULL) == 0)
                 __atomic_store_n(&threaded, 1, __ATOMIC_RELEASE);
@@ -150,12 +168,12 @@ void *ucp_disconnect_nb(void *ep)
                 fprintf(stderr, "goal-mpi: no thread to progress UCX through MPI_Finalize, which may hang (docs/mpi.md)\n");
             __atomic_store_n(&ending, 0, __ATOMIC_RELEASE);
         }
-        pthread_mutex_unlock(&lock);
+        give();
     }
     int held = locked();
     void *r = f(ep);
     if (held)
-        pthread_mutex_unlock(&lock);
+        give();
     return r;
 }
 
@@ -164,9 +182,9 @@ unsigned ucp_worker_progress(void *worker)
     REAL(worker_progress_fn, "ucp_worker_progress");
     if (!__atomic_load_n(&threaded, __ATOMIC_ACQUIRE))
         return f(worker);
-    pthread_mutex_lock(&lock);
+    take();
     unsigned n = f(worker);
-    pthread_mutex_unlock(&lock);
+    give();
     return n;
 }
 
@@ -176,7 +194,7 @@ int ucp_request_is_completed(void *request)
     int held = locked();
     int done = f(request);
     if (held)
-        pthread_mutex_unlock(&lock);
+        give();
     return done;
 }
 
@@ -186,7 +204,7 @@ void ucp_request_release(void *request)
     int held = locked();
     f(request);
     if (held)
-        pthread_mutex_unlock(&lock);
+        give();
 }
 
 void ucp_request_free(void *request)
@@ -195,18 +213,18 @@ void ucp_request_free(void *request)
     int held = locked();
     f(request);
     if (held)
-        pthread_mutex_unlock(&lock);
+        give();
 }
 
 void ucp_worker_destroy(void *worker)
 {
     REAL(worker_destroy_fn, "ucp_worker_destroy");
     gm_ucx_end_done();
-    pthread_mutex_lock(&lock);
+    take();
     for (int i = 0; i < nworkers; i++)
         if (workers[i] == worker)
             workers[i] = workers[--nworkers];
-    pthread_mutex_unlock(&lock);
+    give();
     f(worker);
 }
 
