@@ -503,7 +503,14 @@ impl Drop for Dir {
 /// Runs `cmd` with its output piped (stdin from /dev/null), killing it
 /// after `limit`; returns its output, with a line saying so at the end of
 /// stderr when it was killed.
-pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+pub fn output_within(cmd: Command, limit: std::time::Duration) -> Output {
+    output_within_or(cmd, limit, String::new)
+}
+
+/// [`output_within`], and a command past `limit` first gets `report()`
+/// (what its processes are doing, say) appended to its stderr, before it
+/// is killed.
+pub fn output_within_or(mut cmd: Command, limit: std::time::Duration, report: impl FnOnce() -> String) -> Output {
     use std::process::Stdio;
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
@@ -519,21 +526,21 @@ pub fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
     let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
     let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
     let t = std::time::Instant::now();
-    let mut timed_out = false;
+    let mut timed_out = None;
     let status = loop {
         if let Some(status) = child.try_wait().expect("waiting for a child") {
             break status;
         }
         if t.elapsed() > limit {
-            timed_out = true;
+            timed_out = Some(report());
             let _ = child.kill();
             break child.wait().expect("waiting for a child");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let mut stderr = stderr.join().expect("stderr reader");
-    if timed_out {
-        stderr.extend_from_slice(format!("\n(the test killed it after {limit:?})\n").as_bytes());
+    if let Some(report) = timed_out {
+        stderr.extend_from_slice(format!("\n(the test killed it after {limit:?})\n{report}").as_bytes());
     }
     Output { status, stdout: stdout.join().expect("stdout reader"), stderr }
 }
