@@ -180,11 +180,10 @@ void *ucp_disconnect_nb(void *ep)
 unsigned ucp_worker_progress(void *worker)
 {
     REAL(worker_progress_fn, "ucp_worker_progress");
-    if (!__atomic_load_n(&threaded, __ATOMIC_ACQUIRE))
-        return f(worker);
-    take();
+    int held = locked();
     unsigned n = f(worker);
-    give();
+    if (held)
+        give();
     return n;
 }
 
@@ -198,22 +197,25 @@ int ucp_request_is_completed(void *request)
     return done;
 }
 
-void ucp_request_release(void *request)
+/* `f(request)` under the lock while the thread lives. */
+static void request_call(request_fn f, void *request)
 {
-    REAL(request_fn, "ucp_request_release");
     int held = locked();
     f(request);
     if (held)
         give();
 }
 
+void ucp_request_release(void *request)
+{
+    REAL(request_fn, "ucp_request_release");
+    request_call(f, request);
+}
+
 void ucp_request_free(void *request)
 {
     REAL(request_fn, "ucp_request_free");
-    int held = locked();
-    f(request);
-    if (held)
-        give();
+    request_call(f, request);
 }
 
 void ucp_worker_destroy(void *worker)

@@ -323,7 +323,7 @@ fn mpi_layer_oracle_under_mpirun_and_mpiexec_across_hosts() {
                 .expect("the launcher's command");
                 let before = goal_rail_bytes(&c);
                 let t = Instant::now();
-                // Past its limit, the ranks' stacks first (as for srun).
+                // Past its limit, the ranks' stacks first.
                 let out = util::output_within_or(cmd, JOB_LIMIT, || rank_stacks(prog));
                 let what = format!("{} under {launcher}, {HOSTS} hosts x {PER_HOST} ranks, job {job} of {jobs} ({:.0?})", prog.display(), t.elapsed());
                 check(&c, &out, &before, prog, &what, RANKS);
@@ -409,7 +409,8 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
             let (out, before, what) = loop {
                 let before = goal_rail_bytes(&c);
                 let t = Instant::now();
-                let mut out = util::output_within(srun(), JOB_LIMIT);
+                // Past its limit, the ranks' stacks first.
+                let out = util::output_within_or(srun(), JOB_LIMIT, || rank_stacks(prog));
                 let what = format!("{} under srun --mpi={plugin}, {HOSTS} hosts x {PER_HOST} ranks ({:.0?})", prog.display(), t.elapsed());
                 if out.status.success() {
                     break (out, before, what);
@@ -421,11 +422,6 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
                     }
                     attempt += 1;
                     continue;
-                }
-                // Killing srun leaves the ranks to slurmstepd until Slurm
-                // stops: what they were doing goes into the report.
-                if t.elapsed() >= JOB_LIMIT {
-                    out.stderr.extend_from_slice(rank_stacks(prog).as_bytes());
                 }
                 eprintln!("--- Slurm's logs\n{}", slurm.logs());
                 break (out, before, what);
