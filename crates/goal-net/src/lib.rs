@@ -198,4 +198,4 @@ pub use event::Event;
 pub use node::{NetNode, RailStats};
 pub use probe::{Crossover, CrossoverPoint};
 pub use rails::{discover_rails, RailSpec};
-pub use sys::{ev, Epoll};
+pub use sys::{ev, Epoll, Notifier, Timer};

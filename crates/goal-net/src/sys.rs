@@ -451,7 +451,49 @@ impl Timer {
         Ok(())
     }
 
+    /// Stops it from firing (an expiry already due stays readable).
+    pub fn disarm(&self) -> io::Result<()> {
+        let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let spec = libc::itimerspec { it_interval: zero, it_value: zero };
+        // SAFETY: spec is a live itimerspec; the old value is not asked for.
+        cvt(unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) })?;
+        Ok(())
+    }
+
     /// Consumes an expiry, if any.
+    pub fn clear(&self) {
+        let mut b = [0u8; 8];
+        let _ = read(self.fd.as_fd_borrowed(), &mut b);
+    }
+
+    /// The descriptor, to watch.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd_borrowed()
+    }
+}
+
+/// A non-blocking `eventfd`: readable once notified, until cleared.
+pub struct Notifier {
+    fd: OwnedFd,
+}
+
+impl Notifier {
+    /// `eventfd(0, NONBLOCK | CLOEXEC)`.
+    pub fn new() -> io::Result<Notifier> {
+        // SAFETY: plain syscall, no pointers.
+        let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        Ok(Notifier { fd: owned(fd) })
+    }
+
+    /// Makes it readable (a saturated counter already is).
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: `one` lives across the call and is the 8 bytes an eventfd
+        // write takes.
+        let _ = cvt_retry(|| unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) });
+    }
+
+    /// Consumes the notifications, if any.
     pub fn clear(&self) {
         let mut b = [0u8; 8];
         let _ = read(self.fd.as_fd_borrowed(), &mut b);
