@@ -1,5 +1,8 @@
 //! More ranks than cores: exchanges copy each message once, by the
-//! receiver, without waiting for their senders to be on a CPU.
+//! receiver, without waiting for their senders to be on a CPU; and the
+//! helper does not look in every millisecond through a loop of long Runs
+//! and Waits, yet still carries a long execution the application computes
+//! behind.
 //!
 //! 4 ranks confined to (at most) 2 CPUs, in `thread` mode (the default
 //! there), run a loop of 1 MiB alltoalls: every large message goes by CMA
@@ -39,35 +42,76 @@ fn two_cpus() {
     }
 }
 
-fn body() {
-    two_cpus();
-    let rt = goal_rt::init().expect("GOAL_Init");
-    let (me, n) = (rt.rank(), rt.size());
-    let len = 1usize << 20;
-    let mut sbuf = vec![0u8; n as usize * len];
-    let mut rbuf = vec![0u8; n as usize * len];
-    let mut g = Graph::new();
-    let grp = Group { rank: me, size: n };
-    coll::alltoall(&mut g, grp, Placement { tag_base: 0 }, sbuf.as_ptr() as u64, len as u64, rbuf.as_mut_ptr() as u64, Algorithm::Linear).unwrap();
-    let s = rt.compile(&g).expect("compile");
-    // Block j of rank i's sbuf is message (iteration, i, j).
-    let msg = |k: u64, from: u32, to: u32| k * 1000 + u64::from(from) * 10 + u64::from(to);
-    for k in 0..ITERS {
-        for to in 0..n {
-            for (i, b) in sbuf[to as usize * len..][..len].iter_mut().enumerate() {
-                *b = pattern(msg(k, me, to), i);
+/// A 1 MiB alltoall between the ranks of `rt`, whose block j of rank i's
+/// send buffer is message (execution, i, j), checked on arrival.
+struct Exchange {
+    me: u32,
+    n: u32,
+    sbuf: Vec<u8>,
+    rbuf: Vec<u8>,
+    s: goal_rt::Schedule,
+}
+
+const LEN: usize = 1 << 20;
+
+fn msg(k: u64, from: u32, to: u32) -> u64 {
+    k * 1000 + u64::from(from) * 10 + u64::from(to)
+}
+
+impl Exchange {
+    fn new(rt: &std::sync::Arc<goal_rt::Runtime>) -> Exchange {
+        let (me, n) = (rt.rank(), rt.size());
+        let sbuf = vec![0u8; n as usize * LEN];
+        let mut rbuf = vec![0u8; n as usize * LEN];
+        let mut g = Graph::new();
+        let grp = Group { rank: me, size: n };
+        coll::alltoall(&mut g, grp, Placement { tag_base: 0 }, sbuf.as_ptr() as u64, LEN as u64, rbuf.as_mut_ptr() as u64, Algorithm::Linear).unwrap();
+        let s = rt.compile(&g).expect("compile");
+        Exchange { me, n, sbuf, rbuf, s }
+    }
+
+    /// Fills the send buffer for execution `k` and clears the receive buffer.
+    fn fill(&mut self, k: u64) {
+        for to in 0..self.n {
+            for (i, b) in self.sbuf[to as usize * LEN..][..LEN].iter_mut().enumerate() {
+                *b = pattern(msg(k, self.me, to), i);
             }
         }
-        rbuf.fill(0);
-        // SAFETY: the buffers outlive the execution, which ends in this statement.
-        unsafe { rt.run(&s) }.and_then(|h| h.wait()).unwrap_or_else(|e| panic!("rank {me}, execution {k}: {e}"));
-        for from in 0..n {
-            let got = &rbuf[from as usize * len..][..len];
-            if let Some(i) = (0..len).find(|&i| got[i] != pattern(msg(k, from, me), i)) {
-                panic!("rank {me}, execution {k}: byte {i} of the block from rank {from} is wrong");
+        self.rbuf.fill(0);
+    }
+
+    fn check(&self, k: u64) {
+        for from in 0..self.n {
+            let got = &self.rbuf[from as usize * LEN..][..LEN];
+            if let Some(i) = (0..LEN).find(|&i| got[i] != pattern(msg(k, from, self.me), i)) {
+                panic!("rank {}, execution {k}: byte {i} of the block from rank {from} is wrong", self.me);
             }
         }
     }
+
+    /// Execution `k`, `compute` spent between its Run and its Wait without
+    /// calling goal.
+    fn run(&mut self, rt: &std::sync::Arc<goal_rt::Runtime>, k: u64, compute: std::time::Duration) {
+        self.fill(k);
+        // SAFETY: the buffers outlive the execution, which ends in this call.
+        let h = unsafe { rt.run(&self.s) }.unwrap_or_else(|e| panic!("rank {}, execution {k}: {e}", self.me));
+        let t = std::time::Instant::now();
+        while t.elapsed() < compute {
+            std::hint::spin_loop();
+        }
+        h.wait().unwrap_or_else(|e| panic!("rank {}, execution {k}: {e}", self.me));
+        self.check(k);
+    }
+}
+
+fn body() {
+    two_cpus();
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let mut x = Exchange::new(&rt);
+    for k in 0..ITERS {
+        x.run(&rt, k, std::time::Duration::ZERO);
+    }
+    drop(x);
     goal_rt::finalize().unwrap();
 }
 
@@ -93,4 +137,68 @@ fn exchanges_with_more_ranks_than_cores_go_by_cma_unpushed() {
     }
     let pushed = debug_count(&job.stderr, " written here by their senders");
     assert_eq!(pushed, 0, "no exchange's message should be pushed\n{}", job.stderr);
+}
+
+const LOOK_TEST: &str = "the_helper_sleeps_through_a_loop_of_long_waits_and_wakes_for_a_computation";
+
+/// Executions of the loop in [`LOOK_TEST`] (each about 1 ms).
+const LOOK_ITERS: u64 = 100;
+
+fn look_body() {
+    two_cpus();
+    let rt = goal_rt::init().expect("GOAL_Init");
+    let mut x = Exchange::new(&rt);
+    // Long executions make the schedule long (see goal-rt's `progress::park`).
+    for k in 0..5 {
+        x.run(&rt, k, std::time::Duration::ZERO);
+    }
+    let t = std::time::Instant::now();
+    for k in 5..5 + LOOK_ITERS {
+        x.run(&rt, k, std::time::Duration::ZERO);
+    }
+    let ms = t.elapsed().as_millis();
+    // Then each rank computes behind every fourth: a Run that finds the
+    // helper parked through the loop leaves it a timer.
+    for k in 5 + LOOK_ITERS..45 + LOOK_ITERS {
+        let compute = if k % 4 == 3 { std::time::Duration::from_millis(5) } else { std::time::Duration::ZERO };
+        x.run(&rt, k, compute);
+    }
+    println!("\nlooks: rank={} ms={ms}", x.me);
+    drop(x);
+    goal_rt::finalize().unwrap();
+}
+
+/// With more ranks than cores, the helper parked through a Wait used to
+/// look in every millisecond, and through a loop of 1 ms exchanges each
+/// look took the CPU from a rank that two ranks share (AUTO 1.10-1.13x
+/// `manual` at 1 MiB, 4 ranks on 2 CPUs). Through a loop of long Waits it
+/// now parks on a timer that a Run arms and the next Wait disarms: it
+/// looks when the application computes after a Run, and seldom otherwise.
+#[test]
+fn the_helper_sleeps_through_a_loop_of_long_waits_and_wakes_for_a_computation() {
+    if in_job() {
+        look_body();
+        return;
+    }
+    let job = launch(LOOK_TEST, 4, &[("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1")]);
+    assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+    let lines: Vec<&str> = job.stdout.lines().filter(|l| l.starts_with("looks: ")).collect();
+    assert_eq!(lines.len(), 4, "every rank should report how long its loop took\n{}", job.stdout);
+    let ms = lines.iter().filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("ms="))?.parse::<u64>().ok()).min().unwrap();
+    // Each rank's line: "the helper parked P time(s) while the application
+    // waited, ...; parked on a timer ...: A Run(s) armed it, F time(s) it
+    // fired ...". Every park begins with a wake-up: parks of 16 ms that
+    // only the loop's few timers and short Waits end are at most ms / 16
+    // and a few; a helper woken by every Run, or every millisecond, parks
+    // about once per execution.
+    let parks: Vec<u64> = job.stderr.split("the helper parked ").skip(1).filter_map(|t| t.split_once(' ')?.0.parse().ok()).collect();
+    assert_eq!(parks.len(), 4, "every rank should report its helper's parks\n{}", job.stderr);
+    for l in job.stderr.lines().filter(|l| l.contains("the helper parked")) {
+        eprintln!("{l}");
+    }
+    for (r, &n) in parks.iter().enumerate() {
+        assert!(n * 8 < ms, "a helper parked {n} times over a loop of {ms} ms and a few more executions (line {r}): woken about once per execution\n{}", job.stderr);
+    }
+    let fired = debug_count(&job.stderr, " time(s) it fired");
+    assert!(fired >= 1, "a Run followed by a computation should have had the helper woken by its timer\n{}", job.stderr);
 }

@@ -100,8 +100,23 @@ pub struct Runtime {
     /// wakes it.
     pub(crate) helper_parked: AtomicBool,
     /// The helper parks longer than 1 ms: the next Run wakes it (see
-    /// `progress::helper::wake_deep`).
+    /// `progress::park::at_run`).
     pub(crate) helper_deep: AtomicBool,
+    /// With more ranks than cores in `thread` mode: what the helper parks
+    /// on, which a Run of a long schedule arms (see `progress::park`).
+    pub(crate) park_timer: Option<progress::park::ParkTimer>,
+    /// The last Wait was for a long schedule's execution (see
+    /// `progress::park::park_for`).
+    pub(crate) waits_long: AtomicBool,
+    /// The helper parks on `park_timer` rather than on `app_waiting` (set
+    /// before `helper_parked`).
+    pub(crate) helper_on_timer: AtomicBool,
+    /// The helper's parks, and those that ended at their timeout with an
+    /// application thread still waiting (for `GOAL_DEBUG`).
+    pub(crate) parks: std::sync::atomic::AtomicU64,
+    pub(crate) park_looks: std::sync::atomic::AtomicU64,
+    /// `progress::park::LONG_WAIT` in ticks.
+    pub(crate) long_wait: u64,
     /// The helper found the engine held by an application thread and
     /// waits for it: a Run that sees this polls on the helper's behalf
     /// before it lets the engine go (see `progress::helper::await_holder`).
@@ -320,7 +335,7 @@ pub fn finalize() -> Result<()> {
     }
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
-    progress::unpark(&rt);
+    progress::park::unpark(&rt);
     if let Some(h) = rt.helper.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = h.join();
     }
@@ -330,6 +345,7 @@ pub fn finalize() -> Result<()> {
             say!("goal: rank {}: {line}", rt.rank);
         }
         if rt.cfg.progress != ProgressMode::Manual {
+            say!("goal: rank {}: {}", rt.rank, progress::park::summary(&rt));
             let n = rt.app_mark.computed_runs();
             say!("goal: rank {}: {n} Run(s) found the application computing since its previous call, and handed arriving data to the helper", rt.rank);
         }
@@ -538,6 +554,14 @@ impl Runtime {
             app_waiting,
             helper_parked: AtomicBool::new(false),
             helper_deep: AtomicBool::new(false),
+            // (Not in `kernel` mode, whose deferred operations wake a parked
+            // helper on the count of waiting threads.)
+            park_timer: if oversubscribed && cfg.progress == ProgressMode::Thread { progress::park::ParkTimer::new() } else { None },
+            waits_long: AtomicBool::new(false),
+            helper_on_timer: AtomicBool::new(false),
+            parks: Default::default(),
+            park_looks: Default::default(),
+            long_wait: progress::park::long_wait(),
             helper_wants: AtomicBool::new(false),
             kernel_deferred,
             app_mark: progress::appmark::AppMark::new(oversubscribed),
@@ -681,7 +705,7 @@ impl Runtime {
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::appmark::AppMark`).
         let (run_at, after_gap) = self.app_mark.at_run(&self.bell, s.inner.id);
-        progress::helper::wake_deep(self);
+        progress::park::at_run(self, s.inner.long.load(Ordering::Relaxed));
         let mut e = self.lock_engine();
         if after_gap {
             // The mark is lifted without a ring: what peers wrote while it
@@ -707,9 +731,11 @@ impl Runtime {
         drop(e);
         // A Run that copied a large message itself (its data was there)
         // ends long after `run_at`: that time was not the application's.
+        let started = run_at;
         let run_at = long.map_or(run_at, |end| self.app_mark.ran_until(end));
         if let Some(shared) = &shared {
             shared.run_at.store(run_at, Ordering::Relaxed);
+            progress::park::after_run(self, shared, started, after_gap);
         }
         Ok(Handle { shared })
     }

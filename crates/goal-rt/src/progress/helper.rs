@@ -1,7 +1,8 @@
 //! The helper thread of the `thread` and `spin` modes: where it runs
 //! (`Placement`), its loop of polling briefly and sleeping on the doorbell,
-//! and how it parks while an application thread waits (and is unparked).
+//! and when it parks while an application thread waits (see `park`).
 
+use super::park::{self, PARK_DEEP, PARK_MAX};
 use super::*;
 
 /// The longest the helper sleeps before it looks at a mark that lingers
@@ -31,28 +32,6 @@ const IDLE_SLEEP: Duration = Duration::from_secs(10);
 /// keeps calling, a look every 3 ms costs less, and the ring is left to
 /// the first call after an idle spell.
 const ACTIVE_SPELL: Duration = Duration::from_millis(100);
-
-/// How long the helper parks at most while an application thread waits
-/// (see [`park`]): deaf to the doorbell that long at most when a Run
-/// follows the Wait. [`MAX_LINGER`] (3 ms), what it was, kept collectives
-/// started right after a Wait from moving in the background until then;
-/// [`MARK_LINGER`] (200 us) woke the helper during long Waits more often
-/// than the rings it parks away from (a Wait through 200 messages 300 us
-/// apart: 276 wake-ups, `modes.rs`).
-const PARK_MAX: Duration = Duration::from_millis(1);
-
-/// The longest park (see [`park`]) once the same Wait has outlasted
-/// shorter ones: each park that ends with an application thread still
-/// waiting doubles the next, from [`PARK_MAX`]. A helper woken every 1 ms
-/// through a long Wait took the CPU from the thread that waits (the two
-/// share it), and beside another process the scheduler then ran that
-/// process before the waiting thread again: 2 ranks beside a busy process,
-/// one-way latency of 100 ping-pongs in one schedule, 64 KiB 10.9 us with
-/// wake-ups every 1 ms, 5.5 with every 20 ms (6.3 in `manual` mode; 4x
-/// the involuntary context switches of `manual`). A Run wakes a helper
-/// that parks longer than [`PARK_MAX`] (see [`wake_deep`]), as the park's
-/// timeout would have.
-const PARK_DEEP: Duration = Duration::from_millis(16);
 
 /// How long the application's polling mark outlives its last Run or Wait.
 const MARK_LINGER: Duration = Duration::from_micros(200);
@@ -269,7 +248,7 @@ pub(super) fn helper_loop(rt: &Runtime) {
         }
         if rt.app_waiting.load(Ordering::Acquire) > 0 {
             // The same Wait still going after a whole park: park longer.
-            park_for = if park(rt, park_for) { (park_for * 2).min(PARK_DEEP) } else { PARK_MAX };
+            park_for = if park::park(rt, park::park_for(rt, park_for)) { (park_for * 2).min(PARK_DEEP) } else { PARK_MAX };
             continue;
         }
         park_for = PARK_MAX;
@@ -444,55 +423,5 @@ fn await_holder(rt: &Runtime) {
         rt.helper_wants.store(true, Ordering::Relaxed);
         drop(rt.lock_engine());
         rt.helper_wants.store(false, Ordering::Relaxed);
-    }
-}
-
-/// Sleeps while an application thread waits, until the last one leaves
-/// Wait (or for [`PARK_MAX`]).
-///
-/// The waiting thread drives progress itself, and sleeps on the doorbell
-/// when nothing comes. Were the helper asleep on the doorbell too, every
-/// ring meant for that thread would wake both, and the helper, with
-/// nothing to do, would take the CPU from the one that has: on this
-/// machine's two cores, 2 ranks, a 4 MiB gather took 820 us in `thread`
-/// mode with 12 000 context switches a second, against 500-590 us and
-/// 1 600-4 700 in `manual` mode. So the helper sleeps on the count of
-/// waiting threads instead, which only Wait's exit changes to zero.
-///
-/// A Wait that leaves nothing in flight does not wake the helper: the
-/// wake-up would take the CPU from the application right after its Wait,
-/// for nothing to do. Nor does the next Run (it did until issue 44: a Run
-/// after a computation woke it, and the woken helper, on the Run's CPU,
-/// took 7-22 us of the Run). The helper looks again after `timeout`:
-/// [`PARK_MAX`], or longer through a long Wait, when the next Run wakes
-/// it (see [`PARK_DEEP`]). Returns whether an application thread still
-/// waits after the whole `timeout`.
-pub(super) fn park(rt: &Runtime, timeout: Duration) -> bool {
-    // Dekker with Wait's exit (see `unpark`): either we see the count at
-    // zero, or the thread that brought it there sees us parked. The same
-    // with the next Run for a deep park (see `wake_deep`).
-    rt.helper_deep.store(timeout > PARK_MAX, Ordering::SeqCst);
-    rt.helper_parked.store(true, Ordering::SeqCst);
-    let n = rt.app_waiting.load(Ordering::SeqCst);
-    let mut still = false;
-    if n > 0 && !rt.shutdown.load(Ordering::Acquire) && !rt.kernel_deferred.load(Ordering::SeqCst) {
-        // Returns at once if the count moved since the load.
-        let end = goal_transport::sys::futex_wait(&rt.app_waiting, n, Some(timeout));
-        still = matches!(end, Ok(goal_transport::sys::FutexWait::TimedOut)) && rt.app_waiting.load(Ordering::Acquire) > 0;
-    }
-    rt.helper_parked.store(false, Ordering::Relaxed);
-    rt.helper_deep.store(false, Ordering::Relaxed);
-    still
-}
-
-/// Run: wakes a helper parked longer than [`PARK_MAX`] through the Wait
-/// that just ended (see [`PARK_DEEP`]): the work this Run starts may need
-/// it while the application computes. Not after short Waits, where the
-/// helper looks again within [`PARK_MAX`] anyway and a wake-up would take
-/// 7-22 us of the Run (see [`park`]).
-#[inline]
-pub(crate) fn wake_deep(rt: &Runtime) {
-    if rt.helper_deep.load(Ordering::SeqCst) && rt.helper_deep.swap(false, Ordering::SeqCst) {
-        let _ = goal_transport::sys::futex_wake(&rt.app_waiting, 1);
     }
 }

@@ -65,6 +65,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) mod appmark;
 pub(crate) mod helper;
+pub(crate) mod park;
 pub(crate) mod spin;
 
 
@@ -114,6 +115,7 @@ pub(crate) struct Poke<'a> {
 /// busy most of the time. A wake-up with news spins as usual.
 pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut poke: Option<Poke<'_>>) -> bool {
     let rt: &Runtime = &shared.rt;
+    park::at_wait(rt, shared);
     let past = || deadline.is_some_and(|d| Instant::now() >= d);
     if shared.state.load(Ordering::Acquire) != RUNNING {
         if rt.cfg.progress != ProgressMode::Manual {
@@ -297,6 +299,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
         rt.bell.ring();
     }
     rt.spin.record(latest.saturating_sub(entry), slept);
+    park::after_wait(rt, shared, latest.max(long_end));
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
     let busy = helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy());
     leave(rt, helper, latest.max(long_end), busy, last);
@@ -359,7 +362,7 @@ fn hand_back(rt: &Runtime, last: bool) {
     rt.app_mark.lift(&rt.bell);
     rt.bell.ring();
     if last {
-        unpark(rt);
+        park::unpark(rt);
     }
 }
 
@@ -413,12 +416,4 @@ fn yields(rt: &Runtime) -> bool {
 fn yield_now() {
     // SAFETY: sched_yield has no preconditions.
     unsafe { libc::sched_yield() };
-}
-
-/// Wakes a helper asleep in [`park`]: called when the last waiting
-/// thread leaves Wait with executions in flight, and at shutdown.
-pub(crate) fn unpark(rt: &Runtime) {
-    if rt.helper_parked.load(Ordering::SeqCst) {
-        let _ = goal_transport::sys::futex_wake(&rt.app_waiting, 1);
-    }
 }
