@@ -62,10 +62,9 @@ pub(crate) struct SchedInner {
     /// rank that receives large messages sends as much then (an
     /// exchange), rather than only collecting (a gather's root).
     pub(super) sends_large: bool,
-    /// Whether the last Wait for one of its executions lasted long (see
-    /// `progress::park::after_wait`): its Runs time the parked helper
-    /// rather than wake it. Shared with its executions' states.
-    pub(crate) long: Arc<AtomicBool>,
+    /// How its executions have gone lately, for the helper's park (see
+    /// `progress::park::Rhythm`). Shared with its executions' states.
+    pub(crate) rhythm: Arc<crate::progress::park::Rhythm>,
     /// (source, tag) of every receive, sorted, wildcards as -1: whether a
     /// message that no posted receive took may still be taken by one (see
     /// [`Engine::stash`]).
@@ -124,7 +123,7 @@ impl SchedInner {
         let done_shape = s.independent as usize == s.ops.len()
             && s.ops.len() <= super::run::DONE_AT_ONCE
             && s.ops.iter().all(|o| matches!(o.kind(), OpKind::Send | OpKind::Local));
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, long: Default::default(), recv_keys, members, peers, users: users.into_boxed_slice(), done_shape }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, rhythm: Default::default(), recv_keys, members, peers, users: users.into_boxed_slice(), done_shape }
     }
 
     /// Whether some receive of the schedule could take a message from
@@ -227,14 +226,14 @@ pub(super) struct ExecBufs {
 }
 
 impl ExecShared {
-    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: SchedId, peers: Arc<[u32]>, long: Arc<AtomicBool>) -> Arc<ExecShared> {
+    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: SchedId, peers: Arc<[u32]>, rhythm: Arc<crate::progress::park::Rhythm>) -> Arc<ExecShared> {
         Arc::new(ExecShared {
             state: AtomicI32::new(RUNNING),
             error: Mutex::new(None),
             rt: rt.clone(),
             sched_id,
             peers,
-            long,
+            rhythm,
             started: AtomicU64::new(0),
             run_at: AtomicU64::new(0),
             asleep: AtomicBool::new(false),
@@ -278,8 +277,8 @@ pub struct ExecShared {
     pub sched_id: SchedId,
     /// Its schedule's peers (`SchedInner::peers`).
     pub peers: Arc<[u32]>,
-    /// Its schedule's Waits last long (`SchedInner::long`).
-    pub long: Arc<AtomicBool>,
+    /// Its schedule's `SchedInner::rhythm`.
+    pub rhythm: Arc<crate::progress::park::Rhythm>,
     /// When its Run began (`ticks`), with a park timer only (see
     /// `progress::park::after_wait`).
     pub started: AtomicU64,

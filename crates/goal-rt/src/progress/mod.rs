@@ -120,6 +120,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
     if shared.state.load(Ordering::Acquire) != RUNNING {
         if rt.cfg.progress != ProgressMode::Manual {
             rt.app_mark.note_finished_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed));
+            park::finished_wait(rt, shared);
         }
         return false;
     }
@@ -299,7 +300,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
         rt.bell.ring();
     }
     rt.spin.record(latest.saturating_sub(entry), slept);
-    park::after_wait(rt, shared, latest.max(long_end));
+    park::after_wait(rt, shared, entry, latest.max(long_end));
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
     let busy = helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy());
     leave(rt, helper, latest.max(long_end), busy, last);

@@ -8,10 +8,14 @@
 //! the helper, and the next Wait disarms it: the helper looks again only
 //! if the application stays away from goal after its Run, and not, as a
 //! park with a timeout does, every millisecond through a loop of long
-//! Runs and Waits, each look taking a CPU that two ranks share.
+//! Runs and Waits, each look taking a CPU that two ranks share. Once a
+//! schedule has run [`LOOPED`] times in a row with its Wait right after
+//! its Run, its Runs stop arming the timer (two system calls per
+//! execution): the park's own 16 ms then bound, once, a computation after
+//! a Run of it when the loop ends.
 
 use super::*;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
 /// How long the helper parks at most while an application thread waits
 /// (see [`park`]): deaf to the doorbell that long at most when a Run
@@ -36,6 +40,8 @@ pub(super) const PARK_MAX: Duration = Duration::from_millis(1);
 ///
 /// With a [`ParkTimer`], the helper parks this long from the first look
 /// while the application waits for a long schedule's execution.
+/// For a long schedule run in a loop (see [`LOOPED`]), it bounds how long
+/// the first computation after its loop goes without the helper.
 pub(super) const PARK_DEEP: Duration = Duration::from_millis(16);
 
 /// An execution at least this long from its Run to the end of its Wait
@@ -69,6 +75,56 @@ const PARK_RUN: Duration = Duration::from_micros(250);
 /// The same after a Run that found the application computing since its
 /// last call (`AppMark::after_gap`): it likely computes again now.
 const PARK_GAP: Duration = Duration::from_micros(100);
+
+/// Executions in a row, each waited for right after its Run, after which
+/// a long schedule counts as run in a loop (see [`Rhythm`]): its Runs
+/// stop arming the timer. Arming at the Run's end and disarming at the
+/// Wait's start, with more ranks than cores, made a loop of 1 MiB
+/// allreduces (4 ranks on 2 CPUs) 1.10-1.14x `manual` mode, and 1.00-1.05x
+/// without them; alltoall 1.08-1.10x and 1.01-1.02x. Each return from a
+/// system call there lets the scheduler hand the CPU to another rank.
+/// The loop's end costs the first execution computed behind at most one
+/// park ([`PARK_DEEP`]) without the helper: the Wait then notes the
+/// computation and the next Runs arm the timer again. (Parks of 4 ms
+/// for such schedules left alltoall and allgather of 1 MiB 2-3 % slower
+/// than 16 ms parks.)
+const LOOPED: u32 = 16;
+
+/// How a schedule's executions have gone lately: the choices of the park
+/// for its Runs and Waits. Written by the Waits, read by the Runs and the
+/// helper, without order: a stale reading costs one execution the old
+/// choice.
+#[derive(Default)]
+pub(crate) struct Rhythm {
+    /// An execution took [`LONG_WAIT`] or more from its Run to the end of
+    /// its Wait (and none since took less than half of that).
+    long: AtomicBool,
+    /// Executions in a row waited for right after their Run, up to
+    /// [`LOOPED`].
+    looped: AtomicU32,
+}
+
+impl Rhythm {
+    #[inline]
+    pub(crate) fn is_long(&self) -> bool {
+        self.long.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn is_looped(&self) -> bool {
+        self.looped.load(Ordering::Relaxed) >= LOOPED
+    }
+
+    /// An execution waited for `right_after` its Run or not.
+    #[inline]
+    fn note(&self, right_after: bool) {
+        let n = self.looped.load(Ordering::Relaxed);
+        let m = if right_after { (n + 1).min(LOOPED) } else { 0 };
+        if m != n {
+            self.looped.store(m, Ordering::Relaxed);
+        }
+    }
+}
 
 /// What a helper parks on with more ranks than cores (see the module's
 /// doc): a timer that a Run arms, and an event that a waker notifies.
@@ -235,20 +291,23 @@ pub(crate) fn at_run(rt: &Runtime, long: bool) {
     }
 }
 
-/// Run, once its execution has started (`shared`), `after_gap` when the application computed since its last call
-/// (`AppMark::after_gap`): with a [`ParkTimer`], a parked helper is timed
-/// rather than woken if the execution is of a long schedule and still
-/// running. It looks after [`PARK_RUN`] ([`PARK_GAP`] after a
-/// gap) unless a Wait comes first. (Armed at the Run's end, not its start:
-/// a Run may copy a large block itself, and a timer armed before that
-/// copy fired during it, a look that took the CPU from the copying rank.)
+/// Run, once its execution has started (`shared`; `started`: when the Run
+/// began), `after_gap` when the application computed since its last call
+/// (`AppMark::after_gap`): with a [`ParkTimer`], a helper parked on it is
+/// timed rather than woken if the execution is of a long schedule not run
+/// in a loop ([`LOOPED`]) and still running. It looks after [`PARK_RUN`]
+/// ([`PARK_GAP`] after a gap) unless a Wait comes first. (Armed at the
+/// Run's end, not its start: a Run may copy a large block itself, and a
+/// timer armed before that copy fired during it, a look that took the CPU
+/// from the copying rank.)
 #[inline]
 pub(crate) fn after_run(rt: &Runtime, shared: &ExecShared, started: u64, after_gap: bool) {
     let Some(t) = &rt.park_timer else { return };
     shared.started.store(started, Ordering::Relaxed);
     // (A helper parked on the count, through a short Wait, looks again
     // within PARK_MAX: no timer for it.)
-    if shared.long.load(Ordering::Relaxed)
+    if shared.rhythm.is_long()
+        && !shared.rhythm.is_looped()
         && rt.helper_parked.load(Ordering::SeqCst)
         && rt.helper_on_timer.load(Ordering::Relaxed)
         && shared.state.load(Ordering::Relaxed) == RUNNING
@@ -265,31 +324,45 @@ pub(crate) fn after_run(rt: &Runtime, shared: &ExecShared, started: u64, after_g
 pub(super) fn at_wait(rt: &Runtime, shared: &ExecShared) {
     if let Some(t) = &rt.park_timer {
         t.disarm();
-        let long = shared.long.load(Ordering::Relaxed);
+        let long = shared.rhythm.is_long();
         if rt.waits_long.load(Ordering::Relaxed) != long {
             rt.waits_long.store(long, Ordering::Relaxed);
         }
     }
 }
 
-/// Wait for `shared`, whose execution it saw end at `end`: notes whether
-/// the execution lasted long from its Run ([`LONG_WAIT`]), which makes its
-/// schedule's Waits long. (Measured from the Run rather than over the
-/// Wait alone: a Run may make most of an exchange's copies itself, and
+/// Wait for `shared`, called at `entry` (after its first batch of polls),
+/// whose execution it saw end at `end`: notes whether the execution
+/// lasted long from its Run ([`LONG_WAIT`]), which makes its schedule's
+/// Waits long, and whether the application computed between Run and Wait
+/// (see [`LOOPED`]). (The length is measured from the Run rather than over
+/// the Wait alone: a Run may make most of an exchange's copies itself, and
 /// the Waits of a 1 MiB alltoall with 4 ranks on 2 CPUs were long in only
 /// about half its executions, 930 us each.)
 #[inline]
-pub(super) fn after_wait(rt: &Runtime, shared: &ExecShared, end: u64) {
+pub(super) fn after_wait(rt: &Runtime, shared: &ExecShared, entry: u64, end: u64) {
     if rt.park_timer.is_some() {
         // Between half of LONG_WAIT and all of it, as before: a schedule
         // whose executions take about that long would change its mind
         // every few Runs, and each change wakes the helper.
+        let r = &shared.rhythm;
         let took = end.saturating_sub(shared.started.load(Ordering::Relaxed));
-        let was = shared.long.load(Ordering::Relaxed);
+        let was = r.is_long();
         let long = if was { took >= rt.long_wait / 2 } else { took >= rt.long_wait };
         if was != long {
-            shared.long.store(long, Ordering::Relaxed);
+            r.long.store(long, Ordering::Relaxed);
         }
+        r.note(entry.saturating_sub(shared.run_at.load(Ordering::Relaxed)) < rt.app_mark.tight_loop);
+    }
+}
+
+/// Wait for `shared`, whose execution had ended before it was called: the
+/// application was away from goal at least that long, so its schedule no
+/// longer runs in a loop (see [`LOOPED`]).
+#[inline]
+pub(super) fn finished_wait(rt: &Runtime, shared: &ExecShared) {
+    if rt.park_timer.is_some() {
+        shared.rhythm.note(false);
     }
 }
 
