@@ -144,9 +144,16 @@ const LOOK_TEST: &str = "the_helper_sleeps_through_a_loop_of_long_waits_and_wake
 /// Executions of the loop in [`LOOK_TEST`] (each about 1 ms).
 const LOOK_ITERS: u64 = 100;
 
+/// How long the execution after a loop is computed behind, in ms (see
+/// [`look_body`]).
+const AFTER_LOOP_MS: u128 = 100;
+
 /// One job of [`LOOK_TEST`]: with `LOOK_COMPUTE` set, every fourth of 40
-/// executions computes 5 ms after its Run; without, a loop of
-/// [`LOOK_ITERS`] that never computes, whose length in ms each rank prints.
+/// executions computes 5 ms after its Run, and after 20 more that do not,
+/// one is computed behind for [`AFTER_LOOP_MS`], each rank printing when
+/// it saw that execution finished (without calling goal); without, a loop
+/// of [`LOOK_ITERS`] that never computes, whose length in ms each rank
+/// prints.
 fn look_body() {
     two_cpus();
     let rt = goal_rt::init().expect("GOAL_Init");
@@ -161,6 +168,25 @@ fn look_body() {
             let compute = if k % 4 == 3 { std::time::Duration::from_millis(5) } else { std::time::Duration::ZERO };
             x.run(&rt, k, compute);
         }
+        // A loop long enough that its Runs stop arming the timer, then a
+        // computation: the helper's park bounds how long it goes without.
+        for k in 45..65 {
+            x.run(&rt, k, std::time::Duration::ZERO);
+        }
+        x.fill(65);
+        // SAFETY: the buffers outlive the execution, which ends in this block.
+        let h = unsafe { rt.run(&x.s) }.expect("Run");
+        let t = std::time::Instant::now();
+        let mut seen = None;
+        while t.elapsed().as_millis() < AFTER_LOOP_MS {
+            if seen.is_none() && h.is_finished() {
+                seen = Some(t.elapsed().as_millis());
+            }
+            std::hint::spin_loop();
+        }
+        h.wait().expect("Wait");
+        x.check(65);
+        println!("\nafter the loop: rank={} finished_ms={}", x.me, seen.map_or("never".to_string(), |ms| ms.to_string()));
     } else {
         let t = std::time::Instant::now();
         for k in 5..5 + LOOK_ITERS {
@@ -211,4 +237,13 @@ fn the_helper_sleeps_through_a_loop_of_long_waits_and_wakes_for_a_computation() 
     }
     let fired = debug_count(&job.stderr, " time(s) it fired");
     assert!(fired >= 1, "a Run followed by a computation should have had the helper woken by its timer\n{}", job.stderr);
+    // The park (16 ms) bounds the wait; an execution that moved only in
+    // its Wait would read "never".
+    let after: Vec<&str> = job.stdout.lines().filter(|l| l.starts_with("after the loop: ")).collect();
+    assert_eq!(after.len(), 4, "every rank should report the execution after its loop\n{}", job.stdout);
+    for l in after {
+        eprintln!("{l}");
+        let ms = l.split_whitespace().find_map(|w| w.strip_prefix("finished_ms=")).and_then(|v| v.parse::<u128>().ok());
+        assert!(ms.is_some(), "an execution computed behind for {AFTER_LOOP_MS} ms after a loop should finish in the background: {l}");
+    }
 }
