@@ -80,8 +80,8 @@ const PARK_GAP: Duration = Duration::from_micros(100);
 /// a long schedule counts as run in a loop (see [`Rhythm`]): its Runs
 /// stop arming the timer. Arming at the Run's end and disarming at the
 /// Wait's start, with more ranks than cores, made a loop of 1 MiB
-/// allreduces (4 ranks on 2 CPUs) 1.10-1.14x `manual` mode, and 1.00-1.05x
-/// without them; alltoall 1.08-1.10x and 1.01-1.02x. Each return from a
+/// allreduces (4 ranks on 2 CPUs) 1.12-1.14x `manual` mode, and 1.01-1.05x
+/// without them; alltoall 1.09-1.11x and 1.01-1.03x. Each return from a
 /// system call there lets the scheduler hand the CPU to another rank.
 /// The loop's end costs the first execution computed behind at most one
 /// park ([`PARK_DEEP`]) without the helper: the Wait then notes the
