@@ -705,7 +705,7 @@ impl Runtime {
         // Whether the application computes from here on, and arriving data
         // must wake the helper (see `progress::appmark::AppMark`).
         let (run_at, after_gap) = self.app_mark.at_run(&self.bell, s.inner.id);
-        progress::park::at_run(self, s.inner.rhythm.is_long());
+        progress::park::at_run(self, &s.inner.rhythm);
         let mut e = self.lock_engine();
         if after_gap {
             // The mark is lifted without a ring: what peers wrote while it

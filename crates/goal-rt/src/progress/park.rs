@@ -1,4 +1,4 @@
-//! How the helper sleeps while an application thread waits ([`park`]), and
+//! How the helper sleeps while an application thread waits ([`park()`]), and
 //! who wakes it: the Wait that leaves work in flight ([`unpark`]), and a Run
 //! that may start a computation ([`at_run`]).
 //!
@@ -18,7 +18,7 @@ use super::*;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
 /// How long the helper parks at most while an application thread waits
-/// (see [`park`]): deaf to the doorbell that long at most when a Run
+/// (see [`park()`]): deaf to the doorbell that long at most when a Run
 /// follows the Wait. [`MAX_LINGER`](super::helper::MAX_LINGER) (3 ms), what
 /// it was, kept collectives started right after a Wait from moving in the
 /// background until then; `MARK_LINGER` (200 us) woke the helper during
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 /// through 200 messages 300 us apart: 276 wake-ups, `modes.rs`).
 pub(super) const PARK_MAX: Duration = Duration::from_millis(1);
 
-/// The longest park (see [`park`]) once the same Wait has outlasted
+/// The longest park (see [`park()`]) once the same Wait has outlasted
 /// shorter ones: each park that ends with an application thread still
 /// waiting doubles the next, from [`PARK_MAX`]. A helper woken every 1 ms
 /// through a long Wait took the CPU from the thread that waits (the two
@@ -45,7 +45,7 @@ pub(super) const PARK_MAX: Duration = Duration::from_millis(1);
 pub(super) const PARK_DEEP: Duration = Duration::from_millis(16);
 
 /// An execution at least this long from its Run to the end of its Wait
-/// makes its schedule long (`SchedInner::long`):
+/// makes its schedule long (see [`Rhythm`]):
 /// the schedule's next Runs arm the [`ParkTimer`] rather than leave the
 /// helper to its park's timeout, which a Wait this long meets every
 /// second time or more. Shorter schedules keep the timeout: arming and
@@ -273,17 +273,16 @@ pub(super) fn park_for(rt: &Runtime, last: Duration) -> Duration {
     }
 }
 
-/// Run of a schedule (`long`: its Waits last long, see [`LONG_WAIT`]),
-/// before its start: the
-/// work this Run starts may need the helper while the application
-/// computes. A helper parked longer than [`PARK_MAX`] through the Wait
+/// Run of a schedule (its `rhythm`), before its start: the work this Run
+/// starts may need the helper while the application computes. A helper parked longer than [`PARK_MAX`] through the Wait
 /// that just ended is woken (see [`PARK_DEEP`]). Not after short Waits,
 /// where the helper looks again within [`PARK_MAX`] anyway and a wake-up
-/// would take 7-22 us of the Run (see [`park`]). Nor, with a
-/// [`ParkTimer`], for a long schedule (see [`after_run`]).
+/// would take 7-22 us of the Run (see [`park()`]). Nor, with a
+/// [`ParkTimer`], for a long schedule (see [`LONG_WAIT`] and
+/// [`after_run`]).
 #[inline]
-pub(crate) fn at_run(rt: &Runtime, long: bool) {
-    if long && rt.park_timer.is_some() {
+pub(crate) fn at_run(rt: &Runtime, rhythm: &Rhythm) {
+    if rt.park_timer.is_some() && rhythm.is_long() {
         return;
     }
     if rt.helper_deep.load(Ordering::SeqCst) && rt.helper_deep.swap(false, Ordering::SeqCst) {
@@ -366,7 +365,7 @@ pub(super) fn finished_wait(rt: &Runtime, shared: &ExecShared) {
     }
 }
 
-/// Wakes a helper asleep in [`park`]: called when the last waiting
+/// Wakes a helper asleep in [`park()`]: called when the last waiting
 /// thread leaves Wait with executions in flight, and at shutdown.
 pub(crate) fn unpark(rt: &Runtime) {
     if rt.helper_parked.load(Ordering::SeqCst) {
