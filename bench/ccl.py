@@ -25,10 +25,12 @@ NAME = "oneccl"
 
 
 def find() -> Path | None:
-    """oneCCL's install prefix (lib/libccl.so.1, include/oneapi/ccl.hpp), or None."""
+    """oneCCL's install prefix (lib/libccl.so.1, include/oneapi/ccl.hpp), or None. Absolute:
+    the benchmark binary takes it as its run path, and the drivers run it from the checkout
+    (`goal bench` from its installed copy), not from the caller's directory."""
     for d in (os.environ.get("GOAL_ONECCL"), str(C.REPO / "build" / "oneccl")):
         if d and (Path(d) / "lib" / "libccl.so.1").exists() and (Path(d) / "include" / "oneapi" / "ccl.hpp").exists():
-            return Path(d)
+            return Path(d).resolve()
     return None
 
 
@@ -39,7 +41,10 @@ def build(mpi: C.MPI, prefix: Path, deps, src: Path | None = None, out: Path | N
     src = src or C.BENCH / "mpi_coll.c"
     out = out or C.BUILD / "mpi_coll.oneccl"
     srcs = [src, C.BENCH / "ccl_shim.cpp", C.BENCH / "ccl_shim.h", *deps]
-    if C._newer(out, srcs + [prefix / "lib" / "libccl.so.1"]):
+    # The binary's run path names the prefix: built against another one (or a relative one,
+    # before find() resolved it) it would not load, however new it is.
+    stamp = out.with_name(out.name + ".prefix")
+    if C._newer(out, srcs + [prefix / "lib" / "libccl.so.1"]) and stamp.exists() and stamp.read_text() == str(prefix):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     mpicxx = mpi.mpicc.replace("mpicc", "mpicxx")
@@ -49,6 +54,7 @@ def build(mpi: C.MPI, prefix: Path, deps, src: Path | None = None, out: Path | N
           timeout=300, check=True)
     C.run([mpicxx, "-o", out, c_obj, cc_obj, f"-L{prefix / 'lib'}", "-lccl", *libs, f"-Wl,-rpath,{prefix / 'lib'}"],
           timeout=300, check=True)
+    stamp.write_text(str(prefix))
     return out
 
 
