@@ -115,6 +115,11 @@ pub struct Runtime {
     /// application thread still waiting (for `GOAL_DEBUG`).
     pub(crate) parks: std::sync::atomic::AtomicU64,
     pub(crate) park_looks: std::sync::atomic::AtomicU64,
+    /// The helper's sleeps on the doorbell: registered with the global
+    /// fence, and without it beside the application's mark (see
+    /// `progress::helper`), for `GOAL_DEBUG`.
+    pub(crate) sleeps_fenced: std::sync::atomic::AtomicU64,
+    pub(crate) sleeps_quiet: std::sync::atomic::AtomicU64,
     /// `progress::park::LONG_WAIT` in ticks.
     pub(crate) long_wait: u64,
     /// The helper found the engine held by an application thread and
@@ -561,6 +566,8 @@ impl Runtime {
             helper_on_timer: AtomicBool::new(false),
             parks: Default::default(),
             park_looks: Default::default(),
+            sleeps_fenced: Default::default(),
+            sleeps_quiet: Default::default(),
             long_wait: progress::park::long_wait(),
             helper_wants: AtomicBool::new(false),
             kernel_deferred,

@@ -267,8 +267,19 @@ pub(super) fn helper_loop(rt: &Runtime) {
         }
         // Whether another thread holds the engine, and so polls the network.
         let mut held = false;
-        // Sleep: register, re-check, then wait for a ring.
-        let guard = rt.bell.prepare();
+        // Sleep: register, re-check, then wait for a ring. While the
+        // application's mark is set, peers on this machine do not ring (it
+        // polls them itself), so the registration goes without the global
+        // fence, whose interrupt on every CPU that runs a rank would land
+        // in the middle of the ranks' copies: 2 ranks, allgather of 4 MiB
+        // in a loop, 464-670 fences per 1,000 iterations with it, 80-109
+        // without, the loop 2-6 % faster (`quiet`; its sleep is then
+        // bounded by `linger`).
+        let quiet = rt.app_mark.is_set();
+        let guard = if quiet { rt.bell.prepare_unfenced() } else { rt.bell.prepare() };
+        // (Plain increments: only the helper sleeps here.)
+        let count = if quiet { &rt.sleeps_quiet } else { &rt.sleeps_fenced };
+        count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         if rt.shutdown.load(Ordering::Acquire) {
             return;
         }
@@ -332,6 +343,11 @@ pub(super) fn helper_loop(rt: &Runtime) {
         } else {
             IDLE_SLEEP
         };
+        if quiet {
+            // The mark may have been lifted since, without a fence: a ring
+            // lost to that race waits this long at most.
+            timeout = timeout.min(linger);
+        }
         // Deaf while the engine's holder polls the network (`held`), if
         // the application still waits once the flag is up (pairs with
         // Wait's exit and Run's check, both SeqCst), or while its mark

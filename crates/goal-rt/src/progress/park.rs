@@ -198,6 +198,11 @@ impl ParkTimer {
 pub(crate) fn summary(rt: &Runtime) -> String {
     let (parks, looks) = (rt.parks.load(Ordering::Relaxed), rt.park_looks.load(Ordering::Relaxed));
     let mut line = format!("the helper parked {parks} time(s) while the application waited, {looks} of them ending at their timeout with it still waiting");
+    line += &format!(
+        "; it slept on the doorbell {} time(s) beside the application's mark, without a memory barrier on every CPU, and {} time(s) with one",
+        rt.sleeps_quiet.load(Ordering::Relaxed),
+        rt.sleeps_fenced.load(Ordering::Relaxed)
+    );
     if let Some(t) = &rt.park_timer {
         line += &format!(
             "; parked on a timer through long Waits (more ranks than cores): {} Run(s) armed it, {} time(s) it fired (the application had not come back to Wait)",

@@ -49,6 +49,10 @@
 //! Two emulated hosts, one rank each, a 1 MiB allreduce behind a
 //! computation: the helper's sleeps made 54 global fences per operation,
 //! each an interrupt on the other rank's computing CPU too.
+//!
+//! A thread that sleeps while another thread of the owner polls (the
+//! `polling` count above zero, which no peer rings through) needs neither
+//! form: [`Doorbell::prepare_unfenced`].
 
 use super::layout::{H_BELL, H_POLLING, H_SLEEPERS};
 use super::map::Mapping;
@@ -105,6 +109,24 @@ impl Doorbell {
     pub fn prepare(&self) -> SleepGuard<'_> {
         self.sleepers().fetch_add(1, Ordering::SeqCst);
         self.heavy_fence();
+        let token = self.bell().load(Ordering::SeqCst);
+        SleepGuard { bell: self, token }
+    }
+
+    /// [`prepare`](Self::prepare) without the heavy fence, for a thread of
+    /// the owner that sleeps while another one's polling mark is set (see
+    /// [`polling`](Self::polling)): peers then skip the wake-up whatever
+    /// `sleepers` says, and the owner's own threads wake it with
+    /// [`ring`](Self::ring), whose read-modify-write pairs with the one
+    /// here. Should the mark be lifted without a fence while the caller
+    /// sleeps ([`unmark_polling_unfenced`](Self::unmark_polling_unfenced)),
+    /// a peer's write may go unrung, as there: the caller bounds its sleep
+    /// with a short timeout. Saves `membarrier(2)`, an interrupt on every
+    /// CPU that runs a rank (a VM exit each in a virtual machine), on every
+    /// sleep of a helper beside an application that calls Run and Wait in
+    /// a loop.
+    pub fn prepare_unfenced(&self) -> SleepGuard<'_> {
+        self.sleepers().fetch_add(1, Ordering::SeqCst);
         let token = self.bell().load(Ordering::SeqCst);
         SleepGuard { bell: self, token }
     }
