@@ -107,10 +107,7 @@ impl Doorbell {
     /// Registers the caller as a sleeper. After this, re-check for work; then
     /// `sleep` or drop the guard.
     pub fn prepare(&self) -> SleepGuard<'_> {
-        self.sleepers().fetch_add(1, Ordering::SeqCst);
-        self.heavy_fence();
-        let token = self.bell().load(Ordering::SeqCst);
-        SleepGuard { bell: self, token }
+        self.register(true)
     }
 
     /// [`prepare`](Self::prepare) without the heavy fence, for a thread of
@@ -126,7 +123,16 @@ impl Doorbell {
     /// sleep of a helper beside an application that calls Run and Wait in
     /// a loop.
     pub fn prepare_unfenced(&self) -> SleepGuard<'_> {
+        self.register(false)
+    }
+
+    /// Counts the caller among the sleepers, then (`fenced`) issues the
+    /// heavy fence, and reads the bell's token.
+    fn register(&self, fenced: bool) -> SleepGuard<'_> {
         self.sleepers().fetch_add(1, Ordering::SeqCst);
+        if fenced {
+            self.heavy_fence();
+        }
         let token = self.bell().load(Ordering::SeqCst);
         SleepGuard { bell: self, token }
     }
