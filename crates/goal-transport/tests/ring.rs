@@ -80,7 +80,7 @@ fn ring_backpressure_returns_false_then_recovers() {
     let cfg = small_cfg();
     let (a, b) = pair(&cfg);
     let max = a.max_eager();
-    assert!(max > 0 && max + 40 <= cfg.ring_bytes / 4);
+    assert_eq!(max, cfg.ring_bytes / 4, "the largest payload: a quarter of the ring, a whole power of two");
     let payload = vec![7u8; 1000];
     let mut seq = 0u64;
     let mut next_rx = 0u64;
@@ -122,6 +122,20 @@ fn ring_backpressure_returns_false_then_recovers() {
     assert_eq!(seen, vec![(0, [1, 2, 3, 4], 0), (0, [5, 6, 7, 8], max)]);
     // Nothing left; polling an empty ring is harmless.
     assert_eq!(b.poll(&mut |_, _, _| panic!("no message expected")), 0);
+    // An empty ring takes a largest record wherever the last one left off,
+    // padding included: lap after lap, and after odd sizes that move the
+    // wrap point.
+    for i in 0..40u64 {
+        let odd = vec![2u8; (i as usize * 4099) % max];
+        assert!(a.try_send(1, &[i, 0, 0, 0], &[&odd]).unwrap(), "message {i} ({} B) into an empty ring", odd.len());
+        assert!(a.try_send(1, &[i, 1, 0, 0], &[&big]).unwrap(), "a largest message after {} B into a ring holding only that", odd.len());
+        let mut lens = Vec::new();
+        b.poll(&mut |_, env, p| {
+            assert_eq!(env[0], i);
+            lens.push(p.len());
+        });
+        assert_eq!(lens, [odd.len(), max]);
+    }
 }
 
 #[test]

@@ -41,8 +41,9 @@ impl Engine {
             _ => std::ptr::null_mut(),
         };
         let heap_off = if len > self.thresholds.heap_eager && !ptr.is_null() { self.link.shm.heap().offset_of(ptr, len) } else { None };
-        if heap_off.is_none() && len <= self.thresholds.eager && self.eager_credit(p, len as u64) {
+        if heap_off.is_none() && len <= self.eager_limit(r, p, len) && self.eager_credit(p, len as u64) {
             self.state.credit.eager_sent[p] += len as u64;
+            self.state.eager_beyond += u64::from(len > self.thresholds.eager);
             if self.kernel.is_some() {
                 self.offer_or_switch(r, &mut head);
             }

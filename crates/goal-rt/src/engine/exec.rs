@@ -62,6 +62,11 @@ pub(crate) struct SchedInner {
     /// rank that receives large messages sends as much then (an
     /// exchange), rather than only collecting (a gather's root).
     pub(super) sends_large: bool,
+    /// The length of its second-longest send (0 with fewer than two): a
+    /// send longer than this is the only one of its size, the lone large
+    /// message of a gather's or a reduction's contributor (see
+    /// `Engine::eager_limit`).
+    pub(super) second_send: u64,
     /// How its executions have gone lately, for the helper's park (see
     /// `progress::park::Rhythm`). Shared with its executions' states.
     pub(crate) rhythm: Arc<crate::progress::park::Rhythm>,
@@ -104,6 +109,16 @@ impl SchedInner {
         opening_recvs.sort_unstable();
         opening_recvs.dedup();
         let opening_recvs = opening_recvs.into_boxed_slice();
+        let mut longest = [0u64; 2];
+        for o in s.ops.iter().filter(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec)) {
+            let len = o.len as u64;
+            if len > longest[0] {
+                longest = [len, longest[0]];
+            } else if len > longest[1] {
+                longest[1] = len;
+            }
+        }
+        let second_send = longest[1];
         let sends_large = s.ops.iter().any(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec) && o.len as u64 >= EXCHANGE_MIN);
         let mut recv_keys: Vec<(i32, i32)> =
             s.ops.iter().filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec)).map(|o| (o.peer, o.tag)).collect();
@@ -123,7 +138,7 @@ impl SchedInner {
         let done_shape = s.independent as usize == s.ops.len()
             && s.ops.len() <= super::run::DONE_AT_ONCE
             && s.ops.iter().all(|o| matches!(o.kind(), OpKind::Send | OpKind::Local));
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, rhythm: Default::default(), recv_keys, members, peers, users: users.into_boxed_slice(), done_shape }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, second_send, rhythm: Default::default(), recv_keys, members, peers, users: users.into_boxed_slice(), done_shape }
     }
 
     /// Whether some receive of the schedule could take a message from

@@ -260,6 +260,9 @@ struct State {
     cma_reads_work: bool,
     /// Receives that their senders wrote here (see [`Write`]), for the debug line.
     pushed: u64,
+    /// Sends above the calibrated eager limit sent eagerly (see
+    /// [`Engine::eager_limit`]), for the debug line.
+    eager_beyond: u64,
     /// Messages split with their senders, and how many of those the
     /// senders declined (see [`SPLIT_MIN`]), for the debug line.
     split: [u64; 2],
@@ -343,6 +346,7 @@ impl Engine {
             cma_reads_work: false,
             run_left: 0,
             pushed: 0,
+            eager_beyond: 0,
             split: [0, 0],
             split_bytes: [0, 0],
             draining: HashMap::new(),

@@ -227,6 +227,39 @@ impl Engine {
         }
     }
 
+    /// The largest message that send `r` of `len` bytes to local peer `p`
+    /// may send eagerly: the calibrated limit, or with more ranks than
+    /// cores, for the longest send of its schedule that is not half of an
+    /// exchange, as much as a ring record holds (64 KiB).
+    ///
+    /// Calibration weighs eager's two copies against CMA's one between two
+    /// running ranks. With more ranks than cores the receiver is often not
+    /// on a CPU, and a rendezvous send waits for it twice (its CTS or read,
+    /// then FIN) where an eager one is over once it is copied. A
+    /// contributor to a gather or a reduction has one such message, and its
+    /// root copies from the rings while the other contributors go on. In an
+    /// exchange every core has copies of its own to make and CMA's single
+    /// copy is worth more; a rank that sends several large messages (a
+    /// broadcast's or a scatter's root) would make every copy itself, where
+    /// by CMA its receivers make them on both CPUs. 4 ranks on 2 CPUs,
+    /// AUTO, medians of 5 alternated rounds against the calibrated limit
+    /// (8 KiB): gather of 64 KiB 10.4 -> 5.7 us, 16 KiB 4.4 -> 2.0;
+    /// reduce 12.0 -> 6.6 and 6.2 -> 3.9 (Open MPI about 8.8 and 12.5 at
+    /// 64 KiB); 16 KiB allgather 0.79x; the rest within their spread
+    /// (docs/measurements/eager-shared-2026-12-01).
+    pub(super) fn eager_limit(&self, r: OpRef, p: usize, len: usize) -> usize {
+        let eager = self.thresholds.eager;
+        if len <= eager || !self.cores_shared || self.kernel.is_some() {
+            return eager;
+        }
+        let longest = self.exec(r).is_some_and(|e| len as u64 > e.sched.second_send);
+        if longest && !self.exchanging(r, p) {
+            self.link.shm.max_eager().max(eager)
+        } else {
+            eager
+        }
+    }
+
     /// Receiver: whether to ask the sender of a CMA message of `len` bytes
     /// into receive `r`'s `dst` to write it here itself: a long message,
     /// while this rank has operations of its own to run (which the read

@@ -177,6 +177,18 @@ impl Engine {
         }
     }
 
+    /// How many sends above the eager limit went eagerly (ranks sharing
+    /// cores, see [`Engine::eager_limit`]).
+    pub fn eager_summary(&self) -> Option<String> {
+        let n = self.state.eager_beyond;
+        (n > 0).then(|| {
+            format!(
+                "{n} send(s) above the eager limit of {} B went eagerly, each its schedule's longest and not half of an exchange (more ranks than cores)",
+                self.thresholds.eager
+            )
+        })
+    }
+
     /// How many large messages took each path, when chosen per message.
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;

@@ -10,8 +10,9 @@
 //! the wrap point the producer writes a padding record there and starts the
 //! real one at offset 0. So the consumer can lend the payload out as one
 //! `&[u8]` inside the ring and only release the space (advance `head`) after
-//! its callback returns. Because a record is at most a quarter of the ring
-//! ([`max_payload`]), a record plus its padding always fits in an empty ring.
+//! its callback returns. Because a record's payload is at most a quarter of
+//! the ring ([`max_payload`]), a record plus its padding always fits in an
+//! empty ring.
 //!
 //! Publication is in band, as in a fast-box: the consumer polls the header
 //! word of the next record itself, so a message costs the consumer one
@@ -50,10 +51,21 @@ const FLAG_PAD: u64 = 1;
 /// Flag bit set in every published header word, so that none is zero.
 const FLAG_VALID: u64 = 2;
 
-/// The largest payload a ring of `ring_bytes` accepts: a record is at most a
-/// quarter of the ring, so that one always fits even after padding.
+/// The largest payload a ring of `ring_bytes` accepts: a quarter of the
+/// ring, so that a record (the payload and [`RECORD_OVERHEAD`]) with the
+/// padding before it, at most a record less 8 bytes, always fits in an
+/// empty ring. A whole power of two: the default 256 KiB ring carries a
+/// message of exactly 64 KiB, which goal sends eagerly where that pays
+/// (see goal-rt's eager sends with more ranks than cores).
 pub(crate) fn max_payload(ring_bytes: usize) -> usize {
-    (ring_bytes / 4).saturating_sub(RECORD_OVERHEAD) & !7
+    (ring_bytes / 4) & !7
+}
+
+/// Bytes that a consumer releasing more than this in one drain may have
+/// kept a producer waiting for: a record and the padding before it need at
+/// most twice the largest record.
+fn crowded(cap: u64) -> u64 {
+    cap - 2 * record_bytes(max_payload(cap as usize)) - HEADER as u64
 }
 
 /// Bytes a record with `len` payload bytes occupies.
@@ -172,7 +184,8 @@ impl RingProducer {
         // nobody reads these bytes until we publish; (2) every write stays
         // inside the ring: a record is written from `at` with
         // `at + need <= cap` (it fit before the wrap point, or it starts at 0
-        // and `need <= cap / 4`), the end marker at `next < cap`, the padding
+        // and `need <= cap / 4 + RECORD_OVERHEAD < cap`), the end marker at
+        // `next < cap` (the record leaves room for it), the padding
         // word at `off < cap`; (3) all offsets are 8-aligned (counters advance
         // by multiples of 8), so the u64 accesses are aligned.
         unsafe {
@@ -233,8 +246,8 @@ impl RingConsumer {
 
     /// Hands every record published so far to `f` (envelope, payload in
     /// place), releasing each one's space after `f` returns. Returns how many,
-    /// and whether the ring was more than half full (a producer may then be
-    /// waiting for space: a record is at most a quarter of the ring).
+    /// and whether the ring was crowded (a producer may then be waiting for
+    /// space, see [`crowded`]).
     /// Costs one load of the producer's line when the ring is empty.
     #[inline]
     pub(crate) fn drain<F: FnMut(&Envelope, &[u8]) + ?Sized>(&self, f: &mut F) -> (usize, bool) {
@@ -279,8 +292,7 @@ impl RingConsumer {
             self.ptrs.head().store(head, Ordering::Release);
         }
         // A producer waits for space only when the ring is crowded; without a
-        // tail we judge by how much we just consumed (records are at most a
-        // quarter of the ring).
-        (n, head - start > cap / 2)
+        // tail we judge by how much we just consumed.
+        (n, head - start > crowded(cap))
     }
 }
