@@ -229,35 +229,56 @@ impl Engine {
 
     /// The largest message that send `r` of `len` bytes to local peer `p`
     /// may send eagerly: the calibrated limit, or with more ranks than
-    /// cores, for the longest send of its schedule that is not half of an
-    /// exchange, as much as a ring record holds (64 KiB).
+    /// cores, as much as a ring record holds (64 KiB) for a send to a peer
+    /// that last waited on this CPU, and for the longest send of its
+    /// schedule that is not half of an exchange.
     ///
     /// Calibration weighs eager's two copies against CMA's one between two
     /// running ranks. With more ranks than cores the receiver is often not
     /// on a CPU, and a rendezvous send waits for it twice (its CTS or read,
-    /// then FIN) where an eager one is over once it is copied. A
-    /// contributor to a gather or a reduction has one such message, and its
-    /// root copies from the rings while the other contributors go on. In an
-    /// exchange every core has copies of its own to make and CMA's single
-    /// copy is worth more; a rank that sends several large messages (a
-    /// broadcast's or a scatter's root) would make every copy itself, where
-    /// by CMA its receivers make them on both CPUs. 4 ranks on 2 CPUs,
-    /// AUTO, medians of 5 alternated rounds against the calibrated limit
-    /// (8 KiB): gather of 64 KiB 10.4 -> 5.7 us, 16 KiB 4.4 -> 2.0;
-    /// reduce 12.0 -> 6.6 and 6.2 -> 3.9 (Open MPI about 8.8 and 12.5 at
-    /// 64 KiB); 16 KiB allgather 0.79x; the rest within their spread
-    /// (docs/measurements/eager-shared-2026-12-01).
+    /// then FIN) where an eager one is over once it is copied.
+    ///
+    /// - A peer that last waited on this CPU is not running now (unless it
+    ///   moved since): by rendezvous
+    ///   the send needs a switch to it and back before it ends, and the
+    ///   two copies stay in this core's caches. 4 ranks on 2 CPUs, AUTO,
+    ///   medians of 5 alternated rounds: bcast of 64 KiB 0.75x, scatter
+    ///   0.91x, allgatherv 0.82x, allreduce 0.90x, most exchanges of
+    ///   16 KiB 0.80-0.88x; the alltoall and alltoallv of 64 KiB 1.02-1.03x
+    ///   (each rank's one message to its CPU's other rank copied twice).
+    /// - A contributor to a gather or a reduction has one large message,
+    ///   and its root copies from the rings while the other contributors go
+    ///   on: gather of 64 KiB 10.4 -> 5.7 us, of 16 KiB 4.4 -> 2.0; reduce
+    ///   12.0 -> 6.6 and 6.2 -> 3.9 (Open MPI about 8.8 and 12.5 at 64 KiB).
+    ///
+    /// Other exchanges keep CMA's single copy (every core has copies of its
+    /// own to make), and a rank with several large sends (a broadcast's or
+    /// a scatter's root) keeps its receivers on the other CPU reading, where
+    /// it would make every copy itself (docs/measurements/eager-shared-2026-12-01).
     pub(super) fn eager_limit(&self, r: OpRef, p: usize, len: usize) -> usize {
         let eager = self.thresholds.eager;
         if len <= eager || !self.cores_shared || self.kernel.is_some() {
             return eager;
         }
+        let ring = self.link.shm.max_eager().max(eager);
+        if self.on_this_cpu(p) {
+            return ring;
+        }
         let longest = self.exec(r).is_some_and(|e| len as u64 > e.sched.second_send);
         if longest && !self.exchanging(r, p) {
-            self.link.shm.max_eager().max(eager)
+            ring
         } else {
             eager
         }
+    }
+
+    /// Whether local peer `p` last waited on the CPU this thread runs on
+    /// (see `ShmNode::note_cpu`): with more ranks than cores, then, it
+    /// cannot be running while this rank does.
+    fn on_this_cpu(&self, p: usize) -> bool {
+        // SAFETY: sched_getcpu has no preconditions.
+        let cpu = unsafe { libc::sched_getcpu() };
+        u32::try_from(cpu).is_ok_and(|cpu| self.link.shm.on_cpu(p, cpu))
     }
 
     /// Receiver: whether to ask the sender of a CMA message of `len` bytes

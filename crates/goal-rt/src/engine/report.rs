@@ -183,7 +183,7 @@ impl Engine {
         let n = self.state.eager_beyond;
         (n > 0).then(|| {
             format!(
-                "{n} send(s) above the eager limit of {} B went eagerly, each its schedule's longest and not half of an exchange (more ranks than cores)",
+                "{n} send(s) above the eager limit of {} B went eagerly (more ranks than cores: to a rank that last waited on this CPU, or the longest send of a schedule and not half of an exchange)",
                 self.thresholds.eager
             )
         })
