@@ -240,7 +240,7 @@ fn the_helper_sleeps_through_a_loop_of_long_waits_and_wakes_for_a_computation() 
     let env = [("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1")];
     let job = launch(LOOK_TEST, 4, &env);
     assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-    let lines: Vec<&str> = job.stdout.lines().filter(|l| l.starts_with("looks: ")).collect();
+    let lines = reports(&job.stdout, "looks: ");
     assert_eq!(lines.len(), 4, "every rank should report how long its loop took\n{}", job.stdout);
     let ms = lines.iter().filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("ms="))?.parse::<u64>().ok()).min().unwrap();
     // Each rank's line: "the helper parked P time(s) while the application
@@ -265,7 +265,7 @@ fn the_helper_sleeps_through_a_loop_of_long_waits_and_wakes_for_a_computation() 
     assert!(fired >= 1, "a Run followed by a computation should have had the helper woken by its timer\n{}", job.stderr);
     // The park (16 ms) bounds the wait; an execution that moved only in
     // its Wait would read "never".
-    let after: Vec<&str> = job.stdout.lines().filter(|l| l.starts_with("after the loop: ")).collect();
+    let after = reports(&job.stdout, "after the loop: ");
     assert_eq!(after.len(), 4, "every rank should report the execution after its loop\n{}", job.stdout);
     for l in after {
         eprintln!("{l}");
@@ -282,6 +282,14 @@ fn await_file(path: &std::path::Path, what: &str, who: &str) {
         assert!(t.elapsed().as_secs() < 20, "{what} in 20 s while {who} called no goal function");
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
+}
+
+/// The ranks' report lines that start with `what`, wherever they start:
+/// the four ranks' test harnesses write to one pipe, and a harness's line
+/// may be cut by another rank's report (CI saw "; finished in
+/// 1.21slooks: rank=0 ms=1059").
+fn reports<'a>(stdout: &'a str, what: &str) -> Vec<&'a str> {
+    stdout.match_indices(what).filter_map(|(i, _)| stdout[i..].lines().next()).collect()
 }
 
 const GATHER_TEST: &str = "a_gathers_contributors_finish_while_their_root_is_away";
