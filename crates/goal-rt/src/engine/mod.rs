@@ -456,8 +456,7 @@ impl Engine {
     /// rseq area) and a read of each peer's header line, which changes only
     /// when that peer moves.
     pub fn shares_cpu_with(&self, peers: &[u32]) -> bool {
-        // SAFETY: sched_getcpu has no preconditions.
-        let Ok(cpu) = u32::try_from(unsafe { libc::sched_getcpu() }) else {
+        let Some(cpu) = current_cpu() else {
             return true;
         };
         self.link.shm.note_cpu(cpu);
@@ -515,3 +514,11 @@ static TRACE: AtomicBool = AtomicBool::new(false);
 
 /// `GOAL_TRACE` alone.
 static TRACE_LINES: AtomicBool = AtomicBool::new(false);
+
+/// The CPU the calling thread runs on, if the kernel says (a
+/// `sched_getcpu`, which glibc reads from the rseq area).
+#[inline]
+pub(super) fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no preconditions.
+    u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+}

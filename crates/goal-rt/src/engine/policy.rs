@@ -276,9 +276,7 @@ impl Engine {
     /// (see `ShmNode::note_cpu`): with more ranks than cores, then, it
     /// cannot be running while this rank does.
     fn on_this_cpu(&self, p: usize) -> bool {
-        // SAFETY: sched_getcpu has no preconditions.
-        let cpu = unsafe { libc::sched_getcpu() };
-        u32::try_from(cpu).is_ok_and(|cpu| self.link.shm.on_cpu(p, cpu))
+        super::current_cpu().is_some_and(|cpu| self.link.shm.on_cpu(p, cpu))
     }
 
     /// Receiver: whether to ask the sender of a CMA message of `len` bytes
