@@ -147,9 +147,7 @@ fn exchanges_with_more_ranks_than_cores_go_by_cma_unpushed() {
         body();
         return;
     }
-    let job = launch(TEST, 4, &[("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1")]);
-    assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-    assert!(job.stderr.contains("more ranks than cores"), "the ranks should see more ranks than cores\n{}", job.stderr);
+    let job = launch_shared(TEST, 4, "thread");
     // Each rank's line: "large messages chosen per message: S by stream, C by
     // CMA (in exchanges: ...); ...; K written here by their senders ...".
     let lines: Vec<&str> = job.stderr.split("large messages chosen per message: ").skip(1).collect();
@@ -163,6 +161,16 @@ fn exchanges_with_more_ranks_than_cores_go_by_cma_unpushed() {
     }
     let pushed = debug_count(&job.stderr, " written here by their senders");
     assert_eq!(pushed, 0, "no exchange's message should be pushed\n{}", job.stderr);
+}
+
+/// Runs `test` on `n` ranks in progress mode `mode` with `GOAL_DEBUG=1`;
+/// asserts that the job succeeded and that its ranks saw more ranks than
+/// cores (each confines itself before GOAL_Init).
+fn launch_shared(test: &str, n: usize, mode: &str) -> util::Job {
+    let job = launch(test, n, &[("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1")]);
+    assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+    assert!(job.stderr.contains("more ranks than cores"), "the ranks should see more ranks than cores\n{}", job.stderr);
+    job
 }
 
 const LOOK_TEST: &str = "the_helper_sleeps_through_a_loop_of_long_waits_and_wakes_for_a_computation";
@@ -346,16 +354,14 @@ fn gather_body() {
 /// eagerly (up to 64 KiB): it finishes without its root, which is often
 /// not on a CPU. By rendezvous it waited for the root's read and FIN, in
 /// `manual` mode until the root next called goal (4 ranks on 2 CPUs, in
-/// the benchmark: gather of 64 KiB 10.8 -> 4.7 us).
+/// the benchmark: gather of 64 KiB 10.4 -> 5.7 us).
 #[test]
 fn a_gathers_contributors_finish_while_their_root_is_away() {
     if in_job() {
         gather_body();
         return;
     }
-    let job = launch(GATHER_TEST, 4, &[("GOAL_PROGRESS", "manual"), ("GOAL_DEBUG", "1")]);
-    assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-    assert!(job.stderr.contains("more ranks than cores"), "the ranks should see more ranks than cores\n{}", job.stderr);
+    let job = launch_shared(GATHER_TEST, 4, "manual");
     // Each contributor's line: "rank R: N send(s) above the eager limit ...".
     assert_eq!(eager_sends(&job.stderr), [2, 2, 2], "each contributor's two blocks should have gone eagerly\n{}", job.stderr);
 }
@@ -368,20 +374,34 @@ fn eager_sends(stderr: &str) -> Vec<u64> {
 
 const SAME_CPU_TEST: &str = "sends_to_a_rank_waiting_on_the_same_cpu_finish_while_it_is_away";
 
-/// One rank of [`SAME_CPU_TEST`], both ranks on one CPU: after a barrier
-/// (whose Wait tells each rank where the other waits), rank 0 sends rank 1
-/// two messages of 32 KiB in one schedule and waits for them, then leaves a
-/// file beside the job's gate; rank 1 calls goal again only once the file
-/// is there, then receives both and checks them.
+/// One rank of [`SAME_CPU_TEST`], both ranks on one CPU. First rank 1
+/// waits for a message that rank 0 sends only once rank 1 sleeps in its
+/// Wait, which has noted where rank 1 waits (a barrier could end within its
+/// Run, before any Wait looked). Then rank 0 sends rank 1 two messages of
+/// 32 KiB in one schedule and waits for them, then leaves a file beside the
+/// job's gate; rank 1 calls goal again only once the file is there, then
+/// receives both and checks them.
 fn same_cpu_body() {
     launcher_first_cpu();
     let rt = goal_rt::init().expect("GOAL_Init");
     let me = rt.rank();
+    let mut hello = [0u8; 8];
     let mut g = Graph::new();
-    coll::barrier(&mut g, Group { rank: me, size: 2 }, Placement { tag_base: 0 }, Algorithm::Auto).unwrap();
-    let barrier = rt.compile(&g).expect("compile the barrier");
-    // SAFETY: a barrier has no buffers.
-    unsafe { rt.run(&barrier) }.and_then(|h| h.wait()).expect("barrier");
+    if me == 0 {
+        g.send(goal_sched::Buf::user(hello.as_ptr() as u64), 8, 1, 9);
+    } else {
+        g.recv(goal_sched::Buf::user(hello.as_mut_ptr() as u64), 8, 0, 9);
+    }
+    let first = rt.compile(&g).expect("compile the first message");
+    let watcher = (me == 1).then(util::open_gate_once_asleep);
+    if me == 0 {
+        util::wait_gate();
+    }
+    // SAFETY: the buffer outlives the execution, which ends in this call.
+    unsafe { rt.run(&first) }.and_then(|h| h.wait()).expect("the first message");
+    if let Some(w) = watcher {
+        w.join().unwrap();
+    }
     const LEN: usize = 32 << 10;
     let done = std::path::PathBuf::from(format!("{}.sent", std::env::var("TEST_GATE").expect("TEST_GATE")));
     let mut bufs: Vec<Vec<u8>> = (0..2u64).map(|k| if me == 0 { (0..LEN).map(|i| pattern(k, i)).collect() } else { vec![0u8; LEN] }).collect();
@@ -423,8 +443,6 @@ fn sends_to_a_rank_waiting_on_the_same_cpu_finish_while_it_is_away() {
         same_cpu_body();
         return;
     }
-    let job = launch(SAME_CPU_TEST, 2, &[("GOAL_PROGRESS", "manual"), ("GOAL_DEBUG", "1")]);
-    assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-    assert!(job.stderr.contains("more ranks than cores"), "the ranks should see more ranks than cores\n{}", job.stderr);
+    let job = launch_shared(SAME_CPU_TEST, 2, "manual");
     assert_eq!(eager_sends(&job.stderr), [2], "rank 0's two messages should have gone eagerly\n{}", job.stderr);
 }
