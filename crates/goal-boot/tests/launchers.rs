@@ -153,18 +153,32 @@ fn assert_all_ok(out: &Output, size: usize, kind: &str) {
 /// goal's store at MASTER_PORT + 1), never one this process handed out or
 /// a neighbour of one: tests run in parallel, and one test's MASTER_PORT + 1
 /// was another's store port (CI, "Address already in use").
+///
+/// The port lies below the kernel's ephemeral range: a port the kernel
+/// picked for us (`bind(0)`) was free only until the kernel gave it to
+/// another socket, such as an outgoing connection or a listener of a job
+/// running beside this one, before the store bound it (CI again).
 fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap();
-    loop {
-        let first = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = first.local_addr().unwrap().port();
-        let next_free = port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok();
-        if next_free && !given.iter().any(|&g| g.abs_diff(port) <= 1) {
-            given.push(port);
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let span = ephemeral.saturating_sub(FIRST + 2).max(1_000);
+    // Each test process starts at its own place, and steps by 3 so that a
+    // port and its neighbours are handed out once.
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let _ = NEXT.compare_exchange(u32::MAX, std::process::id() * 7919 % span, Ordering::SeqCst, Ordering::SeqCst);
+    for _ in 0..span {
+        let port = (FIRST + NEXT.fetch_add(3, Ordering::SeqCst) % span) as u16;
+        // Free on every address (the torch store binds 0.0.0.0).
+        let free = |p: u16| TcpListener::bind(("0.0.0.0", p)).is_ok();
+        if free(port) && free(port + 1) {
             return port;
         }
     }
+    panic!("no free port pair between {FIRST} and {ephemeral}");
 }
 
 fn new_secret() -> String {
@@ -386,13 +400,8 @@ fn store_with_goal_rank_and_size_set_by_hand() {
 fn torchrun_environment_leaves_master_port_to_torch() {
     let size = 3;
     // A MASTER_PORT whose next port is free too.
-    let (torch_store, port) = loop {
-        let l = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
-        let p = l.local_addr().unwrap().port();
-        if p < u16::MAX && std::net::TcpListener::bind(("0.0.0.0", p + 1)).is_ok() {
-            break (l, p);
-        }
-    };
+    let port = free_port();
+    let torch_store = TcpListener::bind(("0.0.0.0", port)).unwrap();
     let out = master_addr_job(port, size, |cmd, r| {
         cmd.env("RANK", r.to_string())
             .env("LOCAL_RANK", r.to_string())
