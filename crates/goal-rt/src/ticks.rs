@@ -78,6 +78,24 @@ pub(crate) fn now() -> u64 {
     crate::localop::monotonic_ns()
 }
 
+/// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`,
+/// a system call: no vDSO serves it), or 0 if the kernel refuses it.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the call to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+/// A number that tells the calling thread from the others while it lives
+/// (the address of a thread-local), without a system call.
+pub(crate) fn thread_key() -> usize {
+    thread_local!(static KEY: u8 = const { 0 });
+    KEY.with(|k| k as *const u8 as usize)
+}
+
 /// `d` in ticks.
 pub(crate) fn of(d: Duration) -> u64 {
     (d.as_secs_f64() * 1e6 * rate().per_us).min(u64::MAX as f64) as u64

@@ -115,12 +115,12 @@ pub(crate) struct Poke<'a> {
 /// busy most of the time. A wake-up with news spins as usual.
 pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut poke: Option<Poke<'_>>) -> bool {
     let rt: &Runtime = &shared.rt;
-    park::at_wait(rt, shared);
+    let ran = park::at_wait(rt, shared);
     let past = || deadline.is_some_and(|d| Instant::now() >= d);
     if shared.state.load(Ordering::Acquire) != RUNNING {
         if rt.cfg.progress != ProgressMode::Manual {
-            rt.app_mark.note_finished_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed));
-            park::finished_wait(rt, shared);
+            let computed = rt.app_mark.note_finished_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), ran);
+            park::finished_wait(rt, shared, computed);
         }
         return false;
     }
@@ -171,7 +171,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
         // 120-420 of 1 000 Runs woke or moved the helper; 256 KiB to 4 MiB
         // 4-6 % slower than with the note kept as it was).
         if !copied_first {
-            rt.app_mark.note_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), entry);
+            rt.app_mark.note_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), entry, ran);
         }
         // Once per call: after a sleep the mark stays lifted (touching it
         // again would ring the helper on every wake-up).
@@ -300,7 +300,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
         rt.bell.ring();
     }
     rt.spin.record(latest.saturating_sub(entry), slept);
-    park::after_wait(rt, shared, entry, latest.max(long_end));
+    park::after_wait(rt, shared, entry, latest.max(long_end), ran);
     let last = rt.app_waiting.fetch_sub(1, Ordering::SeqCst) == 1;
     let busy = helper && others_busy.unwrap_or_else(|| rt.lock_engine().busy());
     leave(rt, helper, latest.max(long_end), busy, last);

@@ -308,6 +308,12 @@ pub(crate) fn at_run(rt: &Runtime, rhythm: &Rhythm) {
 pub(crate) fn after_run(rt: &Runtime, shared: &ExecShared, started: u64, after_gap: bool) {
     let Some(t) = &rt.park_timer else { return };
     shared.started.store(started, Ordering::Relaxed);
+    // (The next Wait tells a computation from time off the CPU by it; the
+    // last Wait's stamp was for this Run.)
+    rt.app_mark.wait_cpu.clear();
+    if shared.rhythm.is_long() {
+        rt.app_mark.run_cpu.set();
+    }
     // (A helper parked on the count, through a short Wait, looks again
     // within PARK_MAX: no timer for it.)
     if shared.rhythm.is_long()
@@ -323,15 +329,21 @@ pub(crate) fn after_run(rt: &Runtime, shared: &ExecShared, started: u64, after_g
 /// Wait for `shared`, before the thread counts among the waiting ones:
 /// the timer a Run armed is not needed while the application waits, and
 /// the helper's next park lasts as long as this schedule's Waits do (see
-/// [`park_for`]).
+/// [`park_for`]). Returns whether this thread ran its own code since the
+/// Run of a long schedule, by its CPU time (see `CpuStamp`; `None`: no
+/// such Run before this Wait).
 #[inline]
-pub(super) fn at_wait(rt: &Runtime, shared: &ExecShared) {
-    if let Some(t) = &rt.park_timer {
-        t.disarm();
-        let long = shared.rhythm.is_long();
-        if rt.waits_long.load(Ordering::Relaxed) != long {
-            rt.waits_long.store(long, Ordering::Relaxed);
-        }
+pub(super) fn at_wait(rt: &Runtime, shared: &ExecShared) -> Option<bool> {
+    let t = rt.park_timer.as_ref()?;
+    t.disarm();
+    let long = shared.rhythm.is_long();
+    if rt.waits_long.load(Ordering::Relaxed) != long {
+        rt.waits_long.store(long, Ordering::Relaxed);
+    }
+    if long {
+        rt.app_mark.run_cpu.take_ran(rt.app_mark.tight_cpu_ns)
+    } else {
+        None
     }
 }
 
@@ -344,7 +356,7 @@ pub(super) fn at_wait(rt: &Runtime, shared: &ExecShared) {
 /// the Waits of a 1 MiB alltoall with 4 ranks on 2 CPUs were long in only
 /// about half its executions, 930 us each.)
 #[inline]
-pub(super) fn after_wait(rt: &Runtime, shared: &ExecShared, entry: u64, end: u64) {
+pub(super) fn after_wait(rt: &Runtime, shared: &ExecShared, entry: u64, end: u64, ran: Option<bool>) {
     if rt.park_timer.is_some() {
         // Between half of LONG_WAIT and all of it, as before: a schedule
         // whose executions take about that long would change its mind
@@ -356,17 +368,30 @@ pub(super) fn after_wait(rt: &Runtime, shared: &ExecShared, entry: u64, end: u64
         if was != long {
             r.long.store(long, Ordering::Relaxed);
         }
-        r.note(entry.saturating_sub(shared.run_at.load(Ordering::Relaxed)) < rt.app_mark.tight_loop);
+        // (The first batch of polls, before `entry`, may have made long
+        // copies: the thread's CPU time up to the Wait's start tells.)
+        r.note(ran.map_or(entry.saturating_sub(shared.run_at.load(Ordering::Relaxed)) < rt.app_mark.tight_loop, |ran| !ran));
+        if long {
+            rt.app_mark.wait_cpu.set();
+        }
     }
 }
 
-/// Wait for `shared`, whose execution had ended before it was called: the
-/// application was away from goal at least that long, so its schedule no
-/// longer runs in a loop (see [`LOOPED`]).
+/// Wait for `shared`, whose execution had ended before it was called, the
+/// application having `computed` since its Run or not: if it did, its
+/// schedule no longer runs in a loop (see [`LOOPED`]). If not, the Run
+/// made the execution's copies itself and its last messages came before
+/// this Wait: with more ranks than cores, that is the loop of a 1 MiB
+/// alltoall for the rank that starts last, which took every such Wait for
+/// the end of a computation, and armed the timer in every Run (4 ranks on
+/// 2 CPUs, 200 executions: 250 of its Waits found their execution ended).
 #[inline]
-pub(super) fn finished_wait(rt: &Runtime, shared: &ExecShared) {
+pub(super) fn finished_wait(rt: &Runtime, shared: &ExecShared, computed: bool) {
     if rt.park_timer.is_some() {
-        shared.rhythm.note(false);
+        shared.rhythm.note(!computed);
+        if shared.rhythm.is_long() {
+            rt.app_mark.wait_cpu.set();
+        }
     }
 }
 
