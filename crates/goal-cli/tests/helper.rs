@@ -81,6 +81,16 @@ fn loop_body() {
 /// Wait once took the copy for time the application computed between Run
 /// and Wait: 55-93 of these 200 Runs of one rank then woke or moved the
 /// helper (`GOAL_DEBUG`'s count, which the test reads), against 1-3 now.
+/// `GOAL_DEBUG`'s count of a rank's Runs taken for a computation.
+const COMPUTING: &str = " Run(s) found the application computing";
+
+/// The number just before each occurrence of `what` in the ranks'
+/// `GOAL_DEBUG` lines, one per rank that said it (the ranks' lines may
+/// interleave on the shared stderr: each occurrence is parsed).
+fn per_rank(stderr: &str, what: &str) -> Vec<u64> {
+    stderr.match_indices(what).filter_map(|(i, _)| stderr[..i].split_whitespace().last()?.parse().ok()).collect()
+}
+
 #[test]
 fn loops_of_large_gathers_and_allgathers_leave_the_helper_asleep() {
     if in_job() {
@@ -107,18 +117,14 @@ fn loops_of_large_gathers_and_allgathers_leave_the_helper_asleep() {
             let (woke, ms) = (field("helper_woke="), field("ms="));
             // Each rank's count of Runs taken for computation (GOAL_DEBUG;
             // the ranks' lines may interleave on the shared stderr).
-            const MARK: &str = " Run(s) found the application computing";
-            let computing: Vec<u64> =
-                job.stderr.match_indices(MARK).filter_map(|(i, _)| job.stderr[..i].split_whitespace().last()?.parse().ok()).collect();
+            let computing = per_rank(&job.stderr, COMPUTING);
             assert!(!computing.is_empty(), "{coll}: no GOAL_DEBUG count of Runs\n{}", job.stderr);
             // Each rank's helper sleeps on the doorbell with the global
             // memory barrier (an interrupt on every CPU that runs a rank),
             // and without it while the application's mark is set: before
             // the loop, at its end, and after a Run taken for computation,
             // not through the loop (it made one at every sleep, 17-20 here).
-            const FENCED: &str = " time(s) with one";
-            let fenced: Vec<u64> =
-                job.stderr.match_indices(FENCED).filter_map(|(i, _)| job.stderr[..i].split_whitespace().last()?.parse().ok()).collect();
+            let fenced = per_rank(&job.stderr, " time(s) with one");
             assert!(fenced.len() == computing.len(), "{coll}: no GOAL_DEBUG count of the helper's sleeps\n{}", job.stderr);
             let most = 2 * computing.iter().max().unwrap() + 4;
             eprintln!("{coll}: {line} runs_taken_for_computation={computing:?} fenced_sleeps={fenced:?}");
@@ -161,9 +167,7 @@ fn loops_of_alltoalls_with_more_ranks_than_cores_are_no_computation() {
     for _ in 0..3 {
         let job = launch(A2A_NAME, 4, &vars);
         assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-        const MARK: &str = " Run(s) found the application computing";
-        let computing: Vec<u64> =
-            job.stderr.match_indices(MARK).filter_map(|(i, _)| job.stderr[..i].split_whitespace().last()?.parse().ok()).collect();
+        let computing = per_rank(&job.stderr, COMPUTING);
         assert!(computing.len() == 4, "no GOAL_DEBUG count of Runs from every rank\n{}", job.stderr);
         eprintln!("alltoall: Runs taken for computation per rank {computing:?}");
         if computing.iter().all(|&n| n <= LOOP_ITERS as u64 / 10) {

@@ -44,27 +44,31 @@ fn launcher_first_cpu() {
     let status = std::fs::read_to_string(format!("/proc/{ppid}/status")).expect("the launcher's /proc status");
     let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).expect("Cpus_allowed_list").trim();
     let first: usize = list.split([',', '-']).next().and_then(|c| c.parse().ok()).expect("a CPU number");
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call reads only within it.
-    unsafe {
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(first, &mut one);
-        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one), 0, "sched_setaffinity");
-    }
+    confine(&[first]);
 }
 
 /// Confines this rank to the first `n` CPUs it may use.
 fn first_cpus(n: usize) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls get its
-    // true size and write/read only within it.
-    unsafe {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call gets its
+    // true size and writes only within it.
+    let mine: Vec<usize> = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0, "sched_getaffinity");
-        let mine: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).take(n).collect();
-        let mut some: libc::cpu_set_t = std::mem::zeroed();
-        for c in mine {
-            libc::CPU_SET(c, &mut some);
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).take(n).collect()
+    };
+    confine(&mine);
+}
+
+/// Confines this rank to `cpus`.
+fn confine(cpus: &[usize]) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes and
+    // the call reads only within it (the CPUs are below CPU_SETSIZE).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
         }
-        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &some), 0, "sched_setaffinity");
+        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0, "sched_setaffinity");
     }
 }
 
