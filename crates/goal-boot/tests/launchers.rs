@@ -169,7 +169,7 @@ fn free_port() -> u16 {
     // Each test process starts at its own place, and steps by 3 so that a
     // port and its neighbours are handed out once.
     static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
-    let _ = NEXT.compare_exchange(u32::MAX, std::process::id() * 7919 % span, Ordering::SeqCst, Ordering::SeqCst);
+    let _ = NEXT.compare_exchange(u32::MAX, (u64::from(std::process::id()) * 7919 % u64::from(span)) as u32, Ordering::SeqCst, Ordering::SeqCst);
     for _ in 0..span {
         let port = (FIRST + NEXT.fetch_add(3, Ordering::SeqCst) % span) as u16;
         // Free on every address (the torch store binds 0.0.0.0).
