@@ -111,8 +111,9 @@ impl Engine {
                 self.offer_or_switch(r, &mut head);
             }
             let slices: Vec<&[u8]> = match &pieces {
-                // SAFETY: a send buffer is valid for its length (API contract).
-                Some(p) => p.as_slice().iter().map(|&(ptr, l)| unsafe { std::slice::from_raw_parts(ptr as *const u8, l) }).collect(),
+                // SAFETY: a send buffer is valid for its length (API
+                // contract); an empty one may be null (a barrier's).
+                Some(p) => p.as_slice().iter().map(|&(ptr, l)| unsafe { super::pieces::byte_slice(ptr as *const u8, l) }).collect(),
                 None => Vec::new(),
             };
             self.net_am(peer, &head, &slices).map(|_| true)
