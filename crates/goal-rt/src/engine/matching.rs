@@ -113,9 +113,9 @@ pub(super) struct Matcher {
     /// Per schedule id, what a stray message for an execution that had
     /// finished here showed: the schedule's next execution here fails with
     /// it (see `Engine::stale`).
-    pub(super) stale: HashMap<SchedId, Error>,
+    pub(super) stale: KeyMap<SchedId, Error>,
     /// Executions (by slot) that end with an earlier one's mismatch.
-    pub(super) poisoned: HashMap<u32, Error>,
+    pub(super) poisoned: KeyMap<u32, Error>,
     /// Keys of executions that finished while messages waited for them
     /// (strays, reported by `Engine::strays`).
     pub(super) stray_keys: Vec<ExecKey>,

@@ -116,6 +116,9 @@ impl Engine {
     /// The news [`stale`](Self::stale) kept for schedule `sched`, for its
     /// next execution to end with.
     pub(super) fn take_stale(&mut self, sched: SchedId) -> Option<Error> {
+        if self.state.matcher.stale.is_empty() {
+            return None;
+        }
         let mut err = self.state.matcher.stale.remove(&sched)?;
         err.message.push_str("; reported by the schedule's next execution, this one");
         Some(err)
