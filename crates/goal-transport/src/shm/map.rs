@@ -61,6 +61,7 @@ impl Mapping {
     /// The 64-bit atomic at byte `offset`.
     ///
     /// Panics if `offset` is out of range or misaligned, or the mapping is read-only.
+    #[inline]
     pub(crate) fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
         assert!(
             self.writable && offset & 7 == 0 && offset + 8 <= self.len,
@@ -75,6 +76,7 @@ impl Mapping {
     }
 
     /// The 32-bit atomic at byte `offset` (see [`Mapping::atomic_u64`]).
+    #[inline]
     pub(crate) fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
         assert!(
             self.writable && offset & 3 == 0 && offset + 4 <= self.len,
