@@ -514,7 +514,12 @@ fn ranks_of_emulated_hosts_count_against_the_cores() {
 /// (rendezvous, striped over two unlimited rails): `ctests/t_large` (the
 /// large-count calls, every byte checked, and the refusals past 4 GiB - 1)
 /// with one rank per host. 5 GiB of memory while it runs.
+///
+/// Optimised builds only: in a test build the runtime moves the 7.5 GiB in
+/// about 106 s of `t_large`'s 140 s watchdog when this test runs alone, and
+/// beside the file's other tests it ran out once.
 #[test]
+#[cfg_attr(debug_assertions, ignore = "7.5 GiB through an unoptimised runtime: cargo test --release (make test) runs it")]
 fn a_message_past_2_gib_crosses_hosts() {
     if in_job() {
         return;
