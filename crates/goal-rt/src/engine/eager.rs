@@ -110,13 +110,11 @@ impl Engine {
             if self.kernel.is_some() {
                 self.offer_or_switch(r, &mut head);
             }
-            let slices: Vec<&[u8]> = match &pieces {
-                // SAFETY: a send buffer is valid for its length (API
-                // contract); an empty one may be null (a barrier's).
-                Some(p) => p.as_slice().iter().map(|&(ptr, l)| unsafe { super::pieces::byte_slice(ptr as *const u8, l) }).collect(),
-                None => Vec::new(),
+            let sent = match &pieces {
+                Some(p) => self.net_am(peer, &head, &slices_of(p)),
+                None => self.net_am(peer, &head, &[]),
             };
-            self.net_am(peer, &head, &slices).map(|_| true)
+            sent.map(|_| true)
         } else {
             head.kind = Kind::Rts;
             head.mode = proto::MODE_NET;

@@ -164,6 +164,7 @@ impl AppMark {
     /// The mark of a rank; `oversubscribed`: more ranks than cores on this
     /// machine (see [`TIGHT_LOOP_SHARED`]).
     pub(crate) fn new(oversubscribed: bool) -> AppMark {
+        let tight = if oversubscribed { TIGHT_LOOP_SHARED } else { TIGHT_LOOP };
         AppMark {
             set: Default::default(),
             epoch: Default::default(),
@@ -174,12 +175,12 @@ impl AppMark {
             computes: Default::default(),
             computing: Default::default(),
             short_wait: Default::default(),
-            tight_loop: crate::ticks::of(if oversubscribed { TIGHT_LOOP_SHARED } else { TIGHT_LOOP }),
+            tight_loop: crate::ticks::of(tight),
             deaf_ring_gap: crate::ticks::of(DEAF_RING_GAP),
             computed_runs: Default::default(),
             wait_cpu: Default::default(),
             run_cpu: Default::default(),
-            tight_cpu_ns: (if oversubscribed { TIGHT_LOOP_SHARED } else { TIGHT_LOOP }).as_nanos() as u64 / 2,
+            tight_cpu_ns: tight.as_nanos() as u64 / 2,
         }
     }
 
