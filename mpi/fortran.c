@@ -64,13 +64,13 @@ static void *buf(void *p)
 
 /* ---- start and end ---- */
 
-void gm_f_init(MPI_Fint *ierr)
+static void gm_f_init(MPI_Fint *ierr)
 {
     *ierr = MPI_Init(NULL, NULL);
 }
 SPELLINGS(mpi_init, MPI_INIT, gm_f_init, (MPI_Fint * ierr))
 
-void gm_f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+static void gm_f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
     int p = 0;
     *ierr = MPI_Init_thread(NULL, NULL, *required, &p);
@@ -78,7 +78,7 @@ void gm_f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 }
 SPELLINGS(mpi_init_thread, MPI_INIT_THREAD, gm_f_init_thread, (MPI_Fint * required, MPI_Fint *provided, MPI_Fint *ierr))
 
-void gm_f_finalize(MPI_Fint *ierr)
+static void gm_f_finalize(MPI_Fint *ierr)
 {
     *ierr = MPI_Finalize();
 }
@@ -92,7 +92,7 @@ SPELLINGS(mpi_finalize, MPI_FINALIZE, gm_f_finalize, (MPI_Fint * ierr))
             *(f_req) = MPI_Request_c2f(c_req);                                                                         \
     } while (0)
 
-void gm_f_ibarrier(MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_ibarrier(MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Ibarrier(MPI_Comm_f2c(*comm), &r);
@@ -100,8 +100,8 @@ void gm_f_ibarrier(MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
 }
 SPELLINGS(mpi_ibarrier, MPI_IBARRIER, gm_f_ibarrier, (MPI_Fint * comm, MPI_Fint *req, MPI_Fint *ierr))
 
-void gm_f_ibcast(void *b, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req,
-                 MPI_Fint *ierr)
+static void gm_f_ibcast(void *b, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req,
+                        MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Ibcast(buf(b), *count, MPI_Type_f2c(*dt), *root, MPI_Comm_f2c(*comm), &r);
@@ -110,8 +110,8 @@ void gm_f_ibcast(void *b, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fin
 SPELLINGS(mpi_ibcast, MPI_IBCAST, gm_f_ibcast,
           (void *b, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
 
-void gm_f_iallreduce(void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *req,
-                     MPI_Fint *ierr)
+static void gm_f_iallreduce(void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                            MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Iallreduce(buf(s), buf(rb), *count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm), &r);
@@ -121,8 +121,8 @@ SPELLINGS(mpi_iallreduce, MPI_IALLREDUCE, gm_f_iallreduce,
           (void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *req,
            MPI_Fint *ierr))
 
-void gm_f_ireduce(void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm,
-                  MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_ireduce(void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm,
+                         MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Ireduce(buf(s), buf(rb), *count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), *root, MPI_Comm_f2c(*comm), &r);
@@ -133,8 +133,8 @@ SPELLINGS(mpi_ireduce, MPI_IREDUCE, gm_f_ireduce,
            MPI_Fint *req, MPI_Fint *ierr))
 
 #define BLOCKS(lower, upper, cname)                                                                                    \
-    void gm_f_##lower(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,      \
-                      MPI_Fint *req, MPI_Fint *ierr)                                                                   \
+    static void gm_f_##lower(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt,                \
+                             MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)                                            \
     {                                                                                                                  \
         MPI_Request r;                                                                                                 \
         *ierr = cname(buf(s), *sc, MPI_Type_f2c(*st), buf(rb), *rc, MPI_Type_f2c(*rt), MPI_Comm_f2c(*comm), &r);      \
@@ -147,8 +147,8 @@ BLOCKS(mpi_iallgather, MPI_IALLGATHER, MPI_Iallgather)
 BLOCKS(mpi_ialltoall, MPI_IALLTOALL, MPI_Ialltoall)
 
 #define ROOTED(lower, upper, cname)                                                                                    \
-    void gm_f_##lower(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,      \
-                      MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)                                                   \
+    static void gm_f_##lower(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt,                \
+                             MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)                            \
     {                                                                                                                  \
         MPI_Request r;                                                                                                 \
         *ierr = cname(buf(s), *sc, MPI_Type_f2c(*st), buf(rb), *rc, MPI_Type_f2c(*rt), *root, MPI_Comm_f2c(*comm),    \
@@ -161,8 +161,8 @@ BLOCKS(mpi_ialltoall, MPI_IALLTOALL, MPI_Ialltoall)
 ROOTED(mpi_igather, MPI_IGATHER, MPI_Igather)
 ROOTED(mpi_iscatter, MPI_ISCATTER, MPI_Iscatter)
 
-void gm_f_ireduce_scatter_block(void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
-                                MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_ireduce_scatter_block(void *s, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                                       MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Ireduce_scatter_block(buf(s), buf(rb), *count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm),
@@ -175,8 +175,8 @@ SPELLINGS(mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK, gm_f_ireduce_sca
 
 /* The v-forms: Fortran's INTEGER arrays of counts and displacements are C
  * ints (MPI_Fint is int in Open MPI). */
-void gm_f_ireduce_scatter(void *s, void *rb, MPI_Fint *counts, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
-                          MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_ireduce_scatter(void *s, void *rb, MPI_Fint *counts, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
+                                 MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Ireduce_scatter(buf(s), buf(rb), counts, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm), &r);
@@ -186,8 +186,8 @@ SPELLINGS(mpi_ireduce_scatter, MPI_IREDUCE_SCATTER, gm_f_ireduce_scatter,
           (void *s, void *rb, MPI_Fint *counts, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *req,
            MPI_Fint *ierr))
 
-void gm_f_iallgatherv(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs,
-                      MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_iallgatherv(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs,
+                             MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Iallgatherv(buf(s), *sc, MPI_Type_f2c(*st), buf(rb), rcounts, displs, MPI_Type_f2c(*rt),
@@ -198,8 +198,8 @@ SPELLINGS(mpi_iallgatherv, MPI_IALLGATHERV, gm_f_iallgatherv,
           (void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs, MPI_Fint *rt,
            MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
 
-void gm_f_ialltoallv(void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st, void *rb, MPI_Fint *rcounts,
-                     MPI_Fint *rdispls, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_ialltoallv(void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st, void *rb, MPI_Fint *rcounts,
+                            MPI_Fint *rdispls, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Ialltoallv(buf(s), scounts, sdispls, MPI_Type_f2c(*st), buf(rb), rcounts, rdispls, MPI_Type_f2c(*rt),
@@ -210,8 +210,8 @@ SPELLINGS(mpi_ialltoallv, MPI_IALLTOALLV, gm_f_ialltoallv,
           (void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st, void *rb, MPI_Fint *rcounts,
            MPI_Fint *rdispls, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
 
-void gm_f_igatherv(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs, MPI_Fint *rt,
-                   MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_igatherv(void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs,
+                          MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Igatherv(buf(s), *sc, MPI_Type_f2c(*st), buf(rb), rcounts, displs, MPI_Type_f2c(*rt), *root,
@@ -222,8 +222,8 @@ SPELLINGS(mpi_igatherv, MPI_IGATHERV, gm_f_igatherv,
           (void *s, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rcounts, MPI_Fint *displs, MPI_Fint *rt,
            MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr))
 
-void gm_f_iscatterv(void *s, MPI_Fint *scounts, MPI_Fint *displs, MPI_Fint *st, void *rb, MPI_Fint *rc,
-                    MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_iscatterv(void *s, MPI_Fint *scounts, MPI_Fint *displs, MPI_Fint *st, void *rb, MPI_Fint *rc,
+                           MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r;
     *ierr = MPI_Iscatterv(buf(s), scounts, displs, MPI_Type_f2c(*st), buf(rb), *rc, MPI_Type_f2c(*rt), *root,
@@ -279,19 +279,19 @@ static void sts_out(int n, MPI_Status *c, MPI_Fint *f, MPI_Status *small)
     reqs_out(n, reqs, freqs, small_r_);                                                                                \
     sts_out(ns, sts, fsts, small_s_)
 
-void gm_f_wait(MPI_Fint *req, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_wait(MPI_Fint *req, MPI_Fint *st, MPI_Fint *ierr)
 {
     ARRAYS(1, req, st, *ierr == MPI_SUCCESS, MPI_Wait(reqs, sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : sts));
 }
 SPELLINGS(mpi_wait, MPI_WAIT, gm_f_wait, (MPI_Fint * req, MPI_Fint *st, MPI_Fint *ierr))
 
-void gm_f_waitall(MPI_Fint *n, MPI_Fint *req, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_waitall(MPI_Fint *n, MPI_Fint *req, MPI_Fint *st, MPI_Fint *ierr)
 {
     ARRAYS(*n, req, st, *n, MPI_Waitall(*n, reqs, sts));
 }
 SPELLINGS(mpi_waitall, MPI_WAITALL, gm_f_waitall, (MPI_Fint * n, MPI_Fint *req, MPI_Fint *st, MPI_Fint *ierr))
 
-void gm_f_waitany(MPI_Fint *n, MPI_Fint *req, MPI_Fint *index, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_waitany(MPI_Fint *n, MPI_Fint *req, MPI_Fint *index, MPI_Fint *st, MPI_Fint *ierr)
 {
     int i = 0;
     ARRAYS(*n, req, st, 1, MPI_Waitany(*n, reqs, &i, sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : sts));
@@ -300,7 +300,8 @@ void gm_f_waitany(MPI_Fint *n, MPI_Fint *req, MPI_Fint *index, MPI_Fint *st, MPI
 SPELLINGS(mpi_waitany, MPI_WAITANY, gm_f_waitany,
           (MPI_Fint * n, MPI_Fint *req, MPI_Fint *index, MPI_Fint *st, MPI_Fint *ierr))
 
-void gm_f_waitsome(MPI_Fint *n, MPI_Fint *req, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_waitsome(MPI_Fint *n, MPI_Fint *req, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *st,
+                          MPI_Fint *ierr)
 {
     int out = 0, *idx = malloc(sizeof(int) * (size_t)(*n > 0 ? *n : 1));
     ARRAYS(*n, req, st, out == MPI_UNDEFINED ? 0 : out, MPI_Waitsome(*n, reqs, &out, idx, sts));
@@ -312,7 +313,7 @@ void gm_f_waitsome(MPI_Fint *n, MPI_Fint *req, MPI_Fint *outcount, MPI_Fint *ind
 SPELLINGS(mpi_waitsome, MPI_WAITSOME, gm_f_waitsome,
           (MPI_Fint * n, MPI_Fint *req, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *st, MPI_Fint *ierr))
 
-void gm_f_test(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_test(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
 {
     int f = 0;
     ARRAYS(1, req, st, f, MPI_Test(reqs, &f, sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : sts));
@@ -320,7 +321,7 @@ void gm_f_test(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
 }
 SPELLINGS(mpi_test, MPI_TEST, gm_f_test, (MPI_Fint * req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr))
 
-void gm_f_testall(MPI_Fint *n, MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_testall(MPI_Fint *n, MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
 {
     int f = 0;
     ARRAYS(*n, req, st, f ? *n : 0, MPI_Testall(*n, reqs, &f, sts));
@@ -329,7 +330,7 @@ void gm_f_testall(MPI_Fint *n, MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_
 SPELLINGS(mpi_testall, MPI_TESTALL, gm_f_testall,
           (MPI_Fint * n, MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr))
 
-void gm_f_testany(MPI_Fint *n, MPI_Fint *req, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_testany(MPI_Fint *n, MPI_Fint *req, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
 {
     int i = 0, f = 0;
     ARRAYS(*n, req, st, f, MPI_Testany(*n, reqs, &i, &f, sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : sts));
@@ -339,7 +340,8 @@ void gm_f_testany(MPI_Fint *n, MPI_Fint *req, MPI_Fint *index, MPI_Fint *flag, M
 SPELLINGS(mpi_testany, MPI_TESTANY, gm_f_testany,
           (MPI_Fint * n, MPI_Fint *req, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr))
 
-void gm_f_testsome(MPI_Fint *n, MPI_Fint *req, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_testsome(MPI_Fint *n, MPI_Fint *req, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *st,
+                          MPI_Fint *ierr)
 {
     int out = 0, *idx = malloc(sizeof(int) * (size_t)(*n > 0 ? *n : 1));
     ARRAYS(*n, req, st, out == MPI_UNDEFINED ? 0 : out, MPI_Testsome(*n, reqs, &out, idx, sts));
@@ -351,7 +353,7 @@ void gm_f_testsome(MPI_Fint *n, MPI_Fint *req, MPI_Fint *outcount, MPI_Fint *ind
 SPELLINGS(mpi_testsome, MPI_TESTSOME, gm_f_testsome,
           (MPI_Fint * n, MPI_Fint *req, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *st, MPI_Fint *ierr))
 
-void gm_f_request_free(MPI_Fint *req, MPI_Fint *ierr)
+static void gm_f_request_free(MPI_Fint *req, MPI_Fint *ierr)
 {
     MPI_Request r = MPI_Request_f2c(*req);
     *ierr = MPI_Request_free(&r);
@@ -359,7 +361,7 @@ void gm_f_request_free(MPI_Fint *req, MPI_Fint *ierr)
 }
 SPELLINGS(mpi_request_free, MPI_REQUEST_FREE, gm_f_request_free, (MPI_Fint * req, MPI_Fint *ierr))
 
-void gm_f_request_get_status(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
+static void gm_f_request_get_status(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
 {
     int f = 0;
     MPI_Status s;

@@ -18,47 +18,54 @@
 #include <stdlib.h>
 #include <string.h>
 
+int gm_builtin_sizes_ok;
+
 #ifdef MPICH_VERSION
-/* MPICH's handle of a predefined datatype carries its size: kind "builtin"
- * in bits 30-31, bytes in bits 8-15 (its mpir_objects.h). Its
- * MPI_Type_size took 88 instructions a call, more than block.c's whole
- * check of a blocking call. Trusted only if it agrees with MPI_Type_size
- * on these types at start (gm_types_init). */
-static int builtin_sizes_ok;
-
-static int builtin_size(MPI_Datatype dt, int *size)
-{
-    unsigned h = (unsigned)dt;
-    if ((h >> 30) != 1u)
-        return 0;
-    *size = (int)((h >> 8) & 0xffu);
-    return 1;
-}
-#endif
-
 void gm_types_init(void)
 {
-#ifdef MPICH_VERSION
     const MPI_Datatype probe[] = { MPI_BYTE, MPI_CHAR, MPI_SHORT, MPI_INT, MPI_LONG, MPI_FLOAT, MPI_DOUBLE,
                                    MPI_LONG_DOUBLE, MPI_UINT64_T, MPI_C_DOUBLE_COMPLEX };
     for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
         int a = -1, b = -2;
-        if (!builtin_size(probe[i], &a) || PMPI_Type_size(probe[i], &b) != MPI_SUCCESS || a != b)
+        if (!gm_builtin_size(probe[i], &a) || PMPI_Type_size(probe[i], &b) != MPI_SUCCESS || a != b)
             return;
     }
-    builtin_sizes_ok = 1;
-#endif
+    gm_builtin_sizes_ok = 1;
 }
+#else
+struct gm_size_slot gm_sizes[GM_SIZE_SLOTS];
 
-int gm_type_size(MPI_Datatype dt, int *size)
+void gm_types_init(void)
 {
-    if (dt == MPI_DATATYPE_NULL)
-        return 0;
-#ifdef MPICH_VERSION
-    if (builtin_sizes_ok && builtin_size(dt, size))
-        return 1;
+    const MPI_Datatype known[] = {
+        MPI_BYTE, MPI_PACKED, MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_WCHAR, MPI_SHORT,
+        MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG, MPI_LONG_LONG_INT,
+        MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T,
+        MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_AINT, MPI_OFFSET, MPI_COUNT,
+        MPI_C_BOOL, MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION,
+        MPI_COMPLEX, MPI_LOGICAL, MPI_CHARACTER, MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT,
+        MPI_SHORT_INT,
+#ifdef MPIX_C_FLOAT16
+        MPIX_C_FLOAT16,
 #endif
-    return PMPI_Type_size(dt, size) == MPI_SUCCESS;
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        int size;
+        if (known[i] == MPI_DATATYPE_NULL || PMPI_Type_size(known[i], &size) != MPI_SUCCESS)
+            continue;
+        unsigned j = gm_size_slot(known[i]);
+        while (gm_sizes[j].t && gm_sizes[j].t != known[i])
+            j = (j + 1) % GM_SIZE_SLOTS;
+        gm_sizes[j].t = known[i];
+        gm_sizes[j].size = size;
+    }
+    gm_builtin_sizes_ok = 1;
+}
+#endif
+
+int gm_type_size_mpi(MPI_Datatype dt, int *size)
+{
+    return dt != MPI_DATATYPE_NULL && PMPI_Type_size(dt, size) == MPI_SUCCESS;
 }
 
 int gm_type_bytes(MPI_Datatype dt, size_t *bytes)
