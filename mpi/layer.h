@@ -149,6 +149,7 @@ static inline int gm_builtin_size(MPI_Datatype dt, int *size)
 struct gm_size_slot {
     MPI_Datatype t;
     int size;
+    int contig; /* size == extent == true extent, lower bounds 0 */
 };
 extern struct gm_size_slot gm_sizes[GM_SIZE_SLOTS];
 
@@ -157,17 +158,24 @@ static inline unsigned gm_size_slot(MPI_Datatype dt)
     return (unsigned)(((uint64_t)(uintptr_t)dt * 0x9e3779b97f4a7c15ull) >> 57);
 }
 
-static inline int gm_builtin_size(MPI_Datatype dt, int *size)
+/* The table's entry for `dt`, or NULL. */
+static inline const struct gm_size_slot *gm_size_find(MPI_Datatype dt)
 {
     for (unsigned i = gm_size_slot(dt), n = 0; n < GM_SIZE_SLOTS; i = (i + 1) % GM_SIZE_SLOTS, n++) {
-        if (gm_sizes[i].t == dt) {
-            *size = gm_sizes[i].size;
-            return 1;
-        }
+        if (gm_sizes[i].t == dt)
+            return &gm_sizes[i];
         if (!gm_sizes[i].t)
-            return 0;
+            return NULL;
     }
-    return 0;
+    return NULL;
+}
+
+static inline int gm_builtin_size(MPI_Datatype dt, int *size)
+{
+    const struct gm_size_slot *e = gm_size_find(dt);
+    if (e)
+        *size = e->size;
+    return e != NULL;
 }
 #endif
 
