@@ -80,6 +80,10 @@ pub(crate) enum TxItem {
     /// An active message, shared with the peer's list of unacknowledged ones
     /// (when it has several rails).
     Am(Arc<Vec<u8>>),
+    /// An active message to a peer reached over one rail, which keeps no
+    /// copy to send again: its buffer goes back to [`Conn::spare`] once
+    /// written.
+    Sole(Vec<u8>),
     /// A bulk fragment: header, then bytes `[off, off + len)` of transfer `xid`.
     Frag { head: [u8; HEADER_LEN + crate::wire::FRAG_HEAD], xid: u64, off: u64, len: u32, started: Option<Instant>, stalled: bool },
 }
@@ -89,6 +93,7 @@ impl TxItem {
         match self {
             TxItem::Own(b) => b.len(),
             TxItem::Am(b) => b.len(),
+            TxItem::Sole(b) => b.len(),
             TxItem::Frag { head, len, .. } => head.len() + *len as usize,
         }
     }
@@ -148,8 +153,18 @@ pub(crate) struct Conn {
     pub rate: f64,
     /// The socket's `SO_RCVLOWAT` as last set (1: the kernel's default).
     pub rcvlowat: u32,
+    /// Buffers of written [`TxItem::Sole`] messages, for the next ones: a
+    /// message then costs no allocation (at most [`SPARE_MAX`] of them, of
+    /// at most [`SPARE_BYTES`] each).
+    pub spare: Vec<Vec<u8>>,
     pub counters: ConnCounters,
 }
+
+/// Buffers a connection keeps in [`Conn::spare`].
+pub(crate) const SPARE_MAX: usize = 4;
+/// The largest buffer [`Conn::spare`] keeps: a message's head and a small
+/// payload (a larger one is freed when written).
+pub(crate) const SPARE_BYTES: usize = 16 << 10;
 
 impl Conn {
     pub fn new(fd: OwnedFd, accepted: bool, rail: usize, remote: SocketAddr, deadline: Instant) -> Conn {
@@ -177,6 +192,7 @@ impl Conn {
             frag_acks: Vec::new(),
             rate: 0.0,
             rcvlowat: 1,
+            spare: Vec::new(),
             counters: ConnCounters::default(),
         }
     }

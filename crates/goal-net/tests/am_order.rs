@@ -44,6 +44,12 @@ fn stream_both_ways(nrails: usize, policy: AmRails, count: u64) {
         want.extend_from_slice(b"tail");
         assert_eq!(payload, &want);
     }
+    if nrails == 1 {
+        // Written once each, from the connection's own buffers (a sole rail
+        // keeps no copy to send again).
+        assert_eq!(a.rail_stats()[0].counters.ams_out, count);
+        assert_eq!(b.rail_stats()[0].counters.ams_out, count);
+    }
     if nrails > 1 && policy == AmRails::RoundRobin {
         // Every rail carried some of them.
         let st = a.rail_stats();

@@ -73,15 +73,23 @@ impl NetNode {
         let p = peer as usize;
         let seq = self.peers[p].rel.next_seq();
         let sole = self.peers[p].sole();
-        let mut frame = Vec::new();
-        wire::am(&mut frame, handler, seq, head, payload, sole);
-        let frame = Arc::new(frame);
         let c = self.pick_conn(p).expect("usable peers have a connection");
-        if !sole {
+        let item = if sole {
+            // Nothing to keep for sending again: a buffer of the
+            // connection's, written and given back, with no allocation.
+            let mut frame = self.conn(c).spare.pop().unwrap_or_default();
+            frame.clear();
+            wire::am(&mut frame, handler, seq, head, payload, sole);
+            TxItem::Sole(frame)
+        } else {
+            let mut frame = Vec::new();
+            wire::am(&mut frame, handler, seq, head, payload, sole);
+            let frame = Arc::new(frame);
             self.peers[p].rel.keep(seq, frame.clone(), c);
-        }
+            TxItem::Am(frame)
+        };
         let conn = self.conn(c);
-        conn.push(TxItem::Am(frame));
+        conn.push(item);
         if conn.tx.len() == 1 {
             self.flush(c);
         }

@@ -7,7 +7,7 @@
 //! queued).
 
 use super::{NetNode, Peer, ACK_EVERY, MAX_IOV};
-use crate::conn::{Conn, TxItem};
+use crate::conn::{Conn, TxItem, SPARE_BYTES, SPARE_MAX};
 use crate::event::{Event, Queued};
 use crate::sys::{self, RawIov};
 use crate::wire::{self, FragHead};
@@ -108,6 +108,12 @@ impl NetNode {
                     finished_frags.push((xid, off));
                 }
                 TxItem::Am(_) => conn.counters.ams_out += 1,
+                TxItem::Sole(b) => {
+                    conn.counters.ams_out += 1;
+                    if conn.spare.len() < SPARE_MAX && b.capacity() <= SPARE_BYTES {
+                        conn.spare.push(b);
+                    }
+                }
                 TxItem::Own(_) => {}
             }
         }
@@ -266,6 +272,7 @@ fn gather(conn: &mut Conn, c: usize, peers: &[Peer], iov: &mut Vec<RawIov>) -> V
         match &conn.tx[i] {
             TxItem::Own(b) => iov.push(sys::iov(b[skip..].as_ptr(), b.len() - skip)),
             TxItem::Am(b) => iov.push(sys::iov(b[skip..].as_ptr(), b.len() - skip)),
+            TxItem::Sole(b) => iov.push(sys::iov(b[skip..].as_ptr(), b.len() - skip)),
             TxItem::Frag { head, xid, off, len, .. } => {
                 let p = conn.peer.expect("fragments only on established connections") as usize;
                 let b = peers[p].rel.bulk_out.iter().find(|b| b.xid == *xid);
