@@ -33,8 +33,9 @@ impl NetNode {
         let policy = self.cfg.am_rails;
         let peer = &self.peers[p];
         let n = peer.up.len();
-        if n == 0 {
-            return None;
+        if n <= 1 {
+            // (One rail: no choice to make; `rr` stays 0.)
+            return peer.up.first().copied();
         }
         let i = match policy {
             AmRails::RoundRobin => (peer.rr + 1) % n,
