@@ -363,6 +363,21 @@ fn derive(rows: &[Row]) -> Params {
     Params { l, o: (o_send + o_recv) / 2.0, o_send, o_recv, g, big_g, big_o }
 }
 
+/// Why the parameters look disturbed, if they do: an end's overhead fitted
+/// to 0 though every small size measured one. Then O, a slope over every
+/// size, took some disturbed size's time for a per-byte cost (in CI,
+/// beside a 7.5 GiB transfer, receives of 512 B and 2 KiB took 68 us and
+/// 1.2 ms where they take 1-1.3 us, and o_s and o_r came out 0).
+fn suspect(rows: &[Row], p: &Params) -> Option<String> {
+    let small: Vec<&Row> = rows.iter().filter(|r| r.s <= 64).collect();
+    let zeroed = |name: &str, fitted: f64, f: fn(&Row) -> f64| {
+        (fitted == 0.0 && !small.is_empty() && small.iter().all(|r| f(r) > 0.0)).then(|| {
+            format!("{name} came out 0 though every size up to 64 B measured it ({:.0} ns at 1 B): O = {:.4} ns/B leaves them nothing, so some larger size was measured while other work held the CPUs; calibrate again on a quiet machine", f(small[0]), p.big_o)
+        })
+    };
+    zeroed("o_s", p.o_send, |r| r.send).or_else(|| zeroed("o_r", p.o_recv, |r| r.recv))
+}
+
 /// Rank `from`'s `v` on both ranks.
 fn share(rt: &Arc<Runtime>, from: u32, v: f64) -> goal_rt::Result<f64> {
     let theirs = f64::from_bits(exchange(rt, v.to_bits())?);
@@ -426,6 +441,9 @@ fn measure(rt: &Arc<Runtime>, o: &Opts) -> goal_rt::Result<i32> {
     println!("o_s = {:.0} ns, o_r = {:.0} ns: o = {ov:.0} ns at each end; L = PRTT(1,0,1)/2 - o_s - o_r = {l:.0} ns", p.o_send, p.o_recv);
     println!("L = {l:.0} ns, o = {ov:.0} ns, g = {g:.0} ns, G = {big_g:.4} ns/B, O = {big_o:.4} ns/B, S = {eager} B");
     println!("goal sim -L {l:.0} -o {ov:.0} -g {g:.0} -G {big_g:.4} -O {big_o:.4} -S {eager} FILE");
+    if let Some(w) = suspect(&rows, &p) {
+        eprintln!("goal calibrate: warning: {w}");
+    }
     if let Some(path) = &o.out {
         let measured: Vec<String> = rows
             .iter()
@@ -510,7 +528,7 @@ fn exchange(rt: &Arc<Runtime>, mine: u64) -> goal_rt::Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{derive, fit, Row};
+    use super::{derive, fit, suspect, Row};
 
     /// The rows a LogGP machine with these parameters (ns; G and O per
     /// byte) gives: a round trip is two messages, each `o_s + L + o_r` and
@@ -551,6 +569,21 @@ mod tests {
         let p = derive(&rows);
         assert_eq!(p.l, 0.0, "{p:?}");
         assert!((p.o - 5000.0).abs() < 1e-6, "{p:?}");
+    }
+
+    #[test]
+    fn overheads_fitted_to_zero_by_a_disturbed_size_are_reported() {
+        let clean = machine(50_000.0, 3000.0, 1000.0, 4000.0, 8.0, 0.5);
+        assert_eq!(suspect(&clean, &derive(&clean)), None);
+        // Eager sizes up to 2 KiB, the receives of 512 B and 2 KiB measured
+        // at 68 us and 1.2 ms (CI, beside a large transfer).
+        let mut rows = clean[..5].to_vec();
+        rows[3].recv += 67_000.0;
+        rows[4].recv += 1_237_000.0;
+        let p = derive(&rows);
+        assert_eq!((p.o_send, p.o_recv), (0.0, 0.0), "{p:?}");
+        let w = suspect(&rows, &p).expect("a warning");
+        assert!(w.starts_with("o_s came out 0 though every size up to 64 B measured it (3000 ns at 1 B)"), "{w}");
     }
 
     #[test]
