@@ -34,7 +34,7 @@ impl NetNode {
         let peer = &self.peers[p];
         let n = peer.up.len();
         if n <= 1 {
-            // (One rail: no choice to make; `rr` stays 0.)
+            // (One rail, or none: no choice to make; `rr` is left as it is.)
             return peer.up.first().copied();
         }
         let i = match policy {
@@ -75,16 +75,15 @@ impl NetNode {
         let seq = self.peers[p].rel.next_seq();
         let sole = self.peers[p].sole();
         let c = self.pick_conn(p).expect("usable peers have a connection");
+        // Over a sole rail nothing is kept for sending again: the frame goes
+        // in a buffer of the connection's, given back once written, with no
+        // allocation.
+        let mut frame = if sole { self.conn(c).spare.pop().unwrap_or_default() } else { Vec::new() };
+        frame.clear();
+        wire::am(&mut frame, handler, seq, head, payload, sole);
         let item = if sole {
-            // Nothing to keep for sending again: a buffer of the
-            // connection's, written and given back, with no allocation.
-            let mut frame = self.conn(c).spare.pop().unwrap_or_default();
-            frame.clear();
-            wire::am(&mut frame, handler, seq, head, payload, sole);
             TxItem::Sole(frame)
         } else {
-            let mut frame = Vec::new();
-            wire::am(&mut frame, handler, seq, head, payload, sole);
             let frame = Arc::new(frame);
             self.peers[p].rel.keep(seq, frame.clone(), c);
             TxItem::Am(frame)
