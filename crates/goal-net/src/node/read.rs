@@ -160,6 +160,14 @@ impl NetNode {
             if !self.connected && self.conn(c).is_up() {
                 return n;
             }
+            // Nothing buffered: no frame to parse (a poll that finds the
+            // socket empty, and the end of every read, come here).
+            let conn = self.conn(c);
+            if conn.rx_lo == conn.rx_hi {
+                conn.rx_lo = 0;
+                conn.rx_hi = 0;
+                return n;
+            }
             match self.next_frame(c, on, &mut n) {
                 Ok(None) => return n,
                 Ok(Some(None)) => {}
