@@ -229,6 +229,15 @@ impl Conn {
         self.rx_hi - self.rx_lo
     }
 
+    /// Keeps a written sole-rail frame's buffer for the next one, within
+    /// [`SPARE_MAX`] buffers of at most [`SPARE_BYTES`].
+    #[inline]
+    pub fn keep_spare(&mut self, b: Vec<u8>) {
+        if self.spare.len() < SPARE_MAX && b.capacity() <= SPARE_BYTES {
+            self.spare.push(b);
+        }
+    }
+
     /// Makes room for a frame of `need` bytes starting at `rx_lo`: moves the
     /// pending bytes to the front and grows the buffer if it is too small.
     pub fn rx_make_room(&mut self, need: usize) {

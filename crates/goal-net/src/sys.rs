@@ -308,6 +308,14 @@ pub unsafe fn send_vectored(fd: BorrowedFd<'_>, iov: &[RawIov]) -> io::Result<us
     Ok(n as usize)
 }
 
+/// `send(fd, buf)`, never blocking and never raising `SIGPIPE`: how many
+/// bytes the kernel took (`WouldBlock` when none).
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is a live slice of buf.len() bytes; the kernel only reads it.
+    let n = cvt_retry(|| unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) })?;
+    Ok(n as usize)
+}
+
 /// `readv(fd, iov)`: `Ok(0)` is end of stream; `WouldBlock` when nothing is there.
 ///
 /// # Safety

