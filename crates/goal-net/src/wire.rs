@@ -388,7 +388,7 @@ pub fn parse<'a>(buf: &'a [u8], lim: &Limits) -> Result<Parsed<'a>, WireError> {
         kind::FRAG => (fixed(FRAG_HEAD)?, (), arg_zero()?),
         kind::ACK => {
             body_max((MAX_ACK_ENTRIES * ACK_ENTRY_LEN) as u32)?;
-            if body_len as usize % ACK_ENTRY_LEN != 0 {
+            if !(body_len as usize).is_multiple_of(ACK_ENTRY_LEN) {
                 return Err(WireError::AckBody(body_len));
             }
             (fixed(0)?, (), ())

@@ -230,7 +230,7 @@ impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (unit, scale) = UNITS
             .iter()
-            .find(|&&(_, scale)| self.bits_per_sec % scale == 0)
+            .find(|&&(_, scale)| self.bits_per_sec.is_multiple_of(scale))
             .unwrap_or(&("bit", 1));
         write!(f, "{}{unit}", self.bits_per_sec / scale)
     }

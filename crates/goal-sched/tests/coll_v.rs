@@ -36,7 +36,7 @@ const PATTERNS: [Pattern; 4] = [Pattern::Random, Pattern::OneHoldsAll, Pattern::
 fn counts(pattern: Pattern, p: u32, max: u64, rng: &mut Rng) -> Vec<u64> {
     (0..p)
         .map(|r| match pattern {
-            Pattern::Random if rng.next() % 3 == 0 => 0,
+            Pattern::Random if rng.next().is_multiple_of(3) => 0,
             Pattern::Random => rng.next() % (max + 1),
             Pattern::OneHoldsAll => u64::from(r == p / 2) * max,
             Pattern::Zero => 0,

@@ -454,7 +454,7 @@ struct Initial {
 /// all ones for an empty message), rounded down otherwise.
 #[inline]
 fn per_byte(s1: u64, ps: u64) -> u64 {
-    if ps % 1000 == 0 {
+    if ps.is_multiple_of(1000) {
         s1.wrapping_mul(ps / 1000)
     } else if s1 == u64::MAX {
         // An empty message: LogGOPSim's -G, whole ns.

@@ -230,7 +230,7 @@ fn run(kind: Kind, cpus: &[usize], limit: Option<Duration>) -> io::Result<i32> {
 fn label(kind: Kind) -> String {
     let us = |d: Duration| {
         let ns = d.as_nanos();
-        if ns % 1_000_000 == 0 { format!("{}ms", ns / 1_000_000) } else if ns % 1000 == 0 { format!("{}us", ns / 1000) } else { format!("{ns}ns") }
+        if ns.is_multiple_of(1_000_000) { format!("{}ms", ns / 1_000_000) } else if ns.is_multiple_of(1000) { format!("{}us", ns / 1000) } else { format!("{ns}ns") }
     };
     match kind {
         Kind::Busy => "busy".into(),

@@ -26,7 +26,7 @@ impl NetNode {
             // every fourth.
             for i in 0..self.direct.len() {
                 let c = self.direct[i];
-                if (i == self.direct_hot || self.since_epoll % 4 == 0) && self.live(c) {
+                if (i == self.direct_hot || self.since_epoll.is_multiple_of(4)) && self.live(c) {
                     let got = self.read_conn(c, on);
                     if got > 0 {
                         self.direct_hot = i;

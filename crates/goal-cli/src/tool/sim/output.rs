@@ -143,7 +143,7 @@ impl Run<'_> {
 
 /// Picoseconds as ns: a whole number as LogGOPSim prints it, else decimals.
 fn ns_of_ps(ps: u64) -> String {
-    if ps % 1000 == 0 {
+    if ps.is_multiple_of(1000) {
         (ps / 1000).to_string()
     } else {
         format!("{}", ps as f64 / 1000.0)
