@@ -57,6 +57,10 @@ struct Ranks {
     stderr: String,
 }
 
+/// A binding case: what comes before goalrun, goalrun's options, and the
+/// CPUs each rank must get.
+type Run<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<Vec<usize>>);
+
 /// `[prefix...] goalrun ARGS --tag-output sh -c SHOW`, and what each rank said.
 fn show(prefix: &[&str], args: &[&str]) -> Ranks {
     let mut cmd = match prefix.split_first() {
@@ -189,7 +193,7 @@ fn a_goal_rank_keeps_the_binding_it_was_started_with_and_reports_it() {
     let last = all[all.len() - 1];
     let last_s = last.to_string();
     // (before goalrun, goalrun's options, each rank's CPUs)
-    let mut runs: Vec<(Vec<&str>, Vec<&str>, Vec<Vec<usize>>)> = vec![(vec![], vec!["--bind-to", "none"], vec![all.clone(); 2])];
+    let mut runs: Vec<Run> = vec![(vec![], vec!["--bind-to", "none"], vec![all.clone(); 2])];
     let cores = cores();
     if cores.len() >= 2 {
         runs.push((vec![], vec![], cores[..2].to_vec())); // goalrun's default: a core each
@@ -240,9 +244,9 @@ fn goal_info_under_goalrun_says_each_ranks_binding() {
         let out = Command::new(GOALRUN).args(["-n", &n.to_string()]).args(extra).arg(goal).arg("info").output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{extra:?}: {text}");
-        for rank in 0..n {
+        for (rank, core) in cores.iter().chain(std::iter::repeat(&all)).enumerate().take(n) {
             let line = text.lines().find(|l| l.starts_with(&format!("goal info: rank {rank} of {n} (launcher goalrun, "))).unwrap_or_else(|| panic!("{extra:?}: no line for rank {rank}:\n{text}"));
-            let want: &[usize] = if extra.is_empty() && n >= 2 { &cores[rank] } else { &all };
+            let want: &[usize] = if extra.is_empty() && n >= 2 { core } else { &all };
             let listed = line.split("CPUs ").nth(1).unwrap().split([' ', ',']).next().unwrap();
             assert_eq!(parse_list(listed), want, "{extra:?}: {line}");
             assert_eq!(line.contains("bound to CPUs"), want.len() < online.len(), "{line}");

@@ -385,7 +385,7 @@ fn mpi_layer_oracle_under_srun_across_hosts() {
                 Mpi::OpenMpi => {
                     env.extend([("OMPI_MCA_btl_tcp_if_include", "rail0"), ("OMPI_MCA_oob_tcp_if_include", "rail0"), ("OMPI_MCA_mpi_yield_when_idle", "1")].map(|(k, v)| (k.into(), v.into())));
                     let session = c.openmpi_session_base().expect("Open MPI's session directory");
-                    env.push(("OMPI_MCA_orte_tmpdir_base".into(), session.display().to_string().into()));
+                    env.push(("OMPI_MCA_orte_tmpdir_base".into(), session.display().to_string()));
                 }
                 Mpi::Mpich => env.extend([("UCX_TLS", "self,tcp,posix,sysv"), ("UCX_NET_DEVICES", "rail0")].map(|(k, v)| (k.into(), v.into()))),
             }

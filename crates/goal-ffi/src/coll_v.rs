@@ -101,7 +101,7 @@ pub(crate) unsafe fn build_gatherv(g: &mut Graph, grp: Group, at: Placement, wha
     } else {
         (rcounts.unwrap_or_default(), Vec::new())
     };
-    let sbuf = buffer(what, "sbuf", sbuf, scount, "bytes", !(at_root && sbuf == rbuf as *const c_void))?;
+    let sbuf = buffer(what, "sbuf", sbuf, scount, "bytes", !(at_root && std::ptr::eq(sbuf, rbuf as *const c_void)))?;
     let rbuf = buffer(what, "rbuf (at the root)", rbuf, sum(&rcounts), "bytes", at_root)?;
     coll::gatherv(g, grp, at, sbuf, scount, rbuf, &rcounts, &rdispls, root, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
@@ -192,7 +192,7 @@ pub(crate) unsafe fn build_allgatherv(g: &mut Graph, grp: Group, at: Placement, 
     let rcounts = needed(what, "rcounts", unsafe { array(what, "rcounts", rcounts, grp.size) }?)?;
     // SAFETY: as above.
     let rdispls = needed(what, "rdispls", unsafe { array(what, "rdispls", rdispls, grp.size) }?)?;
-    let sbuf = buffer(what, "sbuf", sbuf, scount, "bytes", sbuf != rbuf as *const c_void)?;
+    let sbuf = buffer(what, "sbuf", sbuf, scount, "bytes", !std::ptr::eq(sbuf, rbuf as *const c_void))?;
     let rbuf = buffer(what, "rbuf", rbuf, sum(&rcounts), "bytes", true)?;
     coll::allgatherv(g, grp, at, sbuf, scount, rbuf, &rcounts, &rdispls, alg_of(what, alg)?).map_err(|e| coll_error(what, e))
 }
@@ -229,7 +229,7 @@ pub unsafe extern "C" fn GOAL_Alltoallv_append(g: GOAL_Graph, sbuf: *const c_voi
 /// Each non-NULL array holds `grp.size` entries.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn build_alltoallv(g: &mut Graph, grp: Group, at: Placement, what: &str, sbuf: *const c_void, scounts: *const usize, sdispls: *const usize, rbuf: *mut c_void, rcounts: *const usize, rdispls: *const usize, alg: GOAL_Algorithm) -> Result<coll::Piece, Error> {
-    let in_place = sbuf == rbuf as *const c_void;
+    let in_place = std::ptr::eq(sbuf, rbuf as *const c_void);
     // SAFETY: forwarded caller guarantee (NULL or one entry per rank).
     let rcounts = needed(what, "rcounts", unsafe { array(what, "rcounts", rcounts, grp.size) }?)?;
     // SAFETY: as above.

@@ -88,6 +88,7 @@ unsafe fn list<L: Len>(what: &str, offsets: *mut *mut c_void, lengths: *mut L, n
 ///
 /// # Safety
 /// As for GOAL_Send.
+#[allow(clippy::too_many_arguments)] // GOAL_Send's and GOAL_Recv's arguments, and which of the two
 unsafe fn message(what: &str, recv: bool, g: GOAL_Graph, buf: *mut c_void, count: i64, peer: c_int, tag: c_int, mem: GOAL_MemType) -> GOAL_Vertex {
     vertex_result(what, || {
         // SAFETY: forwarded caller guarantee.

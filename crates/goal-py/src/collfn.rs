@@ -7,6 +7,10 @@
 //! that a mistake is named in Python's terms (which array, how many bytes
 //! it holds and needs) before goal sees it; sizes come from the arrays.
 
+// A Python function takes its keyword arguments one by one, as MPI's
+// signatures have them: some collectives have eight or nine.
+#![allow(clippy::too_many_arguments)]
+
 use crate::buf::{self, Buffer};
 use crate::coll::{alg_of, op_of, Call, Key};
 use goal_sched::coll::Coll as Kind;

@@ -81,9 +81,9 @@ impl Contexts {
         let others = st.creating > 0;
         st.creating += 1;
         let mut offer = [0u64; WORDS];
-        for w in 0..WORDS {
-            offer[w] = !(st.taken[w] | st.claimed[w]);
-            st.claimed[w] |= offer[w];
+        for (w, o) in offer.iter_mut().enumerate() {
+            *o = !(st.taken[w] | st.claimed[w]);
+            st.claimed[w] |= *o;
         }
         (offer, others)
     }
@@ -91,8 +91,8 @@ impl Contexts {
     /// A creation ends: gives back what it offered, and takes `chosen`.
     fn settle(&self, offer: &[u64; WORDS], chosen: Option<u16>) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        for w in 0..WORDS {
-            st.claimed[w] &= !offer[w];
+        for (claimed, o) in st.claimed.iter_mut().zip(offer) {
+            *claimed &= !o;
         }
         if let Some(c) = chosen {
             st.taken[c as usize / 64] |= 1 << (c % 64);

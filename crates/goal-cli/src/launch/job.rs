@@ -122,8 +122,8 @@ pub(crate) fn run(args: &HiArgs) -> Result<i32, Failure> {
 
     let mut ranks = Vec::with_capacity(args.ranks);
     let mut spawn_error = None;
-    for index in 0..args.ranks {
-        match spawn_rank(args, index, &sock, &job, master, sets[index], tagger.as_mut()) {
+    for (index, &set) in sets.iter().enumerate().take(args.ranks) {
+        match spawn_rank(args, index, &sock, &job, master, set, tagger.as_mut()) {
             Ok(rank) => {
                 if args.report_bindings {
                     say!("goalrun: {}", bind::report_line(&topo, &binding, index, rank.pid));

@@ -116,7 +116,7 @@ mod tests {
 /// `-G`/`-O`'s value, ns per byte with decimals allowed, in picoseconds.
 pub(crate) fn ps_per_byte(value: &str) -> Option<u64> {
     let v: f64 = value.parse().ok()?;
-    (v.is_finite() && v >= 0.0 && v < 1e12).then(|| (v * 1000.0).round() as u64)
+    (v.is_finite() && (0.0..1e12).contains(&v)).then(|| (v * 1000.0).round() as u64)
 }
 
 /// Sets `prm` from the JSON that `goal calibrate --loggops --out` writes:
