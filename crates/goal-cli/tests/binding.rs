@@ -244,9 +244,11 @@ fn goal_info_under_goalrun_says_each_ranks_binding() {
         let out = Command::new(GOALRUN).args(["-n", &n.to_string()]).args(extra).arg(goal).arg("info").output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{extra:?}: {text}");
-        for (rank, core) in cores.iter().chain(std::iter::repeat(&all)).enumerate().take(n) {
+        // (`rank` is the rank the line names, not only an index of `cores`.)
+        #[allow(clippy::needless_range_loop)]
+        for rank in 0..n {
             let line = text.lines().find(|l| l.starts_with(&format!("goal info: rank {rank} of {n} (launcher goalrun, "))).unwrap_or_else(|| panic!("{extra:?}: no line for rank {rank}:\n{text}"));
-            let want: &[usize] = if extra.is_empty() && n >= 2 { core } else { &all };
+            let want: &[usize] = if extra.is_empty() && n >= 2 { &cores[rank] } else { &all };
             let listed = line.split("CPUs ").nth(1).unwrap().split([' ', ',']).next().unwrap();
             assert_eq!(parse_list(listed), want, "{extra:?}: {line}");
             assert_eq!(line.contains("bound to CPUs"), want.len() < online.len(), "{line}");

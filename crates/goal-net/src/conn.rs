@@ -229,10 +229,12 @@ impl Conn {
         self.rx_hi - self.rx_lo
     }
 
-    /// Keeps a written sole-rail frame's buffer for the next one, within
-    /// [`SPARE_MAX`] buffers of at most [`SPARE_BYTES`].
+    /// A sole rail's message `b` was written whole: counts it and keeps its
+    /// buffer for the next one, within [`SPARE_MAX`] buffers of at most
+    /// [`SPARE_BYTES`].
     #[inline]
-    pub fn keep_spare(&mut self, b: Vec<u8>) {
+    pub fn sole_written(&mut self, b: Vec<u8>) {
+        self.counters.ams_out += 1;
         if self.spare.len() < SPARE_MAX && b.capacity() <= SPARE_BYTES {
             self.spare.push(b);
         }

@@ -116,8 +116,7 @@ impl NetNode {
             Ok(n) if n == frame.len() => {
                 conn.last_send = Instant::now();
                 conn.counters.bytes_out += n as u64;
-                conn.counters.ams_out += 1;
-                conn.keep_spare(frame);
+                conn.sole_written(frame);
                 return Ok(());
             }
             Ok(n) => n,

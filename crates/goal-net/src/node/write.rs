@@ -108,10 +108,7 @@ impl NetNode {
                     finished_frags.push((xid, off));
                 }
                 TxItem::Am(_) => conn.counters.ams_out += 1,
-                TxItem::Sole(b) => {
-                    conn.counters.ams_out += 1;
-                    conn.keep_spare(b);
-                }
+                TxItem::Sole(b) => conn.sole_written(b),
                 TxItem::Own(_) => {}
             }
         }
