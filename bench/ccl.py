@@ -22,6 +22,21 @@ from pathlib import Path
 import common as C
 
 NAME = "oneccl"
+# The settings measured, each a library column of its own (as openmpi-nosc is Open MPI's):
+# what a user gets out of the box, and what oneCCL's documentation offers a job whose ranks
+# share one machine and have no core to spare for a worker. Out of the box its transport is
+# libfabric's tcp provider, even between ranks of one machine, and each rank's worker thread
+# spins on a CPU that a rank computes on: 2 ranks on 2 CPUs took 4-8 ms per collective, one
+# scheduler time slice, where the shared-memory provider and collectives run by the calling
+# thread took 5.2 us for a barrier and 196 us for a 1 MiB allreduce (2026-12-01). With more
+# ranks than CPUs both take milliseconds: its waits spin without yielding.
+SETTINGS = (
+    (NAME, {}, "oneCCL over OFI (tcp provider), started by MPICH; a worker thread per rank spins"),
+    (NAME + "-shm", {"CCL_ATL_SHM": "1", "CCL_WORKER_OFFLOAD": "0"},
+     "oneCCL with CCL_ATL_SHM=1 (libfabric's shared-memory provider between local ranks) and "
+     "CCL_WORKER_OFFLOAD=0 (collectives progressed by the calling thread, no worker spinning)"),
+)
+NAMES = tuple(name for name, _, _ in SETTINGS)
 
 
 def find() -> Path | None:
@@ -59,8 +74,9 @@ def build(mpi: C.MPI, prefix: Path, deps, src: Path | None = None, out: Path | N
 
 
 def configs(a, mpis: dict, deps, program_args, Config) -> tuple[list, dict]:
-    """The oneccl configurations of coll.py (one per rank count) and its library facts; none,
-    with a warning, where oneCCL or MPICH is missing or the build fails."""
+    """The oneCCL configurations of coll.py (one per setting and rank count, see SETTINGS) and
+    its library facts; none, with a warning, where oneCCL or MPICH is missing or the build
+    fails."""
     prefix = find()
     if prefix is None:
         C.warn("oneCCL not installed (scripts/install-oneccl.sh, or GOAL_ONECCL=DIR); continuing without it")
@@ -76,6 +92,7 @@ def configs(a, mpis: dict, deps, program_args, Config) -> tuple[list, dict]:
         return [], {}
     out = []
     for n in a.ranks:
-        cmd, env = mpi.launch(n, [exe, NAME, "--variants", "blocking", *program_args(a, n)], bind="none")
-        out.append(Config(NAME, "mpi", n, cmd, env, "oneCCL over OFI, started by MPICH; worker threads spin"))
+        for name, settings, note in SETTINGS:
+            cmd, env = mpi.launch(n, [exe, name, "--variants", "blocking", *program_args(a, n)], bind="none")
+            out.append(Config(name, "mpi", n, cmd, {**env, **settings}, note))
     return out, {"prefix": str(prefix), "mpicc": mpi.mpicc, "mpirun": mpi.mpirun}

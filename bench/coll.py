@@ -30,6 +30,8 @@ MPI_Alltoallv), every goal algorithm and GOAL_ALG_AUTO, sizes 8 B .. 4 MiB per r
     oneccl             Intel oneCCL, mpi_coll.c built against it, under mpirun.mpich (blocking: a
                        ccl:: call + wait), where scripts/install-oneccl.sh installed it (bench/ccl.py);
                        in the tables and plots, not in "best MPI"
+    oneccl-shm         the same with CCL_ATL_SHM=1 CCL_WORKER_OFFLOAD=0: libfabric's shared-memory
+                       provider, collectives progressed by the calling thread (bench/ccl.py says why)
 
 Binding as in bench/p2p.py: launcher binding off, each program pins rank r to CPU r % ncpus.
 With more ranks than CPUs (4 ranks on 2 cores) ranks share CPUs; the output says so.
@@ -86,7 +88,7 @@ GATHER_EXTRA = 500 * KiB
 QUICK_SIZES = [8, 4 * KiB, 64 * KiB, MiB]
 MPI_LIBS = ("openmpi", "openmpi-nosc", "mpich")
 # Peers beside the MPIs: in the tables and plots, not in "best MPI" (bench/ccl.py).
-OTHER_PEERS = (ccl.NAME,)
+OTHER_PEERS = ccl.NAMES
 OMPI_LIBS = ("openmpi", "openmpi-nosc")
 # goal's progress modes as --goal-progress runs them (AUTO settles on one of them)
 MODE_LIBS = tuple(f"goal-{m}" for m in ("manual", "thread", "spin", "kernel"))
@@ -250,7 +252,7 @@ def build_and_configure(a) -> tuple[list[Config], dict]:
         more, info = ccl.configs(a, mpis, deps, program_args, Config)
         configs += more
         if info:
-            libinfo[ccl.NAME] = info
+            libinfo.update({name: info for name in ccl.NAMES})
     if a.libs:
         want = {x.strip() for x in a.libs.split(",") if x.strip()}
         configs = [c for c in configs if c.name in want]

@@ -719,6 +719,7 @@ STYLES = {
     "openmpi-nosc": dict(color="#17becf", marker="v"),
     "mpich": dict(color="#2ca02c", marker="^"),
     "oneccl": dict(color="#0068b5", marker="P"),
+    "oneccl-shm": dict(color="#7f3fbf", marker="X"),
 }
 _EXTRA_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
 
