@@ -36,9 +36,10 @@
 //! receiver that may not read its peer's memory (ptrace rules) answers a
 //! CMA request with `CTS`, and the sender stops offering CMA.
 //!
-//! The two ranks of a pair use one path per size class: the lower rank
-//! chooses, and the higher one sends the way the lower one's last message
-//! of that class came. Each rank choosing on its own measurements mixed
+//! The two ranks of a pair use one path per size class and situation
+//! (below): the lower rank chooses, and the higher one sends the way the
+//! lower one's last message of that class came in the same situation (see
+//! [`Adapt::heard`]). Each rank choosing on its own measurements mixed
 //! the paths, and a mixed pair serialises (one rank reads by CMA while its
 //! peer waits to push its stream): 2 ranks, allgather 4 MiB, rank 0 by CMA
 //! and rank 1 by stream took 866-1394 us, against 511-970 us by stream
@@ -187,15 +188,21 @@ struct Class {
 /// second one is the pair's on the new path.
 const EXCHANGE_EXPLORE: u8 = 2;
 
+/// The path of the lower rank's last message of a class, and when it came
+/// (ns; see [`Adapt::heard`]).
+type Lead = (Path, u64);
+
 /// The chooser (see the module documentation).
 pub(crate) struct Adapt {
     /// Sizes from here on are chosen adaptively (`usize::MAX`: off).
     from: usize,
     /// Per peer: lone messages' classes, then exchanges'.
     classes: Vec<[[Class; CLASSES]; 2]>,
-    /// Per lower-ranked peer and size class: the path of its last message
-    /// to us and when it came, which our sends to it follow for [`LEAD_NS`].
-    led: Vec<[Option<(Path, u64)>; CLASSES]>,
+    /// Per lower-ranked peer, situation (lone, exchange) and size class:
+    /// the path of its last message to us in that situation and when it
+    /// came, which our sends to it in the same situation follow for
+    /// [`LEAD_NS`].
+    led: Vec<[[Option<Lead>; CLASSES]; 2]>,
     /// Per peer and size class: the path of the latest large message that
     /// came from it, to tell a mixed exchange (see [`Adapt::arrived`]).
     arrived: Vec<[Option<Path>; CLASSES]>,
@@ -238,7 +245,7 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[None; CLASSES]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2] }
+        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2] }
     }
 
     /// Sends bursts by CMA (`on`: messages split between the two cores) or
@@ -319,7 +326,7 @@ impl Adapt {
         if self.cma_denied {
             return Some(Path::Stream);
         }
-        if let Some((p, when)) = self.led[peer][class_of(len)] {
+        if let Some((p, when)) = self.led[peer][exchange as usize][class_of(len)] {
             if now.saturating_sub(when) < LEAD_NS {
                 return Some(p);
             }
@@ -375,16 +382,27 @@ impl Adapt {
         };
     }
 
-    /// A message of `len` bytes came from `peer`, a lower rank, by `path`:
-    /// sends of that size class to it go the same way for [`LEAD_NS`].
-    pub fn heard(&mut self, peer: usize, len: usize, path: Path) {
-        self.heard_at(peer, len, path, crate::localop::monotonic_ns());
+    /// A message of `len` bytes came from `peer`, a lower rank, by `path`,
+    /// as half of an exchange or not (its sender's judgment): sends of that
+    /// size class to it in the same situation go the same way for
+    /// [`LEAD_NS`].
+    ///
+    /// One path per class for both situations mixed the pair's exchanges
+    /// where one schedule has both: in a 2-rank Rabenseifner allreduce of
+    /// 1 MiB the lower rank sends its reduce-scatter half as an exchange
+    /// (by CMA) and its allgather half as a lone message (by the stream),
+    /// and the higher rank followed each with the other's path; every
+    /// allgather step then met a CMA read with a stream push, which
+    /// serialises (205 us an iteration, against 163 with the calibrated
+    /// choice, `GOAL_ADAPT=0`).
+    pub fn heard(&mut self, peer: usize, len: usize, path: Path, exchange: bool) {
+        self.heard_at(peer, len, path, exchange, crate::localop::monotonic_ns());
     }
 
     /// [`Adapt::heard`] at time `now` (ns).
-    fn heard_at(&mut self, peer: usize, len: usize, path: Path, now: u64) {
+    fn heard_at(&mut self, peer: usize, len: usize, path: Path, exchange: bool, now: u64) {
         if len >= self.from {
-            self.led[peer][class_of(len)] = Some((path, now));
+            self.led[peer][exchange as usize][class_of(len)] = Some((path, now));
         }
     }
 
@@ -617,18 +635,36 @@ mod tests {
         // ...but the lower rank sent by stream: follow it, without exploring,
         // as long as it keeps sending.
         for t in 0..100 {
-            a.heard_at(0, len, Path::Stream, t * EXPLORE_NS);
+            a.heard_at(0, len, Path::Stream, false, t * EXPLORE_NS);
             assert_eq!(a.choose(0, len, Path::Stream, false, t * EXPLORE_NS + 1), Some(Path::Stream));
         }
-        a.heard_at(0, len, Path::Cma, 1);
+        a.heard_at(0, len, Path::Cma, false, 1);
         assert_eq!(a.choose(0, len, Path::Stream, false, 2), Some(Path::Cma));
         // Other classes, and sizes below the adaptive range, are untouched.
         assert_eq!(a.choose(0, 1 << 20, Path::Stream, false, 1), Some(Path::Stream));
-        a.heard(0, 1000, Path::Cma);
+        a.heard(0, 1000, Path::Cma, false);
         assert_eq!(a.pick(0, 1000, Path::Stream, Situation::Lone), None);
         // A refusal of CMA still wins.
         a.deny_cma();
         assert_eq!(a.choose(0, len, Path::Stream, false, 1), Some(Path::Stream));
+    }
+
+    #[test]
+    fn the_higher_rank_follows_each_situation_with_the_lower_ones_path_in_it() {
+        // One schedule, two steps in one size class: the lower rank sends
+        // the first as an exchange by CMA, the second as a lone message by
+        // the stream (a 2-rank Rabenseifner allreduce). The higher rank's
+        // exchange goes by CMA and its lone message by the stream, however
+        // the two interleave.
+        let mut a = Adapt::new(2, 64 << 10);
+        let len = 512 << 10;
+        for t in 0..10 {
+            a.heard_at(0, len, Path::Cma, true, 2 * t * MS);
+            assert_eq!(a.choose(0, len, Path::Stream, true, 2 * t * MS + 1), Some(Path::Cma), "exchange {t}");
+            a.heard_at(0, len, Path::Stream, false, (2 * t + 1) * MS);
+            assert_eq!(a.choose(0, len, Path::Cma, true, (2 * t + 1) * MS + 1), Some(Path::Cma), "exchange after lone {t}");
+            assert_eq!(a.choose(0, len, Path::Cma, false, (2 * t + 1) * MS + 2), Some(Path::Stream), "lone {t}");
+        }
     }
 
     #[test]
@@ -638,7 +674,7 @@ mod tests {
         rec(&mut a, 0, len, Path::Stream, false, 25_000);
         rec(&mut a, 0, len, Path::Cma, false, 95_000);
         // The lower rank's last message was an exploration by CMA.
-        a.heard_at(0, len, Path::Cma, 10 * MS);
+        a.heard_at(0, len, Path::Cma, false, 10 * MS);
         assert_eq!(a.choose(0, len, Path::Stream, false, 10 * MS + LEAD_NS - 1), Some(Path::Cma));
         // Past the lead, our own measurements choose again (after the one
         // exploration that falls due).

@@ -189,6 +189,13 @@ pub const MODE_SPLIT: u8 = 6;
 /// RTS mode: the sender is on another machine; after the CTS the bytes
 /// come as a network bulk transfer straight into the receive buffer.
 pub const MODE_NET: u8 = 4;
+/// Set in an RTS's mode beside `MODE_HEAP`, `MODE_CMA` or `MODE_STREAM`:
+/// the sender took its message for half of an exchange (a large message
+/// from the receiver comes at the same time; see `adapt`), whose path the
+/// receiver, the higher rank of the pair, follows with its own exchanges'
+/// messages, and its lone ones with the path of its peer's lone ones.
+/// [`Head::rts_mode`] splits it off.
+pub const RTS_EXCHANGE: u8 = 0x80;
 
 /// EAGER mode, kernel mode: this message offers a channel for later
 /// executions of its send operation: the sender's descriptor `token`, for
@@ -223,6 +230,12 @@ pub struct Head {
 }
 
 impl Head {
+    /// An RTS's mode without [`RTS_EXCHANGE`], and whether that was set.
+    #[inline]
+    pub fn rts_mode(&self) -> (u8, bool) {
+        (self.mode & !RTS_EXCHANGE, self.mode & RTS_EXCHANGE != 0)
+    }
+
     /// Encodes into the transport's envelope.
     #[inline]
     pub fn encode(&self) -> Envelope {
@@ -376,6 +389,14 @@ mod tests {
         assert_eq!(Head::decode(&h.encode()), h);
         assert_eq!(Head::from_bytes(&h.to_bytes()), Some(h));
         assert_eq!(Head::from_bytes(&h.to_bytes()[..31]), None);
+    }
+
+    #[test]
+    fn an_rts_says_whether_its_sender_took_it_for_half_of_an_exchange() {
+        for (mode, exchange) in [(MODE_HEAP, false), (MODE_CMA, true), (MODE_STREAM, true), (MODE_STREAM, false)] {
+            let h = Head { kind: Kind::Rts, mode: mode | if exchange { RTS_EXCHANGE } else { 0 }, tag: 3, sched: sched_id(1, 2), seq: 4, len: 1 << 20, token: 5, w3: 6 };
+            assert_eq!(Head::decode(&h.encode()).rts_mode(), (mode, exchange));
+        }
     }
 
     #[test]

@@ -129,15 +129,17 @@ impl Engine {
                 // (Always with data: one delivered inline comes as `Arrival::Delivered`.)
             }
             Kind::Rts => {
-                if h.mode == proto::MODE_CMA || h.mode == proto::MODE_STREAM {
-                    let path = if h.mode == proto::MODE_CMA { adapt::Path::Cma } else { adapt::Path::Stream };
+                let (mode, exchange) = h.rts_mode();
+                if mode == proto::MODE_CMA || mode == proto::MODE_STREAM {
+                    let path = if mode == proto::MODE_CMA { adapt::Path::Cma } else { adapt::Path::Stream };
                     self.adapt.arrived(src as usize, h.len as usize, path);
                     if src < self.rank {
-                        // The pair's lower rank chose: our sends follow (see `adapt`).
-                        self.adapt.heard(src as usize, h.len as usize, path);
+                        // The pair's lower rank chose: our sends in the
+                        // same situation follow (see `adapt`).
+                        self.adapt.heard(src as usize, h.len as usize, path, exchange);
                     }
                 }
-                let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode: h.mode, token: h.token, addr: h.buffer() } };
+                let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode, token: h.token, addr: h.buffer() } };
                 match self.match_posted(h.sched, h.seq, src, h.tag) {
                     Some(r) => self.deliver(r, u),
                     None => self.stash(h.sched, h.seq, u),

@@ -92,6 +92,9 @@ impl Engine {
                 _ => Path::Stream,
             });
         }
+        if exchange {
+            head.mode |= proto::RTS_EXCHANGE;
+        }
         self.post_message(p, head);
     }
 
