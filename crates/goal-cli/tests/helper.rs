@@ -84,6 +84,45 @@ fn loop_body() {
 /// `GOAL_DEBUG`'s count of a rank's Runs taken for a computation.
 const COMPUTING: &str = " Run(s) found the application computing";
 
+/// The time between calls from which a Run of 2 ranks on 2 cores takes it
+/// for computation (`AppMark`'s tight loop), in microseconds.
+const GAP_US: u128 = 30;
+
+/// How often this machine takes a CPU away from a running thread for
+/// [`GAP_US`] or more by itself, per millisecond: the most over its CPUs,
+/// seen by a thread pinned on each, all at once, reading the clock for
+/// 100 ms. A rank whose CPU is taken between two of its calls really was
+/// away, and its next Run rightly takes that for computation. On this
+/// project's VM the host takes the CPUs so on some days and not on others:
+/// 330 times a second on each CPU on 2026-12-01 (timer ticks among them), when a
+/// C loop of 200 barriers and 1 MiB gathers, in 20 ms, had 7-15 of each
+/// rank's Runs taken for computation, and this test's loop, in 34-65 ms,
+/// 16-41.
+fn preemptions_per_ms() -> f64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8 * std::mem::size_of::<libc::cpu_set_t>());
+    let probes: Vec<_> = (0..cpus)
+        .map(|cpu| {
+            std::thread::spawn(move || {
+                // SAFETY: a zeroed cpu_set_t is a valid empty set; `cpu` is
+                // below its capacity (bounded above); pid 0 is the calling thread.
+                let pinned = unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+                };
+                let (start, mut last, mut gaps) = (std::time::Instant::now(), std::time::Instant::now(), 0u32);
+                while start.elapsed().as_millis() < 100 {
+                    let now = std::time::Instant::now();
+                    gaps += u32::from((now - last).as_micros() >= GAP_US);
+                    last = now;
+                }
+                if pinned { gaps } else { 0 }
+            })
+        })
+        .collect();
+    probes.into_iter().map(|p| p.join().unwrap_or(0)).max().unwrap_or(0) as f64 / 100.0
+}
+
 /// The number just before each occurrence of `what` in the ranks'
 /// `GOAL_DEBUG` lines, one per rank that said it (the ranks' lines may
 /// interleave on the shared stderr: each occurrence is parsed).
@@ -109,6 +148,7 @@ fn loops_of_large_gathers_and_allgathers_leave_the_helper_asleep() {
         // wake then: a try on a busy machine does not count against goal.
         let mut tries = Vec::new();
         for _ in 0..3 {
+            let taken = preemptions_per_ms();
             let job = launch(LOOP_NAME, 2, &vars);
             assert!(job.status == 0, "{coll}: exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
             let line = job.stdout.lines().find_map(|l| l.find("loop: ").map(|i| l[i..].to_string()));
@@ -127,11 +167,18 @@ fn loops_of_large_gathers_and_allgathers_leave_the_helper_asleep() {
             let fenced = per_rank(&job.stderr, " time(s) with one");
             assert!(fenced.len() == computing.len(), "{coll}: no GOAL_DEBUG count of the helper's sleeps\n{}", job.stderr);
             let most = 2 * computing.iter().max().unwrap() + 4;
-            eprintln!("{coll}: {line} runs_taken_for_computation={computing:?} fenced_sleeps={fenced:?}");
-            if woke <= ms / 3 + LOOP_ITERS as u64 / 4 && computing.iter().all(|&n| n <= LOOP_ITERS as u64 / 10) && fenced.iter().all(|&n| n <= most) {
+            // Up to a tenth of the Runs, and as many more as the times the
+            // machine took a CPU away during the loop (see
+            // `preemptions_per_ms`; a misjudged loop takes nearly every Run).
+            let away = (taken * ms as f64) as u64;
+            let allowed = LOOP_ITERS as u64 / 10 + away;
+            eprintln!("{coll}: {line} runs_taken_for_computation={computing:?} (allowed {allowed}) fenced_sleeps={fenced:?}");
+            if woke <= ms / 3 + LOOP_ITERS as u64 / 4 + away && computing.iter().all(|&n| n <= allowed) && fenced.iter().all(|&n| n <= most) {
                 break;
             }
-            tries.push(format!("{line}, Runs taken for computation per rank {computing:?}, fenced sleeps per rank {fenced:?} (at most {most})"));
+            tries.push(format!(
+                "{line}, Runs taken for computation per rank {computing:?} (at most {allowed}: the machine took a CPU for {GAP_US} us or more {taken:.2} times a millisecond), fenced sleeps per rank {fenced:?} (at most {most})"
+            ));
         }
         assert!(
             tries.len() < 3,
