@@ -29,6 +29,12 @@ collectives and half precision. The programs: bench/goal_groups.c and bench/mpi_
 point is checked once with known data after its timed loop; a wrong result is reported and
 left out of the summary (goal's: exit status 1).
 
+Issue 40's targets (allgatherv and alltoallv, on the world and the sub-group) that goal
+meets by less than 5 % or misses are measured again, as bench/coll.py does: in --pairs pairs
+of back-to-back runs of just that point, goal's AUTO and the MPI setting the rounds picked
+(goal first in every other pair); the median over the pairs of goal/MPI decides, either way,
+and the report gives both verdicts.
+
 Writes OUT.json (machine, commands, every row, the summary, notes, the table) and OUT.png,
 and prints the tables with the ratios goal / best MPI setting.
 """
@@ -94,6 +100,9 @@ def parse_args():
                     help="what comes before the iterations that need it (bcast on the world, every sub-group "
                          "point, the creation from a list): shm (default, bench/separator.h) or each library's "
                          "own world barrier")
+    ap.add_argument("--pairs", type=int, help="close calls of issue 40's targets (goal within 5%% of the bound, "
+                    "or past it) are measured again in this many pairs of back-to-back runs of goal and the best "
+                    "MPI setting, which decide them (default 6, quick 0)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command")
     a = ap.parse_args()
     if not a.no_goal and a.prefix is None:
@@ -102,6 +111,7 @@ def parse_args():
     a.wait_idle = a.wait_idle if a.wait_idle is not None else (0 if a.quick else 15)
     a.retries = a.retries if a.retries is not None else (0 if a.quick else 2)
     a.probe = not a.quick  # the CPU-state probes (bench/c2c.c) take seconds per run
+    a.pairs = a.pairs if a.pairs is not None else (0 if a.quick else 6)
     a.ranks = [int(x) for x in a.ranks.split(",") if x.strip()]
     return a
 
@@ -245,6 +255,64 @@ def evaluate(summary, ranks_list):
     return out
 
 
+def narrowed(cfg: coll.Config, t: dict) -> coll.Config:
+    """cfg's command cut down to the point of target t: its collective, size and group, goal's
+    AUTO or the MPI setting the rounds picked."""
+    cmd, skip = [], False
+    for x in cfg.cmd:
+        if skip:
+            skip = False
+        elif x in ("--tests", "--colls", "--sizes", "--scopes", "--variants", "--dtypes"):
+            skip = True
+        else:
+            cmd.append(x)
+    cmd += ["--tests", "coll", "--colls", t["coll"], "--sizes", str(t["bytes"]), "--scopes", t["scope"]]
+    cmd += [] if cfg.kind == "goal" else ["--variants", t["ref_setting"]]
+    return coll.Config(cfg.name, cfg.kind, cfg.ranks, cmd, cfg.env, cfg.note)
+
+
+def duel(a, configs: list, t: dict) -> list[dict]:
+    """Measures goal's AUTO and the best MPI setting of target t again, in a.pairs pairs of
+    back-to-back runs of that one point (goal first in every other pair), and gives t the
+    pairs' verdict: the median over pairs of goal/MPI (see bench/coll.py's duel, whose reasons
+    hold here: the rounds' best MPI setting is the fastest of up to nine noisy medians, and
+    each pair's two runs share the machine's state). The run records."""
+    n = t["ranks"]
+    g = next((c for c in configs if c.name == "goal" and c.ranks == n), None)
+    m = next((c for c in configs if c.name == t["ref_lib"] and c.ranks == n), None)
+    if g is None or m is None:
+        return []
+    both = (narrowed(g, t), narrowed(m, t))
+    what = f"{n} ranks {t['coll']} {C.fmt_bytes(t['bytes'])} {t['scope']}"
+    runs, got = [], []
+    for i in range(a.pairs):
+        us = {}
+        for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+            cfg = both[k]
+            res, run = coll.run_once(a, cfg, f"[paired {what}, {i + 1}/{a.pairs}] {cfg.name}")
+            want = "AUTO" if cfg.kind == "goal" else t["ref_setting"]
+            rows = [x for x in C.parse_rows(res.stdout) if x.get("test") == "coll" and x.get("coll") == t["coll"]
+                    and x.get("scope") == t["scope"] and x.get("bytes") == t["bytes"] and x.get("setting") == want]
+            run.update({"duel": what, "pair": i, "rows": len(rows)})
+            runs.append(run)
+            if res.ok and rows and rows[0].get("verified") is not False and not (run["disturbed"] or run["unstable"]):
+                us[k] = rows[0]["median_us"]
+        if len(us) == 2:
+            got.append((us[0], us[1]))
+    ratios = [x / y for x, y in got]
+    t["rounds_verdict"] = {"value": t["value"], "goal_us": t["goal_us"], "ref_us": t["ref_us"], "ok": t["ok"]}
+    t["paired"] = {"pairs": [{"goal_us": x, "ref_us": y, "ratio": x / y} for x, y in got], "asked": a.pairs,
+                   "goal_faster": sum(1 for r in ratios if r < 1.0), "decides": len(got) * 2 > a.pairs}
+    if t["paired"]["decides"]:  # a verdict from most of the pairs, or the rounds' stands
+        t["value"] = C.median(ratios)
+        t["goal_us"], t["ref_us"] = C.median(x for x, _ in got), C.median(y for _, y in got)
+        t["ok"] = t["value"] <= t["bound"]
+    C.log(f"    paired {what}: goal/{label(t['ref_lib'], t['ref_setting'])} " + " ".join(f"{r:.3f}" for r in ratios)
+          + f" -> median {C.fmt_num(C.median(ratios), 3) if ratios else '-'}"
+          + ("" if t["paired"]["decides"] else " (too few clean pairs: the rounds' verdict stands)"))
+    return runs
+
+
 def report(summary, ranks_list, libs, f16_state: dict, targets) -> str:
     out = []
     mpis = [m for m in MPI_LIBS if m in libs and m != "mpich-f16"]
@@ -285,7 +353,8 @@ def report(summary, ranks_list, libs, f16_state: dict, targets) -> str:
             b, bl, bs = best(summary, n, "coll", pt, mpis)
             row += [f"{C.fmt_num(b)} {label(bl, bs)}", ratio(g, b)]
             t = next((t for t in targets if (t["ranks"], t["coll"], t["scope"], t["bytes"]) == (n, c, scope, nb)), None)
-            row.append(f"<={t['bound']:g}x {'ok' if t['ok'] else 'MISS'}" if t else "")
+            paired = f" (paired {t['value']:.2f})" if t and t.get("paired", {}).get("decides") else ""
+            row.append(f"<={t['bound']:g}x {'ok' if t['ok'] else 'MISS'}{paired}" if t else "")
             rows.append(row)
         out.append(C.table(["collective", "bytes", "group", "goal AUTO"] + cols + ["best MPI", "goal/best", "target"],
                            rows, "lrl" + "r" * (len(cols) + 3) + "l"))
@@ -432,6 +501,12 @@ def main() -> int:
     keep, state_note = coll.select_runs(runs, a.all_states)
     summary = summarize(rows, keep)
     targets = evaluate(summary, a.ranks)
+    close = [t for t in targets if C.isnum(t["value"]) and t["value"] > 0.95 * t["bound"]] if a.pairs > 0 else []
+    paired_runs = []
+    if close:
+        C.log(f"{len(close)} close call(s): measuring each again in {a.pairs} pairs of runs")
+    for t in close:
+        paired_runs += duel(a, configs, t)
     text = report(summary, a.ranks, libs, f16_state, targets)
     notes.insert(0, state_note)
     dist = [f"{r['lib']}/{r['ranks']}#{r['round'] + 1} ({r['foreign_pct']}%)" for r in runs if r.get("disturbed")]
@@ -464,8 +539,18 @@ def main() -> int:
     for nt in notes:
         print(f"NOTE: {nt}")
     if targets:
+        paired = [t for t in targets if "paired" in t]
         print(f"targets (issue 40: allgatherv, alltoallv within 1.2x of the best MPI setting at 8 B, no slower from "
-              f"64 KiB): {sum(t['ok'] for t in targets)}/{len(targets)} met")
+              f"64 KiB): {sum(t['ok'] for t in targets)}/{len(targets)} met"
+              + (f" ({len(paired)} close call(s) decided by {a.pairs} pairs of runs of goal and the best MPI "
+                 "setting, below)" if paired else ""))
+        for t in paired:
+            p, rv = t["paired"], t["rounds_verdict"]
+            print(f"  paired  {t['ranks']} ranks {t['coll']} {C.fmt_bytes(t['bytes'])} {t['scope']}: "
+                  + (f"{t['value']:.3f}x (goal faster in {p['goal_faster']} of {len(p['pairs'])} pairs; "
+                     if p["decides"] else f"too few clean pairs ({len(p['pairs'])}); ")
+                  + f"vs {label(t['ref_lib'], t['ref_setting'])}), {'ok' if t['ok'] else 'MISS'}; "
+                  f"the rounds said {rv['value']:.3f}x, {'ok' if rv['ok'] else 'MISS'}")
     print(f"{len(runs)} runs in {elapsed:.0f} s" + (" [quick: a smoke test, not a measurement]" if a.quick else ""))
 
     result = {
@@ -482,6 +567,7 @@ def main() -> int:
         "summary": [dict(zip(("ranks", "test", "coll", "scope", "dtype", "bytes", "lib", "setting"), k), **v)
                     for k, v in sorted(summary.items(), key=lambda kv: tuple(str(x) for x in kv[0]))],
         "runs": runs,
+        "paired_runs": paired_runs,
         "rows": rows,
         "notes": notes,
         "table": text,
