@@ -523,16 +523,26 @@ def duel(a, configs: list[Config], t: dict, pairs: int) -> list[dict]:
     if g is None or m is None:
         return []
     both = (narrowed(g, coll, nb, "AUTO"), narrowed(m, coll, nb, setting))
-    runs, got = [], []
     what = f"{n} ranks {coll}{' ' + C.fmt_bytes(nb) if nb else ''}"
+    matches = lambda cfg, x: (x.get("test") == "coll" and x.get("coll") == coll and x.get("bytes") == nb  # noqa: E731
+                              and (x.get("variant") or x.get("alg")) == ("AUTO" if cfg.kind == "goal" else setting))
+    return run_pairs(a, t, both, what, setting_label(t["ref_lib"], setting), matches, pairs)
+
+
+def run_pairs(a, t: dict, both: tuple, what: str, ref_label: str, matches, pairs: int) -> list[dict]:
+    """The pairs of a duel: `both` (goal's configuration and the reference's, each cut down to
+    target t's point) run back to back `pairs` times, goal first in every other pair; a row of
+    a run counts where `matches(cfg, row)`. Gives t the pairs' verdict, the median over the
+    clean pairs of goal/reference, when most pairs were clean (else the rounds' verdict
+    stands), and keeps the rounds' in t["rounds_verdict"]. The run records (bench/groups.py
+    decides its close calls with it too)."""
+    runs, got = [], []
     for i in range(pairs):
         us = {}
         for k in ((0, 1) if i % 2 == 0 else (1, 0)):
             cfg = both[k]
             res, run = run_once(a, cfg, f"[paired {what}, {i + 1}/{pairs}] {cfg.name}")
-            want = "AUTO" if cfg.kind == "goal" else setting
-            rows = [x for x in C.parse_rows(res.stdout) if x.get("test") == "coll" and x.get("coll") == coll
-                    and x.get("bytes") == nb and (x.get("variant") or x.get("alg")) == want]
+            rows = [x for x in C.parse_rows(res.stdout) if matches(cfg, x)]
             run.update({"duel": what, "pair": i, "rows": len(rows)})
             runs.append(run)
             if res.ok and rows and rows[0].get("verified") is not False and not (run["disturbed"] or run["unstable"]):
@@ -550,7 +560,7 @@ def duel(a, configs: list[Config], t: dict, pairs: int) -> list[dict]:
         t["paired"]["decides"] = True
     else:
         t["paired"]["decides"] = False
-    C.log(f"    paired {what}: goal/{setting_label(t['ref_lib'], setting)} "
+    C.log(f"    paired {what}: goal/{ref_label} "
           + " ".join(f"{r:.3f}" for r in ratios) + f" -> median {C.fmt_num(C.median(ratios), 3) if ratios else '-'}"
           + ("" if t["paired"]["decides"] else " (too few clean pairs: the rounds' verdict stands)"))
     return runs

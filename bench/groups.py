@@ -282,35 +282,12 @@ def duel(a, configs: list, t: dict) -> list[dict]:
     m = next((c for c in configs if c.name == t["ref_lib"] and c.ranks == n), None)
     if g is None or m is None:
         return []
-    both = (narrowed(g, t), narrowed(m, t))
     what = f"{n} ranks {t['coll']} {C.fmt_bytes(t['bytes'])} {t['scope']}"
-    runs, got = [], []
-    for i in range(a.pairs):
-        us = {}
-        for k in ((0, 1) if i % 2 == 0 else (1, 0)):
-            cfg = both[k]
-            res, run = coll.run_once(a, cfg, f"[paired {what}, {i + 1}/{a.pairs}] {cfg.name}")
-            want = "AUTO" if cfg.kind == "goal" else t["ref_setting"]
-            rows = [x for x in C.parse_rows(res.stdout) if x.get("test") == "coll" and x.get("coll") == t["coll"]
-                    and x.get("scope") == t["scope"] and x.get("bytes") == t["bytes"] and x.get("setting") == want]
-            run.update({"duel": what, "pair": i, "rows": len(rows)})
-            runs.append(run)
-            if res.ok and rows and rows[0].get("verified") is not False and not (run["disturbed"] or run["unstable"]):
-                us[k] = rows[0]["median_us"]
-        if len(us) == 2:
-            got.append((us[0], us[1]))
-    ratios = [x / y for x, y in got]
-    t["rounds_verdict"] = {"value": t["value"], "goal_us": t["goal_us"], "ref_us": t["ref_us"], "ok": t["ok"]}
-    t["paired"] = {"pairs": [{"goal_us": x, "ref_us": y, "ratio": x / y} for x, y in got], "asked": a.pairs,
-                   "goal_faster": sum(1 for r in ratios if r < 1.0), "decides": len(got) * 2 > a.pairs}
-    if t["paired"]["decides"]:  # a verdict from most of the pairs, or the rounds' stands
-        t["value"] = C.median(ratios)
-        t["goal_us"], t["ref_us"] = C.median(x for x, _ in got), C.median(y for _, y in got)
-        t["ok"] = t["value"] <= t["bound"]
-    C.log(f"    paired {what}: goal/{label(t['ref_lib'], t['ref_setting'])} " + " ".join(f"{r:.3f}" for r in ratios)
-          + f" -> median {C.fmt_num(C.median(ratios), 3) if ratios else '-'}"
-          + ("" if t["paired"]["decides"] else " (too few clean pairs: the rounds' verdict stands)"))
-    return runs
+    matches = lambda cfg, x: (x.get("test") == "coll" and x.get("coll") == t["coll"]  # noqa: E731
+                              and x.get("scope") == t["scope"] and x.get("bytes") == t["bytes"]
+                              and x.get("setting") == ("AUTO" if cfg.kind == "goal" else t["ref_setting"]))
+    return coll.run_pairs(a, t, (narrowed(g, t), narrowed(m, t)), what, label(t["ref_lib"], t["ref_setting"]),
+                          matches, a.pairs)
 
 
 def report(summary, ranks_list, libs, f16_state: dict, targets) -> str:
