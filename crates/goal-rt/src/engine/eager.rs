@@ -80,10 +80,7 @@ impl Engine {
             Offer::Stream => proto::MODE_STREAM,
         };
         if let Some(s) = self.state.rdv[token as usize].as_mut() {
-            s.exchange = exchange;
-        }
-        if let Some(s) = self.state.rdv[token as usize].as_mut() {
-            s.mode = head.mode;
+            (s.exchange, s.mode) = (exchange, head.mode);
         }
         if trace_on() {
             self.trace_path(r, match head.mode {
