@@ -67,6 +67,12 @@ pub(crate) struct SchedInner {
     /// message of a gather's or a reduction's contributor (see
     /// `Engine::eager_limit`).
     pub(super) second_send: u64,
+    /// Whether it starts several sends of at least [`EXCHANGE_MIN`] bytes
+    /// at once (independent operations), from different buffers: an
+    /// all-to-all's rank, which has a message for each peer and a copy to
+    /// make of each (see `Engine::eager_limit`), not an allgather's, which
+    /// sends one block to every peer.
+    pub(super) opens_sends: bool,
     /// How its executions have gone lately, for the helper's park (see
     /// `progress::park::Rhythm`). Shared with its executions' states.
     pub(crate) rhythm: Arc<crate::progress::park::Rhythm>,
@@ -119,6 +125,10 @@ impl SchedInner {
             }
         }
         let second_send = longest[1];
+        let mut opening = s.ops[..s.independent as usize]
+            .iter()
+            .filter(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec) && o.len as u64 >= EXCHANGE_MIN);
+        let opens_sends = opening.next().is_some_and(|first| opening.any(|o| o.addr != first.addr));
         let sends_large = s.ops.iter().any(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec) && o.len as u64 >= EXCHANGE_MIN);
         let mut recv_keys: Vec<(i32, i32)> =
             s.ops.iter().filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec)).map(|o| (o.peer, o.tag)).collect();
@@ -138,7 +148,7 @@ impl SchedInner {
         let done_shape = s.independent as usize == s.ops.len()
             && s.ops.len() <= super::run::DONE_AT_ONCE
             && s.ops.iter().all(|o| matches!(o.kind(), OpKind::Send | OpKind::Local));
-        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, second_send, rhythm: Default::default(), recv_keys, members, peers, users: users.into_boxed_slice(), done_shape }
+        SchedInner { id, s, runs: AtomicU32::new(0), running: AtomicU32::new(0), pool: LockedPool(UnsafeCell::new(Vec::new())), active: LockedActive(UnsafeCell::new(Vec::new())), handles: AtomicU32::new(1), deps, fuse, opening_recvs, sends_large, second_send, opens_sends, rhythm: Default::default(), recv_keys, members, peers, users: users.into_boxed_slice(), done_shape }
     }
 
     /// Whether some receive of the schedule could take a message from

@@ -230,8 +230,9 @@ impl Engine {
     /// The largest message that send `r` of `len` bytes to local peer `p`
     /// may send eagerly: the calibrated limit, or with more ranks than
     /// cores, as much as a ring record holds (64 KiB) for a send to a peer
-    /// that last waited on this CPU, and for the longest send of its
-    /// schedule that is not half of an exchange.
+    /// that last waited on this CPU (unless it is one of an all-to-all's
+    /// messages), and for the longest send of its schedule that is not
+    /// half of an exchange.
     ///
     /// Calibration weighs eager's two copies against CMA's one between two
     /// running ranks. With more ranks than cores the receiver is often not
@@ -244,8 +245,9 @@ impl Engine {
     ///   two copies stay in this core's caches. 4 ranks on 2 CPUs, AUTO,
     ///   medians of 5 alternated rounds: bcast of 64 KiB 0.75x, scatter
     ///   0.91x, allgatherv 0.82x, allreduce 0.90x, most exchanges of
-    ///   16 KiB 0.80-0.88x; the alltoall and alltoallv of 64 KiB 1.02-1.03x
-    ///   (each rank's one message to its CPU's other rank copied twice).
+    ///   16 KiB 0.80-0.88x. Not an all-to-all's messages of 64 KiB and
+    ///   more ([`all_to_all`](Self::all_to_all)): every core copies each of
+    ///   its ranks' messages once, and eagerly this one twice.
     /// - A contributor to a gather or a reduction has one large message,
     ///   and its root copies from the rings while the other contributors go
     ///   on: gather of 64 KiB 10.4 -> 5.7 us, of 16 KiB 4.4 -> 2.0; reduce
@@ -261,7 +263,7 @@ impl Engine {
             return eager;
         }
         let ring = self.link.shm.max_eager().max(eager);
-        if self.on_this_cpu(p) {
+        if self.on_this_cpu(p) && !self.all_to_all(r, p) {
             return ring;
         }
         let longest = self.exec(r).is_some_and(|e| len as u64 > e.sched.second_send);
@@ -270,6 +272,20 @@ impl Engine {
         } else {
             eager
         }
+    }
+
+    /// Whether send `r` to `p` is one of an all-to-all's messages: it starts
+    /// with its execution beside other large sends, and a large message
+    /// from `p` comes at the same time. Its copy to a rank on this CPU is
+    /// then one of several each core makes, and eagerly it is copied
+    /// twice. AUTO, medians of 3-4 alternated runs, by CMA rather than
+    /// eagerly to the rank on this CPU: 4 ranks on 2 CPUs, alltoall and
+    /// alltoallv of 64 KiB 45.1 -> 39.0 and 44.9 -> 38.7 us (Open MPI about
+    /// 40), 3 ranks 26.8 -> 24.1, 8 ranks alltoallv 473 -> 380. An
+    /// allgather's rank sends one buffer to every peer (no `opens_sends`):
+    /// its linear allgatherv of 64 KiB took 1.18x as long this way.
+    fn all_to_all(&self, r: OpRef, p: usize) -> bool {
+        self.exec(r).is_some_and(|e| e.sched.opens_sends && r.op < e.sched.s.independent) && self.exchanging(r, p)
     }
 
     /// Whether local peer `p` last waited on the CPU this thread runs on
