@@ -32,7 +32,8 @@ pub(super) const READ_PIECE: usize = 512 << 10;
 /// back: 2 MiB bcast 1.28x, 4 MiB allgather 1.03x in 1 MiB pieces. Not
 /// with more ranks than cores, where the pass between the pieces serves
 /// ranks that share this core: 4 ranks on 2 CPUs, alltoall and alltoallv
-/// of 1 MiB took 1.02-1.03x as long read whole.
+/// of 1 MiB took 1.02-1.03x as long read whole
+/// (docs/measurements/copy-paths-2026-12-02).
 pub(super) const READ_WHOLE: usize = 1 << 20;
 
 impl Engine {

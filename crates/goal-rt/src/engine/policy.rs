@@ -283,7 +283,8 @@ impl Engine {
     /// alltoallv of 64 KiB 45.1 -> 39.0 and 44.9 -> 38.7 us (Open MPI about
     /// 40), 3 ranks 26.8 -> 24.1, 8 ranks alltoallv 473 -> 380. An
     /// allgather's rank sends one buffer to every peer (no `opens_sends`):
-    /// its linear allgatherv of 64 KiB took 1.18x as long this way.
+    /// its linear allgatherv of 64 KiB took 1.18x as long this way
+    /// (docs/measurements/copy-paths-2026-12-02).
     fn all_to_all(&self, r: OpRef, p: usize) -> bool {
         self.exec(r).is_some_and(|e| e.sched.opens_sends && r.op < e.sched.s.independent) && self.exchanging(r, p)
     }
