@@ -251,8 +251,9 @@ pub(super) struct ExecBufs {
 }
 
 impl ExecShared {
-    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: SchedId, peers: Arc<[u32]>, rhythm: Arc<crate::progress::park::Rhythm>) -> Arc<ExecShared> {
+    pub(super) fn new(rt: &Arc<crate::Runtime>, sched_id: SchedId, peers: Arc<[u32]>, rhythm: Arc<crate::progress::park::Rhythm>, large: bool) -> Arc<ExecShared> {
         Arc::new(ExecShared {
+            large,
             state: AtomicI32::new(RUNNING),
             error: Mutex::new(None),
             rt: rt.clone(),
@@ -302,6 +303,8 @@ pub struct ExecShared {
     pub sched_id: SchedId,
     /// Its schedule's peers (`SchedInner::peers`).
     pub peers: Arc<[u32]>,
+    /// Its schedule sends large messages (`SchedInner::sends_large`).
+    pub large: bool,
     /// Its schedule's `SchedInner::rhythm`.
     pub rhythm: Arc<crate::progress::park::Rhythm>,
     /// When its Run began (`ticks`), with a park timer only (see

@@ -463,6 +463,16 @@ impl Engine {
         peers.iter().any(|&p| self.link.shm.on_cpu(p as usize, cpu))
     }
 
+    /// Whether another rank of this machine last waited on the CPU this
+    /// thread runs on (any rank, not only an execution's peers).
+    pub fn cpu_taken(&self) -> bool {
+        let Some(cpu) = current_cpu() else {
+            return true;
+        };
+        self.link.shm.note_cpu(cpu);
+        self.link.shm.anyone_on_cpu(cpu)
+    }
+
     /// Whether messages wait for ring space: the peer will not ring for
     /// that, so a sleeper must come back soon.
     pub fn must_poll(&self) -> bool {

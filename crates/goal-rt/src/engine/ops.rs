@@ -237,7 +237,7 @@ pub(super) fn failed_done(rt: &Arc<crate::Runtime>, sched: SchedId, peer: i32) -
 
 /// The state of an execution that ended in Run with `err`.
 pub(super) fn failed_with(rt: &Arc<crate::Runtime>, sched: SchedId, err: Error) -> Arc<ExecShared> {
-    let shared = ExecShared::new(rt, sched, Arc::from([]), Default::default());
+    let shared = ExecShared::new(rt, sched, Arc::from([]), Default::default(), false);
     *shared.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err);
     shared.state.store(FAILED, Ordering::Release);
     shared

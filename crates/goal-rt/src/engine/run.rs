@@ -33,7 +33,7 @@ impl Engine {
             let scratch = vec![Line([0; 64]); (s.scratch as usize).div_ceil(64)];
             let mut bases = [0; BASES];
             bases[0] = scratch.as_ptr() as usize;
-            Box::new(ExecBufs { counters: Vec::with_capacity(n), scratch, bases, posted: Vec::new(), shared: ExecShared::new(rt, sched.id, sched.peers.clone(), sched.rhythm.clone()) })
+            Box::new(ExecBufs { counters: Vec::with_capacity(n), scratch, bases, posted: Vec::new(), shared: ExecShared::new(rt, sched.id, sched.peers.clone(), sched.rhythm.clone(), sched.sends_large) })
         });
         if !run.is_empty() {
             for (b, &at) in bufs.bases[1..].iter_mut().zip(run) {
@@ -62,7 +62,7 @@ impl Engine {
             }
             bufs.shared.state.store(RUNNING, Ordering::Relaxed);
         } else {
-            bufs.shared = ExecShared::new(rt, sched.id, sched.peers.clone(), sched.rhythm.clone());
+            bufs.shared = ExecShared::new(rt, sched.id, sched.peers.clone(), sched.rhythm.clone(), sched.sends_large);
         }
         let shared = bufs.shared.clone();
         if n == 0 {

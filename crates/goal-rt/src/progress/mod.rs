@@ -310,10 +310,21 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
 /// Polls per batch of a Wait for `shared`, between two yields when it
 /// yields: [`POLL_BATCH`], or with more ranks than cores
 /// (`Runtime::cores_shared`) one while a rank the execution may wait for
-/// last waited on this thread's CPU (see [`yields`]).
+/// last waited on this thread's CPU (see [`yields`]), or, for an execution
+/// that moves messages of 64 KiB or more, while any other rank of this
+/// machine did. Such an execution waits for copies that take
+/// microseconds, and the rank on this CPU may have its own to make: a
+/// sub-group of 2 of 4 ranks exchanging 64 KiB, whose partners sit on
+/// different CPUs, polled 64 times while the other group's rank on its CPU
+/// could have copied (4 alternated runs, allgatherv and alltoallv
+/// 12.75 -> 11.45 us; Open MPI 12.2-12.4; the 4-rank world's 64 KiB and
+/// 1 MiB points unchanged). Not with a CPU to itself (3 ranks on 2 CPUs:
+/// yielding there only cost the lone rank a system call per poll, 1.05-
+/// 1.11x at 64 KiB); nor for small messages, where the peer on another
+/// CPU may be about to answer (`docs/measurements/small-4ranks-2026-11-29/`).
 #[inline]
 fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> u32 {
-    if rt.cores_shared && e.shares_cpu_with(&shared.peers) {
+    if rt.cores_shared && (e.shares_cpu_with(&shared.peers) || (shared.large && e.cpu_taken())) {
         1
     } else {
         POLL_BATCH
