@@ -783,6 +783,27 @@ pub(super) mod tests {
         s.s.origin.iter().position(|&o| o == v).unwrap() as u32
     }
 
+    /// Rank 0 of 4 sending 64 KiB to each peer at once, from `addr(peer)`,
+    /// and receiving as much from each.
+    fn opening_sends(addr: impl Fn(i64) -> u64) -> SchedInner {
+        let mut g = Graph::new();
+        for p in 1..4i64 {
+            g.send(Buf::user(addr(p)), 64 << 10, p, 0);
+            g.recv(Buf::user(0x100_0000 + p as u64 * 0x10_0000), 64 << 10, p, 0);
+        }
+        let s = goal_sched::compile(&g, &CompileOptions { group_size: 4 }).unwrap();
+        SchedInner::new(0, s, (0..4).collect(), Vec::new())
+    }
+
+    #[test]
+    fn an_all_to_all_opens_sends_from_different_buffers_and_an_allgather_does_not() {
+        // An all-to-all: a block of its own for every peer.
+        assert!(opening_sends(|p| p as u64 * 0x10_0000).opens_sends);
+        // An allgather: the one block to every peer (it stays eager to the
+        // rank on this CPU, see `Engine::eager_limit`).
+        assert!(!opening_sends(|_| 0x10_0000).opens_sends);
+    }
+
     #[test]
     fn a_slot_is_reused_under_a_new_generation() {
         let s = forward(0);
