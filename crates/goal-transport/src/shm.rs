@@ -924,11 +924,6 @@ impl ShmNode {
         }
     }
 
-    /// Whether any peer reached through shared memory last waited on `cpu`.
-    pub fn anyone_on_cpu(&self, cpu: u32) -> bool {
-        self.peers.iter().flatten().any(|p| p.inbox.atomic_u64(layout::H_CPU).load(Ordering::Relaxed) == cpu as u64 + 1)
-    }
-
     /// The process id of `peer`.
     ///
     /// # Panics

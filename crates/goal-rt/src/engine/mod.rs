@@ -449,28 +449,20 @@ impl Engine {
         n
     }
 
-    /// Whether one of `peers` (job ranks) last waited on the CPU this
-    /// thread runs on, which it cannot use while this thread polls; first
-    /// publishes that CPU for the peers that wait for this rank. True when
-    /// the CPU is unknown. Costs a `sched_getcpu` (glibc reads it from the
-    /// rseq area) and a read of each peer's header line, which changes only
-    /// when that peer moves.
-    pub fn shares_cpu_with(&self, peers: &[u32]) -> bool {
+    /// Whether one of `peers` (job ranks), or with `anyone` any other rank
+    /// of this machine, last waited on the CPU this thread runs on, which
+    /// it cannot use while this thread polls; first publishes that CPU for
+    /// the peers that wait for this rank. True when the CPU is unknown.
+    /// Costs a `sched_getcpu` (glibc reads it from the rseq area) and a
+    /// read of each peer's header line, which changes only when that peer
+    /// moves.
+    pub fn shares_cpu_with(&self, peers: &[u32], anyone: bool) -> bool {
         let Some(cpu) = current_cpu() else {
             return true;
         };
-        self.link.shm.note_cpu(cpu);
-        peers.iter().any(|&p| self.link.shm.on_cpu(p as usize, cpu))
-    }
-
-    /// Whether another rank of this machine last waited on the CPU this
-    /// thread runs on (any rank, not only an execution's peers).
-    pub fn cpu_taken(&self) -> bool {
-        let Some(cpu) = current_cpu() else {
-            return true;
-        };
-        self.link.shm.note_cpu(cpu);
-        self.link.shm.anyone_on_cpu(cpu)
+        let shm = &self.link.shm;
+        shm.note_cpu(cpu);
+        peers.iter().any(|&p| shm.on_cpu(p as usize, cpu)) || (anyone && (0..self.size as usize).any(|p| shm.on_cpu(p, cpu)))
     }
 
     /// Whether messages wait for ring space: the peer will not ring for

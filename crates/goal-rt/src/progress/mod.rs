@@ -324,7 +324,7 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
 /// CPU may be about to answer (`docs/measurements/small-4ranks-2026-11-29/`).
 #[inline]
 fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> u32 {
-    if rt.cores_shared && (e.shares_cpu_with(&shared.peers) || (shared.large && e.cpu_taken())) {
+    if rt.cores_shared && e.shares_cpu_with(&shared.peers, shared.large) {
         1
     } else {
         POLL_BATCH
