@@ -154,6 +154,11 @@ def summarize(doc: dict, ncpu: int, pairs: dict | None = None) -> None:
     for k in sorted(ovl["overlap_pct"][0], key=str):
         e = dict(zip(("setup", "lib", "op", "bytes", "variant"), k))
         e.update({f: r2(ovl[f][0].get(k)) for f in ovl}, rounds=len(ovl["overlap_pct"][1][k]))
+        # Which rank's CPU the operation cost: per rank, the median over rounds of overlap.c's
+        # per-rank median of t_ovrl - t_cpu (IMB's method takes the worst rank).
+        lost = [x["lost_us_by_rank"] for x in ov if okey(x) == k and isinstance(x.get("lost_us_by_rank"), list)]
+        if lost and all(len(v) == len(lost[0]) for v in lost):
+            e["lost_us_by_rank"] = [r2(C.median(col)) for col in zip(*lost)]
         if k[0] != "local" and cost and C.isnum(e["t_pure_us"]) and e["t_pure_us"] > 0:
             c = cost * moved_mib(k[2], k[3]) / ncpu
             e["ceiling_pct"] = r2(max(0.0, 100 * (1 - c / e["t_pure_us"])))
@@ -302,6 +307,13 @@ def tables(doc, mpis) -> str:
                 rows.append(row)
             head = ["op"] + [h for l in libs for h in ((l, "ceiling") if l.endswith("+goal") else (l,))]
             out.append(C.table(head, rows))
+            rows = [[op_name(op, nb)] + [" / ".join(fmt(v) for v in e.get("lost_us_by_rank") or []) or "-" for e in (
+                find(doc["overlap"], setup=setup, lib=lib, op=op, bytes=nb, variant="none") or {} for lib in libs)]
+                for op, nb in ops]
+            if any(c != "-" for r in rows for c in r[1:]):
+                out.append("time each rank lost beside its computation, us (rank 0 / rank 1 ...: median t_ovrl - t_cpu; "
+                           "the overlap % above takes the worst rank)")
+                out.append(C.table(["op"] + libs, rows))
             ref = [e for e in doc.get("reference_overlap", []) if e["setup"] == setup]
             if ref:
                 out.append("a plain progress thread on the same hosts (bench/ref_progress.c: sockets and poll, no "

@@ -127,7 +127,8 @@
  *   {"lib", "test": "idle", "phase", "rate_before", "rate", "cost_pct", "cost_pct_max_rank",
  *    "helper_cpu_pct_before", "helper_cpu_pct"}
  *   {"lib", "test": "overlap", "op", "bytes", "variant", "t_pure_us", "t_cpu_us", "t_ovrl_us",
- *    "overlap_pct", "cpu_units", "iters"}
+ *    "overlap_pct", "cpu_units", "iters", "lost_us_by_rank" (up to 8 ranks: per rank, the median
+ *    of its repetitions' t_ovrl - t_cpu, which rank's CPU the operation cost)}
  *   {"lib", "test": "cpu", "op", "bytes", "variant", "quantum_us", "quanta", "t_idle_ms",
  *    "t_comm_ms", "usage_pct", "usage_pct_max_rank", "hl_ratio", "added_us", "reps",
  *    "usage_vs_before_pct"}
@@ -806,8 +807,23 @@ static void test_overlap(op_t *o, calib_t *cb, double budget_s, int min_it, int 
         op_wait(o);
         tp[i] = (now_s() - t) * 1e6;
     }
+    /* What each rank's repetitions took beyond its computation alone (before the medians sort
+     * the arrays): which rank's CPU pays for the operation. Gathered by a MAX over one slot per
+     * rank, so only up to MAXV / 2 ranks. */
+    double lost[MAXV] = {0};
+    int by_rank = 2 * nranks <= MAXV;
+    if (by_rank) {
+        double *d = malloc(sizeof(double) * (size_t)iters);
+        if (!d) die("out of memory");
+        for (int var = 0; var < 2; var++) {
+            for (int i = 0; i < iters; i++) d[i] = (var ? tp : tn)[i] - tc[i];
+            lost[var * nranks + rank] = median(d, iters);
+        }
+        free(d);
+    }
     double v[3] = {median(tc, iters), median(tn, iters), median(tp, iters)};
     allreduce(v, 3, 0);
+    if (by_rank) allreduce(lost, 2 * nranks, 0);
     cb->t_cpu_us = v[0];
     if (rank != 0) return;
     for (int var = 0; var < 2; var++) {
@@ -816,8 +832,11 @@ static void test_overlap(op_t *o, calib_t *cb, double budget_s, int min_it, int 
         print_head("overlap");
         print_op(o);
         printf(", \"variant\": \"%s\", \"t_pure_us\": %.3f, \"t_cpu_us\": %.3f, \"t_ovrl_us\": %.3f, "
-               "\"overlap_pct\": %.2f, \"cpu_units\": %ld, \"iters\": %d}\n",
+               "\"overlap_pct\": %.2f, \"cpu_units\": %ld, \"iters\": %d",
                var ? "progress" : "none", tpure, tcpu, tov, ov, cb->units, iters);
+        if (by_rank)
+            for (int r = 0; r < nranks; r++) printf("%s%.1f", r ? ", " : ", \"lost_us_by_rank\": [", lost[var * nranks + r]);
+        printf("%s}\n", by_rank ? "]" : "");
     }
     fflush(stdout);
 }
