@@ -36,6 +36,19 @@ pub struct NetConfig {
     /// User handler ids (16..=255) this node accepts; any other id on the
     /// wire closes the connection.
     pub handlers: Vec<u8>,
+    /// The TCP congestion control of goal's connections (`TCP_CONGESTION`),
+    /// `GOAL_NET_CC`; `None` (the default) leaves the system's
+    /// (`net.ipv4.tcp_congestion_control`).
+    ///
+    /// Some hosts pace TCP (BBR, the choice of some cloud images): the
+    /// kernel then sends each connection's data from a timer, an interrupt
+    /// on the sending CPU every few segments. Across 2 emulated hosts at
+    /// 1 Gbit/s (BBR in the hosts' kernel) a 1 MiB broadcast's root lost
+    /// 1.37-1.43 ms of a computation under it with BBR and 1.08-1.11 ms
+    /// with `reno` (`docs/measurements/overlap-ranks-2026-12-02/`). Any
+    /// name the kernel offers may be given (`tcp_available_congestion_control`);
+    /// without `CAP_NET_ADMIN` only those of `tcp_allowed_congestion_control`.
+    pub congestion: Option<String>,
     /// Largest active-message payload (sending a larger one is an error, and
     /// receiving one closes the connection). The executor's eager limit must
     /// not exceed it. `GOAL_NET_MAX_AM`, default 1 MiB.
@@ -85,6 +98,7 @@ impl NetConfig {
             secret,
             rails,
             handlers,
+            congestion: None,
             max_am_payload: 1 << 20,
             frag_size: 512 << 10,
             min_frag: 8 << 10,
@@ -97,8 +111,9 @@ impl NetConfig {
         }
     }
 
-    /// Applies `GOAL_NET_MAX_AM`, `GOAL_NET_FRAG`, `GOAL_NET_CONNECT_TIMEOUT`
-    /// and `GOAL_NET_DEAD_AFTER` from `get` (the environment, in practice).
+    /// Applies `GOAL_NET_MAX_AM`, `GOAL_NET_FRAG`, `GOAL_NET_CONNECT_TIMEOUT`,
+    /// `GOAL_NET_DEAD_AFTER` and `GOAL_NET_CC` from `get` (the environment,
+    /// in practice).
     pub fn with_overrides(mut self, get: impl Fn(&str) -> Option<String>) -> io::Result<NetConfig> {
         let num = |k: &str| -> io::Result<Option<u64>> {
             match get(k) {
@@ -117,6 +132,9 @@ impl NetConfig {
         }
         if let Some(v) = num("GOAL_NET_DEAD_AFTER")? {
             self.dead_after = Duration::from_secs(v);
+        }
+        if let Some(v) = get("GOAL_NET_CC") {
+            self.congestion = Some(v.trim().to_string());
         }
         Ok(self)
     }
@@ -145,6 +163,28 @@ impl NetConfig {
         if self.dead_after < Duration::from_millis(100) {
             return bad("dead_after below 100 ms".into());
         }
+        if let Some(cc) = &self.congestion {
+            // The kernel's names are at most 15 bytes (TCP_CA_NAME_MAX).
+            if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return bad(format!("TCP congestion control {cc:?} (GOAL_NET_CC): not a congestion control's name"));
+            }
+            self.check_congestion(cc)?;
+        }
         Ok(())
+    }
+
+    /// Asks the kernel whether a socket may take congestion control `cc`,
+    /// so that a name it refuses fails here, saying why, rather than every
+    /// connection later.
+    fn check_congestion(&self, cc: &str) -> io::Result<()> {
+        let s = crate::sys::tcp_socket(&self.rails[0].addr)?;
+        crate::sys::set_congestion(std::os::fd::AsFd::as_fd(&s), cc).map_err(|e| {
+            let why = match e.raw_os_error() {
+                Some(libc::ENOENT) => "not in this kernel (net.ipv4.tcp_available_congestion_control lists those that are)",
+                Some(libc::EPERM) => "not allowed without CAP_NET_ADMIN (net.ipv4.tcp_allowed_congestion_control lists those that are)",
+                _ => "refused",
+            };
+            io::Error::new(io::ErrorKind::InvalidInput, format!("goal-net: TCP congestion control {cc:?} (GOAL_NET_CC): {why}: {e}"))
+        })
     }
 }

@@ -158,6 +158,25 @@ pub fn get_int_opt(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int) ->
     Ok(v)
 }
 
+/// `setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name)`: the socket's TCP
+/// congestion control, by the kernel's name for it.
+pub fn set_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+    // SAFETY: the kernel reads `name.len()` bytes from a live slice.
+    cvt(unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr() as *const libc::c_void, name.len() as libc::socklen_t) })?;
+    Ok(())
+}
+
+/// The socket's TCP congestion control (`TCP_CONGESTION`), by name.
+pub fn congestion(fd: BorrowedFd<'_>) -> io::Result<String> {
+    let mut buf = [0u8; 16];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf and len are live, and len is buf's size: the kernel
+    // writes at most that many bytes and stores how many in len.
+    cvt(unsafe { libc::getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len) })?;
+    let name = &buf[..(len as usize).min(buf.len())];
+    Ok(String::from_utf8_lossy(name.split(|&b| b == 0).next().unwrap_or_default()).into_owned())
+}
+
 /// `SO_LINGER {on, 0}`: a later close resets the connection at once instead
 /// of leaving the kernel to deliver (or retransmit) what is still queued.
 pub fn set_linger_zero(fd: BorrowedFd<'_>) -> io::Result<()> {

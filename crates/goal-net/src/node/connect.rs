@@ -203,6 +203,9 @@ impl NetNode {
             sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, dead_ms)?;
         }
         sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, self.cfg.notsent_lowat.min(i32::MAX as usize) as i32)?;
+        if let Some(cc) = &self.cfg.congestion {
+            sys::set_congestion(fd, cc)?;
+        }
         Ok(())
     }
 
