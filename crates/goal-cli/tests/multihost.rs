@@ -101,6 +101,25 @@ fn ring_exchange_across_hosts() {
     }
 }
 
+/// `GOAL_NET_CC` across hosts: with a congestion control the kernel has, the
+/// ring exchange runs on it; with one it does not have, every rank's
+/// `GOAL_Init` fails saying so, and the job ends instead of hanging.
+#[test]
+fn a_congestion_control_from_the_environment_carries_the_job_or_fails_init() {
+    if in_job() {
+        util::ring_exchange_rank();
+        return;
+    }
+    let Some(c) = cluster(1) else { return };
+    let name = "a_congestion_control_from_the_environment_carries_the_job_or_fails_init";
+    let out = run_self(&c, 1, name, &[("GOAL_NET_CC", "reno")]);
+    check(&out, "ring exchange with GOAL_NET_CC=reno");
+    let out = run_self(&c, 1, name, &[("GOAL_NET_CC", "no_such_cc")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "GOAL_NET_CC=no_such_cc: the job succeeded\n{err}");
+    assert!(err.contains("no_such_cc") && err.contains("(GOAL_NET_CC): not in this kernel"), "GOAL_NET_CC=no_such_cc: no reason given\n{err}");
+}
+
 /// `goal run` of a Schedgen file of 8 ranks, across the 4 hosts under
 /// mpirun: every rank reads its part of the file, and every byte the file
 /// says who sends is checked at its receiver.
