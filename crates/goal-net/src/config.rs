@@ -168,23 +168,19 @@ impl NetConfig {
             if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
                 return bad(format!("TCP congestion control {cc:?} (GOAL_NET_CC): not a congestion control's name"));
             }
-            self.check_congestion(cc)?;
         }
         Ok(())
     }
 
-    /// Asks the kernel whether a socket may take congestion control `cc`,
-    /// so that a name it refuses fails here, saying why, rather than every
-    /// connection later.
-    fn check_congestion(&self, cc: &str) -> io::Result<()> {
-        let s = crate::sys::tcp_socket(&self.rails[0].addr)?;
-        crate::sys::set_congestion(std::os::fd::AsFd::as_fd(&s), cc).map_err(|e| {
-            let why = match e.raw_os_error() {
-                Some(libc::ENOENT) => "not in this kernel (net.ipv4.tcp_available_congestion_control lists those that are)",
-                Some(libc::EPERM) => "not allowed without CAP_NET_ADMIN (net.ipv4.tcp_allowed_congestion_control lists those that are)",
-                _ => "refused",
-            };
-            io::Error::new(io::ErrorKind::InvalidInput, format!("goal-net: TCP congestion control {cc:?} (GOAL_NET_CC): {why}: {e}"))
-        })
+    /// The error for congestion control `cc`, which the kernel refused to
+    /// a listening socket with `e`: the first socket that asks for it, so a
+    /// name it refuses fails `bind` saying why, not every connection later.
+    pub(crate) fn congestion_refused(&self, cc: &str, e: &io::Error) -> io::Error {
+        let why = match e.raw_os_error() {
+            Some(libc::ENOENT) => "not in this kernel (net.ipv4.tcp_available_congestion_control lists those that are)",
+            Some(libc::EPERM) => "not allowed without CAP_NET_ADMIN (net.ipv4.tcp_allowed_congestion_control lists those that are)",
+            _ => "refused",
+        };
+        io::Error::new(io::ErrorKind::InvalidInput, format!("goal-net: rank {}: TCP congestion control {cc:?} (GOAL_NET_CC): {why}: {e}", self.rank))
     }
 }

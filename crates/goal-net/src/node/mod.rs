@@ -251,7 +251,7 @@ impl NetNode {
             // lost 1.85-1.94 ms of its computation, against 1.17-1.46 ms on
             // the rank that connected.
             if let Some(cc) = &cfg.congestion {
-                sys::set_congestion(s.as_fd(), cc).map_err(ctx)?;
+                sys::set_congestion(s.as_fd(), cc).map_err(|e| cfg.congestion_refused(cc, &e))?;
             }
             let port = if cfg.base_port == 0 { 0 } else { cfg.base_port + r as u16 };
             sys::bind(s.as_fd(), &SocketAddr::new(rail.addr, port)).map_err(ctx)?;
@@ -445,16 +445,20 @@ impl NetNode {
     /// `peer` on our rail `rail` (`TCP_NOTSENT_LOWAT`), if there is one.
     #[doc(hidden)]
     pub fn test_notsent_lowat(&self, peer: u32, rail: usize) -> Option<usize> {
-        let conn = self.conns.iter().flatten().find(|c| c.is_up() && c.peer == Some(peer) && c.rail == rail)?;
+        let conn = self.test_conn(peer, rail)?;
         sys::get_int_opt(conn.fd(), libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT).ok().map(|v| v as usize)
+    }
+
+    /// Our connection up to `peer` on our rail `rail`, for the test hooks.
+    fn test_conn(&self, peer: u32, rail: usize) -> Option<&Conn> {
+        self.conns.iter().flatten().find(|c| c.is_up() && c.peer == Some(peer) && c.rail == rail)
     }
 
     /// Test hook: the TCP congestion control of our connection to `peer` on
     /// our rail `rail`, if there is one.
     #[doc(hidden)]
     pub fn test_congestion(&self, peer: u32, rail: usize) -> Option<String> {
-        let conn = self.conns.iter().flatten().find(|c| c.is_up() && c.peer == Some(peer) && c.rail == rail)?;
-        sys::congestion(conn.fd()).ok()
+        sys::congestion(self.test_conn(peer, rail)?.fd()).ok()
     }
 
     /// Test hook: `shutdown(2)` our connection to `peer` on our rail `rail`,
@@ -463,12 +467,7 @@ impl NetNode {
     /// connection.
     #[doc(hidden)]
     pub fn test_shutdown_rail(&mut self, peer: u32, rail: usize) -> bool {
-        for conn in self.conns.iter().flatten() {
-            if conn.is_up() && conn.peer == Some(peer) && conn.rail == rail {
-                return sys::shutdown(conn.fd()).is_ok();
-            }
-        }
-        false
+        self.test_conn(peer, rail).is_some_and(|c| sys::shutdown(c.fd()).is_ok())
     }
 }
 
