@@ -462,7 +462,11 @@ impl Engine {
         };
         let shm = &self.link.shm;
         shm.note_cpu(cpu);
-        peers.iter().any(|&p| shm.on_cpu(p as usize, cpu)) || (anyone && (0..self.size as usize).any(|p| shm.on_cpu(p, cpu)))
+        if anyone {
+            (0..self.size as usize).any(|p| shm.on_cpu(p, cpu))
+        } else {
+            peers.iter().any(|&p| shm.on_cpu(p as usize, cpu))
+        }
     }
 
     /// Whether messages wait for ring space: the peer will not ring for
