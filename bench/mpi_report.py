@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C  # noqa: E402
+import netfloor as F  # noqa: E402
 
 MiB = 1 << 20
 TARGET_PCT = 90.0      # issue 41: Iallreduce and Ibcast of 1 MiB across hosts
@@ -159,10 +160,20 @@ def summarize(doc: dict, ncpu: int, pairs: dict | None = None) -> None:
         lost = [x["lost_us_by_rank"] for x in ov if okey(x) == k and isinstance(x.get("lost_us_by_rank"), list)]
         if lost and all(len(v) == len(lost[0]) for v in lost):
             e["lost_us_by_rank"] = [r2(C.median(col)) for col in zip(*lost)]
-        if k[0] != "local" and cost and C.isnum(e["t_pure_us"]) and e["t_pure_us"] > 0:
-            c = cost * moved_mib(k[2], k[3]) / ncpu
-            e["ceiling_pct"] = r2(max(0.0, 100 * (1 - c / e["t_pure_us"])))
-        elif k[0] == "local":
+        if k[0] != "local":
+            # Two bounds on what any library can reach across the emulated hosts: the network's
+            # busy time spread over the CPUs (docs/measurements/cluster-2026-11-26/'s method), and
+            # the worst rank's loss beside a plain socket transfer (bench/netfloor.py). The lower binds.
+            if cost and C.isnum(e["t_pure_us"]) and e["t_pure_us"] > 0:
+                c = cost * moved_mib(k[2], k[3]) / ncpu
+                e["ceiling_busy_pct"] = r2(max(0.0, 100 * (1 - c / e["t_pure_us"])))
+            fl = F.ceiling_pct(doc.get("net_floor"), k[2], k[3], e["t_pure_us"])
+            if fl is not None:
+                e["ceiling_floor_pct"] = r2(fl)
+            bounds = [e[f] for f in ("ceiling_busy_pct", "ceiling_floor_pct") if f in e]
+            if bounds:
+                e["ceiling_pct"] = min(bounds)
+        else:
             e["ceiling_pct"] = 100.0
         doc["overlap"].append(e)
     # The reference progress thread (bench/ref_progress.c), per priority, beside the layer's rows.
@@ -257,6 +268,13 @@ def notes(doc, ncpu) -> list[str]:
         out.append(f"the emulated network's own CPU cost: {nc['cpu_us_per_mib']:.0f} us of CPU per MiB moved "
                    f"({nc['mib']} MiB between the two hosts by plain sockets, {nc['mbit_s']:.0f} Mbit/s); ceiling % = "
                    f"100 (1 - cost x MiB moved / {ncpu} CPUs / t_pure), MiB moved = the size (bcast), 2 x (allreduce)")
+    fl = doc.get("net_floor")
+    if fl:
+        lost = "; ".join(f"{op} {' / '.join(f'{v:.0f}' for v in e['lost_us_by_cpu'])}" for op, e in fl["ops"].items())
+        out.append(f"what the emulated network takes from each rank's computation (bench/netfloor.py: a busy loop per "
+                   f"CPU while plain sockets move {C.fmt_bytes(fl['bytes'])} per operation, {fl['reps']} operations, "
+                   f"median over {len(next(iter(fl['ops'].values()))['windows'])} window(s)), us lost per operation on "
+                   f"rank 0 / rank 1's CPU: {lost}; ceiling % = 100 (1 - the worst rank's loss / t_pure)")
     if doc.get("cluster_skipped"):
         out.append(f"NO CLUSTER SETUP: {doc['cluster_skipped']}")
     load = (doc["machine"].get("loadavg_start") or [0])[0]
@@ -295,7 +313,8 @@ def tables(doc, mpis) -> str:
                      key=lambda o: (o[0] != "barrier", o[0], o[1]))
         out.append(f"== {SETUP_TITLES.get(setup, setup)}")
         if ops:
-            out.append("overlap % without progress calls [t_pure us]; ceiling % of the run with the layer")
+            out.append("overlap % without progress calls [t_pure us]; ceiling % of the run with the layer (where "
+                       "two were measured, the lower, then (busy time / the worst rank's loss))")
             rows = []
             for op, nb in ops:
                 row = [op_name(op, nb)]
@@ -303,7 +322,9 @@ def tables(doc, mpis) -> str:
                     e = find(doc["overlap"], setup=setup, lib=lib, op=op, bytes=nb, variant="none") or {}
                     row.append(f"{fmt(e.get('overlap_pct'))} [{fmt(e.get('t_pure_us'))}]")
                     if lib.endswith("+goal"):
-                        row.append(fmt(e.get("ceiling_pct")))
+                        row.append(fmt(e.get("ceiling_pct")) if "ceiling_floor_pct" not in e else
+                                   f"{fmt(e.get('ceiling_pct'))} ({fmt(e.get('ceiling_busy_pct'))} / "
+                                   f"{fmt(e['ceiling_floor_pct'])})")
                 rows.append(row)
             head = ["op"] + [h for l in libs for h in ((l, "ceiling") if l.endswith("+goal") else (l,))]
             out.append(C.table(head, rows))
@@ -476,6 +497,8 @@ def check(doc: dict) -> list[str]:
             bad.append(f"run {r['setup']}/{r['program']}/{r['lib']} failed: {r.get('problems') or r.get('failure')}")
     if doc["fell_back"]:
         bad.append(f"{doc['fell_back']} served call(s) fell back to MPI")
+    if "2x1" in a["setups"] and "overlap" in a["programs"] and doc.get("net_cost") and not doc.get("net_floor"):
+        bad.append("net_floor: the emulated network's loss per rank was not measured (bench/netfloor.py)")
     if "2x1" in a["setups"] and "overlap" in a["programs"] and doc.get("net_cost"):
         for op, nb in ref_points(a["ops"]):
             for lib, _ in REF_LIBS:
@@ -493,10 +516,14 @@ def check(doc: dict) -> list[str]:
                     es = [e for e in doc["overlap"] if (e["setup"], e["lib"], e["variant"]) == (setup, lib, "none")]
                     if sorted({e["op"] for e in es}) != sorted(set(ops)):
                         bad.append(f"overlap {setup}/{lib}: ops {sorted({e['op'] for e in es})}, want {sorted(set(ops))}")
+                    fl = doc.get("net_floor") or {}
                     for e in es:
                         for f in ("t_pure_us", "t_cpu_us", "t_ovrl_us", "overlap_pct", "ceiling_pct"):
                             if not C.isnum(e.get(f)) and not (f == "ceiling_pct" and not doc.get("net_cost")):
                                 bad.append(f"overlap {setup}/{lib} {e['op']} {e['bytes']}: no {f}")
+                        if setup != "local" and e["op"] in fl.get("ops", {}) and e["bytes"] == fl.get("bytes") \
+                                and not C.isnum(e.get("ceiling_floor_pct")):
+                            bad.append(f"overlap {setup}/{lib} {e['op']} {e['bytes']}: no ceiling_floor_pct")
                     if lib.endswith("+goal") and not find(doc["background"], setup=setup, lib=lib, op="barrier"):
                         bad.append(f"background {setup}/{lib}: no barrier")
                     key = f"{setup}/overlap/{lib}"
