@@ -140,10 +140,23 @@ def decided(e: dict):
     return e.get("pairs_ratio", e.get("ratio"))
 
 
+def pairs_of(doc: dict) -> dict:
+    """The pairs a summary kept in its latency and blocking entries, keyed as summarize() takes them
+    (so that the tables made again from a JSON's rows keep their "p")."""
+    out = {}
+    for kind, name in (("latency", "op"), ("blocking", "coll")):
+        for e in doc.get(kind) or []:
+            if "pairs" in e:
+                out[(kind, e["setup"], e["mpi"], e[name], e["bytes"])] = {"pairs": e["pairs"],
+                                                                          "pairs_ratio": e["pairs_ratio"]}
+    return out
+
+
 def summarize(doc: dict, ncpu: int, pairs: dict | None = None) -> None:
     """Adds overlap, background, latency, blocking, calls, verdict, notes and table to doc.
-    pairs: {(setup, mpi, op or collective, bytes): {"pairs": [ratios], "pairs_ratio": median}} from
-    bench/mpi.py's back-to-back pairs, kept in the latency and blocking entries and deciding their
+    pairs: {("latency" | "blocking", setup, mpi, op or collective, bytes): {"pairs": [ratios],
+    "pairs_ratio": median}} from bench/mpi.py's back-to-back pairs (of overlap.c's non-blocking
+    operation, or of mpi_coll.c's blocking call), kept in the latency and blocking entries and deciding their
     verdict."""
     rows, runs = usable_rows(doc), doc["runs"]
     ov = [x for x in rows if x.get("test") == "overlap"]
@@ -190,12 +203,12 @@ def summarize(doc: dict, ncpu: int, pairs: dict | None = None) -> None:
     mpis = sorted({x["lib"].split("+")[0] for x in rows}, key=lambda m: m != "openmpi")
     doc["latency"] = latency_of(rows)
     for e in doc["latency"]:
-        p = (pairs or {}).get((e["setup"], e["mpi"], e["op"], e["bytes"]))
+        p = (pairs or {}).get(("latency", e["setup"], e["mpi"], e["op"], e["bytes"]))
         if p:
             e["pairs"], e["pairs_ratio"] = p["pairs"], p["pairs_ratio"]
     doc["blocking"] = blocking_of(rows)
     for e in doc["blocking"]:
-        p = (pairs or {}).get((e["setup"], e["mpi"], e["coll"], e["bytes"]))
+        p = (pairs or {}).get(("blocking", e["setup"], e["mpi"], e["coll"], e["bytes"]))
         if p:
             e["pairs"], e["pairs_ratio"] = p["pairs"], p["pairs_ratio"]
     calls: dict = {}
@@ -266,7 +279,9 @@ def notes(doc, ncpu) -> list[str]:
     nc = doc.get("net_cost")
     if nc:
         out.append(f"the emulated network's own CPU cost: {nc['cpu_us_per_mib']:.0f} us of CPU per MiB moved "
-                   f"({nc['mib']} MiB between the two hosts by plain sockets, {nc['mbit_s']:.0f} Mbit/s); ceiling % = "
+                   f"({nc['mib']} MiB between the two hosts by plain sockets, {nc['mbit_s']:.0f} Mbit/s"
+                   f"{'; the least of ' + ', '.join(f'{v:.0f}' for v in nc['tries']) if len(nc.get('tries', [])) > 1 else ''}"
+                   "); ceiling % = "
                    f"100 (1 - cost x MiB moved / {ncpu} CPUs / t_pure), MiB moved = the size (bcast), 2 x (allreduce)")
     fl = doc.get("net_floor")
     if fl:
@@ -413,6 +428,12 @@ def plot(doc, out: Path) -> list[Path]:
                 if lib.endswith("+goal") and setup != "local":
                     axes[0][j].scatter(xs, [e.get("ceiling_pct") for e in es], marker="_", s=200, color="k",
                                        label="ceiling (with the layer)" if i == 1 else None, zorder=3)
+                    # Where the worst rank's loss set it, the busy-time ceiling it replaced, in grey.
+                    busy = [(p, e["ceiling_busy_pct"]) for p, e in zip(xs, es) if "ceiling_floor_pct" in e
+                            and C.isnum(e.get("ceiling_busy_pct")) and e["ceiling_busy_pct"] != e.get("ceiling_pct")]
+                    if busy:
+                        axes[0][j].scatter(*zip(*busy), marker="_", s=200, color="grey", zorder=3,
+                                           label="ceiling from busy time alone" if i == 1 else None)
                 bs = [find(doc["background"], setup=setup, lib=lib, op=o, bytes=b) or {} for o, b in ops]
                 axes[2][j].bar(xs, [e.get("done_pct") or 0 for e in bs], w, color=COLORS[lib], label=lib)
             for (rlib, words), mark in zip(REF_LIBS, ("o", "^")):
@@ -558,7 +579,7 @@ def main() -> int:
             print(f"bench-mpi-check: {a.file}: shape right, {len(doc['runs'])} runs, "
                   f"{doc['fell_back']} served calls fell back to MPI")
         return 1 if bad else 0
-    summarize(doc, doc["machine"].get("nproc") or 1)
+    summarize(doc, doc["machine"].get("nproc") or 1, pairs_of(doc))
     print(doc["table"])
     if a.plot:
         print("wrote " + ", ".join(map(str, plot(doc, a.file.with_suffix("")))))
