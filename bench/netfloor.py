@@ -44,7 +44,7 @@ MiB = 1 << 20
 PATTERNS = {"bcast": [(0, 1)], "allreduce": [(0, 1), (1, 0)]}
 BASE_S = 1.0        # the loops alone before and after each window
 PORT = 6100
-REPS, WINDOWS = 120, 3
+REPS, WINDOWS = 120, 5
 
 # A busy loop on one CPU: a timestamp (monotonic, the harness's clock) after every few us of work.
 LOOP = r'''

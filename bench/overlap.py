@@ -837,7 +837,17 @@ def rail_addr(ns: str) -> str | None:
         return None
 
 
-def net_cost(cname: str) -> dict | None:
+def net_cost(cname: str, tries: int = 2) -> dict | None:
+    """net_cost_once (below) `tries` times, the least cost kept: another process's CPU time counts
+    in machine-wide busy time and can only add to it (one run read 9,414 us per MiB with a plot
+    being drawn beside it, against 508-1,172 otherwise). "tries" keeps every cost read."""
+    got = [c for c in (net_cost_once(cname) for _ in range(tries)) if c is not None]
+    if not got:
+        return None
+    return dict(min(got, key=lambda c: c["cpu_us_per_mib"]), tries=[c["cpu_us_per_mib"] for c in got])
+
+
+def net_cost_once(cname: str) -> dict | None:
     """The CPU time the emulated network itself takes to move bytes: machine-wide busy time
     (/proc/stat) during a NET_COST_MIB MiB TCP transfer from host 0 to host 1 by two small
     Python programs (1 MiB sendall / recv_into: about the least a TCP user can do). The
