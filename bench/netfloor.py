@@ -43,6 +43,7 @@ import overlap as O  # noqa: E402
 MiB = 1 << 20
 PATTERNS = {"bcast": [(0, 1)], "allreduce": [(0, 1), (1, 0)]}
 BASE_S = 1.0        # the loops alone before and after each window
+STALL_S = 20        # a transfer that moves nothing for this long fails its window (no hang)
 PORT = 6100
 REPS, WINDOWS = 120, 5
 
@@ -65,7 +66,7 @@ import os, select, socket, sys
 os.sched_setaffinity(0, {%(cpu)d})
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(('%(addr)s', %(port)d)); s.listen(1); print('ready', flush=True)
-c, _ = s.accept(); c.setblocking(False)
+s.settimeout(%(timeout)d); c, _ = s.accept(); c.setblocking(False)
 m = memoryview(bytearray(%(size)d)); p = select.poll(); p.register(c, select.POLLIN); lw = 1
 while True:
     n = 0
@@ -73,7 +74,8 @@ while True:
         want = %(size)d - n
         if want != lw:
             c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, want); lw = want
-        p.poll()
+        if not p.poll(%(timeout)d * 1000):
+            sys.exit('netfloor: no data for %(timeout)d s')
         while n < %(size)d:
             try:
                 k = c.recv_into(m[n:])
@@ -88,9 +90,12 @@ while True:
 
 # The sender: one sendall per message, then wait for its acknowledgement.
 SEND = r'''
-import os, socket, sys, time
+import os, socket, struct, sys, time
 os.sched_setaffinity(0, {%(cpu)d})
-s = socket.create_connection(('%(addr)s', %(port)d)); b = bytes(%(size)d)
+s = socket.create_connection(('%(addr)s', %(port)d), timeout=%(timeout)d); b = bytes(%(size)d)
+# Blocking calls, as measured, but none that waits forever: the kernel's own timeouts.
+s.settimeout(None); tv = struct.pack('ll', %(timeout)d, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
 print('ready', flush=True); sys.stdin.readline()
 for i in range(%(reps)d):
     s.sendall(b)
@@ -107,11 +112,11 @@ def rail_addrs(cname: str) -> list[str] | None:
 def window(cname: str, addrs: list[str], pattern: str, cpus: list[int], reps: int, size: int,
            port: int) -> list[float] | None:
     """One window: us each CPU lost per operation, or None if a transfer failed."""
-    procs, senders = [], []
+    procs, senders, loops = [], [], []
     try:
         for k, (a, b) in enumerate(PATTERNS[pattern]):
             ns = f"goal-{cname}-h"
-            args = dict(addr=addrs[b], port=port + k, size=size, reps=reps)
+            args = dict(addr=addrs[b], port=port + k, size=size, reps=reps, timeout=STALL_S)
             r = subprocess.Popen(["ip", "netns", "exec", ns + str(b), sys.executable, "-c", RECV % dict(args, cpu=cpus[b])],
                                  stdout=subprocess.PIPE, text=True)
             procs.append(r)
@@ -125,8 +130,8 @@ def window(cname: str, addrs: list[str], pattern: str, cpus: list[int], reps: in
                 return None
         # The loops outlast the transfers by BASE_S at the least (a generous guess at 1 Gbit/s).
         secs = 2 * BASE_S + reps * len(senders) * size * 8 / 0.5e9 + 1.0
-        loops = [subprocess.Popen([sys.executable, "-c", LOOP % dict(cpu=c, secs=secs)], stdout=subprocess.PIPE)
-                 for c in sorted(set(cpus))]
+        loops += [subprocess.Popen([sys.executable, "-c", LOOP % dict(cpu=c, secs=secs)], stdout=subprocess.PIPE)
+                  for c in sorted(set(cpus))]
         time.sleep(BASE_S)
         t0 = time.monotonic()
         for w in senders:
@@ -141,7 +146,7 @@ def window(cname: str, addrs: list[str], pattern: str, cpus: list[int], reps: in
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
     finally:
-        for p in procs:
+        for p in procs + loops:
             if p.poll() is None:
                 p.kill()
             p.wait()
