@@ -425,8 +425,8 @@ def ratio_of(t: dict, native: str, goal: str):
 
 def settle_latency(a, cfgs: list[Config], latency: list[dict], runs: list) -> dict:
     """Pairs for every pure latency the rounds put above native (see the module docs):
-    {("latency", setup, mpi, op, bytes): {"pairs": the pairs' ratios, "pairs_ratio": their median}}.
-    The pairs' runs join `runs` (round 1000 + the pair's number)."""
+    {R.pair_key("latency", entry): {"pairs": the pairs' ratios, "pairs_ratio": their median}}. The
+    pairs' runs join `runs` (round 1000 + the pair's number)."""
     close = [e for e in latency if C.isnum(e.get("ratio")) and e["ratio"] > 1.0]
     out = {}
     count = [0, len(close) * a.pairs * 2]
@@ -448,8 +448,7 @@ def settle_latency(a, cfgs: list[Config], latency: list[dict], runs: list) -> di
             if r is not None:
                 ratios.append(r)
         if ratios:
-            out[("latency", e["setup"], e["mpi"], e["op"], e["bytes"])] = {"pairs": ratios,
-                                                                          "pairs_ratio": round(C.median(ratios), 3)}
+            out[R.pair_key("latency", e)] = {"pairs": ratios, "pairs_ratio": round(C.median(ratios), 3)}
     return out
 
 
@@ -464,10 +463,9 @@ def some_points(cfg: Config, colls: list[str], sizes: list[int]) -> Config:
 def settle_blocking(a, cfgs: list[Config], blocking: list[dict], runs: list) -> dict:
     """Pairs for every blocking point the rounds put above NOISE, as settle_latency does for the
     pure latencies: per setup and MPI, the native run and the run with the layer of the blocking
-    program on those points' collectives and sizes. {("blocking", setup, mpi, coll, bytes): {"pairs":
-    ratios, "pairs_ratio": median}}, for the close points only (an MPI_Barrier's pairs are not its
-    MPI_Ibarrier's, nor an 8-byte MPI_Allreduce's its MPI_Iallreduce's); runs join `runs` (round
-    2000 + the pair's number)."""
+    program on those points' collectives and sizes. {R.pair_key("blocking", entry): {"pairs": ratios,
+    "pairs_ratio": median}}, for the close points only; runs join `runs` (round 2000 + the pair's
+    number)."""
     close = [e for e in blocking if C.isnum(e.get("ratio")) and e["ratio"] > R.NOISE]
     groups: dict = {}
     for e in close:
@@ -493,8 +491,10 @@ def settle_blocking(a, cfgs: list[Config], blocking: list[dict], runs: list) -> 
                 r = ratio_of(t.get((e["coll"], e["bytes"]), {}), native.lib, goal.lib)
                 if r is not None:
                     ratios.setdefault((e["coll"], e["bytes"]), []).append(r)
-        for (coll, nb), rs in ratios.items():
-            out[("blocking", setup, mpi, coll, nb)] = {"pairs": rs, "pairs_ratio": round(C.median(rs), 3)}
+        for e in es:
+            rs = ratios.get((e["coll"], e["bytes"]))
+            if rs:
+                out[R.pair_key("blocking", e)] = {"pairs": rs, "pairs_ratio": round(C.median(rs), 3)}
     return out
 
 

@@ -140,24 +140,28 @@ def decided(e: dict):
     return e.get("pairs_ratio", e.get("ratio"))
 
 
+# What a latency entry and a blocking entry name their operation by.
+PAIR_FIELD = {"latency": "op", "blocking": "coll"}
+
+
+def pair_key(kind: str, e: dict) -> tuple:
+    """The key of a latency or blocking entry's back-to-back pairs: which program ran them is part
+    of it (an MPI_Barrier's pairs are not its MPI_Ibarrier's)."""
+    return (kind, e["setup"], e["mpi"], e[PAIR_FIELD[kind]], e["bytes"])
+
+
 def pairs_of(doc: dict) -> dict:
     """The pairs a summary kept in its latency and blocking entries, keyed as summarize() takes them
     (so that the tables made again from a JSON's rows keep their "p")."""
-    out = {}
-    for kind, name in (("latency", "op"), ("blocking", "coll")):
-        for e in doc.get(kind) or []:
-            if "pairs" in e:
-                out[(kind, e["setup"], e["mpi"], e[name], e["bytes"])] = {"pairs": e["pairs"],
-                                                                          "pairs_ratio": e["pairs_ratio"]}
-    return out
+    return {pair_key(kind, e): {"pairs": e["pairs"], "pairs_ratio": e["pairs_ratio"]}
+            for kind in PAIR_FIELD for e in doc.get(kind) or [] if "pairs" in e}
 
 
 def summarize(doc: dict, ncpu: int, pairs: dict | None = None) -> None:
     """Adds overlap, background, latency, blocking, calls, verdict, notes and table to doc.
-    pairs: {("latency" | "blocking", setup, mpi, op or collective, bytes): {"pairs": [ratios],
-    "pairs_ratio": median}} from bench/mpi.py's back-to-back pairs (of overlap.c's non-blocking
-    operation, or of mpi_coll.c's blocking call), kept in the latency and blocking entries and deciding their
-    verdict."""
+    pairs: {pair_key(...): {"pairs": [ratios], "pairs_ratio": median}} from bench/mpi.py's
+    back-to-back pairs (of overlap.c's non-blocking operation, or of mpi_coll.c's blocking call),
+    kept in the latency and blocking entries and deciding their verdict."""
     rows, runs = usable_rows(doc), doc["runs"]
     ov = [x for x in rows if x.get("test") == "overlap"]
     bg = [x for x in rows if x.get("test") == "background"]
@@ -201,16 +205,12 @@ def summarize(doc: dict, ncpu: int, pairs: dict | None = None) -> None:
     doc["background"] = [dict(zip(("setup", "lib", "op", "bytes"), k), done_pct=r2(v), lost_pct=r2(lost.get(k)))
                          for k, v in sorted(done.items(), key=str)]
     mpis = sorted({x["lib"].split("+")[0] for x in rows}, key=lambda m: m != "openmpi")
-    doc["latency"] = latency_of(rows)
-    for e in doc["latency"]:
-        p = (pairs or {}).get(("latency", e["setup"], e["mpi"], e["op"], e["bytes"]))
-        if p:
-            e["pairs"], e["pairs_ratio"] = p["pairs"], p["pairs_ratio"]
-    doc["blocking"] = blocking_of(rows)
-    for e in doc["blocking"]:
-        p = (pairs or {}).get(("blocking", e["setup"], e["mpi"], e["coll"], e["bytes"]))
-        if p:
-            e["pairs"], e["pairs_ratio"] = p["pairs"], p["pairs_ratio"]
+    doc["latency"], doc["blocking"] = latency_of(rows), blocking_of(rows)
+    for kind in PAIR_FIELD:
+        for e in doc[kind]:
+            p = (pairs or {}).get(pair_key(kind, e))
+            if p:
+                e["pairs"], e["pairs_ratio"] = p["pairs"], p["pairs_ratio"]
     calls: dict = {}
     doc["schedules"] = {}
     for r in runs:
