@@ -924,6 +924,20 @@ impl ShmNode {
         }
     }
 
+    /// The CPU `peer`, reached through shared memory, last waited on (see
+    /// [`note_cpu`](Self::note_cpu)); `None` before it waited, or for a
+    /// peer elsewhere or not connected.
+    #[inline]
+    pub fn cpu_of(&self, peer: usize) -> Option<u32> {
+        match self.peers.get(peer) {
+            Some(Some(p)) => {
+                let word = p.inbox.atomic_u64(layout::H_CPU).load(Ordering::Relaxed);
+                word.checked_sub(1).and_then(|c| u32::try_from(c).ok())
+            }
+            _ => None,
+        }
+    }
+
     /// The process id of `peer`.
     ///
     /// # Panics

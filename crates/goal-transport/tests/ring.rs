@@ -298,11 +298,15 @@ fn a_peer_sees_the_cpu_a_rank_last_waited_on() {
     let (a, b) = pair(&cfg);
     // Nothing published yet: no CPU matches.
     assert!(!b.on_cpu(0, 0));
+    assert_eq!(b.cpu_of(0), None);
     a.note_cpu(1);
     assert!(b.on_cpu(0, 1));
     assert!(!b.on_cpu(0, 0));
+    assert_eq!(b.cpu_of(0), Some(1));
     a.note_cpu(0);
     assert!(b.on_cpu(0, 0) && !b.on_cpu(0, 1));
+    assert_eq!(b.cpu_of(0), Some(0));
     // Itself and ranks it does not reach are on no CPU it knows of.
     assert!(!b.on_cpu(1, 0) && !b.on_cpu(7, 0));
+    assert_eq!((b.cpu_of(1), b.cpu_of(7)), (None, None));
 }

@@ -449,23 +449,32 @@ impl Engine {
         n
     }
 
-    /// Whether one of `peers` (job ranks), or with `anyone` any other rank
-    /// of this machine, last waited on the CPU this thread runs on, which
-    /// it cannot use while this thread polls; first publishes that CPU for
-    /// the peers that wait for this rank. True when the CPU is unknown.
-    /// Costs a `sched_getcpu` (glibc reads it from the rseq area) and a
-    /// read of each peer's header line, which changes only when that peer
-    /// moves.
-    pub fn shares_cpu_with(&self, peers: &[u32], anyone: bool) -> bool {
+    /// Who last waited on the CPU this thread runs on, as a Wait for an
+    /// execution with `peers` (job ranks) asks: a peer, or with `anyone`
+    /// any other rank of this machine, which it cannot use while this
+    /// thread polls ([`CpuMates::Waiting`], or [`CpuMates::Hold`] when
+    /// that is no peer and every peer last waited on a lower-numbered CPU);
+    /// first publishes that CPU for the peers that wait for this rank.
+    /// `Waiting` when the CPU is unknown. Costs a `sched_getcpu` (glibc
+    /// reads it from the rseq area) and a read of each peer's header line,
+    /// which changes only when that peer moves.
+    pub fn cpu_mates(&self, peers: &[u32], anyone: bool) -> CpuMates {
         let Some(cpu) = current_cpu() else {
-            return true;
+            return CpuMates::Waiting;
         };
         let shm = &self.link.shm;
         shm.note_cpu(cpu);
-        if anyone {
-            (0..self.size as usize).any(|p| shm.on_cpu(p, cpu))
+        if peers.iter().any(|&p| shm.on_cpu(p as usize, cpu)) {
+            return CpuMates::Waiting;
+        }
+        if !anyone || !(0..self.size as usize).any(|p| shm.on_cpu(p, cpu)) {
+            return CpuMates::None;
+        }
+        let below = |&p: &u32| shm.cpu_of(p as usize).is_some_and(|c| c < cpu);
+        if !peers.is_empty() && peers.iter().all(below) {
+            CpuMates::Hold
         } else {
-            peers.iter().any(|&p| shm.on_cpu(p as usize, cpu))
+            CpuMates::Waiting
         }
     }
 
@@ -520,6 +529,20 @@ static TRACE: AtomicBool = AtomicBool::new(false);
 
 /// `GOAL_TRACE` alone.
 static TRACE_LINES: AtomicBool = AtomicBool::new(false);
+
+/// What [`Engine::cpu_mates`] found on this thread's CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuMates {
+    /// No rank that this thread's polling keeps from running.
+    None,
+    /// A rank that may need this CPU waits for it.
+    Waiting,
+    /// Ranks of other executions wait for this CPU, and every peer of this
+    /// one last waited on a lower-numbered CPU: of two Waits on two CPUs
+    /// whose peers are each behind the other's CPU-mate, this is the one
+    /// that holds its CPU (see `progress::batch`).
+    Hold,
+}
 
 /// The CPU the calling thread runs on, if the kernel says (a
 /// `sched_getcpu`, which glibc reads from the rseq area).

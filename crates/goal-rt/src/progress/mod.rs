@@ -57,6 +57,7 @@ use crate::affinity;
 use crate::config::{Config, ProgressMode};
 use crate::engine::{ExecShared, Thresholds, RUNNING};
 use crate::error::{Error, ErrorKind, Result};
+use crate::engine::CpuMates;
 use crate::Runtime;
 use goal_transport::shm::ShmNode;
 use std::sync::atomic::Ordering;
@@ -72,6 +73,13 @@ pub(crate) mod spin;
 /// Polls made per taking of the engine lock while an application thread
 /// waits (one with more ranks than cores, see [`batch`]).
 const POLL_BATCH: u32 = 64;
+
+/// Polls per batch of a Wait that holds its CPU in a standoff (see
+/// [`batch`]): about 3-5 us here, the time the other CPU takes to switch
+/// to the holder's partner and for that partner to post its message.
+/// 128 polls kept half of the standoffs, 512 lengthened the iterations
+/// that hold for nothing (sub-group of 2 of 4, 64 KiB).
+const HOLD_BATCH: u32 = 4 * POLL_BATCH;
 
 /// How long a sleeper sleeps at most before it checks peer liveness.
 const LIVENESS_TICK: Duration = Duration::from_millis(100);
@@ -322,12 +330,26 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
 /// yielding there only cost the lone rank a system call per poll, 1.05-
 /// 1.11x at 64 KiB); nor for small messages, where the peer on another
 /// CPU may be about to answer (`docs/measurements/small-4ranks-2026-11-29/`).
+///
+/// One exception, [`HOLD_BATCH`]: when the ranks on this CPU are not peers
+/// and every peer last waited on a lower-numbered CPU. Two sub-groups of
+/// 2 ranks, each pair split over CPUs 0 and 1, start "crossed" when each
+/// CPU first runs a rank of a different pair: each waits for a partner
+/// queued behind the other's CPU-mate. Yielding on both sides swaps both
+/// CPUs at once, and the new pair of running ranks is crossed again, so
+/// every rank waited for two turns of its CPU. Here the rank on the
+/// higher CPU holds its CPU for a longer batch while the lower one yields;
+/// the lower CPU's next rank is the holder's partner, one pair meets, and
+/// the other meets on the next turn (`docs/measurements/standoff-2026-12-02/`).
 #[inline]
 fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> u32 {
-    if rt.cores_shared && e.shares_cpu_with(&shared.peers, shared.large) {
-        1
-    } else {
-        POLL_BATCH
+    if !rt.cores_shared {
+        return POLL_BATCH;
+    }
+    match e.cpu_mates(&shared.peers, shared.large) {
+        CpuMates::None => POLL_BATCH,
+        CpuMates::Waiting => 1,
+        CpuMates::Hold => HOLD_BATCH,
     }
 }
 
@@ -400,7 +422,7 @@ fn sleep(rt: &Runtime, guard: goal_transport::shm::SleepGuard<'_>, timeout: Dura
 /// With more ranks than cores, a Wait yields after every poll without
 /// news while a rank its execution may wait for last waited on this
 /// thread's CPU (each rank publishes the CPU it waits on:
-/// `Engine::shares_cpu_with`), as Open MPI does after every empty poll
+/// `Engine::cpu_mates`), as Open MPI does after every empty poll
 /// when oversubscribed: that rank cannot run while we poll, and the two
 /// batches of 64 polls (1-3 us) before the first yield were lost on each
 /// hop of an exchange. While the ranks it waits for sit on other CPUs,
