@@ -464,18 +464,8 @@ impl Engine {
         };
         let shm = &self.link.shm;
         shm.note_cpu(cpu);
-        if peers.iter().any(|&p| shm.on_cpu(p as usize, cpu)) {
-            return CpuMates::Waiting;
-        }
-        if !anyone || !(0..self.size as usize).any(|p| shm.on_cpu(p, cpu)) {
-            return CpuMates::None;
-        }
-        let below = |&p: &u32| shm.cpu_of(p as usize).is_some_and(|c| c < cpu);
-        if !peers.is_empty() && peers.iter().all(below) {
-            CpuMates::Hold
-        } else {
-            CpuMates::Waiting
-        }
+        let peer_cpus = peers.iter().map(|&p| shm.cpu_of(p as usize));
+        CpuMates::of(cpu, peer_cpus, || anyone && (0..self.size as usize).any(|p| shm.on_cpu(p, cpu)))
     }
 
     /// Whether messages wait for ring space: the peer will not ring for
@@ -544,10 +534,80 @@ pub enum CpuMates {
     Hold,
 }
 
+impl CpuMates {
+    /// The case of a Wait on `cpu` whose execution's peers last waited on
+    /// `peer_cpus` (`None`: not yet, or not on this machine); `others_here`
+    /// says whether another rank of this machine that counts last waited
+    /// on `cpu`, and is asked only when no peer did.
+    fn of(cpu: u32, mut peer_cpus: impl Iterator<Item = Option<u32>> + Clone, others_here: impl FnOnce() -> bool) -> CpuMates {
+        if peer_cpus.clone().any(|c| c == Some(cpu)) {
+            return CpuMates::Waiting;
+        }
+        if !others_here() {
+            return CpuMates::None;
+        }
+        let mut any = false;
+        let all_below = peer_cpus.all(|c| {
+            any = true;
+            c.is_some_and(|c| c < cpu)
+        });
+        if any && all_below {
+            CpuMates::Hold
+        } else {
+            CpuMates::Waiting
+        }
+    }
+}
+
 /// The CPU the calling thread runs on, if the kernel says (a
 /// `sched_getcpu`, which glibc reads from the rseq area).
 #[inline]
 pub(super) fn current_cpu() -> Option<u32> {
     // SAFETY: sched_getcpu has no preconditions.
     u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CpuMates;
+
+    fn of(cpu: u32, peers: &[Option<u32>], others_here: bool) -> CpuMates {
+        CpuMates::of(cpu, peers.iter().copied(), || others_here)
+    }
+
+    #[test]
+    fn a_peer_on_this_cpu_makes_the_wait_yield_whatever_else() {
+        assert_eq!(of(1, &[Some(0), Some(1)], false), CpuMates::Waiting);
+        assert_eq!(of(0, &[Some(0)], true), CpuMates::Waiting);
+    }
+
+    #[test]
+    fn without_others_on_this_cpu_nothing_is_kept_from_running() {
+        assert_eq!(of(1, &[Some(0)], false), CpuMates::None);
+        assert_eq!(of(0, &[], false), CpuMates::None);
+    }
+
+    #[test]
+    fn of_a_standoff_the_higher_cpu_holds_and_the_lower_yields() {
+        // Two pairs split over CPUs 0 and 1, each CPU shared with the other pair.
+        assert_eq!(of(1, &[Some(0)], true), CpuMates::Hold);
+        assert_eq!(of(0, &[Some(1)], true), CpuMates::Waiting);
+        // Every peer must be below: one above, or one not yet seen, and it yields.
+        assert_eq!(of(2, &[Some(0), Some(1)], true), CpuMates::Hold);
+        assert_eq!(of(2, &[Some(0), Some(3)], true), CpuMates::Waiting);
+        assert_eq!(of(2, &[Some(0), None], true), CpuMates::Waiting);
+        // No peer at all (an execution that only computes): nothing to hold for.
+        assert_eq!(of(1, &[], true), CpuMates::Waiting);
+    }
+
+    #[test]
+    fn the_others_are_looked_at_only_when_no_peer_shares_the_cpu() {
+        let asked = std::cell::Cell::new(false);
+        let got = CpuMates::of(3, [Some(3)].into_iter(), || {
+            asked.set(true);
+            true
+        });
+        assert_eq!(got, CpuMates::Waiting);
+        assert!(!asked.get());
+    }
 }
