@@ -918,10 +918,7 @@ impl ShmNode {
     /// not connected.
     #[inline]
     pub fn on_cpu(&self, peer: usize, cpu: u32) -> bool {
-        match self.peers.get(peer) {
-            Some(Some(p)) => p.inbox.atomic_u64(layout::H_CPU).load(Ordering::Relaxed) == cpu as u64 + 1,
-            _ => false,
-        }
+        self.cpu_of(peer) == Some(cpu)
     }
 
     /// The CPU `peer`, reached through shared memory, last waited on (see

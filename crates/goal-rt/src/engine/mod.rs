@@ -456,8 +456,9 @@ impl Engine {
     /// that is no peer and every peer last waited on a lower-numbered CPU);
     /// first publishes that CPU for the peers that wait for this rank.
     /// `Waiting` when the CPU is unknown. Costs a `sched_getcpu` (glibc
-    /// reads it from the rseq area) and a read of each peer's header line,
-    /// which changes only when that peer moves.
+    /// reads it from the rseq area) and a read of each peer's header line
+    /// (with `anyone` and no peer here, every rank's), which changes only
+    /// when that rank moves.
     pub fn cpu_mates(&self, peers: &[u32], anyone: bool) -> CpuMates {
         let Some(cpu) = current_cpu() else {
             return CpuMates::Waiting;

@@ -55,9 +55,8 @@
 
 use crate::affinity;
 use crate::config::{Config, ProgressMode};
-use crate::engine::{ExecShared, Thresholds, RUNNING};
+use crate::engine::{CpuMates, ExecShared, Thresholds, RUNNING};
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::CpuMates;
 use crate::Runtime;
 use goal_transport::shm::ShmNode;
 use std::sync::atomic::Ordering;
