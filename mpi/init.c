@@ -83,6 +83,7 @@ static void report(void)
     if (gm.compiled)
         fprintf(stderr, "goal-mpi (rank %d): schedules: %lu compiled, %lu reused from the cache\n", gm.world_rank,
                 gm.compiled, gm.reused);
+    gm_mem_report();
     for (int f = 0; f < GM_NFN; f++) {
         unsigned long to_mpi = 0;
         for (int w = 1; w < GM_NWHY; w++)
@@ -194,8 +195,10 @@ int MPI_Finalize(void)
         gm.finalized = 1;
         gm.on = 0;
         gm_unlock();
+        gm_mem_end_begin();
         if (GOAL_Finalize() != GOAL_SUCCESS)
             fprintf(stderr, "goal-mpi (rank %d): GOAL_Finalize: %s\n", gm.world_rank, GOAL_LastError());
+        gm_mem_end_done();
     }
     if (gm.debug)
         report();

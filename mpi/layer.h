@@ -18,6 +18,7 @@
  *   block.c  when the blocking forms run on goal.
  *   req.c    requests: generalized MPI requests, and the Wait/Test family
  *            that keeps goal and MPI moving.
+ *   mem.c    MPI_Alloc_mem and MPI_Free_mem from goal's shared heap.
  *   ucxend.c MPICH only: UCX progressed through MPI_Finalize, whose close
  *            and PMI barrier deadlock across hosts otherwise.
  */
@@ -328,6 +329,17 @@ int gm_block_decide(const int *world_ranks, int n);
 int gm_block_skip(enum gm_fn fn, int count, MPI_Datatype dt, MPI_Comm comm);
 extern __thread unsigned gm_block_to_mpi __attribute__((tls_model("initial-exec")));
 void gm_block_end(void);
+
+/* ---- MPI_Alloc_mem from goal's heap (mem.c) ---- */
+
+/* Called by MPI_Finalize before GOAL_Finalize: saves the bytes of the
+ * heap's blocks the program still holds. */
+void gm_mem_end_begin(void);
+/* After GOAL_Finalize: maps private memory over those blocks and puts
+ * their bytes back. */
+void gm_mem_end_done(void);
+/* GOAL_DEBUG=1: how many requests the heap served. */
+void gm_mem_report(void);
 
 /* ---- MPICH's finalize on UCX (ucxend.c; no-ops in the Open MPI build) ---- */
 

@@ -1,0 +1,154 @@
+/*
+ * mem.c - MPI_Alloc_mem and MPI_Free_mem from goal's shared heap.
+ *
+ * MPI_Alloc_mem is where a program asks its MPI for memory to communicate
+ * from. The layer hands out goal's shared heap (GOAL_Alloc): a block sent
+ * from there to a rank on the same machine is one copy in user space by the
+ * receiver, where memory from malloc takes a kernel copy (Cross Memory
+ * Attach) that pins each page first. The collectives the layer serves take
+ * that path by themselves; MPI's own calls see ordinary memory.
+ *
+ * A request goes to the MPI library, as it always did, while goal is not
+ * running, with GOAL_MPI_ALLOC_MEM=0, and when the heap cannot hold it.
+ * MPI_Free_mem gives each block back where it came from.
+ *
+ * goal unmaps its heap in MPI_Finalize. Blocks the program still holds
+ * then stay readable at their addresses: their bytes are copied aside,
+ * private memory is mapped over their pages once goal has let the heap
+ * go, and the bytes are copied back. Such a block is never freed (MPI
+ * allows no MPI_Free_mem after MPI_Finalize).
+ *
+ * Fortran's MPI_ALLOC_MEM and MPI_FREE_MEM go to the MPI library directly
+ * (Open MPI's bindings call PMPI_Alloc_mem): memory from one language must
+ * be freed from the same one.
+ */
+#include "layer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* A block handed out from goal's heap. */
+struct gm_block {
+    void *p;
+    size_t n;
+};
+
+static struct gm_block *blocks;
+static size_t nblocks, cap;
+/* Requests served from the heap, and sent to MPI while goal ran. */
+static unsigned long from_heap, to_mpi;
+/* -1: GOAL_MPI_ALLOC_MEM not read yet. */
+static int enabled = -1;
+
+static int heap_enabled(void)
+{
+    if (enabled < 0) {
+        const char *v = getenv("GOAL_MPI_ALLOC_MEM");
+        enabled = !(v && strcmp(v, "0") == 0);
+    }
+    return enabled;
+}
+
+/* Whether `p` is a block of ours; removes it if so. Under gm_lock. */
+static int take(void *p)
+{
+    for (size_t i = 0; i < nblocks; i++) {
+        if (blocks[i].p == p) {
+            blocks[i] = blocks[--nblocks];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+    if (size > 0 && baseptr && heap_enabled()) {
+        gm_lock();
+        if (gm.on && (nblocks < cap || (blocks = realloc(blocks, (cap = cap ? 2 * cap : 16) * sizeof *blocks)))) {
+            void *p = GOAL_Alloc((size_t)size);
+            if (p) {
+                blocks[nblocks++] = (struct gm_block){ p, (size_t)size };
+                from_heap++;
+                gm_unlock();
+                *(void **)baseptr = p;
+                return MPI_SUCCESS;
+            }
+            to_mpi++;
+        }
+        gm_unlock();
+    }
+    return PMPI_Alloc_mem(size, info, baseptr);
+}
+
+int MPI_Free_mem(void *base)
+{
+    gm_lock();
+    int ours = base && take(base);
+    int on = gm.on;
+    gm_unlock();
+    if (!ours)
+        return PMPI_Free_mem(base);
+    if (on && GOAL_Free(base) != GOAL_SUCCESS)
+        fprintf(stderr, "goal-mpi (rank %d): MPI_Free_mem: %s\n", gm.world_rank, GOAL_LastError());
+    return MPI_SUCCESS;
+}
+
+/* The blocks' bytes, saved by gm_mem_end_begin for gm_mem_end_done. */
+static void **saved;
+
+void gm_mem_end_begin(void)
+{
+    if (nblocks == 0)
+        return;
+    saved = calloc(nblocks, sizeof *saved);
+    for (size_t i = 0; saved && i < nblocks; i++) {
+        saved[i] = malloc(blocks[i].n);
+        if (saved[i])
+            memcpy(saved[i], blocks[i].p, blocks[i].n);
+    }
+}
+
+void gm_mem_end_done(void)
+{
+    if (nblocks == 0)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    /* Every block's pages first, then the bytes: blocks may share a page. */
+    for (size_t i = 0; i < nblocks; i++) {
+        uintptr_t lo = (uintptr_t)blocks[i].p & ~(page - 1);
+        uintptr_t hi = ((uintptr_t)blocks[i].p + blocks[i].n + page - 1) & ~(page - 1);
+        if (mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+            MAP_FAILED) {
+            fprintf(stderr, "goal-mpi (rank %d): MPI_Finalize: %zu bytes from MPI_Alloc_mem at %p, still held, "
+                            "cannot be kept: %s\n", gm.world_rank, blocks[i].n, blocks[i].p, strerror(errno));
+            blocks[i].n = 0;
+        }
+    }
+    for (size_t i = 0; i < nblocks; i++) {
+        if (blocks[i].n == 0)
+            ;
+        else if (saved && saved[i])
+            memcpy(blocks[i].p, saved[i], blocks[i].n);
+        else
+            fprintf(stderr, "goal-mpi (rank %d): MPI_Finalize: the bytes of %zu from MPI_Alloc_mem at %p are lost "
+                            "(no memory to save them in)\n", gm.world_rank, blocks[i].n, blocks[i].p);
+        if (saved)
+            free(saved[i]);
+    }
+    free(saved);
+    saved = NULL;
+    /* Kept for good: MPI_Free_mem no longer applies. */
+    nblocks = 0;
+}
+
+void gm_mem_report(void)
+{
+    if (from_heap || to_mpi)
+        fprintf(stderr, "goal-mpi (rank %d): MPI_Alloc_mem: %lu from goal's shared heap, %lu to MPI (the heap "
+                        "could not hold them)\n", gm.world_rank, from_heap, to_mpi);
+}
