@@ -4,7 +4,7 @@
  *
  *   mpirun -n N ./mpi_coll LIBNAME [--quick] [--pin] [--colls LIST] [--variants LIST]
  *                          [--sizes LIST] [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N]
- *                          [--force-persistent] [--sep-file PATH] [--touch]
+ *                          [--force-persistent] [--sep-file PATH] [--touch] [--alloc-mem]
  *
  * Variants (each timed per iteration by every rank, clock_gettime(CLOCK_MONOTONIC)):
  *   blocking     MPI_Xxx
@@ -24,6 +24,7 @@
  *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before", "verified",
  *    "rank_median_us": [per rank], "touch_us" with --touch}
  * --touch: every rank reads its result after each timed iteration (bench/coll_common.h).
+ * --alloc-mem: the buffers come from MPI_Alloc_mem (under libgoal-mpi, goal's shared heap).
  * "verified": after the timed iterations one more call (the same persistent request) with known
  * data gave the right result on every rank. MPICH 4.0.2's persistent MPI_Scatter_init does not:
  * from the second MPI_Start on, non-root ranks complete without receiving (such rows are kept in
@@ -315,7 +316,7 @@ int main(int argc, char **argv) {
     if (ccl_shim_init(rank, nranks) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
 #endif
 
-    int quick = 0, pin = 0, min_it = -1, max_it = -1;
+    int quick = 0, pin = 0, alloc_mem = 0, min_it = -1, max_it = -1;
     double budget_ms = -1;
     int force_persistent = 0;
     int gextra = 0; /* gather also at GATHER_EXTRA bytes (default: when --sizes is not given) */
@@ -324,6 +325,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--pin")) pin = 1;
         else if (!strcmp(argv[i], "--touch")) touch = 1;
+        else if (!strcmp(argv[i], "--alloc-mem")) alloc_mem = 1;
         else if (!strcmp(argv[i], "--colls") && i + 1 < argc) colls = argv[++i];
         else if (!strcmp(argv[i], "--variants") && i + 1 < argc) variants = argv[++i];
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_arg = argv[++i];
@@ -338,7 +340,8 @@ int main(int argc, char **argv) {
             if (rank == 0)
                 fprintf(stderr,
                         "usage: %s LIBNAME [--quick] [--pin] [--colls LIST] [--variants LIST] [--sizes LIST]\n"
-                        "          [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N] [--sep-file PATH]\n",
+                        "          [--gather-extra] [--budget-ms X] [--min-iters N] [--max-iters N] [--sep-file PATH]\n"
+                        "          [--touch] [--alloc-mem] [--force-persistent]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;
@@ -377,8 +380,14 @@ int main(int argc, char **argv) {
         if (pin_process((int)(rank % ncpu)) != 0) die("pinning failed");
     }
     size_t cap = maxn * (size_t)nranks;
-    g_sbuf = alloc_pages(cap, 0);
-    g_rbuf = alloc_pages(cap, 0);
+    if (alloc_mem) {
+        if (MPI_Alloc_mem((MPI_Aint)cap, MPI_INFO_NULL, &g_sbuf) != MPI_SUCCESS ||
+            MPI_Alloc_mem((MPI_Aint)cap, MPI_INFO_NULL, &g_rbuf) != MPI_SUCCESS)
+            die("MPI_Alloc_mem");
+    } else {
+        g_sbuf = alloc_pages(cap, 0);
+        g_rbuf = alloc_pages(cap, 0);
+    }
     g_counts = malloc(sizeof(int) * (size_t)nranks);
     g_displs = malloc(sizeof(int) * (size_t)nranks);
     if (!g_counts || !g_displs) die("malloc");
