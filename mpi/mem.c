@@ -16,7 +16,8 @@
  * then stay readable at their addresses: their bytes are copied aside,
  * private memory is mapped over their pages once goal has let the heap
  * go, and the bytes are copied back. Such a block is never freed (MPI
- * allows no MPI_Free_mem after MPI_Finalize).
+ * allows no MPI_Free_mem after MPI_Finalize). The heap is shared memory: a
+ * process the rank forks shares such blocks instead of copying them.
  *
  * Fortran's MPI_ALLOC_MEM and MPI_FREE_MEM go to the MPI library directly
  * (Open MPI's bindings call PMPI_Alloc_mem): memory from one language must
