@@ -10,7 +10,11 @@
  *   - GOAL_Send and GOAL_Compile on a graph not yet freed fail with
  *     GOAL_ERR_NOT_INITIALIZED ("after GOAL_Finalize");
  *   - GOAL_FreeSchedule and GOAL_FreeGraph of them return GOAL_SUCCESS;
- *     freeing either again fails with GOAL_ERR_INVALID_ARGUMENT.
+ *     freeing either again fails with GOAL_ERR_INVALID_ARGUMENT;
+ *   - memory from GOAL_Alloc keeps the bytes a collective left in it, and
+ *     takes writes (the heap is not unmapped while blocks remain);
+ *     GOAL_Free of it returns GOAL_SUCCESS, of it again and of a pointer
+ *     that never came from GOAL_Alloc GOAL_ERR_INVALID_ARGUMENT.
  */
 // ranks: 1 2
 // memcheck: 2
@@ -27,6 +31,15 @@ int main(int argc, char **argv)
     CHECKM(s != NULL, "GOAL_Compile failed");
     h_run(s);
     CHECK_EQ(recv, send);
+    /* Results left in the shared heap by a collective, read after GOAL_Finalize. */
+    enum { N = 100000 };
+    uint32_t *mine = GOAL_Alloc(N * sizeof *mine), *all = GOAL_Alloc((size_t)h_size * N * sizeof *all);
+    CHECKM(mine && all, "GOAL_Alloc: %s", GOAL_LastError());
+    for (uint32_t i = 0; i < N; i++)
+        mine[i] = (uint32_t)h_rank * 1000003u + i;
+    GOAL_Schedule ag = GOAL_Allgather_init(mine, N * sizeof *mine, all, GOAL_ALG_AUTO);
+    CHECKM(ag != NULL, "GOAL_Allgather_init: %s", GOAL_LastError());
+    h_run(ag);
 
     CHECK_OK(GOAL_Finalize());
     h_finalized = 1;
@@ -44,6 +57,19 @@ int main(int argc, char **argv)
     CHECK_OK(GOAL_FreeGraph(g));
     CHECK_EQ(GOAL_FreeSchedule(s), GOAL_ERR_INVALID_ARGUMENT);
     CHECK_EQ(GOAL_FreeGraph(g), GOAL_ERR_INVALID_ARGUMENT);
+
+    /* No schedule holds goal's runtime any more: only the heap's blocks keep it mapped. */
+    CHECK_OK(GOAL_FreeSchedule(ag));
+    for (int r = 0; r < h_size; r++)
+        for (uint32_t i = 0; i < N; i++)
+            CHECKM(all[(size_t)r * N + i] == (uint32_t)r * 1000003u + i,
+                   "after GOAL_Finalize, element %u of rank %d's block reads %u", i, r, all[(size_t)r * N + i]);
+    mine[0] = 7;
+    CHECK_EQ(mine[0], 7u);
+    CHECK_OK(GOAL_Free(mine));
+    CHECK_EQ(GOAL_Free(mine), GOAL_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(GOAL_Free(&send), GOAL_ERR_INVALID_ARGUMENT);
+    CHECK_OK(GOAL_Free(all));
     if (h_rank == 0)
         printf("freed a schedule and a graph after GOAL_Finalize\n");
     return 0;

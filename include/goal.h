@@ -595,11 +595,12 @@ double GOAL_Wtime(void);
 
 /*
  Returns memory other local ranks can read directly (sends from it take a single copy), or NULL.
+ It stays valid after GOAL_Finalize, until GOAL_Free.
  */
 void *GOAL_Alloc(size_t bytes);
 
 /*
- Frees memory from GOAL_Alloc. Returns GOAL_SUCCESS or an error code.
+ Frees memory from GOAL_Alloc, before or after GOAL_Finalize. Returns GOAL_SUCCESS or an error code.
 
  # Safety
  `ptr` must be NULL or come from GOAL_Alloc, not freed before.

@@ -588,6 +588,7 @@ pub extern "C" fn GOAL_Wtime() -> f64 {
 // ---- memory ------------------------------------------------------------
 
 /// Returns memory other local ranks can read directly (sends from it take a single copy), or NULL.
+/// It stays valid after GOAL_Finalize, until GOAL_Free.
 #[no_mangle]
 pub extern "C" fn GOAL_Alloc(bytes: usize) -> *mut c_void {
     guard("GOAL_Alloc", std::ptr::null_mut(), || {
@@ -608,7 +609,7 @@ pub extern "C" fn GOAL_Alloc(bytes: usize) -> *mut c_void {
     })
 }
 
-/// Frees memory from GOAL_Alloc. Returns GOAL_SUCCESS or an error code.
+/// Frees memory from GOAL_Alloc, before or after GOAL_Finalize. Returns GOAL_SUCCESS or an error code.
 ///
 /// # Safety
 /// `ptr` must be NULL or come from GOAL_Alloc, not freed before.
@@ -618,7 +619,17 @@ pub unsafe extern "C" fn GOAL_Free(ptr: *mut c_void) -> c_int {
         if ptr.is_null() {
             return Ok(GOAL_SUCCESS);
         }
-        let rt = goal_rt::runtime("GOAL_Free")?;
+        let rt = match goal_rt::runtime("GOAL_Free") {
+            Ok(rt) => rt,
+            // After GOAL_Finalize: the heap is kept while blocks remain.
+            Err(e) => {
+                return match goal_rt::free_after_finalize(ptr as *mut u8) {
+                    Some(true) => Ok(GOAL_SUCCESS),
+                    Some(false) => Err(invalid(format!("GOAL_Free: {ptr:p} was not allocated by GOAL_Alloc"))),
+                    None => Err(e),
+                };
+            }
+        };
         if rt.free(ptr as *mut u8) {
             Ok(GOAL_SUCCESS)
         } else {

@@ -248,6 +248,9 @@ const LIVE: u8 = 1;
 const FINALIZED: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
+/// The shared heap of a finalized runtime while blocks of it are still
+/// allocated (see [`free_after_finalize`]).
+static KEPT_HEAP: Mutex<Option<Arc<Heap>>> = Mutex::new(None);
 
 /// Initialises goal for this process: finds the group, connects the ranks.
 pub fn init() -> Result<Arc<Runtime>> {
@@ -308,7 +311,24 @@ pub fn is_finalized() -> bool {
     STATE.load(Ordering::Acquire) != LIVE
 }
 
-/// Ends goal in this process: stops the helper, unmaps shared memory.
+/// Frees a block of the shared heap after [`finalize`]: `None` when no
+/// heap was kept (nothing was allocated at finalize), else whether `p`
+/// was one of its blocks. Blocks still allocated when goal finalizes stay
+/// mapped, readable and writable (a program reads its results from them
+/// after finalizing, or frees them then, the usual C order); the heap is
+/// unmapped when the last of them is freed.
+pub fn free_after_finalize(p: *mut u8) -> Option<bool> {
+    let mut kept = KEPT_HEAP.lock().unwrap_or_else(|e| e.into_inner());
+    let heap = kept.as_ref()?;
+    let freed = heap.free(p);
+    if freed && heap.allocated_bytes() == 0 {
+        *kept = None;
+    }
+    Some(freed)
+}
+
+/// Ends goal in this process: stops the helper, unmaps shared memory (the
+/// heap only once its blocks are freed, see [`free_after_finalize`]).
 pub fn finalize() -> Result<()> {
     // The timelines first, while the ranks can still talk (`GOAL_TRACE_FILE`).
     // (Its schedules are not the program's: peers are told the count from before.)
@@ -337,6 +357,9 @@ pub fn finalize() -> Result<()> {
         }
         e.link.shm.mark_finalized(compiled.unwrap_or_else(|| rt.world.inner.next_sched.load(Ordering::Relaxed)) as u64);
         e.release_idle();
+    }
+    if rt.heap.allocated_bytes() > 0 {
+        *KEPT_HEAP.lock().unwrap_or_else(|e| e.into_inner()) = Some(rt.heap.clone());
     }
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
