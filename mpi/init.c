@@ -195,10 +195,8 @@ int MPI_Finalize(void)
         gm.finalized = 1;
         gm.on = 0;
         gm_unlock();
-        gm_mem_end_begin();
         if (GOAL_Finalize() != GOAL_SUCCESS)
             fprintf(stderr, "goal-mpi (rank %d): GOAL_Finalize: %s\n", gm.world_rank, GOAL_LastError());
-        gm_mem_end_done();
     }
     if (gm.debug)
         report();

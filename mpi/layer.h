@@ -332,12 +332,6 @@ void gm_block_end(void);
 
 /* ---- MPI_Alloc_mem from goal's heap (mem.c) ---- */
 
-/* Called by MPI_Finalize before GOAL_Finalize: saves the bytes of the
- * heap's blocks the program still holds. */
-void gm_mem_end_begin(void);
-/* After GOAL_Finalize: maps private memory over those blocks and puts
- * their bytes back. */
-void gm_mem_end_done(void);
 /* GOAL_DEBUG=1: how many requests the heap served. */
 void gm_mem_report(void);
 

@@ -12,12 +12,11 @@
  * running, with GOAL_MPI_ALLOC_MEM=0, and when the heap cannot hold it.
  * MPI_Free_mem gives each block back where it came from.
  *
- * goal unmaps its heap in MPI_Finalize. Blocks the program still holds
- * then stay readable at their addresses: their bytes are copied aside,
- * private memory is mapped over their pages once goal has let the heap
- * go, and the bytes are copied back. Such a block is never freed (MPI
- * allows no MPI_Free_mem after MPI_Finalize). The heap is shared memory: a
- * process the rank forks shares such blocks instead of copying them.
+ * Blocks the program still holds at MPI_Finalize stay readable and
+ * writable at their addresses: goal keeps its heap mapped until the last
+ * of them is freed (GOAL_Free after GOAL_Finalize). The heap is shared
+ * memory: a process the rank forks shares such blocks instead of copying
+ * them.
  *
  * Fortran's MPI_ALLOC_MEM and MPI_FREE_MEM go to the MPI library directly
  * (Open MPI's bindings call PMPI_Alloc_mem): memory from one language must
@@ -25,12 +24,9 @@
  */
 #include "layer.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* A block handed out from goal's heap. */
 struct gm_block {
@@ -90,61 +86,12 @@ int MPI_Free_mem(void *base)
 {
     gm_lock();
     int ours = base && take(base);
-    int on = gm.on;
     gm_unlock();
     if (!ours)
         return PMPI_Free_mem(base);
-    if (on && GOAL_Free(base) != GOAL_SUCCESS)
+    if (GOAL_Free(base) != GOAL_SUCCESS)
         fprintf(stderr, "goal-mpi (rank %d): MPI_Free_mem: %s\n", gm.world_rank, GOAL_LastError());
     return MPI_SUCCESS;
-}
-
-/* The blocks' bytes, saved by gm_mem_end_begin for gm_mem_end_done. */
-static void **saved;
-
-void gm_mem_end_begin(void)
-{
-    if (nblocks == 0)
-        return;
-    saved = calloc(nblocks, sizeof *saved);
-    for (size_t i = 0; saved && i < nblocks; i++) {
-        saved[i] = malloc(blocks[i].n);
-        if (saved[i])
-            memcpy(saved[i], blocks[i].p, blocks[i].n);
-    }
-}
-
-void gm_mem_end_done(void)
-{
-    if (nblocks == 0)
-        return;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    /* Every block's pages first, then the bytes: blocks may share a page. */
-    for (size_t i = 0; i < nblocks; i++) {
-        uintptr_t lo = (uintptr_t)blocks[i].p & ~(page - 1);
-        uintptr_t hi = ((uintptr_t)blocks[i].p + blocks[i].n + page - 1) & ~(page - 1);
-        if (mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-            MAP_FAILED) {
-            fprintf(stderr, "goal-mpi (rank %d): MPI_Finalize: %zu bytes from MPI_Alloc_mem at %p, still held, "
-                            "cannot be kept: %s\n", gm.world_rank, blocks[i].n, blocks[i].p, strerror(errno));
-            blocks[i].n = 0;
-        }
-    }
-    for (size_t i = 0; i < nblocks; i++) {
-        if (blocks[i].n == 0)
-            ;
-        else if (saved && saved[i])
-            memcpy(blocks[i].p, saved[i], blocks[i].n);
-        else
-            fprintf(stderr, "goal-mpi (rank %d): MPI_Finalize: the bytes of %zu from MPI_Alloc_mem at %p are lost "
-                            "(no memory to save them in)\n", gm.world_rank, blocks[i].n, blocks[i].p);
-        if (saved)
-            free(saved[i]);
-    }
-    free(saved);
-    saved = NULL;
-    /* Kept for good: MPI_Free_mem no longer applies. */
-    nblocks = 0;
 }
 
 void gm_mem_report(void)

@@ -4,7 +4,8 @@
 // times with new contents; MPI's own point-to-point on such memory; a
 // block freed with MPI_Free_mem; memory from malloc next to it; and a
 // block the program still holds at MPI_Finalize, whose bytes must still be
-// there afterwards (goal unmaps its heap in MPI_Finalize).
+// there afterwards, and which must take writes (goal keeps its heap mapped
+// while blocks of it remain).
 // ranks: 2 4
 // expect: MPI_Alloc_mem: 3 from goal's shared heap, 0 to MPI
 // expect: alloc_mem: ok
@@ -69,6 +70,11 @@ int main(int argc, char **argv)
                    kept[i], (unsigned char)(rank + i));
             return 1;
         }
+    }
+    kept[0] = 42;
+    if (kept[0] != 42) {
+        printf("FAIL rank %d: after MPI_Finalize, a write to the block still held did not stay\n", rank);
+        return 1;
     }
     if (rank == 0)
         printf("alloc_mem: ok\n");
