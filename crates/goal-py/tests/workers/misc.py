@@ -22,15 +22,8 @@ import ml_dtypes
 import numpy as np
 
 import goal
-
-checks = 0
-
-
-def check(cond: bool, what: str) -> None:
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
+import checking
+from checking import check
 
 
 def zero_copy(w: goal.Group) -> None:
@@ -221,7 +214,7 @@ def main() -> None:
     threads(w)
     graphs(w)
     goal.finalize()
-    sys.stdout.write(f"OK rank {w.rank} misc {checks}\n")
+    sys.stdout.write(f"OK rank {w.rank} misc {checking.count}\n")
     sys.stdout.flush()
 
 
