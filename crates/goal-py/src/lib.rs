@@ -21,6 +21,7 @@
 //! | `coll`   | every collective, one-shot (cached) and persistent (`_init`)         |
 //! | `collfn` | the Python-facing functions of `coll`, three per collective          |
 //! | `graph`  | `goal.Graph`: send, recv, local operations, requires, compile        |
+//! | `heap`   | `goal.HeapBuffer`: a block of the shared heap (`goal.empty`)         |
 //!
 //! The pure-Python part (`python/goal/`) re-exports this module, defines
 //! `goal.Error`, finalizes at exit and carries the type hints.
@@ -33,6 +34,7 @@ mod collfn;
 mod err;
 mod exec;
 mod graph;
+mod heap;
 mod group;
 
 /// Initialises goal for this process: finds the launcher (goalrun, mpirun,
@@ -82,6 +84,7 @@ fn _goal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     group::register(m)?;
     exec::register(m)?;
     graph::register(m)?;
+    heap::register(m)?;
     collfn::register(m)?;
     coll::register_constants(m)?;
     err::register_constants(m)?;
