@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 from . import _C
 
-__all__ = ["BACKEND", "finalize"]
+__all__ = ["BACKEND", "empty", "finalize"]
 
 BACKEND = "goal"
 
@@ -46,6 +46,30 @@ def _create(opts, _backend_options=None):
         _check_one_runtime()
     ranks = list(opts.global_ranks_in_group or [])
     return _C.create_backend(opts.store, opts.group_rank, opts.group_size, ranks, str(opts.group_id))
+
+
+def empty(*size, dtype=torch.float32):
+    """A CPU tensor in goal's shared heap, its contents undefined.
+
+    Another rank of this machine reads a large message sent from it with
+    one copy in user space, where a tensor from torch's allocator costs a
+    kernel copy that pins its pages first: a flat gradient buffer that is
+    all-reduced every step, say. After ``init_process_group("goal")``. The
+    memory goes back to goal when the tensor and every view of it are
+    gone, also after ``goal_torch.finalize()``, and keeps its contents
+    until then. 64-byte aligned.
+    """
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    if not _C.initialized():
+        raise RuntimeError('goal_torch.empty: goal is not running (init_process_group("goal") first)')
+    count = 1
+    for d in size:
+        if d < 0:
+            raise ValueError(f"goal_torch.empty: negative dimension {d} in {tuple(size)}")
+        count *= d
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return _C.alloc_bytes(count * itemsize).view(dtype).view(size)
 
 
 def finalize() -> None:

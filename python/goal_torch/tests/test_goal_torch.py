@@ -14,6 +14,7 @@ installs it; `make torch-test` builds goal_torch and runs this), and the
 emulated hosts without root or goal-cluster. goalrun is $GOAL_PREFIX's
 (`make torch-test` sets it), else the one on PATH.
 """
+import json
 import os
 import re
 import shutil
@@ -146,6 +147,19 @@ def test_ddp_goalrun():
     """DDP under `goalrun -n 2`: the losses of goal and Gloo agree bit for bit."""
     out = under_goalrun("worker_ddp.py", 2)
     assert out.count("ddp ok") == 2, out
+
+
+def test_tensors_in_the_shared_heap(tmp_path):
+    """worker_heap.py at 3 ranks: goal_torch.empty's tensors all-reduced and
+    all-gathered, a view outliving its tensor, a tensor used after finalize;
+    the run's timeline shows messages taking the heap's single copy."""
+    trace = tmp_path / "timeline.json"
+    outs = launch("worker_heap.py", 3, {"GOAL_TRACE_FILE": str(trace)})
+    assert sum(o.count("heap ok") for o in outs) == 3, outs
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    paths = {e.get("args", {}).get("path") for e in events}
+    assert "heap single copy" in paths, f"paths in the timeline: {sorted(p for p in paths if p)}"
 
 
 def test_async_moves_while_the_rank_computes():

@@ -5,6 +5,9 @@
 #include <torch/extension.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace py = pybind11;
 
 namespace {
@@ -33,6 +36,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("tracked_works", [] { return goal_torch::trackedWorks(); },
         "How many Works the watcher thread holds that it has not seen end (for the tests: a Work dropped "
         "unwaited is released within about 10 ms of its end).");
+  m.def("alloc_bytes",
+        [](int64_t nbytes) {
+          if (nbytes < 0)
+            throw std::invalid_argument("goal_torch.empty: " + std::to_string(nbytes) + " bytes");
+          void* p = GOAL_Alloc(nbytes > 0 ? static_cast<size_t>(nbytes) : 1);
+          if (!p)
+            throw std::runtime_error(std::string("goal_torch.empty: ") + GOAL_LastError());
+          // The deleter runs wherever torch frees the storage, before or after
+          // goal's finalize: GOAL_Free takes the block either way.
+          return torch::from_blob(p, {nbytes}, [](void* q) { GOAL_Free(q); },
+                                  torch::TensorOptions().dtype(torch::kUInt8));
+        },
+        py::arg("nbytes"), "A uint8 CPU tensor of nbytes in goal's shared heap (goal_torch.empty's storage).");
   m.def("finalize", [] { goal_torch::shutdown(); }, py::call_guard<py::gil_scoped_release>(),
         "Stops the watcher thread and finalizes goal (at exit).");
 }
