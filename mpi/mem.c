@@ -28,13 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A block handed out from goal's heap. */
-struct gm_block {
-    void *p;
-    size_t n;
-};
-
-static struct gm_block *blocks;
+/* The blocks handed out from goal's heap and not yet freed. */
+static void **blocks;
 static size_t nblocks, cap;
 /* Requests served from the heap, and sent to MPI while goal ran. */
 static unsigned long from_heap, to_mpi;
@@ -54,7 +49,7 @@ static int heap_enabled(void)
 static int take(void *p)
 {
     for (size_t i = 0; i < nblocks; i++) {
-        if (blocks[i].p == p) {
+        if (blocks[i] == p) {
             blocks[i] = blocks[--nblocks];
             return 1;
         }
@@ -69,7 +64,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
         if (gm.on && (nblocks < cap || (blocks = realloc(blocks, (cap = cap ? 2 * cap : 16) * sizeof *blocks)))) {
             void *p = GOAL_Alloc((size_t)size);
             if (p) {
-                blocks[nblocks++] = (struct gm_block){ p, (size_t)size };
+                blocks[nblocks++] = p;
                 from_heap++;
                 gm_unlock();
                 *(void **)baseptr = p;

@@ -333,6 +333,10 @@ static double first_poke(void)
     if (poke_gap < 0) {
         const char *v = getenv("GOAL_MPI_POKE_US");
         poke_gap = v ? atof(v) * 1e-6 : 20e-6;
+        /* Never longer than a sleep between pokes: asleep, MPI is still
+         * asked at every wake-up. */
+        if (poke_gap > POKE_EVERY)
+            poke_gap = POKE_EVERY;
     }
     return poke_gap > 0 ? now_s() + poke_gap : 0;
 }

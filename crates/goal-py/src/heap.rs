@@ -47,13 +47,6 @@ impl HeapBuffer {
         self.len
     }
 
-    /// The address of the block (for tests and for users who check where
-    /// an array lives).
-    #[getter]
-    fn address(&self) -> usize {
-        self.addr
-    }
-
     unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
         if view.is_null() {
             return Err(pyo3::exceptions::PyBufferError::new_err("goal.HeapBuffer: no view to fill"));

@@ -34,8 +34,8 @@ mod collfn;
 mod err;
 mod exec;
 mod graph;
-mod heap;
 mod group;
+mod heap;
 
 /// Initialises goal for this process: finds the launcher (goalrun, mpirun,
 /// srun, torchrun's environment or none), connects the ranks. Collective
