@@ -450,23 +450,23 @@ impl Engine {
     }
 
     /// Who last waited on the CPU this thread runs on, as a Wait for an
-    /// execution with `peers` (job ranks) asks: a peer, or with `anyone`
-    /// any other rank of this machine, which it cannot use while this
-    /// thread polls ([`CpuMates::Waiting`], or [`CpuMates::Hold`] when
-    /// that is no peer and every peer last waited on a lower-numbered CPU);
-    /// first publishes that CPU for the peers that wait for this rank.
-    /// `Waiting` when the CPU is unknown. Costs a `sched_getcpu` (glibc
-    /// reads it from the rseq area) and a read of each peer's header line
-    /// (with `anyone` and no peer here, every rank's), which changes only
-    /// when that rank moves.
-    pub fn cpu_mates(&self, peers: &[u32], anyone: bool) -> CpuMates {
+    /// execution with `peers` (job ranks) asks: a peer
+    /// ([`CpuMates::Waiting`]), or another rank of this machine, which it
+    /// cannot use while this thread polls ([`CpuMates::Others`], or
+    /// [`CpuMates::Hold`] when every peer last waited on a lower-numbered
+    /// CPU); first publishes that CPU for the peers that wait for this
+    /// rank. `Waiting` when the CPU is unknown. Costs a `sched_getcpu`
+    /// (glibc reads it from the rseq area) and a read of each peer's header
+    /// line (with no peer here, every rank's), which changes only when that
+    /// rank moves.
+    pub fn cpu_mates(&self, peers: &[u32]) -> CpuMates {
         let Some(cpu) = current_cpu() else {
             return CpuMates::Waiting;
         };
         let shm = &self.link.shm;
         shm.note_cpu(cpu);
         let peer_cpus = peers.iter().map(|&p| shm.cpu_of(p as usize));
-        CpuMates::of(cpu, peer_cpus, || anyone && (0..self.size as usize).any(|p| shm.on_cpu(p, cpu)))
+        CpuMates::of(cpu, peer_cpus, || (0..self.size as usize).any(|p| shm.on_cpu(p, cpu)))
     }
 
     /// Whether messages wait for ring space: the peer will not ring for
@@ -526,8 +526,12 @@ static TRACE_LINES: AtomicBool = AtomicBool::new(false);
 pub enum CpuMates {
     /// No rank that this thread's polling keeps from running.
     None,
-    /// A rank that may need this CPU waits for it.
+    /// A peer of this execution last waited on this CPU (or the CPU is
+    /// unknown): it cannot answer while this thread polls.
     Waiting,
+    /// Ranks that are no peers of this execution wait for this CPU, and
+    /// some peer last waited on a higher-numbered CPU (or none was seen).
+    Others,
     /// Ranks of other executions wait for this CPU, and every peer of this
     /// one last waited on a lower-numbered CPU: of two Waits on two CPUs
     /// whose peers are each behind the other's CPU-mate, this is the one
@@ -555,7 +559,7 @@ impl CpuMates {
         if any && all_below {
             CpuMates::Hold
         } else {
-            CpuMates::Waiting
+            CpuMates::Others
         }
     }
 }
@@ -592,13 +596,13 @@ mod tests {
     fn of_a_standoff_the_higher_cpu_holds_and_the_lower_yields() {
         // Two pairs split over CPUs 0 and 1, each CPU shared with the other pair.
         assert_eq!(of(1, &[Some(0)], true), CpuMates::Hold);
-        assert_eq!(of(0, &[Some(1)], true), CpuMates::Waiting);
+        assert_eq!(of(0, &[Some(1)], true), CpuMates::Others);
         // Every peer must be below: one above, or one not yet seen, and it yields.
         assert_eq!(of(2, &[Some(0), Some(1)], true), CpuMates::Hold);
-        assert_eq!(of(2, &[Some(0), Some(3)], true), CpuMates::Waiting);
-        assert_eq!(of(2, &[Some(0), None], true), CpuMates::Waiting);
+        assert_eq!(of(2, &[Some(0), Some(3)], true), CpuMates::Others);
+        assert_eq!(of(2, &[Some(0), None], true), CpuMates::Others);
         // No peer at all (an execution that only computes): nothing to hold for.
-        assert_eq!(of(1, &[], true), CpuMates::Waiting);
+        assert_eq!(of(1, &[], true), CpuMates::Others);
     }
 
     #[test]

@@ -328,7 +328,8 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
 /// 1 MiB points unchanged). Not with a CPU to itself (3 ranks on 2 CPUs:
 /// yielding there only cost the lone rank a system call per poll, 1.05-
 /// 1.11x at 64 KiB); nor for small messages, where the peer on another
-/// CPU may be about to answer (`docs/measurements/small-4ranks-2026-11-29/`).
+/// CPU may be about to answer (`docs/measurements/small-4ranks-2026-11-29/`):
+/// they poll [`POLL_BATCH`] times there.
 ///
 /// One exception, [`HOLD_BATCH`]: when the ranks on this CPU are not peers
 /// and every peer last waited on a lower-numbered CPU. Two sub-groups of
@@ -340,14 +341,27 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
 /// higher CPU holds its CPU for a longer batch while the lower one yields;
 /// the lower CPU's next rank is the holder's partner, one pair meets, and
 /// the other meets on the next turn (`docs/measurements/standoff-2026-12-02/`).
+/// The same holds for small messages: two sub-groups of 2 of 4 ranks, each
+/// running collectives of 8 bytes, stood off in most runs (1.3-1.8 us per
+/// collective) and now meet (0.32-0.46 us;
+/// `docs/measurements/small-standoff-2026-12-02/`). Once met, a pair runs
+/// its exchanges without yielding: the partner answers within the batch.
 #[inline]
 fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> u32 {
     if !rt.cores_shared {
         return POLL_BATCH;
     }
-    match e.cpu_mates(&shared.peers, shared.large) {
+    polls_for(e.cpu_mates(&shared.peers), shared.large)
+}
+
+/// [`batch`]'s rule, given what [`Engine::cpu_mates`](crate::engine::Engine::cpu_mates)
+/// found and whether the execution moves messages of 64 KiB or more.
+fn polls_for(mates: CpuMates, large: bool) -> u32 {
+    match mates {
         CpuMates::None => POLL_BATCH,
         CpuMates::Waiting => 1,
+        CpuMates::Others if large => 1,
+        CpuMates::Others => POLL_BATCH,
         CpuMates::Hold => HOLD_BATCH,
     }
 }
@@ -449,4 +463,28 @@ fn yields(rt: &Runtime) -> bool {
 fn yield_now() {
     // SAFETY: sched_yield has no preconditions.
     unsafe { libc::sched_yield() };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{polls_for, CpuMates, HOLD_BATCH, POLL_BATCH};
+
+    #[test]
+    fn a_peer_on_this_cpu_makes_every_wait_yield_after_each_poll() {
+        assert_eq!(polls_for(CpuMates::Waiting, false), 1);
+        assert_eq!(polls_for(CpuMates::Waiting, true), 1);
+    }
+
+    #[test]
+    fn beside_other_ranks_only_large_executions_yield_after_each_poll() {
+        assert_eq!(polls_for(CpuMates::Others, true), 1);
+        assert_eq!(polls_for(CpuMates::Others, false), POLL_BATCH);
+        assert_eq!(polls_for(CpuMates::None, true), POLL_BATCH);
+    }
+
+    #[test]
+    fn the_holder_of_a_standoff_holds_whatever_its_messages() {
+        assert_eq!(polls_for(CpuMates::Hold, true), HOLD_BATCH);
+        assert_eq!(polls_for(CpuMates::Hold, false), HOLD_BATCH);
+    }
 }
