@@ -342,10 +342,11 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
 /// the lower CPU's next rank is the holder's partner, one pair meets, and
 /// the other meets on the next turn (`docs/measurements/standoff-2026-12-02/`).
 /// The same holds for small messages: two sub-groups of 2 of 4 ranks, each
-/// running collectives of 8 bytes, stood off in most runs (1.3-1.8 us per
-/// collective) and now meet (0.32-0.46 us;
-/// `docs/measurements/small-standoff-2026-12-02/`). Once met, a pair runs
-/// its exchanges without yielding: the partner answers within the batch.
+/// running collectives of 8 bytes behind goal's world barrier, stood off in
+/// most runs (1.2-1.7 us per collective) and now meet in most (0.32-0.46
+/// us); behind a barrier outside goal, 1.0-2.1 us became 1.2-1.3
+/// (`docs/measurements/small-standoff-2026-12-02/`). Once met, a pair runs
+/// its exchange without yielding: the partner answers within the batch.
 #[inline]
 fn batch(rt: &Runtime, e: &crate::engine::Engine, shared: &ExecShared) -> u32 {
     if !rt.cores_shared {
