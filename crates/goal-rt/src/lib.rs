@@ -358,6 +358,21 @@ pub fn finalize() -> Result<()> {
         e.link.shm.mark_finalized(compiled.unwrap_or_else(|| rt.world.inner.next_sched.load(Ordering::Relaxed)) as u64);
         e.release_idle();
     }
+    // Messages this rank staged in its heap for peers that were not
+    // running are read from there: stay until they are (bounded, as below;
+    // a reader that dies is noticed by the liveness check).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut e = rt.lock_engine();
+        if e.staged_unread() == 0 || std::time::Instant::now() >= deadline {
+            e.release_stage();
+            break;
+        }
+        e.progress();
+        e.check_peers_if_due();
+        drop(e);
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
     if rt.heap.allocated_bytes() > 0 {
         *KEPT_HEAP.lock().unwrap_or_else(|e| e.into_inner()) = Some(rt.heap.clone());
     }

@@ -14,6 +14,7 @@ use super::link::{net_head};
 use super::pieces::{operand};
 use super::recv::{short_message};
 use super::record::Path;
+use super::stage::STAGED_TOKEN;
 
 impl Engine {
     pub(super) fn poll_messages(&mut self) {
@@ -232,6 +233,7 @@ impl Engine {
             Kind::Fin if h.mode == proto::FIN_PART && self.state.split_out.contains_key(&h.token) => self.part_done(h.token, h.nanos()),
             // A sender that declined its part waits for the plain FIN.
             Kind::Fin if h.mode == proto::FIN_PART => {}
+            Kind::Fin if h.token & STAGED_TOKEN != 0 => self.unstage(h.token),
             Kind::Fin => {
                 if self.state.split_out.remove(&h.token).is_some() {
                     // A split message whose receiver's execution failed

@@ -68,6 +68,20 @@ impl Engine {
         head.kind = Kind::Rts;
         head.token = token;
         let (offer, exchange) = self.choose_offer(r, p, len, ptr, heap_off);
+        if matches!(offer, Offer::Cma { .. } | Offer::Stream) && !ptr.is_null() && self.may_stage(p, len) {
+            if let Some((off, staged)) = self.stage(p, ptr, len) {
+                // Copied into the heap for a peer that is not running (see
+                // `stage`): the send ends now; the FIN frees the block.
+                self.take_token(token);
+                head.token = staged;
+                head.mode = proto::MODE_HEAP;
+                if trace_on() {
+                    self.trace_path(r, Path::Staged);
+                }
+                self.post_message(p, head.with_buffer(off));
+                return self.finish(r);
+            }
+        }
         head.mode = match offer {
             Offer::Heap { off } => {
                 head = head.with_buffer(off);

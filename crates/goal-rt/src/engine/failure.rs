@@ -214,6 +214,7 @@ impl Engine {
         }
         self.state.net_in.retain(|&(src, _), _| src as usize != r);
         self.state.outq[r].clear();
+        self.unstage_peer(r);
         let reads = self.state.reads.len();
         self.state.reads.retain(|x| x.src as usize != r);
         let cleared = self.state.stream_in[r].len() + self.state.stream_out[r].len() + reads - self.state.reads.len();

@@ -129,6 +129,7 @@ mod rdv;
 mod recv;
 mod report;
 mod run;
+mod stage;
 mod stream;
 
 pub(crate) use exec::{ExecShared, SchedInner, DONE, FAILED, RUNNING};
@@ -221,6 +222,9 @@ pub(crate) struct Engine {
     stall: StallWatch,
     /// `GOAL_TRACE_FILE`: what each operation did (see [`record`]).
     recorder: Option<Box<record::Recorder>>,
+    /// Messages copied into this rank's heap for a peer on its CPU (see
+    /// [`stage`]); kept out of `State` as `stall` is.
+    stage: stage::Stage,
 }
 
 struct State {
@@ -367,7 +371,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), pushes: false, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
     }
 
     /// Reaches the peers marked in `remote` through `net`.

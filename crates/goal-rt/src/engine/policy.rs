@@ -292,7 +292,7 @@ impl Engine {
     /// Whether local peer `p` last waited on the CPU this thread runs on
     /// (see `ShmNode::note_cpu`): with more ranks than cores, then, it
     /// cannot be running while this rank does.
-    fn on_this_cpu(&self, p: usize) -> bool {
+    pub(super) fn on_this_cpu(&self, p: usize) -> bool {
         super::current_cpu().is_some_and(|cpu| self.link.shm.on_cpu(p, cpu))
     }
 

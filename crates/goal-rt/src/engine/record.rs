@@ -47,6 +47,9 @@ pub(crate) enum Path {
     Local,
     /// `calc`: computation.
     Calc,
+    /// Copied into the sender's shared heap for a receiver that was not
+    /// running, which reads it from there later (see `engine::stage`).
+    Staged,
 }
 
 impl Path {
@@ -66,14 +69,15 @@ impl Path {
             Path::KernelChain => "kernel chain",
             Path::Local => "local",
             Path::Calc => "calc",
+            Path::Staged => "staged",
         }
     }
 
     /// The path of code `c` (a [`Rec::path`]).
     pub(crate) fn from_code(c: u8) -> Path {
-        const ALL: [Path; 13] = [
+        const ALL: [Path; 14] = [
             Path::Unset, Path::Eager, Path::SelfCopy, Path::Stream, Path::Cma, Path::Heap, Path::Push,
-            Path::Split, Path::NetEager, Path::NetBulk, Path::KernelChain, Path::Local, Path::Calc,
+            Path::Split, Path::NetEager, Path::NetBulk, Path::KernelChain, Path::Local, Path::Calc, Path::Staged,
         ];
         ALL.get(c as usize).copied().unwrap_or(Path::Unset)
     }

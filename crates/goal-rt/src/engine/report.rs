@@ -196,9 +196,11 @@ impl Engine {
         let (fused, pushed, [split, declined], cold) = (self.state.fused, self.state.pushed, self.state.split, self.state.paths.cold_writes);
         let [bytes, read] = self.state.split_bytes;
         let share = (read * 100).checked_div(bytes).unwrap_or(0);
-        (stream + cma + fused + pushed + split > 0).then(|| {
+        let staged = self.stage.sends;
+        (stream + cma + fused + pushed + split + staged > 0).then(|| {
             format!(
-                "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA); \
+                "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA), \
+                 {staged} of them staged in this rank's heap instead, for a rank not running (more ranks than cores); \
                  {fused} receive(s) combined with their local operation as they came; {pushed} written here by their senders while this rank was busy; \
                  {split} copied by this rank and their senders together, chunk by chunk, this rank taking {share} % of their bytes \
                  ({declined} of them declined by a sender whose application did not wait); \
