@@ -1208,6 +1208,15 @@ fn a_burst_above_the_calibrated_range_goes_by_cma() {
     assert!(job.status == 0, "exit {}\n--- stderr\n{}", job.status, job.stderr);
     let cma = debug_count(&job.stderr, " by CMA (in exchanges");
     let bursts = (ROUNDS * (W - 2)) as u64;
+    if job.stderr.contains(&format!("cma=({}, 0)", usize::MAX)) {
+        // Calibration found CMA slower than the stream at every size (an
+        // AMD EPYC here, whose CMA copies at a quarter of memcpy's speed,
+        // did in one of two runs): bursts then keep the stream, as every
+        // other message without a measurement that CMA is faster.
+        let stream = debug_count(&job.stderr, " by stream, ");
+        assert!(stream >= bursts, "without a calibrated CMA range, rank 1 should send the {bursts} burst messages by the stream, sent {stream}\n--- stderr\n{}", job.stderr);
+        return;
+    }
     assert!(cma >= bursts, "rank 1 should send at least the {bursts} burst messages by CMA, sent {cma}\n--- stderr\n{}", job.stderr);
 }
 
