@@ -3,23 +3,26 @@
 //! heap, and the send ends there, instead of waiting for that rank to be
 //! scheduled, read the message and answer.
 //!
-//! Such a peer cannot run while this rank does. A CMA send to it holds its
-//! execution (an all-to-all's, typically, whose messages to that rank go by
-//! rendezvous, see `policy::all_to_all`) until the OS has switched to the
-//! peer, which reads, answers FIN, and is switched out again. Staged, the
-//! send ends after one copy into a heap block, and the RTS offers the
-//! block as any heap message (`MODE_HEAP`): the receiver reads it with a
-//! `memcpy` when it runs, and its FIN gives the block back. The token of a
-//! staged RTS carries [`STAGED_TOKEN`], so that FIN is told from a
-//! rendezvous send's.
+//! Such a peer cannot run while this rank does. A rendezvous send to it
+//! (an all-to-all's, typically, whose messages to that rank do not go
+//! eagerly, see `policy::all_to_all`) holds its execution until the OS has
+//! switched to the peer, which reads (CMA) or answers CTS and copies the
+//! stream out, answers FIN, and is switched out again. Staged, the send
+//! ends after one copy into a heap block, and the RTS offers the block as
+//! any heap message (`MODE_HEAP`): the receiver reads it with a `memcpy`
+//! when it runs, and its FIN gives the block back. The token of a staged
+//! RTS carries [`STAGED_TOKEN`], so that FIN is told from a rendezvous
+//! send's.
 //!
-//! Measured in `docs/measurements/staged-2026-12-03` (4 ranks on 2 CPUs,
-//! AUTO, the two builds alternated): alltoall of 64 KiB 38.9 -> 33.3 us,
-//! alltoallv 38.5 -> 33.7 (Open MPI 35.4 and 35.9); 3 ranks 23.7 -> 22.1
-//! and 26.0 -> 22.1; no change at 16, 32 and 256 KiB or with 8 ranks.
-//! Staging to a peer on any CPU, up to 1 MiB, was 1.0-1.6x slower: a
-//! running receiver reads by CMA as soon as the RTS arrives, and the
-//! staging copy only adds to it.
+//! Measured in `docs/measurements/staged-2026-12-03` (AUTO, the two builds
+//! alternated). On an Intel Xeon, 4 ranks on 2 CPUs: alltoall of 64 KiB
+//! 38.9 -> 33.3 us, alltoallv 38.5 -> 33.7 (Open MPI 35.4 and 35.9);
+//! 3 ranks 23.7 -> 22.1 and 26.0 -> 22.1; no change at 16, 32 and 256 KiB
+//! or with 8 ranks. On an AMD EPYC with the same 8 KiB eager limit:
+//! 0.84-0.86x at 64 KiB with 4 ranks (Open MPI 1.12-1.16x the new time),
+//! 0.76-0.81x with 3, alltoallv 0.79x with 8. Staging to a peer on any
+//! CPU, up to 1 MiB, was 1.0-1.6x slower: a running receiver reads by CMA
+//! as soon as the RTS arrives, and the staging copy only adds to it.
 //!
 //! A rank's staged bytes per peer are bounded ([`STAGE_CREDIT`]); past it,
 //! sends take the usual rendezvous. Blocks come back through a small pool
