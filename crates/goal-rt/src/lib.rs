@@ -358,24 +358,6 @@ pub fn finalize() -> Result<()> {
         e.link.shm.mark_finalized(compiled.unwrap_or_else(|| rt.world.inner.next_sched.load(Ordering::Relaxed)) as u64);
         e.release_idle();
     }
-    // Messages this rank staged in its heap for peers that were not
-    // running are read from there: stay until they are (bounded, as below;
-    // a reader that dies is noticed by the liveness check).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let mut e = rt.lock_engine();
-        if e.staged_unread() == 0 || std::time::Instant::now() >= deadline {
-            e.release_stage();
-            break;
-        }
-        e.progress();
-        e.check_peers_if_due();
-        drop(e);
-        std::thread::sleep(std::time::Duration::from_micros(100));
-    }
-    if rt.heap.allocated_bytes() > 0 {
-        *KEPT_HEAP.lock().unwrap_or_else(|e| e.into_inner()) = Some(rt.heap.clone());
-    }
     rt.shutdown.store(true, Ordering::Release);
     rt.bell.ring();
     progress::park::unpark(&rt);
@@ -394,17 +376,28 @@ pub fn finalize() -> Result<()> {
         }
     }
     // Sends finish once their bytes are queued; over the network, stay
-    // until the receivers have acknowledged them (bounded: a receiver that
-    // never polls again is not waited for forever).
+    // until the receivers have acknowledged them, and messages this rank
+    // staged in its heap for peers that were not running (see the engine's
+    // `stage`) until they are read from there. Bounded: a receiver that
+    // never polls again is not waited for forever, and one that dies is
+    // noticed by the liveness check.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let mut e = rt.lock_engine();
-        if e.link.net.as_ref().is_none_or(|n| n.is_quiet()) || std::time::Instant::now() >= deadline {
+        let quiet = e.link.net.as_ref().is_none_or(|n| n.is_quiet()) && e.staged_unread() == 0;
+        if quiet || std::time::Instant::now() >= deadline {
+            e.release_stage();
             break;
         }
         e.progress();
+        e.check_peers_if_due();
         drop(e);
-        std::thread::sleep(std::time::Duration::from_micros(200));
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    // (After the staged blocks went back: what is left is the application's,
+    // or staged blocks no reader came for.)
+    if rt.heap.allocated_bytes() > 0 {
+        *KEPT_HEAP.lock().unwrap_or_else(|e| e.into_inner()) = Some(rt.heap.clone());
     }
     Ok(())
 }

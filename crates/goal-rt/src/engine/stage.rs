@@ -62,14 +62,13 @@ pub(super) struct Stage {
     /// Staged messages by token (without [`STAGED_TOKEN`]).
     live: Vec<Option<Staged>>,
     free_tokens: Vec<u32>,
-    /// Bytes staged and not read, per peer (blocks of [`STAGE_MAX`]).
-    per_peer: Vec<usize>,
+    /// Messages staged and not read, per peer (each holds a block of
+    /// [`STAGE_MAX`] bytes).
+    per_peer: Vec<u32>,
     /// Free blocks, each [`STAGE_MAX`] bytes.
     pool: Vec<*mut u8>,
     /// Messages staged since init, for `GOAL_DEBUG`.
     pub(super) sends: u64,
-    /// Messages staged and not read yet.
-    unread: usize,
 }
 
 // SAFETY: the raw pointers are blocks of this process's shared heap, owned
@@ -86,7 +85,7 @@ impl Engine {
             && !self.background
             && self.kernel.is_none()
             && len <= STAGE_MAX
-            && self.stage.per_peer.get(p).copied().unwrap_or(0) + STAGE_MAX <= STAGE_CREDIT
+            && (self.stage.per_peer.get(p).copied().unwrap_or(0) as usize + 1) * STAGE_MAX <= STAGE_CREDIT
             && self.on_this_cpu(p)
     }
 
@@ -94,34 +93,33 @@ impl Engine {
     /// the block's heap offset and the RTS's token, or `None` when the heap
     /// has no room (the send then goes by rendezvous).
     pub(super) fn stage(&mut self, p: usize, src: *const u8, len: usize) -> Option<(u64, u32)> {
-        let st = &mut self.stage;
-        let heap = st.heap.get_or_insert_with(|| self.link.shm.heap()).clone();
-        let block = match st.pool.pop() {
+        let Stage { heap, live, free_tokens, per_peer, pool, sends } = &mut self.stage;
+        let heap = heap.get_or_insert_with(|| self.link.shm.heap());
+        let block = match pool.pop() {
             Some(b) => b,
             None => heap.alloc(STAGE_MAX)?.as_ptr(),
         };
+        let off = heap.offset_of(block, len).expect("a block of the heap lies in it");
         // SAFETY: `src` is the send's buffer, valid for `len` bytes (API
         // contract); `block` is a heap block of STAGE_MAX >= len bytes that
         // no one else uses until its FIN.
         unsafe { std::ptr::copy_nonoverlapping(src, block, len) };
-        let off = heap.offset_of(block, len)?;
         let s = Staged { peer: p as u32, block };
-        let t = match st.free_tokens.pop() {
+        let t = match free_tokens.pop() {
             Some(t) => {
-                st.live[t as usize] = Some(s);
+                live[t as usize] = Some(s);
                 t
             }
             None => {
-                st.live.push(Some(s));
-                (st.live.len() - 1) as u32
+                live.push(Some(s));
+                (live.len() - 1) as u32
             }
         };
-        if st.per_peer.len() <= p {
-            st.per_peer.resize(p + 1, 0);
+        if per_peer.len() <= p {
+            per_peer.resize(p + 1, 0);
         }
-        st.per_peer[p] += STAGE_MAX;
-        st.sends += 1;
-        st.unread += 1;
+        per_peer[p] += 1;
+        *sends += 1;
         self.copied(len);
         Some((off, t | STAGED_TOKEN))
     }
@@ -132,8 +130,7 @@ impl Engine {
         let t = token & !STAGED_TOKEN;
         let Some(s) = st.live.get_mut(t as usize).and_then(Option::take) else { return };
         st.free_tokens.push(t);
-        st.per_peer[s.peer as usize] -= STAGE_MAX;
-        st.unread -= 1;
+        st.per_peer[s.peer as usize] -= 1;
         st.give_back(s.block);
     }
 
@@ -148,7 +145,7 @@ impl Engine {
 
     /// Staged messages not read yet (see [`Engine::release_stage`]).
     pub fn staged_unread(&self) -> usize {
-        self.stage.unread
+        self.stage.per_peer.iter().map(|&n| n as usize).sum()
     }
 
     /// At finalize, once nothing staged is left to read (or its readers
