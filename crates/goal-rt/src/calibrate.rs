@@ -208,13 +208,32 @@ const DEFAULT_HANDOVER: f64 = 0.2e-6;
 
 /// One-way hand-over between two threads through a shared word: the best of
 /// several short batches (a batch in which the other thread was descheduled
-/// says nothing about the hardware).
-fn handover() -> f64 {
+/// says nothing about the hardware). Measured between the first two of
+/// `cpus`, each thread pinned to one, as [`cross_core`] measures: a rank
+/// that its launcher bound to one core gave its mask to the thread it
+/// spawned, and the two threads then took turns on that core until the
+/// batch's time-out: 50 ms lost, and the default 200 ns taken instead of
+/// the 30-140 ns this machine measures, which widened the margin eager
+/// messages keep against CMA (see [`RDV_EXTRA_HANDOVERS`]): on a 2-vCPU
+/// AMD EPYC, 7 of 7 forced calibrations of bound ranks put the eager limit
+/// at 32 or 64 KiB, and with the hand-over measured 5 of 8 put it at 8 or
+/// 16 KiB (the host moves between states where a 64 KiB copy between the
+/// two vCPUs takes 6 or 12 us, so the rest still say 64). The default
+/// where fewer than two CPUs are there to measure between.
+fn handover(cpus: &[usize]) -> f64 {
+    let (Some(before), [mine, theirs, ..]) = (affinity::current(), cpus) else { return DEFAULT_HANDOVER };
+    if affinity::pin(*mine).is_err() {
+        return DEFAULT_HANDOVER;
+    }
+    let theirs = *theirs;
     let word = Arc::new(AtomicU64::new(0));
     let w = word.clone();
     let (batches, rounds) = (20u64, 50u64);
     let total = batches * rounds;
     let t = std::thread::spawn(move || {
+        if affinity::pin(theirs).is_err() {
+            return;
+        }
         for i in 0..total {
             let start = Instant::now();
             while w.load(Ordering::Acquire) != 2 * i + 1 {
@@ -242,6 +261,7 @@ fn handover() -> f64 {
         best = best.min(start.elapsed().as_secs_f64() / (2 * rounds) as f64);
     }
     let _ = t.join();
+    let _ = affinity::set(&before);
     if best.is_finite() {
         best
     } else {
@@ -251,7 +271,7 @@ fn handover() -> f64 {
 
 fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
     let t0 = Instant::now();
-    let h = handover();
+    let h = handover(cpus);
     let max = 16usize << 20;
     let src = vec![1u8; max];
     let mut dst = vec![0u8; max];
@@ -504,6 +524,24 @@ mod tests {
         }
         assert_eq!(entries(&many).len(), MAX_ENTRIES);
         assert_eq!(read_cache(&many, "v3|39").map(|t| t.eager), Some(39));
+    }
+
+    /// A rank bound to one core (goalrun's default) still measures the
+    /// hand-over between two, and keeps its binding.
+    #[test]
+    fn a_bound_rank_measures_the_hand_over_between_two_cpus() {
+        let Some(before) = affinity::current() else { return };
+        let online = affinity::cpus(&before);
+        if online.len() < 2 {
+            return;
+        }
+        affinity::pin(online[0]).unwrap();
+        let h = handover(&online[..2]);
+        let after = affinity::current().map(|s| affinity::cpus(&s));
+        affinity::set(&before).unwrap();
+        assert!(h != DEFAULT_HANDOVER && h < 20e-6, "hand-over {h} s: not measured between CPUs {:?}", &online[..2]);
+        assert_eq!(after, Some(vec![online[0]]), "the calibrating thread's binding changed");
+        assert_eq!(handover(&online[..1]), DEFAULT_HANDOVER, "one CPU has nothing to measure between");
     }
 
     #[test]
