@@ -57,7 +57,9 @@
 
 #![deny(missing_docs)]
 
+mod copy;
 mod dualwait;
+pub use copy::{copy_bytes, move_bytes};
 pub mod kchain;
 pub mod shm;
 pub use dualwait::io_uring_allowed;
@@ -68,39 +70,6 @@ pub mod sys;
 /// The fixed-size header that travels with every message, opaque to the
 /// transport (four 64-bit words, encoded by the runtime).
 pub type Envelope = [u64; 4];
-
-/// Copies `n` bytes from `src` to `dst`, like `std::ptr::copy_nonoverlapping`,
-/// but without a call to `memcpy` for up to 16 bytes: messages of a few bytes
-/// are the common case of latency-bound collectives, and there the call
-/// costs more than the copy (callgrind: 12 instructions per copy of 8 bytes
-/// saved, three copies per message).
-///
-/// # Safety
-/// As `std::ptr::copy_nonoverlapping`: `src` valid for reads and `dst` for
-/// writes of `n` bytes, not overlapping.
-#[inline(always)]
-pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY (all branches): every access lies within the first `n` bytes
-    // of `src` and `dst` (caller); unaligned reads and writes are allowed.
-    unsafe {
-        if n > 16 {
-            std::ptr::copy_nonoverlapping(src, dst, n);
-        } else if n >= 8 {
-            // Two 8-byte words, overlapping when n < 16.
-            let (a, b) = ((src as *const u64).read_unaligned(), (src.add(n - 8) as *const u64).read_unaligned());
-            (dst as *mut u64).write_unaligned(a);
-            (dst.add(n - 8) as *mut u64).write_unaligned(b);
-        } else if n >= 4 {
-            let (a, b) = ((src as *const u32).read_unaligned(), (src.add(n - 4) as *const u32).read_unaligned());
-            (dst as *mut u32).write_unaligned(a);
-            (dst.add(n - 4) as *mut u32).write_unaligned(b);
-        } else {
-            for i in 0..n {
-                *dst.add(i) = *src.add(i);
-            }
-        }
-    }
-}
 
 /// A peer stopped: it exited or was killed while the group was still running.
 #[derive(Debug, Clone, PartialEq, Eq)]

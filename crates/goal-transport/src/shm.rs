@@ -1030,7 +1030,7 @@ impl ShmNode {
         // (2) `copy` tolerates overlap, should `dst` itself live in my heap;
         // (3) what the owner writes there concurrently is for the runtime's
         // protocol to exclude: the bytes are plain data, any value is valid.
-        unsafe { std::ptr::copy(base.add(offset as usize), dst.as_mut_ptr(), dst.len()) };
+        unsafe { crate::move_bytes(base.add(offset as usize), dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 }

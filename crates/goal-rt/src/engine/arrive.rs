@@ -305,7 +305,14 @@ pub(super) fn st_arrive(state: &mut State, arrived: &mut Vec<Arrival>, poll: u64
     state.matcher.queued_in[src as usize] = poll;
     let mut data = state.matcher.spare_bufs.pop().unwrap_or_default();
     data.clear();
-    data.extend_from_slice(payload);
+    data.reserve(payload.len());
+    // SAFETY: `reserve` made room for `payload.len()` bytes past the empty
+    // vector's start; they are written (goal's copy, see
+    // `goal_transport::copy_bytes`) before the length covers them.
+    unsafe {
+        goal_transport::copy_bytes(payload.as_ptr(), data.as_mut_ptr(), payload.len());
+        data.set_len(payload.len());
+    }
     arrived.push(Arrival::Message { src, head: h, data: Some(data) });
 }
 
@@ -338,7 +345,7 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
                     }
                     let n = (p.len as usize).min(payload.len() - off);
                     // SAFETY: as above, per piece.
-                    unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr().add(off), resolve(p.addr), n) };
+                    unsafe { goal_transport::copy_bytes(payload.as_ptr().add(off), resolve(p.addr), n) };
                     off += n;
                 }
             }

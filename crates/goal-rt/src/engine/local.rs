@@ -257,7 +257,7 @@ pub(super) unsafe fn copy_small(l: &goal_sched::LocalRec, base: Bases) -> bool {
     // SAFETY: user buffers are valid for the operation's extent by the API
     // contract, scratchpad ranges were checked at compile time (against
     // `base`, the caller's); a copy's result may be its operand exactly
-    // (`ptr::copy` allows it).
-    unsafe { std::ptr::copy(from as *const u8, to, bytes) };
+    // (`move_bytes` allows it, as `ptr::copy`).
+    unsafe { goal_transport::move_bytes(from as *const u8, to, bytes) };
     true
 }

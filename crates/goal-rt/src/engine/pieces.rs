@@ -129,7 +129,7 @@ pub(super) fn gather(p: &Pieces, out: &mut [u8]) {
     for &(ptr, len) in p.as_slice() {
         let n = len.min(out.len() - off);
         // SAFETY: send buffers are valid for their lengths by the API contract.
-        unsafe { std::ptr::copy_nonoverlapping(ptr, out.as_mut_ptr().add(off), n) };
+        unsafe { goal_transport::copy_bytes(ptr, out.as_mut_ptr().add(off), n) };
         off += n;
     }
 }
@@ -163,7 +163,7 @@ pub(super) fn scatter(data: &mut [u8], dst: &[(*mut u8, usize)]) {
         }
         let n = len.min(data.len() - off);
         // SAFETY: receive buffers are valid for their lengths by the API contract.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(off), ptr, n) };
+        unsafe { goal_transport::copy_bytes(data.as_ptr().add(off), ptr, n) };
         off += n;
     }
 }
@@ -175,7 +175,7 @@ pub(super) fn copy_pieces(src: &Pieces, dst: &Pieces, len: usize) {
     while left > 0 && i < s.len() && j < d.len() {
         let n = (s[i].1 - oi).min(d[j].1 - oj).min(left);
         // SAFETY: both buffers are valid for their lengths; `copy` tolerates overlap.
-        unsafe { std::ptr::copy(s[i].0.add(oi), d[j].0.add(oj), n) };
+        unsafe { goal_transport::move_bytes(s[i].0.add(oi), d[j].0.add(oj), n) };
         oi += n;
         oj += n;
         left -= n;

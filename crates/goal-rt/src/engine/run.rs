@@ -276,8 +276,8 @@ impl Engine {
                 // the application, given with the schedule or by this Run,
                 // valid by the API contract for the copy's length (compiled
                 // ranges of run-time buffers were checked by `run_with`); a
-                // copy's result may be its operand exactly (`ptr::copy`).
-                unsafe { std::ptr::copy(at(l.b1, 1) as *const u8, at(l.b3, 4), l.count as usize * l.width as usize / 8) };
+                // copy's result may be its operand exactly (`move_bytes`).
+                unsafe { goal_transport::move_bytes(at(l.b1, 1) as *const u8, at(l.b3, 4), l.count as usize * l.width as usize / 8) };
             }
         }
         self.state.execs.finished_ops += s.ops.len();

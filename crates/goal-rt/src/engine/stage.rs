@@ -103,7 +103,7 @@ impl Engine {
         // SAFETY: `src` is the send's buffer, valid for `len` bytes (API
         // contract); `block` is a heap block of STAGE_MAX >= len bytes that
         // no one else uses until its FIN.
-        unsafe { std::ptr::copy_nonoverlapping(src, block, len) };
+        unsafe { goal_transport::copy_bytes(src, block, len) };
         let s = Staged { peer: p as u32, block };
         let t = match free_tokens.pop() {
             Some(t) => {

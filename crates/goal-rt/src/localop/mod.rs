@@ -147,7 +147,7 @@ macro_rules! int_kernel {
                 }
                 ReduceOp::Copy => {
                     // SAFETY: valid for n elements; `copy` allows exact aliasing.
-                    unsafe { std::ptr::copy(a as *const u8, r as *mut u8, n * std::mem::size_of::<$t>()) }
+                    unsafe { goal_transport::move_bytes(a as *const u8, r as *mut u8, n * std::mem::size_of::<$t>()) }
                 }
                 ReduceOp::Wtime => unreachable!("WTIME is handled by the caller"),
             }
@@ -177,7 +177,7 @@ macro_rules! float_kernel {
                 ReduceOp::Div => each!(|x, y| x / y),
                 ReduceOp::Copy => {
                     // SAFETY: valid for n elements; `copy` allows exact aliasing.
-                    unsafe { std::ptr::copy(a as *const u8, r as *mut u8, n * std::mem::size_of::<$t>()) }
+                    unsafe { goal_transport::move_bytes(a as *const u8, r as *mut u8, n * std::mem::size_of::<$t>()) }
                 }
                 ReduceOp::And | ReduceOp::Or | ReduceOp::Xor | ReduceOp::Wtime => {
                     unreachable!("refused by the compiler")
@@ -220,7 +220,7 @@ fn half_format(dt: DataType, width: u32) -> Option<bool> {
 unsafe fn k_half(bf: bool, op: ReduceOp, a: *const u8, b: *const u8, r: *mut u8, n: usize) {
     if op == ReduceOp::Copy {
         // SAFETY: valid for n elements; `copy` allows exact aliasing.
-        unsafe { std::ptr::copy(a, r, n * 2) };
+        unsafe { goal_transport::move_bytes(a, r, n * 2) };
         return;
     }
     let (a, b, r) = (a as *const u16, b as *const u16, r as *mut u16);
@@ -615,7 +615,7 @@ unsafe fn apply_any(op: ReduceOp, dt: DataType, width: u32, a: *const u8, b: *co
             }
             // Opaque elements take only COPY among the built-in operators.
             (DataType::Bytes, _) if op == ReduceOp::Copy => {
-                std::ptr::copy(a, r, n * (width as usize / 8));
+                goal_transport::move_bytes(a, r, n * (width as usize / 8));
                 Ok(())
             }
             _ => unreachable!("refused by the compiler"),

@@ -209,8 +209,8 @@ unsafe fn copy_in(data: *mut u8, cap: u64, pos: u64, src: &[u8]) {
     // SAFETY: both halves lie inside the ring (`off + first <= cap`,
     // `src.len() - first <= cap`) and are ours alone (caller's contract).
     unsafe {
-        std::ptr::copy_nonoverlapping(src.as_ptr(), data.add(off), first);
-        std::ptr::copy_nonoverlapping(src.as_ptr().add(first), data, src.len() - first);
+        crate::copy_bytes(src.as_ptr(), data.add(off), first);
+        crate::copy_bytes(src.as_ptr().add(first), data, src.len() - first);
     }
 }
 
@@ -225,7 +225,7 @@ unsafe fn copy_out(data: *const u8, cap: u64, pos: u64, dst: &mut [u8]) {
     let first = dst.len().min(cap as usize - off);
     // SAFETY: as in `copy_in`, mirrored.
     unsafe {
-        std::ptr::copy_nonoverlapping(data.add(off), dst.as_mut_ptr(), first);
-        std::ptr::copy_nonoverlapping(data, dst.as_mut_ptr().add(first), dst.len() - first);
+        crate::copy_bytes(data.add(off), dst.as_mut_ptr(), first);
+        crate::copy_bytes(data, dst.as_mut_ptr().add(first), dst.len() - first);
     }
 }
