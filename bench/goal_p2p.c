@@ -1,7 +1,7 @@
 /* goal's own point-to-point benchmarks between ranks 0 and 1, written against
  * the GOAL C API (shared/spec/goal-c-api.md) only.
  *
- *   goalrun -n 2 ./goal_p2p [--heap] [--name LIB] [--quick] [--pin]
+ *   goalrun -n 2 ./goal_p2p [--heap] [--name LIB] [--quick] [--pin] [--offset N]
  *                           [--tests latency_sched,latency_runwait,bandwidth,runwait_localop,localop_sum]
  *
  * latency_sched    the ESPGOAL thesis' method (6.3): ONE schedule of `rounds` (the thesis'
@@ -28,6 +28,9 @@
  *                  lib name "goal-heap" unless --name says otherwise.
  * --pin            pins every thread of rank r to CPU r % ncpus after GOAL_Init (the harness
  *                  does this for every library alike).
+ * --offset N       the ping-pong buffers start N bytes past a page boundary (default 0):
+ *                  where a copy's destination falls 1 to 15 bytes past its source modulo
+ *                  4 KiB, glibc's memcpy (rep movsb) runs 16 times slower on AMD Zen 4.
  *
  * Every schedule is compiled once per size, made reusable, warmed up and run R times.
  * Rank 0 prints one JSON object per line on stdout, same format as bench/mpi_p2p.c:
@@ -129,6 +132,7 @@ static const char *lib = "goal";
 /* Buffers are allocated once (largest size) and shared by all tests, so no test
  * runs right after the allocator handed big blocks back to the system. */
 static char *g_sbuf, *g_rbuf; /* ping-pong: LAT_SIZES max each */
+static size_t g_offset;       /* --offset: bytes past a page boundary */
 static char *g_arena;         /* bandwidth: max W*size */
 static char *g_ack;
 
@@ -487,9 +491,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--pin")) pin = 1;
         else if (!strcmp(argv[i], "--name") && i + 1 < argc) name = argv[++i];
         else if (!strcmp(argv[i], "--tests") && i + 1 < argc) tests = argv[++i];
+        else if (!strcmp(argv[i], "--offset") && i + 1 < argc && atol(argv[i + 1]) >= 0 &&
+                 (size_t)atol(argv[i + 1]) < page_size())
+            g_offset = (size_t)atol(argv[++i]);
         else {
             fprintf(stderr,
-                    "usage: %s [--heap] [--name LIB] [--quick] [--pin] [--tests "
+                    "usage: %s [--heap] [--name LIB] [--quick] [--pin] [--offset N] [--tests "
                     "latency_sched,latency_runwait,bandwidth,runwait_localop,localop_sum]\n",
                     argv[0]);
             return 2;
@@ -514,8 +521,8 @@ int main(int argc, char **argv) {
         }
     }
 
-    g_sbuf = buf_alloc(LAT_SIZES[N_LAT_SIZES - 1], 'a' + rank);
-    g_rbuf = buf_alloc(LAT_SIZES[N_LAT_SIZES - 1], 0);
+    g_sbuf = (char *)buf_alloc(LAT_SIZES[N_LAT_SIZES - 1] + g_offset, 'a' + rank) + g_offset;
+    g_rbuf = (char *)buf_alloc(LAT_SIZES[N_LAT_SIZES - 1] + g_offset, 0) + g_offset;
     g_arena = buf_alloc(bw_arena_bytes(), 'a' + rank);
     g_ack = buf_alloc(1, 0);
 
@@ -529,8 +536,8 @@ int main(int argc, char **argv) {
 
     buf_free(g_ack);
     buf_free(g_arena);
-    buf_free(g_rbuf);
-    buf_free(g_sbuf);
+    buf_free(g_rbuf - g_offset);
+    buf_free(g_sbuf - g_offset);
     chk(GOAL_Finalize(), "GOAL_Finalize");
     return 0;
 }

@@ -2,7 +2,7 @@
  *
  * Written against MPI only; built once with each MPI (Open MPI, MPICH).
  *
- *   mpirun -n 2 ./mpi_p2p LIBNAME [--quick] [--pin] [--tests latency,bandwidth]
+ *   mpirun -n 2 ./mpi_p2p LIBNAME [--quick] [--pin] [--offset N] [--tests latency,bandwidth]
  *
  * latency:   blocking ping-pong, for each size: calibrate M so that M round
  *            trips take ~2 ms, one warm-up repetition, then R repetitions of M
@@ -13,6 +13,8 @@
  *            median over repetitions (time per window).
  * --pin      pins every thread of rank r to CPU r % ncpus after MPI_Init (the
  *            harness uses this for every library alike, launcher binding off).
+ * --offset N the ping-pong buffers start N bytes past a page boundary (default 0;
+ *            as bench/goal_p2p.c's).
  *
  * Rank 0 prints one JSON object per line on stdout:
  *   {"lib":..., "test":"latency"|"bandwidth", "bytes":N, "median_us":x,
@@ -34,6 +36,7 @@ static int rank, nranks;
 
 /* Buffers are allocated once (largest size) and shared by both tests, as in goal_p2p.c. */
 static char *g_sbuf, *g_rbuf, *g_arena;
+static size_t g_offset; /* --offset: the ping-pong buffers start this far past a page */
 
 static void die(const char *what) {
     fprintf(stderr, "mpi_p2p (rank %d): %s\n", rank, what);
@@ -191,10 +194,13 @@ int main(int argc, char **argv) {
             const char *v = argv[++i];
             do_lat = strstr(v, "latency") != NULL;
             do_bw = strstr(v, "bandwidth") != NULL;
-        } else if (argv[i][0] != '-' && !lib) lib = argv[i];
+        } else if (!strcmp(argv[i], "--offset") && i + 1 < argc && atol(argv[i + 1]) >= 0 &&
+                   (size_t)atol(argv[i + 1]) < page_size())
+            g_offset = (size_t)atol(argv[++i]);
+        else if (argv[i][0] != '-' && !lib) lib = argv[i];
         else {
             if (rank == 0)
-                fprintf(stderr, "usage: %s LIBNAME [--quick] [--pin] [--tests latency,bandwidth]\n",
+                fprintf(stderr, "usage: %s LIBNAME [--quick] [--pin] [--offset N] [--tests latency,bandwidth]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;
@@ -209,8 +215,8 @@ int main(int argc, char **argv) {
         if (pin_process((int)(rank % ncpu)) != 0) die("pinning failed");
     }
 
-    g_sbuf = alloc_pages(LAT_SIZES[N_LAT_SIZES - 1], 'a' + rank);
-    g_rbuf = alloc_pages(LAT_SIZES[N_LAT_SIZES - 1], 0);
+    g_sbuf = (char *)alloc_pages(LAT_SIZES[N_LAT_SIZES - 1] + g_offset, 'a' + rank) + g_offset;
+    g_rbuf = (char *)alloc_pages(LAT_SIZES[N_LAT_SIZES - 1] + g_offset, 0) + g_offset;
     g_arena = alloc_pages(bw_arena_bytes(), 'a' + rank);
 
     /* meta line: version and where ranks 0 and 1 run */
@@ -246,8 +252,8 @@ int main(int argc, char **argv) {
 
     MPI_Barrier(MPI_COMM_WORLD);
     free(g_arena);
-    free(g_rbuf);
-    free(g_sbuf);
+    free(g_rbuf - g_offset);
+    free(g_sbuf - g_offset);
     MPI_Finalize();
     return 0;
 }
