@@ -18,7 +18,8 @@
 //! CPU twice by rendezvous go eagerly, so that their senders finish while
 //! the receiver is away: a gather's contributors, and any rank sending to
 //! a rank that waits on its own CPU; an all-to-all's messages to such a
-//! rank are staged in the sender's heap instead, with the same effect.
+//! rank, up to 512 KiB, are staged in the sender's heap instead, with the
+//! same effect.
 
 mod util;
 
@@ -472,7 +473,7 @@ const STAGED_TEST: &str = "an_exchange_with_the_rank_on_this_cpu_ends_while_it_i
 
 /// Bytes of each message of [`STAGED_TEST`]: an all-to-all's message to
 /// the rank on this CPU, the longest that is staged.
-const STAGED_LEN: usize = 64 << 10;
+const STAGED_LEN: usize = 512 << 10;
 
 /// Sends one 8-byte message from rank `from` to the other rank, which
 /// sleeps in its Wait for it before `from` sends (so that its Wait notes
@@ -549,7 +550,7 @@ fn staged_body() {
     }
 }
 
-/// With more ranks than cores, an all-to-all's message of up to 64 KiB to
+/// With more ranks than cores, an all-to-all's message of up to 512 KiB to
 /// the rank that last waited on this CPU is staged: copied into the
 /// sender's heap, where the send ends, and read from there when its
 /// receiver runs. By CMA the sender's execution waited for that rank to be

@@ -1,4 +1,4 @@
-//! Staged sends: with more ranks than cores, a message of up to 64 KiB to
+//! Staged sends: with more ranks than cores, a message of up to 512 KiB to
 //! the rank that last waited on this CPU is copied into this rank's shared
 //! heap, and the send ends there, instead of waiting for that rank to be
 //! scheduled, read the message and answer.
@@ -10,26 +10,32 @@
 //! stream out, answers FIN, and is switched out again. Staged, the send
 //! ends after one copy into a heap block, and the RTS offers the block as
 //! any heap message (`MODE_HEAP`): the receiver reads it with a `memcpy`
-//! when it runs, and its FIN gives the block back. The token of a staged
-//! RTS carries [`STAGED_TOKEN`], so that FIN is told from a rendezvous
-//! send's.
+//! when it runs, on the CPU where the block was just written, and its FIN
+//! gives the block back. The token of a staged RTS carries
+//! [`STAGED_TOKEN`], so that FIN is told from a rendezvous send's.
 //!
 //! Measured in `docs/measurements/staged-2026-12-03` (AUTO, the two builds
 //! alternated). On an Intel Xeon, 4 ranks on 2 CPUs: alltoall of 64 KiB
 //! 38.9 -> 33.3 us, alltoallv 38.5 -> 33.7 (Open MPI 35.4 and 35.9);
-//! 3 ranks 23.7 -> 22.1 and 26.0 -> 22.1; no change at 16, 32 and 256 KiB
+//! 3 ranks 23.7 -> 22.1 and 26.0 -> 22.1; no change at 16 and 32 KiB
 //! or with 8 ranks. On an AMD EPYC with the same 8 KiB eager limit:
 //! 0.84-0.86x at 64 KiB with 4 ranks (Open MPI 1.12-1.16x the new time),
-//! 0.76-0.81x with 3, alltoallv 0.79x with 8. Staging to a peer on any
-//! CPU, up to 1 MiB, was 1.0-1.6x slower: a running receiver reads by CMA
-//! as soon as the RTS arrives, and the staging copy only adds to it.
+//! 0.76-0.81x with 3, alltoallv 0.79x with 8. Up to 512 KiB on that EPYC,
+//! whose CMA copies at a quarter of `memcpy`'s speed (1 MiB: 85 against
+//! 26 us), 4 ranks: alltoall and allgather of 128-512 KiB 0.70-0.81x; of
+//! 1 MiB 0.93-1.05x, within the spread, so not staged
+//! (`docs/measurements/staged-large-2026-12-04`). Staging to a peer on
+//! *another* CPU was 0.6-0.9x in some rounds and 2-3x slower in others
+//! (the receiver then reads lines the other CPU has just written, whose
+//! cost follows the host's placement of the vCPUs): not done.
 //!
 //! A rank's staged bytes per peer are bounded ([`STAGE_CREDIT`]); past it,
-//! sends take the usual rendezvous. Blocks come back through a small pool
-//! ([`POOL_KEEP`]): a freed large heap block gives its pages back, and a
-//! new one faults them in again. At `GOAL_Finalize` a rank waits until what
-//! it staged has been read (the readers need its heap), at most 10 s, or
-//! until their readers are gone.
+//! sends take the usual rendezvous. Blocks are of a few sizes (powers of
+//! two from 64 KiB, see [`class_of`]) and come back through a small pool
+//! per size ([`POOL_KEEP`] bytes in all): a freed large heap block gives
+//! its pages back, and a new one faults them in again. At `GOAL_Finalize`
+//! a rank waits until what it staged has been read (the readers need its
+//! heap), at most 10 s, or until their readers are gone.
 
 use super::*;
 use goal_transport::shm::Heap;
@@ -38,20 +44,37 @@ use goal_transport::shm::Heap;
 /// indexes of live sends, far below it): its FIN frees a heap block.
 pub(super) const STAGED_TOKEN: u32 = 1 << 31;
 
-/// The longest message staged: a ring record's worth, the size at which
-/// the all-to-all's messages to the rank on this CPU stopped going eagerly.
-pub(super) const STAGE_MAX: usize = 64 << 10;
+/// The smallest block: a ring record's worth, the size at which the
+/// all-to-all's messages to the rank on this CPU stopped going eagerly.
+const BLOCK_MIN: usize = 64 << 10;
 
-/// Bytes a rank may have staged for one peer and not yet read.
-pub(super) const STAGE_CREDIT: usize = 1 << 20;
+/// Block sizes: `BLOCK_MIN << class` for class `0..CLASSES`.
+const CLASSES: usize = 4;
 
-/// Bytes of free blocks kept for reuse.
+/// The longest message staged (see the module's comment for why not 1 MiB).
+pub(super) const STAGE_MAX: usize = BLOCK_MIN << (CLASSES - 1);
+
+/// Bytes of blocks a rank may have staged for one peer and not yet read.
+pub(super) const STAGE_CREDIT: usize = 2 << 20;
+
+/// Bytes of free blocks kept for reuse, over all sizes.
 pub(super) const POOL_KEEP: usize = 4 << 20;
+
+/// The size class of a block for `len` bytes (`len <= STAGE_MAX`).
+fn class_of(len: usize) -> usize {
+    len.max(1).div_ceil(BLOCK_MIN).next_power_of_two().trailing_zeros() as usize
+}
+
+/// The bytes of a block of class `c`.
+fn block_len(c: usize) -> usize {
+    BLOCK_MIN << c
+}
 
 /// One staged message waiting for its reader.
 struct Staged {
     peer: u32,
     block: *mut u8,
+    class: u8,
 }
 
 /// What this rank has staged in its heap (see the module's comment).
@@ -62,11 +85,14 @@ pub(super) struct Stage {
     /// Staged messages by token (without [`STAGED_TOKEN`]).
     live: Vec<Option<Staged>>,
     free_tokens: Vec<u32>,
-    /// Messages staged and not read, per peer (each holds a block of
-    /// [`STAGE_MAX`] bytes).
-    per_peer: Vec<u32>,
-    /// Free blocks, each [`STAGE_MAX`] bytes.
-    pool: Vec<*mut u8>,
+    /// Bytes of blocks staged and not read, per peer.
+    per_peer: Vec<usize>,
+    /// Messages staged and not read, over all peers.
+    unread: usize,
+    /// Free blocks, by size class.
+    pool: [Vec<*mut u8>; CLASSES],
+    /// Bytes of the free blocks.
+    pooled: usize,
     /// Messages staged since init, for `GOAL_DEBUG`.
     pub(super) sends: u64,
 }
@@ -85,7 +111,7 @@ impl Engine {
             && !self.background
             && self.kernel.is_none()
             && len <= STAGE_MAX
-            && (self.stage.per_peer.get(p).copied().unwrap_or(0) as usize + 1) * STAGE_MAX <= STAGE_CREDIT
+            && self.stage.per_peer.get(p).copied().unwrap_or(0) + block_len(class_of(len)) <= STAGE_CREDIT
             && self.on_this_cpu(p)
     }
 
@@ -93,18 +119,22 @@ impl Engine {
     /// the block's heap offset and the RTS's token, or `None` when the heap
     /// has no room (the send then goes by rendezvous).
     pub(super) fn stage(&mut self, p: usize, src: *const u8, len: usize) -> Option<(u64, u32)> {
-        let Stage { heap, live, free_tokens, per_peer, pool, sends } = &mut self.stage;
+        let Stage { heap, live, free_tokens, per_peer, unread, pool, pooled, sends } = &mut self.stage;
         let heap = heap.get_or_insert_with(|| self.link.shm.heap());
-        let block = match pool.pop() {
-            Some(b) => b,
-            None => heap.alloc(STAGE_MAX)?.as_ptr(),
+        let class = class_of(len);
+        let block = match pool[class].pop() {
+            Some(b) => {
+                *pooled -= block_len(class);
+                b
+            }
+            None => heap.alloc(block_len(class))?.as_ptr(),
         };
         let off = heap.offset_of(block, len).expect("a block of the heap lies in it");
         // SAFETY: `src` is the send's buffer, valid for `len` bytes (API
-        // contract); `block` is a heap block of STAGE_MAX >= len bytes that
-        // no one else uses until its FIN.
+        // contract); `block` is a heap block of `block_len(class) >= len`
+        // bytes that no one else uses until its FIN.
         unsafe { goal_transport::copy_bytes(src, block, len) };
-        let s = Staged { peer: p as u32, block };
+        let s = Staged { peer: p as u32, block, class: class as u8 };
         let t = match free_tokens.pop() {
             Some(t) => {
                 live[t as usize] = Some(s);
@@ -118,7 +148,8 @@ impl Engine {
         if per_peer.len() <= p {
             per_peer.resize(p + 1, 0);
         }
-        per_peer[p] += 1;
+        per_peer[p] += block_len(class);
+        *unread += 1;
         *sends += 1;
         self.copied(len);
         Some((off, t | STAGED_TOKEN))
@@ -130,8 +161,9 @@ impl Engine {
         let t = token & !STAGED_TOKEN;
         let Some(s) = st.live.get_mut(t as usize).and_then(Option::take) else { return };
         st.free_tokens.push(t);
-        st.per_peer[s.peer as usize] -= 1;
-        st.give_back(s.block);
+        st.per_peer[s.peer as usize] -= block_len(s.class as usize);
+        st.unread -= 1;
+        st.give_back(s.block, s.class as usize);
     }
 
     /// Peer `p` is gone: what was staged for it will not be read.
@@ -145,7 +177,7 @@ impl Engine {
 
     /// Staged messages not read yet (see [`Engine::release_stage`]).
     pub fn staged_unread(&self) -> usize {
-        self.stage.per_peer.iter().map(|&n| n as usize).sum()
+        self.stage.unread
     }
 
     /// At finalize, once nothing staged is left to read (or its readers
@@ -156,18 +188,39 @@ impl Engine {
     pub fn release_stage(&mut self) {
         let st = &mut self.stage;
         let Some(heap) = &st.heap else { return };
-        for b in st.pool.drain(..) {
+        for b in st.pool.iter_mut().flat_map(|p| p.drain(..)) {
             heap.free(b);
         }
+        st.pooled = 0;
     }
 }
 
 impl Stage {
-    fn give_back(&mut self, block: *mut u8) {
-        if (self.pool.len() + 1) * STAGE_MAX <= POOL_KEEP {
-            self.pool.push(block);
+    fn give_back(&mut self, block: *mut u8, class: usize) {
+        if self.pooled + block_len(class) <= POOL_KEEP {
+            self.pool[class].push(block);
+            self.pooled += block_len(class);
         } else if let Some(heap) = &self.heap {
             heap.free(block);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_takes_the_smallest_block_it_fits() {
+        assert_eq!(class_of(1), 0);
+        assert_eq!(class_of(BLOCK_MIN), 0);
+        assert_eq!(class_of(BLOCK_MIN + 1), 1);
+        assert_eq!(class_of(2 * BLOCK_MIN), 1);
+        assert_eq!(class_of(3 * BLOCK_MIN), 2);
+        assert_eq!(class_of(STAGE_MAX), CLASSES - 1);
+        for len in [1, 4096, BLOCK_MIN - 1, BLOCK_MIN + 1, 300 << 10, STAGE_MAX] {
+            let c = class_of(len);
+            assert!(block_len(c) >= len && (c == 0 || block_len(c - 1) < len), "{len} bytes in a block of {}", block_len(c));
         }
     }
 }
