@@ -79,7 +79,9 @@ def configs(a, mpis: dict, deps, program_args, Config) -> tuple[list, dict]:
     fails."""
     prefix = find()
     if prefix is None:
-        C.warn("oneCCL not installed (scripts/install-oneccl.sh, or GOAL_ONECCL=DIR); continuing without it")
+        C.warn(f"oneCCL not found in {C.REPO / 'build' / 'oneccl'} (scripts/install-oneccl.sh installs it into "
+               "build/oneccl of the tree it is run from; GOAL_ONECCL=DIR names another install, as it must for "
+               "`goal bench` run from an install prefix); continuing without it")
         return [], {}
     mpi = mpis.get("mpich")
     if mpi is None:
