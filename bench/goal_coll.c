@@ -33,7 +33,11 @@
  * Rank 0 prints one JSON object per line:
  *   {"lib", "test": "coll", "coll", "alg", "ranks", "bytes", "median_us", "mean_us",
  *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before": bool, "verified": bool,
- *    "rank_median_us": [per rank], "touch_us" with --touch}
+ *    "rank_median_us": [per rank], "touch_us" with --touch, "cycle_us"}
+ * "cycle_us": rank 0's wall time of the timed loop divided by its iterations, separators
+ * included: what a program that calls the collective in a loop pays per call. The per-rank
+ * times leave out a wait inside the separator, and with more ranks than cores that is where
+ * a library whose waiting ranks keep their CPU loses its time (bench/README.md).
  * --touch: every rank reads its result after each timed iteration (bench/coll_common.h).
  * "verified": after the timed iterations one more run with known data (every rank checks its
  * result; the maximum of the failures over ranks through a goal allreduce) was right.
@@ -261,6 +265,7 @@ static void point(int c, int alg, size_t n, double budget_s, int min_it, int max
     if (it < min_it) it = min_it;
     if (it > max_it) it = max_it;
     int iters = (int)it;
+    double loop0 = now_s();
     for (int i = 0; i < iters; i++) {
         if (bar) separate();
         double a = now_s();
@@ -268,6 +273,7 @@ static void point(int c, int alg, size_t n, double budget_s, int min_it, int max
         g_t[i] = (now_s() - a) * 1e6;
         if (touch) g_touch[i] = touch_result(c, n, rank, nranks, g_sbuf, g_rbuf) * 1e6;
     }
+    double cycle_us = (now_s() - loop0) * 1e6 / iters;
     double touch_us = 0;
     if (touch) {
         g_max_in = touch_median(iters);
@@ -304,7 +310,7 @@ static void point(int c, int alg, size_t n, double budget_s, int min_it, int max
                avg[iters - 1], iters, bar ? "true" : "false", verified ? "true" : "false");
         json_rank_medians(stdout, g_all, nranks, iters);
         json_touch(stdout, touch_us);
-        printf("}\n");
+        printf(", \"cycle_us\": %.4f}\n", cycle_us);
         fflush(stdout);
         free(avg);
     }

@@ -22,7 +22,11 @@
  * Rank 0 prints one JSON object per line:
  *   {"lib", "test": "coll", "variant", "coll", "ranks", "bytes", "median_us", "mean_us",
  *    "min_us", "p25_us", "p75_us", "max_us", "iters", "barrier_before", "verified",
- *    "rank_median_us": [per rank], "touch_us" with --touch}
+ *    "rank_median_us": [per rank], "touch_us" with --touch, "cycle_us"}
+ * "cycle_us": rank 0's wall time of the timed loop divided by its iterations, separators
+ * included: what a program that calls the collective in a loop pays per call. The per-rank
+ * times leave out a wait inside the separator, and with more ranks than cores that is where
+ * a library whose waiting ranks keep their CPU loses its time (bench/README.md).
  * --touch: every rank reads its result after each timed iteration (bench/coll_common.h).
  * --alloc-mem: the buffers come from MPI_Alloc_mem (under libgoal-mpi, goal's shared heap).
  * "verified": after the timed iterations one more call (the same persistent request) with known
@@ -253,11 +257,13 @@ static void point(int v, int c, size_t n, double budget_s, int min_it, int max_i
     if (it < min_it) it = min_it;
     if (it > max_it) it = max_it;
     int iters = (int)it;
+    double loop0 = now_s();
     for (int i = 0; i < iters; i++) {
         if (bar) separate();
         g_t[i] = once(v, c, n, &preq) * 1e6;
         if (touch) g_touch[i] = touch_result(c, n, rank, nranks, g_sbuf, g_rbuf) * 1e6;
     }
+    double cycle_us = (now_s() - loop0) * 1e6 / iters;
     double touch_me = touch_median(iters), touch_us = 0;
     if (touch) MPI_Allreduce(&touch_me, &touch_us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     /* verification: known data through the same call (the same persistent request) */
@@ -291,7 +297,7 @@ static void point(int v, int c, size_t n, double budget_s, int min_it, int max_i
                avg[iters - 1], iters, bar ? "true" : "false", all_ok ? "true" : "false");
         json_rank_medians(stdout, g_all, nranks, iters);
         json_touch(stdout, touch_us);
-        printf("}\n");
+        printf(", \"cycle_us\": %.4f}\n", cycle_us);
         fflush(stdout);
         free(avg);
     }
