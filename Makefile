@@ -20,6 +20,8 @@
 #                              DIR/lib/pkgconfig/goal.pc, DIR/bin/goalrun, DIR/bin/goal,
 #                              DIR/share/goal/bench/ (the drivers `goal bench` and
 #                              `goal tune` run, and the C sources they compile),
+#                              DIR/share/goal/scripts/install-oneccl.sh (oneCCL for
+#                              the installed `goal bench`, into DIR/share/goal/build/oneccl),
 #                              DIR/lib/libgoal-mpi-openmpi.so and libgoal-mpi-mpich.so
 #                              (the MPI layer, docs/mpi.md; each built where its MPI is)
 PREFIX ?= $(CURDIR)/build/prefix
@@ -58,6 +60,8 @@ install: build mpi-lib
 	install -m 755 $(RELEASE)/goalrun $(PREFIX)/bin/goalrun
 	install -m 755 $(RELEASE)/goal $(PREFIX)/bin/goal
 	install -m 644 bench/*.py bench/*.c bench/*.cpp bench/*.h bench/README.md $(PREFIX)/share/goal/bench/
+	install -d $(PREFIX)/share/goal/scripts
+	install -m 755 scripts/install-oneccl.sh $(PREFIX)/share/goal/scripts/
 	sed -e 's|@PREFIX@|$(abspath $(PREFIX))|g' goal.pc.in > $(PREFIX)/lib/pkgconfig/goal.pc
 	for f in $(MPI_BUILD)/libgoal-mpi-*.so; do [ ! -e "$$f" ] || install -m 755 "$$f" $(PREFIX)/lib/; done
 

@@ -5,6 +5,8 @@ worker threads progress collectives asynchronously, its answer to the progress p
 they spin (one per rank by default, CCL_WORKER_COUNT), so its CPU cost is part of what it
 measures. scripts/install-oneccl.sh installs it from PyPI (oneccl-cpu, oneccl-cpu-devel and
 the loader libccl.so.2 from oneccl) into build/oneccl, or GOAL_ONECCL=DIR names another.
+`make install PREFIX=DIR` ships the script as DIR/share/goal/scripts/install-oneccl.sh, which
+installs into DIR/share/goal/build/oneccl, where the installed `goal bench` looks.
 
 The program is bench/mpi_coll.c built with -DGOAL_BENCH_ONECCL against MPICH and linked with
 bench/ccl_shim.cpp: the same method, iterations, verification and output as the MPIs', every
@@ -49,6 +51,16 @@ def find() -> Path | None:
     return None
 
 
+def missing() -> str:
+    """The warning of a driver that goes on without oneCCL: where it looked, and what installs it."""
+    where = C.REPO / "build" / "oneccl"
+    given = os.environ.get("GOAL_ONECCL")
+    if given:
+        where = f"GOAL_ONECCL={given} or {where}"
+    return (f"oneCCL not found in {where} ({C.REPO / 'scripts' / 'install-oneccl.sh'} installs it there; "
+            "GOAL_ONECCL=DIR names another install); continuing without it")
+
+
 def build(mpi: C.MPI, prefix: Path, deps, src: Path | None = None, out: Path | None = None,
           libs=()) -> Path:
     """`src` (default mpi_coll.c) built with -DGOAL_BENCH_ONECCL and linked with ccl_shim.cpp by
@@ -79,9 +91,7 @@ def configs(a, mpis: dict, deps, program_args, Config) -> tuple[list, dict]:
     fails."""
     prefix = find()
     if prefix is None:
-        C.warn(f"oneCCL not found in {C.REPO / 'build' / 'oneccl'} (scripts/install-oneccl.sh installs it into "
-               "build/oneccl of the tree it is run from; GOAL_ONECCL=DIR names another install, as it must for "
-               "`goal bench` run from an install prefix); continuing without it")
+        C.warn(missing())
         return [], {}
     mpi = mpis.get("mpich")
     if mpi is None:

@@ -210,8 +210,10 @@ def build(a) -> tuple[dict, dict]:
         if name not in exes:
             C.warn(f"{name} is not available (scripts/install-deps.sh installs it); continuing without it")
     prefix = ccl.find()
-    if prefix is None or "mpich" not in exes:
-        C.warn("oneCCL (and MPICH, which starts it) not found: continuing without it (scripts/install-oneccl.sh)")
+    if prefix is None:
+        C.warn(ccl.missing())
+    elif "mpich" not in exes:
+        C.warn("oneCCL is run under MPICH, which is missing; continuing without oneCCL")
     else:
         mpich = C.find_mpis()["mpich"]
         try:
