@@ -402,6 +402,8 @@ pub struct ShmNode {
     heap_note: Option<String>,
     /// True while `poll` runs callbacks (a nested `poll` returns 0).
     polling: Cell<bool>,
+    /// Whether emptied rings to peers are rewound (see [`rewind_rings`](Self::rewind_rings)).
+    rewind: Cell<bool>,
 }
 
 // SAFETY: a ShmNode owns its mappings and descriptors (all Send) and keeps
@@ -472,6 +474,7 @@ impl ShmNode {
             reported: (0..size).map(|_| Cell::new(false)).collect(),
             watch_note: (!cfg.pidfd).then(|| "GOAL_PIDFD=0".to_string()),
             polling: Cell::new(false),
+            rewind: Cell::new(true),
         })
     }
 
@@ -557,7 +560,7 @@ impl ShmNode {
         self.peers[peer] = Some(Peer {
             pid: a.pid,
             watch,
-            ring: RingProducer::new(inbox.clone(), &self.layout, self.rank),
+            ring: RingProducer::new(inbox.clone(), &self.layout, self.rank, self.rewind.get()),
             stream: StreamProducer::new(inbox.clone(), &self.layout, self.rank),
             bell: RemoteBell::new(inbox.clone()),
             inbox,
@@ -616,6 +619,28 @@ impl ShmNode {
         }
         self.mark_dirty(peer);
         Ok(true)
+    }
+
+    /// Whether the rings to peers are rewound to their start when their
+    /// consumer has emptied them (the default), so that a latency-bound
+    /// exchange keeps to their first few KiB (see the ring's notes). A
+    /// rewind leaves the producer only the part of the ring before it until
+    /// the consumer has passed it: with more ranks than cores, where the
+    /// consumer is often not on a CPU and 64 KiB eager records go to it,
+    /// goal-rt turns it off.
+    pub fn rewind_rings(&self, on: bool) {
+        self.rewind.set(on);
+        for p in self.peers.iter().flatten() {
+            p.ring.set_rewind(on);
+        }
+    }
+
+    /// Where in the ring to `peer` the next message goes, in bytes from the
+    /// ring's start (`None`: not connected). For tests and diagnostics: an
+    /// emptied ring is rewound to its start (see the ring's notes).
+    pub fn ring_position(&self, peer: usize) -> Option<usize> {
+        let Some(Some(p)) = self.peers.get(peer) else { return None };
+        Some(p.ring.position())
     }
 
     /// Whether a message of `len` payload bytes to `peer` fits its ring

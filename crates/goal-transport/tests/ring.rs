@@ -310,3 +310,92 @@ fn a_peer_sees_the_cpu_a_rank_last_waited_on() {
     assert!(!b.on_cpu(1, 0) && !b.on_cpu(7, 0));
     assert_eq!((b.cpu_of(1), b.cpu_of(7)), (None, None));
 }
+
+/// Sends message `seq` of `len` bytes from `from` to `to` and receives it
+/// there, checking every byte.
+fn hop(from: &ShmNode, to: &ShmNode, src: usize, seq: u64, len: usize) {
+    let mut buf = vec![0u8; len];
+    fill(seq, &mut buf);
+    assert!(from.try_send(1 - src, &[seq, len as u64, src as u64, !seq], &[&buf]).unwrap());
+    from.flush();
+    let mut got = 0;
+    to.poll(&mut |s, env, payload| {
+        assert_eq!((s, env[0], env[1] as usize), (src, seq, len));
+        check(seq, payload);
+        got += 1;
+    });
+    assert_eq!(got, 1, "message {seq} did not arrive in one poll");
+}
+
+/// Sends up to `n` messages of `len` bytes from a to b without b polling,
+/// until the ring is full, then drains them at b, checking order and
+/// bytes; returns how many went and the next `seq`.
+fn window(a: &ShmNode, b: &ShmNode, seq: u64, n: u64, len: usize) -> (u64, u64) {
+    let mut buf = vec![0u8; len];
+    let mut sent = 0;
+    while sent < n {
+        fill(seq + sent, &mut buf);
+        if !a.try_send(1, &[seq + sent, len as u64, 0, !(seq + sent)], &[&buf]).unwrap() {
+            break;
+        }
+        sent += 1;
+    }
+    a.flush();
+    let mut next = seq;
+    b.poll(&mut |_, env, payload| {
+        assert_eq!(env[0], next, "out of order");
+        check(next, payload);
+        next += 1;
+    });
+    assert_eq!(next, seq + sent);
+    (sent, next)
+}
+
+#[test]
+fn an_emptied_ring_is_rewound_and_a_busy_one_is_not() {
+    // The default ring (256 KiB), far longer than the rewinding distance.
+    let cfg = ShmConfig::default();
+    let (a, b) = pair(&cfg);
+    let near = 16 << 10;
+    // A ping-pong of 1 KiB (and of 0 and 4 KiB now and then) keeps to the
+    // ring's first KiB in both directions, across many times its size.
+    let mut seq = 0;
+    for i in 0..2000u64 {
+        let len = match i % 50 {
+            0 => 0,
+            1 => 4 << 10,
+            _ => 1 << 10,
+        };
+        hop(&a, &b, 0, seq, len);
+        hop(&b, &a, 1, seq + 1, len);
+        seq += 2;
+        assert!(a.ring_position(1).unwrap() < near && b.ring_position(0).unwrap() < near, "round trip {i}: not rewound");
+    }
+    // Messages the consumer has not taken yet are never overwritten: a
+    // window of 1 KiB messages goes on through the ring until it is full
+    // (a rewind leaves room only up to where it was made, until the
+    // consumer has passed it), and every message arrives intact.
+    let mut most = 0;
+    for _ in 0..20 {
+        let (sent, next) = window(&a, &b, seq, 300, 1 << 10);
+        assert!(sent >= 7, "only {sent} messages fit");
+        most = most.max(sent);
+        seq = next;
+    }
+    assert!(most >= 200, "at most {most} messages fit in 256 KiB");
+    // Emptied, the ring is rewound within a few more messages.
+    for _ in 0..16 {
+        hop(&a, &b, 0, seq, 1 << 10);
+        seq += 1;
+    }
+    assert!(a.ring_position(1).unwrap() < near);
+    // Turned off (more ranks than cores), a ping-pong walks the ring.
+    a.rewind_rings(false);
+    let mut far = 0;
+    for _ in 0..300 {
+        hop(&a, &b, 0, seq, 1 << 10);
+        seq += 1;
+        far = far.max(a.ring_position(1).unwrap());
+    }
+    assert!(far > 128 << 10, "went only {far} bytes into the ring");
+}

@@ -426,10 +426,12 @@ impl Engine {
 
     /// More ranks than cores on this machine (`on`): exchanges, and lone
     /// messages of `stream_bytes` (a pair's stream) or more, go by CMA
-    /// (see `adapt::Adapt::share_cores`), and their receives are not
-    /// pushed (see [`push_pays`](Self::push_pays)).
+    /// (see `adapt::Adapt::share_cores`), their receives are not
+    /// pushed (see [`push_pays`](Self::push_pays)), and the eager rings
+    /// are not rewound (see `ShmNode::rewind_rings`).
     pub fn share_cores(&mut self, on: bool, stream_bytes: usize) {
         self.cores_shared = on;
+        self.link.shm.rewind_rings(!on);
         self.adapt.share_cores(on.then_some(stream_bytes));
     }
 }
