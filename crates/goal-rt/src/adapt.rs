@@ -149,6 +149,20 @@ pub(crate) fn stream_trail_ns(push_ns: u64, pushed: usize) -> u64 {
 /// noise of single measurements would otherwise flip between them.
 const MARGIN: f64 = 1.25;
 
+/// Bursts of messages shorter than this take the stream even where bursts
+/// go by CMA (see [`Adapt::burst_by_cma`]): in the smallest size class a
+/// CMA read's fixed cost (pinning each page of the sender's buffer) is a
+/// larger share of it than the two copies of the stream, which stay in the
+/// cores' caches (the stream holds sixteen such messages, so the sender
+/// runs ahead of a receiver that is off its CPU).
+/// 2 ranks, windows of 64 KiB (`goal_p2p --tests bandwidth`, alternated
+/// with the build before): quiet 8.1 -> 22.9 GB/s, under 100 us detours
+/// every 1 ms 6.2 -> 15.8, beside a busy process 6.8 -> 20.7 in 8 of 10
+/// rounds and 1.1 and 3.5 in the other two (the stream moves only while
+/// both ranks are on a CPU); 256 KiB and up, where split CMA stays,
+/// unchanged (`docs/measurements/burst-stream-2026-12-04`).
+const BURST_CMA_MIN: usize = 128 << 10;
+
 /// One of the two paths for a large message between local ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Path {
@@ -295,15 +309,16 @@ impl Adapt {
     /// 2026-11-30: windows of 4 and 16 MiB then went 9.2 and 8.6 GB/s by
     /// the stream, 12.7 and 11.3 by split CMA, and beside a busy process
     /// 4.1 and 3.8 against 7.0 and 8.7, for the stream moves only while
-    /// both ranks are on a CPU. Otherwise it goes the way that was faster
-    /// in its situation.
+    /// both ranks are on a CPU. Bursts of the smallest class take the
+    /// stream all the same (see [`BURST_CMA_MIN`]). Otherwise it goes the
+    /// way that was faster in its situation.
     pub fn pick(&mut self, peer: usize, len: usize, calibrated: Path, situation: Situation) -> Option<Path> {
         if len < self.from {
             return None;
         }
         let now = crate::localop::monotonic_ns();
         let p = match situation {
-            Situation::Burst if self.burst_cma && calibrated == Path::Cma && !self.cma_denied => Path::Cma,
+            Situation::Burst if self.burst_cma && len >= BURST_CMA_MIN && calibrated == Path::Cma && !self.cma_denied => Path::Cma,
             Situation::Burst => Path::Stream,
             Situation::Exchange if self.shared.is_some() && !self.cma_denied => Path::Cma,
             Situation::Lone if self.shared.is_some_and(|stream| len >= stream) && !self.cma_denied => Path::Cma,
@@ -529,12 +544,15 @@ mod tests {
         assert!(lone.iter().filter(|&&p| p == Some(Path::Cma)).count() >= 2, "{lone:?}");
         assert_eq!(a.pick(1, 1000, Path::Cma, Situation::Burst), None, "below the adaptive range the calibrated range decides");
         // Where messages split between the cores, a burst goes by CMA,
-        // unless a receiver refused it.
+        // unless a receiver refused it, from the second size class on (see
+        // BURST_CMA_MIN).
         a.burst_by_cma(true);
-        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Cma));
-        assert_eq!(a.pick(1, len, Path::Stream, Situation::Burst), Some(Path::Stream), "outside calibration's CMA range");
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream), "the smallest class streams");
+        let long = BURST_CMA_MIN;
+        assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Cma));
+        assert_eq!(a.pick(1, long, Path::Stream, Situation::Burst), Some(Path::Stream), "outside calibration's CMA range");
         a.deny_cma();
-        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
+        assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Stream));
     }
 
     #[test]
