@@ -1196,7 +1196,8 @@ fn a_burst_above_the_calibrated_range_goes_by_cma() {
 /// `adapt::BURST_CMA_MIN`). Rank 1 sends sixteen at once to rank 0, five
 /// times; every byte must arrive, and rank 1's debug line must count the
 /// bursts' messages (all but the first two of each window) as sent by the
-/// stream.
+/// stream, or by CMA where the stream measured slower (the host had
+/// placed the two vCPUs apart, see `adapt::Adapt::stream_slow`).
 #[test]
 fn a_burst_of_the_smallest_class_goes_by_the_stream() {
     const TEST: &str = "a_burst_of_the_smallest_class_goes_by_the_stream";
@@ -1209,8 +1210,9 @@ fn a_burst_of_the_smallest_class_goes_by_the_stream() {
     let job = launch(TEST, 2, &[("GOAL_DEBUG", "1")]);
     assert!(job.status == 0, "exit {}\n--- stderr\n{}", job.status, job.stderr);
     let stream = debug_count(&job.stderr, " by stream, ");
+    let slow = debug_count(&job.stderr, " of a burst of the smallest class by CMA because the stream measured slower");
     let bursts = (ROUNDS * (W - 2)) as u64;
-    assert!(stream >= bursts, "rank 1 should send at least the {bursts} burst messages by the stream, sent {stream}\n--- stderr\n{}", job.stderr);
+    assert!(stream + slow >= bursts, "rank 1 should send at least the {bursts} burst messages by the stream, or by CMA where the stream measured slower (vCPUs placed apart), sent {stream} and {slow}\n--- stderr\n{}", job.stderr);
 }
 
 /// The ranks' part of the burst tests: rank 1 sends `w` messages of `len`

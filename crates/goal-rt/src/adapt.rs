@@ -158,9 +158,11 @@ const MARGIN: f64 = 1.25;
 /// 2 ranks, windows of 64 KiB (`goal_p2p --tests bandwidth`, alternated
 /// with the build before): quiet 8.1 -> 22.9 GB/s, under 100 us detours
 /// every 1 ms 6.2 -> 15.8, beside a busy process 6.8 -> 20.7 in 8 of 10
-/// rounds and 1.1 and 3.5 in the other two (the stream moves only while
-/// both ranks are on a CPU); 256 KiB and up, where split CMA stays,
-/// unchanged (`docs/measurements/burst-stream-2026-12-04`).
+/// rounds and 1.1 and 3.5 in the other two; 256 KiB and up, where split
+/// CMA stays, unchanged (`docs/measurements/burst-stream-2026-12-04`).
+/// Those two rounds, and every such collapse since, were the host's: its
+/// vCPUs placed apart (see [`Adapt::stream_slow`], which sends the class
+/// by CMA then).
 const BURST_CMA_MIN: usize = 128 << 10;
 
 /// One of the two paths for a large message between local ranks.
@@ -233,6 +235,9 @@ pub(crate) struct Adapt {
     /// those that were half of an exchange.
     pub taken: [u64; 2],
     pub taken_in_exchange: [u64; 2],
+    /// Messages of bursts of the smallest class sent by CMA because the
+    /// stream measured slow (see [`Adapt::stream_slow`]).
+    pub bursts_off_stream: u64,
 }
 
 /// How long a class waits between explorations (see [`EXPLORE_SHARE`]),
@@ -259,7 +264,7 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2] }
+        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2], bursts_off_stream: 0 }
     }
 
     /// Sends bursts by CMA (`on`: messages split between the two cores) or
@@ -310,15 +315,22 @@ impl Adapt {
     /// the stream, 12.7 and 11.3 by split CMA, and beside a busy process
     /// 4.1 and 3.8 against 7.0 and 8.7, for the stream moves only while
     /// both ranks are on a CPU. Bursts of the smallest class take the
-    /// stream all the same (see [`BURST_CMA_MIN`]). Otherwise it goes the
-    /// way that was faster in its situation.
+    /// stream all the same (see [`BURST_CMA_MIN`]), unless the stream
+    /// measured slower than CMA for lone messages of that class (see
+    /// [`stream_slow`](Self::stream_slow)). Otherwise it goes the way
+    /// that was faster in its situation.
     pub fn pick(&mut self, peer: usize, len: usize, calibrated: Path, situation: Situation) -> Option<Path> {
         if len < self.from {
             return None;
         }
         let now = crate::localop::monotonic_ns();
         let p = match situation {
-            Situation::Burst if self.burst_cma && len >= BURST_CMA_MIN && calibrated == Path::Cma && !self.cma_denied => Path::Cma,
+            Situation::Burst if self.burst_cma && calibrated == Path::Cma && !self.cma_denied && (len >= BURST_CMA_MIN || self.stream_slow(peer, len)) => {
+                if len < BURST_CMA_MIN {
+                    self.bursts_off_stream += 1;
+                }
+                Path::Cma
+            }
             Situation::Burst => Path::Stream,
             Situation::Exchange if self.shared.is_some() && !self.cma_denied => Path::Cma,
             Situation::Lone if self.shared.is_some_and(|stream| len >= stream) && !self.cma_denied => Path::Cma,
@@ -330,6 +342,24 @@ impl Adapt {
             self.taken_in_exchange[index(p)] += 1;
         }
         Some(p)
+    }
+
+    /// Whether lone messages of `len`'s size class to `peer` measured
+    /// slower per byte by the stream than by CMA, both paths settled: a
+    /// burst of the smallest class then goes by CMA too (see
+    /// [`BURST_CMA_MIN`]). The stream between two vCPUs that the host has
+    /// placed apart (a cache line passing in 200-300 ns instead of 27)
+    /// moves 64 KiB windows at 2.3-4.7 GB/s where split CMA keeps 9-11;
+    /// its lone 64 KiB messages then measured 0.35-1.08 ns per byte
+    /// against CMA's 0.14-0.23, and 0.08-0.11 against 0.20-0.22 with the
+    /// cores close, where bursts by the stream read 17-22 GB/s. The
+    /// lone class keeps measuring the stream meanwhile (an exploration
+    /// every [`EXPLORE_NS`]), so bursts return to it once the cores are
+    /// close again.
+    fn stream_slow(&self, peer: usize, len: usize) -> bool {
+        let c = &self.classes[peer][0][class_of(len)];
+        let [stream, cma] = c.ns_per_byte;
+        c.seen[0] >= SETTLED && c.seen[1] >= SETTLED && stream > cma
     }
 
     /// [`Adapt::pick`] at time `now` (ns), for a lone message or an
@@ -547,12 +577,55 @@ mod tests {
         // unless a receiver refused it, from the second size class on (see
         // BURST_CMA_MIN).
         a.burst_by_cma(true);
-        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream), "the smallest class streams");
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Cma), "the stream measured slower: CMA");
+        assert_eq!(a.bursts_off_stream, 1);
         let long = BURST_CMA_MIN;
         assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Cma));
         assert_eq!(a.pick(1, long, Path::Stream, Situation::Burst), Some(Path::Stream), "outside calibration's CMA range");
         a.deny_cma();
         assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Stream));
+    }
+
+    #[test]
+    fn a_burst_of_the_smallest_class_streams_while_the_stream_measures_faster() {
+        // Lone 64 KiB messages as measured with the vCPUs close (stream
+        // 0.08 ns per byte, CMA 0.2), then apart (stream 0.8).
+        let len = 64 << 10;
+        let ns = |per_byte: f64| (per_byte * len as f64) as u64;
+        let mut a = Adapt::new(2, 64 << 10);
+        a.burst_by_cma(true);
+        // Unsettled, the stream.
+        rec(&mut a, 1, len, Path::Stream, false, ns(0.8));
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
+        let mut a = Adapt::new(2, 64 << 10);
+        a.burst_by_cma(true);
+        rec(&mut a, 1, len, Path::Stream, false, ns(0.08));
+        rec(&mut a, 1, len, Path::Cma, false, ns(0.2));
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
+        // Stream transfers at `per_byte` until a burst takes `want`: how many.
+        let until = |a: &mut Adapt, per_byte: f64, want: Path| {
+            (1..=10).find(|_| {
+                a.record(1, len, Path::Stream, false, ns(per_byte));
+                a.pick(1, len, Path::Cma, Situation::Burst) == Some(want)
+            })
+        };
+        // The cores move apart: a few slower stream transfers turn bursts
+        // to CMA (none counted three times the average at once), and fast
+        // ones back, as the lone class explores the stream.
+        let turned = until(&mut a, 0.8, Path::Cma);
+        assert!(turned.is_some_and(|i| i <= 6), "turned to CMA after {turned:?} slow transfers");
+        let back = until(&mut a, 0.08, Path::Stream);
+        assert!(back.is_some_and(|i| i <= 6), "back to the stream after {back:?} fast transfers");
+        // Not where bursts do not go by CMA at all, nor past a refusal.
+        a.burst_by_cma(false);
+        for _ in 0..10 {
+            a.record(1, len, Path::Stream, false, ns(0.8));
+        }
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
+        a.burst_by_cma(true);
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Cma));
+        a.deny_cma();
+        assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
     }
 
     #[test]

@@ -193,13 +193,15 @@ impl Engine {
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;
         let [x_stream, x_cma] = self.adapt.taken_in_exchange;
+        let off = self.adapt.bursts_off_stream;
         let (fused, pushed, [split, declined], cold) = (self.state.fused, self.state.pushed, self.state.split, self.state.paths.cold_writes);
         let [bytes, read] = self.state.split_bytes;
         let share = (read * 100).checked_div(bytes).unwrap_or(0);
         let staged = self.stage.sends;
         (stream + cma + fused + pushed + split + staged > 0).then(|| {
             format!(
-                "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA), \
+                "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA; \
+                 {off} of a burst of the smallest class by CMA because the stream measured slower), \
                  {staged} of them staged in this rank's heap instead, for a rank not running (more ranks than cores); \
                  {fused} receive(s) combined with their local operation as they came; {pushed} written here by their senders while this rank was busy; \
                  {split} copied by this rank and their senders together, chunk by chunk, this rank taking {share} % of their bytes \
