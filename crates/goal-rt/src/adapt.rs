@@ -238,6 +238,9 @@ pub(crate) struct Adapt {
     /// Messages of bursts of the smallest class sent by CMA because the
     /// stream measured slow (see [`Adapt::stream_slow`]).
     pub bursts_off_stream: u64,
+    /// The calibrated path is left for one this many times faster
+    /// ([`MARGIN`] unless [`Adapt::with_margin`] says otherwise).
+    margin: f64,
 }
 
 /// How long a class waits between explorations (see [`EXPLORE_SHARE`]),
@@ -264,7 +267,15 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2], bursts_off_stream: 0 }
+        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2], bursts_off_stream: 0, margin: MARGIN }
+    }
+
+    /// The same chooser, leaving the calibrated path only for one `margin`
+    /// times faster: for a choice whose two measurements are not alike
+    /// (the engine's fused receives: the stream timed with its combine,
+    /// CMA without).
+    pub fn with_margin(self, margin: f64) -> Adapt {
+        Adapt { margin, ..self }
     }
 
     /// Sends bursts by CMA (`on`: messages split between the two cores) or
@@ -388,7 +399,7 @@ impl Adapt {
                 Path::Cma => (cma, stream),
             };
             let flip = |p: Path| if p == Path::Cma { Path::Stream } else { Path::Cma };
-            let best = if other * MARGIN < mine { flip(calibrated) } else { calibrated };
+            let best = if other * self.margin < mine { flip(calibrated) } else { calibrated };
             let tries = if exchange { EXCHANGE_EXPLORE } else { 1 };
             if c.exploring > 0 {
                 c.exploring -= 1;
@@ -626,6 +637,27 @@ mod tests {
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Cma));
         a.deny_cma();
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
+    }
+
+    #[test]
+    fn a_wider_margin_keeps_the_calibrated_path_longer() {
+        // A fused receive of 1 MiB: the stream measured against a CMA read
+        // 1.5 times (the vCPUs close, an exchange) and 4.5 times faster
+        // (apart), with the engine's margin of 3.
+        let len = 1 << 20;
+        let picks = |stream: u64, cma: u64| {
+            let mut a = Adapt::new(2, 512 << 10).with_margin(3.0);
+            rec(&mut a, 1, len, Path::Stream, false, stream);
+            rec(&mut a, 1, len, Path::Cma, false, cma);
+            (0..10).filter(|&i| a.choose(1, len, Path::Stream, false, i) == Some(Path::Cma)).count()
+        };
+        assert!(picks(120_000, 80_000) <= 1, "close: the stream (but for an exploration)");
+        assert!(picks(480_000, 105_000) >= 9, "apart: CMA (but for an exploration)");
+        // adapt's own margin would have left the stream at 1.5 already.
+        let mut a = Adapt::new(2, 512 << 10);
+        rec(&mut a, 1, len, Path::Stream, false, 120_000);
+        rec(&mut a, 1, len, Path::Cma, false, 80_000);
+        assert!((0..10).filter(|&i| a.choose(1, len, Path::Stream, false, i) == Some(Path::Cma)).count() >= 9);
     }
 
     #[test]

@@ -19,7 +19,27 @@ pub(super) const FUSE_CHUNK: usize = 16 << 10;
 /// through the stream, 154 us by CMA). Below it the data stays in the
 /// cache between the read and the operation, and CMA's early FIN frees
 /// the sender sooner (256 KiB: 16 us for the sender, 20 for the root).
+///
+/// Unless the stream measures slower: with this VM's two vCPUs placed
+/// apart by the host (a cache line passing in 200-300 ns instead of 27)
+/// every line of the stream crosses that distance, and 2 ranks' reduce
+/// of 1 MiB took 410-437 us fused through it, where it takes 46-54 with
+/// the vCPUs close and Open MPI's blocking reduce, by CMA, 89-93 in either
+/// placement. So each such receive chooses, per peer, between the fused
+/// stream (timed from its match to its last combine) and a CMA read
+/// (timed as the read alone, the combine after it untimed) with the
+/// chooser of `adapt` (`Engine::fuse_paths`), the stream as the
+/// calibrated path, left only for a CMA [`FUSE_MARGIN`] times faster.
 pub(super) const FUSE_CMA_MAX: usize = 512 << 10;
+
+/// The stream is left for a fused receive's CMA read only where the read
+/// alone measures this many times faster per byte than the fused stream.
+/// With the vCPUs close, the 512 KiB halves of a 2-rank allreduce of
+/// 1 MiB measured 0.08-0.12 ns per byte fused and 0.08-0.12 read (the
+/// combine not counted), and at 1.25 (`adapt`'s margin) half the runs
+/// took CMA and ran at 85 us where the fused stream runs at 67; apart, a
+/// reduce of 1 MiB measured 4 times faster by CMA.
+pub(super) const FUSE_MARGIN: f64 = 3.0;
 
 impl Engine {
     /// Whether receive `r`, a message of `len` bytes, is combined with its
@@ -36,7 +56,7 @@ impl Engine {
         let plan = sched.fusable(r.op)?;
         e.bufs.counters[plan.op as usize] += 1;
         let l = sched.s.locals[sched.s.ops[plan.op as usize].addr as usize];
-        Some(Box::new(Fused { op: plan.op, l, first: plan.first, elems: 0, carry: [0; 8], carry_len: 0, err: None }))
+        Some(Box::new(Fused { op: plan.op, l, first: plan.first, elems: 0, carry: [0; 8], carry_len: 0, err: None, since: Instant::now() }))
     }
 
     /// Whether [`fusion`](Self::fusion) would fuse receive `r` of `len` bytes.
@@ -106,9 +126,12 @@ impl Engine {
         f.elems += whole;
     }
 
-    /// Fused receive `r` has all its bytes: it and its operation finish.
-    pub(super) fn fused_done(&mut self, r: OpRef, f: &Fused) {
-        self.copied(f.elems * f.l.width as usize / 8);
+    /// Fused receive `r`, from `src`, has all its bytes: it and its
+    /// operation finish.
+    pub(super) fn fused_done(&mut self, r: OpRef, src: usize, f: &Fused) {
+        let len = f.elems * f.l.width as usize / 8;
+        self.copied(len);
+        self.fuse_paths.record(src, len, adapt::Path::Stream, false, f.since.elapsed().as_nanos() as u64);
         if self.exec(r).is_none() {
             return;
         }

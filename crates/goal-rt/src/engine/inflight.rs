@@ -85,6 +85,8 @@ pub(super) struct Fused {
     pub(super) carry_len: usize,
     /// The first element divided by zero.
     pub(super) err: Option<usize>,
+    /// When the receive was matched (see `Engine::fuse_paths`).
+    pub(super) since: Instant,
 }
 
 /// A receive reading its message from the sender's memory (see [`READ_LATER`]).

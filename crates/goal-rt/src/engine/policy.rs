@@ -119,6 +119,9 @@ pub(super) enum Fetch {
     Split { judge: bool },
     /// This rank reads it all from the sender's memory (CMA) or heap.
     Read,
+    /// A read by CMA of a message that could have been combined through
+    /// the stream (see [`FUSE_CMA_MAX`]): timed for that choice.
+    FusableRead,
     /// Through the pair's stream, both copying at once.
     Stream,
 }
@@ -214,7 +217,14 @@ impl Engine {
             // In the background (see `choose_offer`): read it all now,
             // without asking a sender that computes to write a part.
             proto::MODE_HEAP | proto::MODE_CMA if self.background => Fetch::Read,
-            proto::MODE_CMA if self.state.lost[src as usize].is_none() && len >= FUSE_CMA_MAX && self.fusable(r, len) => Fetch::FusedStream,
+            proto::MODE_CMA if self.state.lost[src as usize].is_none() && len >= FUSE_CMA_MAX && self.fusable(r, len) => {
+                // Read whole by CMA where that is chosen, so that its time
+                // is measured (see FUSE_CMA_MAX; `fetch` notes it).
+                match self.fuse_paths.pick(src as usize, len, adapt::Path::Stream, adapt::Situation::Lone) {
+                    Some(adapt::Path::Cma) => Fetch::FusableRead,
+                    _ => Fetch::FusedStream,
+                }
+            }
             proto::MODE_CMA if warm && self.push_pays(r, src, len, dst) => Fetch::Push { judge: again },
             // From the heap the receiver's `memcpy` outruns the sender's
             // CMA write, and takes more of the chunks by itself (fixed, three

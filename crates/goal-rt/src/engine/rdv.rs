@@ -62,7 +62,7 @@ impl Engine {
                 Fetch::Push { .. } => Path::Push,
                 Fetch::Split { .. } => Path::Split,
                 Fetch::Read if mode == proto::MODE_HEAP => Path::Heap,
-                Fetch::Read => Path::Cma,
+                Fetch::Read | Fetch::FusableRead => Path::Cma,
             });
         }
         match fetch {
@@ -121,7 +121,10 @@ impl Engine {
                 self.state.reads.push_back(Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: false, claim: Some(slot) });
                 self.state.streams_active += 1;
             }
-            Fetch::Read => {
+            Fetch::Read | Fetch::FusableRead => {
+                if matches!(fetch, Fetch::FusableRead) {
+                    self.fuse_reads.push((src, token));
+                }
                 let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true, claim: None };
                 if read.len >= READ_LATER {
                     self.state.reads.push_back(read);

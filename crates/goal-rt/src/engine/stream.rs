@@ -113,7 +113,7 @@ impl Engine {
                     }
                 }
                 match si.fused {
-                    Some(f) => self.fused_done(r, &f),
+                    Some(f) => self.fused_done(r, p, &f),
                     None => self.finish(r),
                 }
             }
