@@ -80,8 +80,7 @@ impl Engine {
         // (Not for a split message's part: the sender writes chunks of it
         // meanwhile, and a split is asked only once reads have worked.)
         if mode == proto::MODE_CMA && read.done == 0 && denied && read.claim.is_none() && self.state.lost[src as usize].is_none() {
-            if let Some(i) = self.fuse_reads.iter().position(|&k| k == (src, read.token)) {
-                self.fuse_reads.swap_remove(i);
+            if read.fusable {
                 self.fuse_paths.deny_cma();
             }
             self.send_control(src, Kind::Cts, read.token);
@@ -130,11 +129,8 @@ impl Engine {
                 }
             }
         }
-        if let Some(i) = self.fuse_reads.iter().position(|&k| k == (src, read.token)) {
-            self.fuse_reads.swap_remove(i);
-            if res.is_ok() {
-                self.fuse_paths.record(src as usize, len, adapt::Path::Cma, false, read.ns);
-            }
+        if read.fusable && res.is_ok() {
+            self.fuse_paths.record(src as usize, len, adapt::Path::Cma, false, read.ns);
         }
         // FIN carries the read's time, for the sender's choice of path.
         let ns = if mode == proto::MODE_CMA && res.is_ok() { read.ns } else { 0 };

@@ -110,6 +110,9 @@ pub(super) struct Read {
     /// bytes read; the chunk is `claim_chunk`'s); `None`: bytes `done..len`
     /// in order.
     pub(super) claim: Option<u8>,
+    /// Read where the message could have been combined through the stream
+    /// ([`Fetch::FusableRead`]): its time goes to `Engine::fuse_paths`.
+    pub(super) fusable: bool,
 }
 
 /// A rendezvous send that writes its message into the receiver's memory

@@ -198,9 +198,6 @@ pub(crate) struct Engine {
     /// `FUSE_CMA_MAX` on): through the stream, or read by CMA and then
     /// combined, from what each took (see `fusion`).
     fuse_paths: adapt::Adapt,
-    /// Receives (source, token) read by CMA where they could have been
-    /// combined through the stream: their read's time goes to `fuse_paths`.
-    fuse_reads: Vec<(u32, u32)>,
     /// Whether a busy receiver may ask its senders to write (see [`Write`]).
     pushes: bool,
     /// Whether an idle receiver may ask its senders to write part of a
@@ -378,7 +375,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), fuse_reads: Vec::new(), pushes: false, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), pushes: false, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
     }
 
     /// Reaches the peers marked in `remote` through `net`.

@@ -219,7 +219,7 @@ impl Engine {
             proto::MODE_HEAP | proto::MODE_CMA if self.background => Fetch::Read,
             proto::MODE_CMA if self.state.lost[src as usize].is_none() && len >= FUSE_CMA_MAX && self.fusable(r, len) => {
                 // Read whole by CMA where that is chosen, so that its time
-                // is measured (see FUSE_CMA_MAX; `fetch` notes it).
+                // is measured (see FUSE_CMA_MAX; its `Read` notes it).
                 match self.fuse_paths.pick(src as usize, len, adapt::Path::Stream, adapt::Situation::Lone) {
                     Some(adapt::Path::Cma) => Fetch::FusableRead,
                     _ => Fetch::FusedStream,

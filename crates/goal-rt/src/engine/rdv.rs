@@ -118,14 +118,12 @@ impl Engine {
                 self.state.split[0] += 1;
                 self.state.split_bytes[0] += len as u64;
                 self.post_message(src as usize, Head::control(Kind::Cts, token).mode(proto::MODE_SPLIT).with_buffer(at).with_split_claim(slot, chunk));
-                self.state.reads.push_back(Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: false, claim: Some(slot) });
+                self.state.reads.push_back(Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: false, claim: Some(slot), fusable: false });
                 self.state.streams_active += 1;
             }
             Fetch::Read | Fetch::FusableRead => {
-                if matches!(fetch, Fetch::FusableRead) {
-                    self.fuse_reads.push((src, token));
-                }
-                let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true, claim: None };
+                let fusable = matches!(fetch, Fetch::FusableRead);
+                let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true, claim: None, fusable };
                 if read.len >= READ_LATER {
                     self.state.reads.push_back(read);
                     self.state.streams_active += 1;
