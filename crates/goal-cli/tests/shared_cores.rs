@@ -11,7 +11,10 @@
 //! another busy core, and the receive then waits for its sender to be
 //! scheduled). Before these rules, such a loop sent about a tenth of its
 //! messages by the stream and had a tenth to a fifth pushed (4 ranks on
-//! 2 CPUs: alltoall of 1 MiB 0.91x the time now, 64 KiB 0.92x).
+//! 2 CPUs: alltoall of 1 MiB 0.91x the time now, 64 KiB 0.92x). The CMA
+//! rule holds where calibration found sizes at which CMA beats the
+//! stream; where it found none (CMA slower than two copies everywhere),
+//! the same loop sends every message by the stream, still unpushed.
 //! Every received byte is checked against the sequential model.
 //!
 //! And messages up to 64 KiB that would wait for their receiver to be on a
@@ -153,20 +156,68 @@ fn exchanges_with_more_ranks_than_cores_go_by_cma_unpushed() {
         body();
         return;
     }
-    let job = launch_shared(TEST, 4, "thread", &[]);
-    // Each rank's line: "large messages chosen per message: S by stream, C by
-    // CMA (in exchanges: ...); ...; K written here by their senders ...".
-    let lines: Vec<&str> = job.stderr.split("large messages chosen per message: ").skip(1).collect();
-    assert_eq!(lines.len(), 4, "every rank should report its large messages\n{}", job.stderr);
-    for t in lines {
-        let num = |s: &str| s.trim().parse::<u64>().unwrap_or(u64::MAX);
-        let (stream, rest) = t.split_once(" by stream, ").expect("a stream count");
-        let cma = rest.split_once(" by CMA").expect("a CMA count").0;
-        assert_eq!(num(stream), 0, "no message should go by the stream: {t}");
-        assert!(num(cma) >= 3 * ITERS, "every message should go by CMA: {t}");
+    let cache = util::Dir::new("cma-range");
+    calibrated_with_cma(&cache, "32768 67108864");
+    let job = launch_shared(TEST, 4, "thread", &[("XDG_CACHE_HOME", &cache.path(""))]);
+    for (stream, cma, t) in large_messages(&job.stderr) {
+        assert_eq!(stream, 0, "no message should go by the stream: {t}");
+        assert!(cma >= 3 * ITERS, "every message should go by CMA: {t}");
     }
     let pushed = debug_count(&job.stderr, " written here by their senders");
     assert_eq!(pushed, 0, "no exchange's message should be pushed\n{}", job.stderr);
+}
+
+const STREAM_TEST: &str = "where_cma_was_slower_everywhere_exchanges_with_more_ranks_than_cores_go_by_the_stream";
+
+/// The loop of [`TEST`] with the built-in thresholds (`GOAL_CALIBRATE=0`),
+/// which hold no CMA range, as on a machine whose calibration found CMA
+/// slower than the stream at every size: every exchange's message goes by
+/// the stream, and still none is pushed; every byte arrives as the model
+/// says.
+#[test]
+fn where_cma_was_slower_everywhere_exchanges_with_more_ranks_than_cores_go_by_the_stream() {
+    if in_job() {
+        body();
+        return;
+    }
+    let job = launch_shared(STREAM_TEST, 4, "thread", &[("GOAL_CALIBRATE", "0")]);
+    assert!(job.stderr.contains("cma=(18446744073709551615, 0)"), "the built-in thresholds should hold no CMA range\n{}", job.stderr);
+    for (stream, cma, t) in large_messages(&job.stderr) {
+        assert_eq!(cma, 0, "no message should go by CMA: {t}");
+        assert!(stream >= 3 * ITERS, "every message should go by the stream: {t}");
+    }
+    let pushed = debug_count(&job.stderr, " written here by their senders");
+    assert_eq!(pushed, 0, "no exchange's message should be pushed\n{}", job.stderr);
+}
+
+/// Each of the 4 ranks' counts of large messages by the stream and by CMA,
+/// with its line: "large messages chosen per message: S by stream, C by
+/// CMA (in exchanges: ...); ...".
+fn large_messages(stderr: &str) -> Vec<(u64, u64, &str)> {
+    let lines: Vec<&str> = stderr.split("large messages chosen per message: ").skip(1).collect();
+    assert_eq!(lines.len(), 4, "every rank should report its large messages\n{stderr}");
+    let num = |s: &str| s.trim().parse::<u64>().unwrap_or(u64::MAX);
+    lines
+        .into_iter()
+        .map(|t| {
+            let (stream, rest) = t.split_once(" by stream, ").expect("a stream count");
+            let cma = rest.split_once(" by CMA").expect("a CMA count").0;
+            (num(stream), num(cma), t)
+        })
+        .collect()
+}
+
+/// Fills `dir` (an `XDG_CACHE_HOME`) with this machine's calibration, its
+/// CMA range replaced by `range` ("LO HI"): the thresholds a job started
+/// with that cache uses, whatever this machine measures (the cache is
+/// keyed by the machine, so one job calibrates into it first).
+fn calibrated_with_cma(dir: &util::Dir, range: &str) {
+    launch_shared(TEST, 4, "thread", &[("XDG_CACHE_HOME", &dir.path(""))]);
+    let file = dir.0.join("goal/calibration");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no calibration cache at {}: {e}", file.display()));
+    let edited: Vec<String> = text.lines().map(|l| if l.starts_with("cma ") { format!("cma {range}") } else { l.to_string() }).collect();
+    assert!(edited.iter().any(|l| l == &format!("cma {range}")), "no cma line in the cache: {text}");
+    std::fs::write(&file, edited.join("\n") + "\n").unwrap();
 }
 
 /// Runs `test` on `n` ranks in progress mode `mode` with `GOAL_DEBUG=1`

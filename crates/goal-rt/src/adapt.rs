@@ -72,8 +72,9 @@
 //! or CMA where the receiver splits the copy with its waiting sender.
 //!
 //! With more ranks than cores an exchange always takes CMA, and so does a
-//! lone message at least as long as the pair's stream (see
-//! [`Adapt::share_cores`]).
+//! lone message at least as long as the pair's stream, where calibration
+//! found CMA faster than the stream at some size; where it found none, an
+//! exchange always takes the stream (see [`Adapt::share_cores`]).
 //!
 //! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
 
@@ -227,10 +228,10 @@ pub(crate) struct Adapt {
     /// Bursts go by CMA: an idle receiver then splits each message with its
     /// waiting sender (the engine's `SPLIT_MIN`), so both cores copy.
     burst_cma: bool,
-    /// More ranks than cores, with streams of this many bytes: exchanges,
-    /// and lone messages as long as a stream, go by CMA, unmeasured (see
-    /// [`Adapt::share_cores`]).
-    shared: Option<usize>,
+    /// More ranks than cores (see [`Adapt::share_cores`]): exchanges take
+    /// one path unmeasured, and lone messages as long as a stream CMA
+    /// where calibration found it faster somewhere.
+    shared: Option<Shared>,
     /// Sends that took each path, for the debug line at the end: all, and
     /// those that were half of an exchange.
     pub taken: [u64; 2],
@@ -263,6 +264,15 @@ fn index(p: Path) -> usize {
     }
 }
 
+/// More ranks than cores (see [`Adapt::share_cores`]).
+#[derive(Debug, Clone, Copy)]
+struct Shared {
+    /// A pair's stream bytes.
+    stream: usize,
+    /// Calibration found sizes at which CMA beats the stream.
+    cma_faster: bool,
+}
+
 impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
@@ -285,8 +295,9 @@ impl Adapt {
     }
 
     /// More ranks than cores, with streams of `stream_bytes` (`None`: not
-    /// so): every exchange's message goes by CMA, without measuring or
-    /// exploring. Every core copies then
+    /// so), `cma_faster` where calibration found sizes at which CMA beats
+    /// the stream: every exchange's message goes by CMA, without measuring
+    /// or exploring. Every core copies then
     /// anyway, and CMA copies each message once where the stream copies it
     /// twice, and the receiver reads it whether its sender is on a CPU or
     /// not, where a stream of more than its ring's bytes moves only while
@@ -304,8 +315,14 @@ impl Adapt {
     /// `goal_coll`: scatter 355-374 -> 231-257 us (its root sent 169 of
     /// 231 messages by the stream), bcast 285-307 -> 239-265, gather
     /// unchanged.
-    pub fn share_cores(&mut self, stream_bytes: Option<usize>) {
-        self.shared = stream_bytes;
+    ///
+    /// Both rest on CMA's one copy costing less than the stream's two.
+    /// Where calibration found CMA slower at every size (not
+    /// `cma_faster`), exchanges take the stream, unmeasured for the same
+    /// reason, and lone messages follow their measurements at every size
+    /// (see `Engine::share_cores` for what that gained).
+    pub fn share_cores(&mut self, stream_bytes: Option<usize>, cma_faster: bool) {
+        self.shared = stream_bytes.map(|stream| Shared { stream, cma_faster });
     }
 
     /// The path for a send of `len` bytes to `peer`, or `None` when the
@@ -343,8 +360,9 @@ impl Adapt {
                 Path::Cma
             }
             Situation::Burst => Path::Stream,
-            Situation::Exchange if self.shared.is_some() && !self.cma_denied => Path::Cma,
-            Situation::Lone if self.shared.is_some_and(|stream| len >= stream) && !self.cma_denied => Path::Cma,
+            Situation::Exchange if self.shared.is_some_and(|s| s.cma_faster) && !self.cma_denied => Path::Cma,
+            Situation::Exchange if self.shared.is_some() => Path::Stream,
+            Situation::Lone if self.shared.is_some_and(|s| s.cma_faster && len >= s.stream) && !self.cma_denied => Path::Cma,
             Situation::Lone => self.choose(peer, len, calibrated, false, now)?,
             Situation::Exchange => self.choose(peer, len, calibrated, true, now)?,
         };
@@ -849,7 +867,7 @@ mod tests {
     #[test]
     fn with_cores_shared_an_exchange_takes_cma_whatever_was_measured() {
         let mut a = Adapt::new(2, 64 << 10);
-        a.share_cores(Some(usize::MAX));
+        a.share_cores(Some(usize::MAX), true);
         let len = 1 << 20;
         // The stream measured four times faster in exchanges and alone.
         for exchange in [false, true] {
@@ -872,12 +890,24 @@ mod tests {
         rec(&mut b, 1, len, Path::Stream, true, 100_000);
         rec(&mut b, 1, len, Path::Cma, true, 400_000);
         assert!(streamed(&mut b, Situation::Exchange) >= 4);
+        // Where calibration found CMA slower everywhere: exchanges take
+        // the stream every time, though CMA measured four times faster,
+        // and a lone message of a stream's length follows its measurements.
+        let mut c = Adapt::new(2, 64 << 10);
+        c.share_cores(Some(1 << 20), false);
+        for exchange in [false, true] {
+            rec(&mut c, 1, len, Path::Cma, exchange, 100_000);
+            rec(&mut c, 1, len, Path::Stream, exchange, 400_000);
+        }
+        assert!((0..200).all(|_| c.pick(1, len, Path::Cma, Situation::Exchange) == Some(Path::Stream)));
+        let by_cma = (0..6).filter(|_| c.pick(1, len, Path::Stream, Situation::Lone) == Some(Path::Cma)).count();
+        assert!(by_cma >= 4, "a lone message follows CMA's measured lead: {by_cma} of 6");
     }
 
     #[test]
     fn with_cores_shared_a_lone_message_longer_than_the_stream_takes_cma() {
         let mut a = Adapt::new(2, 64 << 10);
-        a.share_cores(Some(1 << 20));
+        a.share_cores(Some(1 << 20), true);
         // The stream measured four times faster at both sizes.
         for len in [256 << 10, 1 << 20] {
             rec(&mut a, 1, len, Path::Stream, false, len as u64 / 10);
@@ -887,7 +917,7 @@ mod tests {
         assert_eq!(by_cma(&mut a, 1 << 20), 20, "from the stream's size on: CMA every time");
         assert!(by_cma(&mut a, 256 << 10) <= 2, "a shorter one follows its measurements (but for an exploration)");
         // Cores not shared: the measurements decide at every size.
-        a.share_cores(None);
+        a.share_cores(None, true);
         assert!(by_cma(&mut a, 1 << 20) <= 2);
     }
 

@@ -436,13 +436,28 @@ impl Engine {
 
     /// More ranks than cores on this machine (`on`): exchanges, and lone
     /// messages of `stream_bytes` (a pair's stream) or more, go by CMA
-    /// (see `adapt::Adapt::share_cores`), their receives are not
-    /// pushed (see [`push_pays`](Self::push_pays)), and the eager rings
-    /// are not rewound (see `ShmNode::rewind_rings`).
+    /// (see `adapt::Adapt::share_cores`) where calibration found a range
+    /// in which CMA beats the stream, their receives are not pushed (see
+    /// [`push_pays`](Self::push_pays)), and the eager rings are not
+    /// rewound (see `ShmNode::rewind_rings`).
+    ///
+    /// Where calibration found none, one CMA read costs more than the
+    /// stream's two copies on this machine, and the rule's premise (CMA
+    /// copies each message once, the stream twice) does not hold: there
+    /// exchanges take the stream, unmeasured (their times mix the ranks'
+    /// preemptions, which made the chooser keep a third to two thirds of
+    /// them on CMA), and lone messages are chosen by measurement as with
+    /// a core per rank. On a host whose `process_vm_readv` took 85-100 us
+    /// per MiB against `memcpy`'s 18-20, 4 ranks on 2 CPUs, 1 MiB, medians
+    /// of 4 alternations: gather 135 -> 41 us, bcast 119 -> 60, allgather
+    /// 600 -> 353, allgatherv 588 -> 406, alltoall 811 -> 572, allreduce
+    /// 226 -> 185 (Open MPI without single copy: 117, 99, 385, 540, 516,
+    /// 289; docs/measurements/shared-stream-2026-12-04).
     pub fn share_cores(&mut self, on: bool, stream_bytes: usize) {
         self.cores_shared = on;
         self.link.shm.rewind_rings(!on);
-        self.adapt.share_cores(on.then_some(stream_bytes));
+        let cma_range = self.thresholds.cma.0 <= self.thresholds.cma.1;
+        self.adapt.share_cores(on.then_some(stream_bytes), cma_range);
     }
 }
 
