@@ -197,6 +197,19 @@ impl Engine {
 
 impl Stage {
     fn give_back(&mut self, block: *mut u8, class: usize) {
+        // The pool follows the sizes in use now: blocks of other sizes,
+        // largest first, make room for this one. Kept instead, the blocks
+        // of the sizes a program staged first filled the pool, and every
+        // block of a later size went back to the heap at its FIN and was
+        // faulted in again at the next send.
+        while self.pooled + block_len(class) > POOL_KEEP {
+            let Some(c) = (0..CLASSES).rev().find(|&c| c != class && !self.pool[c].is_empty()) else { break };
+            let old = self.pool[c].pop().expect("a class found non-empty");
+            self.pooled -= block_len(c);
+            if let Some(heap) = &self.heap {
+                heap.free(old);
+            }
+        }
         if self.pooled + block_len(class) <= POOL_KEEP {
             self.pool[class].push(block);
             self.pooled += block_len(class);
@@ -222,5 +235,36 @@ mod tests {
             let c = class_of(len);
             assert!(block_len(c) >= len && (c == 0 || block_len(c - 1) < len), "{len} bytes in a block of {}", block_len(c));
         }
+    }
+
+    #[test]
+    fn the_pool_keeps_the_blocks_of_the_size_in_use_now() {
+        // No heap: blocks that leave the pool are dropped, not freed, and
+        // the pointers are never read.
+        let mut st = Stage::default();
+        let fake = |i: usize| (0x1000 * (i + 1)) as *mut u8;
+        // A program stages 128 KiB messages until the pool is full of them.
+        let small = POOL_KEEP / block_len(1);
+        for i in 0..small + 3 {
+            st.give_back(fake(i), 1);
+        }
+        assert_eq!(st.pool[1].len(), small, "the pool keeps POOL_KEEP bytes of one size");
+        assert_eq!(st.pooled, POOL_KEEP);
+        // Then 256 KiB ones: each freed block stays in the pool, for the
+        // next send of that size, in place of 128 KiB blocks.
+        for i in 0..4 {
+            st.give_back(fake(1000 + i), 2);
+            assert_eq!(st.pool[2].len(), i + 1, "the block in use now should be kept");
+            assert!(st.pooled <= POOL_KEEP, "the pool holds {} bytes", st.pooled);
+        }
+        assert_eq!(st.pool[1].len(), small - 8, "two 128 KiB blocks made room for each 256 KiB one");
+        let held: usize = (0..CLASSES).map(|c| st.pool[c].len() * block_len(c)).sum();
+        assert_eq!(held, st.pooled);
+        // A pool full of the size in use gives back what it cannot hold.
+        let mut full = Stage::default();
+        for i in 0..POOL_KEEP / block_len(3) + 2 {
+            full.give_back(fake(i), 3);
+        }
+        assert_eq!(full.pooled, POOL_KEEP);
     }
 }
