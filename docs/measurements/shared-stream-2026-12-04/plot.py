@@ -1,8 +1,11 @@
-"""Table and plot of this record's alternations (ab.txt, ab-sizes.txt, from ab.sh):
-per collective and size, the medians of base, new and Open MPI without single copy over
-the rounds, with new/base and new/Open MPI. Writes table.txt and shared-stream.png here."""
+"""Table and plot of a record's alternations by ab.sh (its ab*.txt files): per collective and
+size, the medians of base, new and Open MPI without single copy over the rounds, with new/base
+and new/Open MPI. Writes table.txt and PLOT.png in the record's directory.
+
+    python3 plot.py [RECORD_DIR PLOT TITLE]     (default: this record)"""
 import collections
 import statistics
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -10,10 +13,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
+HERE, PLOT, TITLE = Path(__file__).resolve().parent, "shared-stream", "exchanges by the stream where CMA calibrated slower"
+if len(sys.argv) == 4:
+    HERE, PLOT, TITLE = Path(sys.argv[1]).resolve(), sys.argv[2], sys.argv[3]
 runs = collections.defaultdict(list)
-for name in ("ab.txt", "ab-sizes.txt"):
-    for line in (HERE / name).read_text().splitlines():
+for path in sorted(HERE.glob("ab*.txt")):
+    for line in path.read_text().splitlines():
         f = line.split()
         if len(f) == 4 and f[0] in ("base", "new", "ompi-nosc"):
             runs[(f[1], int(f[2]), f[0])].append(float(f[3]))
@@ -31,7 +36,7 @@ for c, b in points:
 
 head = (f"{'collective':21s} {'size':>8s} {'base us':>9s} {'new us':>9s} {'ompi-nosc':>10s}"
         f" {'new/base':>9s} {'new/ompi':>10s}")
-(HERE / "table.txt").write_text("4 ranks on 2 CPUs, medians over the rounds of ab.txt and ab-sizes.txt\n"
+(HERE / "table.txt").write_text("4 ranks on 2 CPUs, medians over the rounds of ab*.txt\n"
                                 + head + "\n" + "\n".join(rows) + "\n")
 
 fig, ax = plt.subplots(figsize=(10, 0.32 * len(labels) + 1.5))
@@ -43,7 +48,7 @@ ax.set_yticks(list(y))
 ax.set_yticklabels(labels, fontsize=8)
 ax.invert_yaxis()
 ax.set_xlabel("time ratio (below 1: goal after the change is faster)")
-ax.set_title("4 ranks on 2 CPUs, exchanges by the stream where CMA calibrated slower")
+ax.set_title(f"4 ranks on 2 CPUs, {TITLE}")
 ax.legend(loc="lower right", fontsize=8)
 fig.tight_layout()
-fig.savefig(HERE / "shared-stream.png", dpi=90)
+fig.savefig(HERE / f"{PLOT}.png", dpi=90)
