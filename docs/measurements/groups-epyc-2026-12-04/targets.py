@@ -5,16 +5,21 @@ summary.json (under the file's name, "targets": columnar) and writes targets.txt
 (goal AUTO / best MPI setting per point and run, the paired verdict where one decided).
 
     python3 docs/measurements/groups-epyc-2026-12-04/targets.py results/groups.json results/groups2.json results/groups3.json
+
+With `--record DIR` first, for another record: its summary.json, targets.txt and targets.png.
 """
 import json, pathlib, sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+args = sys.argv[1:]
 here = pathlib.Path(__file__).parent
+if args[:1] == ["--record"]:
+    here, args = pathlib.Path(args[1]), args[2:]
 summary = json.loads((here / "summary.json").read_text())
 runs = []
-for path in sys.argv[1:]:
+for path in args:
     d = json.loads(pathlib.Path(path).read_text())
     rows = []
     for t in d["targets"]:
@@ -54,7 +59,7 @@ for i, p in enumerate(points):
 ax.set_xticks(range(len(points)), [f"{p[0]}r {p[1]} {p[2]} {p[3] // 1024}K" if p[3] >= 1024 else f"{p[0]}r {p[1]} {p[2]} {p[3]}B"
                                    for p in points], rotation=40, ha="right", fontsize=7)
 ax.set_ylabel("goal AUTO / best MPI setting")
-ax.set_title("Issue 40's targets (bars; the black line is each point's bound), three runs of bench/groups.py, AMD EPYC VM", fontsize=9)
+ax.set_title(f"Issue 40's targets (bars; the black line is each point's bound), {len(runs)} runs of bench/groups.py, AMD EPYC VM", fontsize=9)
 ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(here / "targets.png", dpi=110)
