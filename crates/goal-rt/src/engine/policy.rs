@@ -97,7 +97,13 @@ pub(super) const HEAP_SPLIT_MIN: usize = 512 << 10;
 /// bound too (see [`Engine::choose_offer`]); never where calibration
 /// found no range.
 pub(super) fn cma_first(len: usize, cma: (usize, usize)) -> bool {
-    cma.0 <= cma.1 && len >= cma.0
+    cma_range_found(cma) && len >= cma.0
+}
+
+/// Whether calibration found sizes at which CMA beats the stream (its
+/// range `cma` is not empty: `(usize::MAX, 0)` where it found none).
+pub(super) fn cma_range_found(cma: (usize, usize)) -> bool {
+    cma.0 <= cma.1
 }
 
 /// How a receive fetches a large message whose RTS it matched: the
@@ -456,8 +462,7 @@ impl Engine {
     pub fn share_cores(&mut self, on: bool, stream_bytes: usize) {
         self.cores_shared = on;
         self.link.shm.rewind_rings(!on);
-        let cma_range = self.thresholds.cma.0 <= self.thresholds.cma.1;
-        self.adapt.share_cores(on.then_some(stream_bytes), cma_range);
+        self.adapt.share_cores(on.then_some(stream_bytes), cma_range_found(self.thresholds.cma));
     }
 }
 
