@@ -491,6 +491,56 @@ fn a_small_message_does_not_overtake_a_large_one_with_the_same_tag() {
     });
 }
 
+/// A burst of messages at the eager limit, more than the ring holds, to
+/// a receiver that starts late: the first fill the ring, the ones behind
+/// them go by rendezvous through the stream (a ring holds three of
+/// 64 KiB), and every receive of the one tag still gets its own message,
+/// in order, whichever way each came.
+#[test]
+fn a_burst_past_the_ring_goes_by_rendezvous_in_order() {
+    let test = "a_burst_past_the_ring_goes_by_rendezvous_in_order";
+    const LEN: usize = 64 << 10;
+    const COUNT: usize = 48;
+    if !in_job() {
+        for mode in ["manual", "thread"] {
+            let vars = [("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_EAGER_LIMIT", "65536"), ("GOAL_SHM_RING_BYTES", "256K")];
+            let job = launch(test, 2, &vars);
+            assert_eq!(job.status, 0, "GOAL_PROGRESS={mode}\n{}\n{}", job.stdout, job.stderr);
+            let went = debug_count(&job.stderr, " send(s) within the eager limit");
+            assert!(went > 0, "GOAL_PROGRESS={mode}: no send of the burst went by rendezvous\n{}", job.stderr);
+            assert!(went < COUNT as u64 * 2, "GOAL_PROGRESS={mode}: {went} sends went by rendezvous, more than were sent\n{}", job.stderr);
+        }
+        return;
+    }
+    let rt = rt();
+    let me = rt.rank();
+    let sent: Vec<Vec<u8>> = (0..COUNT).map(|i| (0..LEN).map(|k| pattern(i as u64 + 70, k)).collect()).collect();
+    let mut got = vec![vec![0u8; LEN]; COUNT];
+    let mut g = Graph::new();
+    for i in 0..COUNT {
+        if me == 0 {
+            g.send(Buf::user(sent[i].as_ptr() as u64), LEN as i64, 1, 6);
+        } else {
+            g.recv(Buf::user(got[i].as_mut_ptr() as u64), LEN as i64, 0, 6);
+        }
+    }
+    let s = rt.compile(&g).unwrap();
+    for round in 0..2 {
+        if me == 1 {
+            // Late, so that the ring is full when the burst comes.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        run_wait(&rt, &s).unwrap();
+        if me == 1 {
+            for (i, b) in got.iter_mut().enumerate() {
+                assert!(*b == sent[i], "round {round}: receive {i} of the burst did not get message {i}");
+                b.fill(0);
+            }
+        }
+    }
+    goal_rt::finalize().unwrap();
+}
+
 /// GOAL_ANY_SOURCE / GOAL_ANY_TAG receive one message from every other rank.
 #[test]
 fn wildcards_receive_from_everyone() {

@@ -41,7 +41,8 @@ impl Engine {
             _ => std::ptr::null_mut(),
         };
         let heap_off = if len > self.thresholds.heap_eager && !ptr.is_null() { self.link.shm.heap().offset_of(ptr, len) } else { None };
-        if heap_off.is_none() && len <= self.eager_limit(r, p, len) && self.eager_credit(p, len as u64) {
+        let backed_up = self.backed_up(p, len);
+        if heap_off.is_none() && !backed_up && len <= self.eager_limit(r, p, len) && self.eager_credit(p, len as u64) {
             self.state.credit.eager_sent[p] += len as u64;
             self.state.eager_beyond += u64::from(len > self.thresholds.eager);
             if self.kernel.is_some() {
@@ -64,6 +65,7 @@ impl Engine {
             return self.enqueue(p, Out { head, send: Some(r) });
         }
         // Rendezvous: pick how the receiver will fetch the bytes.
+        self.state.eager_backed_up += u64::from(backed_up && len <= self.thresholds.eager);
         let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false });
         head.kind = Kind::Rts;
         head.token = token;

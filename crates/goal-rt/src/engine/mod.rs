@@ -271,6 +271,9 @@ struct State {
     /// Sends above the calibrated eager limit sent eagerly (see
     /// [`Engine::eager_limit`]), for the debug line.
     eager_beyond: u64,
+    /// Sends within the eager limit that went by rendezvous instead of
+    /// queueing behind a full ring (see [`Engine::backed_up`]).
+    eager_backed_up: u64,
     /// Messages split with their senders, and how many of those the
     /// senders declined (see [`SPLIT_MIN`]), for the debug line.
     split: [u64; 2],
@@ -355,6 +358,7 @@ impl Engine {
             run_left: 0,
             pushed: 0,
             eager_beyond: 0,
+            eager_backed_up: 0,
             split: [0, 0],
             split_bytes: [0, 0],
             draining: HashMap::new(),

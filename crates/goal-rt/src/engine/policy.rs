@@ -290,6 +290,27 @@ impl Engine {
         }
     }
 
+    /// Whether a send of `len` bytes to `p`, within the eager limit, goes
+    /// by rendezvous (its bytes through the stream) rather than queue for
+    /// ring space behind messages already waiting for it: a burst of
+    /// messages longer than half the largest record (a 256 KiB ring holds three
+    /// of 64 KiB). With the two cores far apart (other core complexes, a
+    /// cache line 180-210 ns between them) the receiver reads each eager
+    /// line out of the sender's cache, and three records are too few to
+    /// keep both copies going; the 1 MiB stream lets the sender run ahead.
+    /// 2 ranks, windows of 64 sends of 64 KiB: 14.2 -> 28.7 GB/s far
+    /// apart (Open MPI without single copy 23.7), 46.3 -> 47.6 close
+    /// (docs/measurements/eager-burst-2026-12-04). The RTS queues behind
+    /// the eager messages, so matching keeps the order of sending. With
+    /// more ranks than cores an eager send's point is that it ends while
+    /// its receiver is not on a CPU: it queues, as before.
+    pub(super) fn backed_up(&self, p: usize, len: usize) -> bool {
+        2 * len > self.link.shm.max_eager()
+            && !self.state.outq[p].is_empty()
+            && !self.cores_shared
+            && self.kernel.is_none()
+    }
+
     /// Whether send `r` to `p` is one of an all-to-all's messages: it starts
     /// with its execution beside other large sends, and a large message
     /// from `p` comes at the same time. Its copy to a rank on this CPU is

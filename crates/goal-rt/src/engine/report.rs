@@ -178,15 +178,19 @@ impl Engine {
     }
 
     /// How many sends above the eager limit went eagerly (ranks sharing
-    /// cores, see [`Engine::eager_limit`]).
+    /// cores, see [`Engine::eager_limit`]), and how many within it went by
+    /// rendezvous behind a full ring (see [`Engine::backed_up`]).
     pub fn eager_summary(&self) -> Option<String> {
-        let n = self.state.eager_beyond;
-        (n > 0).then(|| {
-            format!(
-                "{n} send(s) above the eager limit of {} B went eagerly (more ranks than cores: to a rank that last waited on this CPU, or the longest send of a schedule and not half of an exchange)",
-                self.thresholds.eager
-            )
-        })
+        let (beyond, backed_up) = (self.state.eager_beyond, self.state.eager_backed_up);
+        let eager = self.thresholds.eager;
+        let mut parts = Vec::new();
+        if beyond > 0 {
+            parts.push(format!("{beyond} send(s) above the eager limit of {eager} B went eagerly (more ranks than cores: to a rank that last waited on this CPU, or the longest send of a schedule and not half of an exchange)"));
+        }
+        if backed_up > 0 {
+            parts.push(format!("{backed_up} send(s) within the eager limit of {eager} B went by rendezvous behind a full ring"));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// How many large messages took each path, when chosen per message.
