@@ -491,6 +491,22 @@ fn a_small_message_does_not_overtake_a_large_one_with_the_same_tag() {
     });
 }
 
+/// Runs `test` as 2 ranks in `manual` and in `thread` mode, with
+/// `GOAL_DEBUG=1` and `vars`; asserts that each job succeeded and returns,
+/// per mode, the largest count of `what` in its debug lines, and its stderr.
+fn debug_count_per_mode(test: &str, vars: &[(&str, &str)], what: &str) -> Vec<(&'static str, u64, String)> {
+    ["manual", "thread"]
+        .into_iter()
+        .map(|mode| {
+            let mut all = vec![("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1")];
+            all.extend_from_slice(vars);
+            let job = launch(test, 2, &all);
+            assert_eq!(job.status, 0, "GOAL_PROGRESS={mode}\n{}\n{}", job.stdout, job.stderr);
+            (mode, debug_count(&job.stderr, what), job.stderr)
+        })
+        .collect()
+}
+
 /// A burst of messages at the eager limit, more than the ring holds, to
 /// a receiver that starts late: the first fill the ring, the ones behind
 /// them go by rendezvous through the stream (a ring holds three of
@@ -502,13 +518,10 @@ fn a_burst_past_the_ring_goes_by_rendezvous_in_order() {
     const LEN: usize = 64 << 10;
     const COUNT: usize = 48;
     if !in_job() {
-        for mode in ["manual", "thread"] {
-            let vars = [("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_EAGER_LIMIT", "65536"), ("GOAL_SHM_RING_BYTES", "256K")];
-            let job = launch(test, 2, &vars);
-            assert_eq!(job.status, 0, "GOAL_PROGRESS={mode}\n{}\n{}", job.stdout, job.stderr);
-            let went = debug_count(&job.stderr, " send(s) within the eager limit");
-            assert!(went > 0, "GOAL_PROGRESS={mode}: no send of the burst went by rendezvous\n{}", job.stderr);
-            assert!(went < COUNT as u64 * 2, "GOAL_PROGRESS={mode}: {went} sends went by rendezvous, more than were sent\n{}", job.stderr);
+        let vars = [("GOAL_EAGER_LIMIT", "65536"), ("GOAL_SHM_RING_BYTES", "256K")];
+        for (mode, went, stderr) in debug_count_per_mode(test, &vars, " send(s) within the eager limit") {
+            assert!(went > 0, "GOAL_PROGRESS={mode}: no send of the burst went by rendezvous\n{stderr}");
+            assert!(went < COUNT as u64 * 2, "GOAL_PROGRESS={mode}: {went} sends went by rendezvous, more than were sent\n{stderr}");
         }
         return;
     }
@@ -536,6 +549,63 @@ fn a_burst_past_the_ring_goes_by_rendezvous_in_order() {
                 assert!(*b == sent[i], "round {round}: receive {i} of the burst did not get message {i}");
                 b.fill(0);
             }
+        }
+    }
+    goal_rt::finalize().unwrap();
+}
+
+/// Bursts of large messages through the stream take its narrow window,
+/// lone ones all of it, and the sender changes window only once its
+/// reader has emptied the stream: rank 0 sends a burst of eight messages
+/// (1 MiB and 300,000 bytes, alternating) to a receiver that starts late,
+/// then a lone 1 MiB message, three times over; every receive gets its
+/// own message, and some came through the narrow window.
+#[test]
+fn stream_bursts_take_the_narrow_window_and_lone_messages_the_whole_stream() {
+    let test = "stream_bursts_take_the_narrow_window_and_lone_messages_the_whole_stream";
+    const LENS: [usize; 8] = [1 << 20, 300_000, 1 << 20, 300_000, 1 << 20, 300_000, 1 << 20, 300_000];
+    if !in_job() {
+        // CMA out of the way: every large message goes by the stream.
+        let vars = [("GOAL_CMA_MIN", "1G"), ("GOAL_CMA_MAX", "1G")];
+        for (mode, narrow, stderr) in debug_count_per_mode(test, &vars, " message(s) received through the first") {
+            assert!(narrow > 0, "GOAL_PROGRESS={mode}: no message of a burst took the narrow window\n{stderr}");
+            assert!(narrow <= 3 * (LENS.len() as u64 - 1), "GOAL_PROGRESS={mode}: {narrow} messages took the narrow window, the first of each burst and the lone ones should not\n{stderr}");
+        }
+        return;
+    }
+    let rt = rt();
+    let me = rt.rank();
+    let sent: Vec<Vec<u8>> = LENS.iter().enumerate().map(|(i, &n)| (0..n).map(|k| pattern(i as u64 + 90, k)).collect()).collect();
+    let mut got: Vec<Vec<u8>> = LENS.iter().map(|&n| vec![0u8; n]).collect();
+    let lone: Vec<u8> = (0..1 << 20).map(|k| pattern(99, k)).collect();
+    let mut lone_got = vec![0u8; 1 << 20];
+    let (mut burst, mut single) = (Graph::new(), Graph::new());
+    if me == 0 {
+        for b in &sent {
+            burst.send(Buf::user(b.as_ptr() as u64), b.len() as i64, 1, 8);
+        }
+        single.send(Buf::user(lone.as_ptr() as u64), lone.len() as i64, 1, 8);
+    } else {
+        for b in got.iter_mut() {
+            burst.recv(Buf::user(b.as_mut_ptr() as u64), b.len() as i64, 0, 8);
+        }
+        single.recv(Buf::user(lone_got.as_mut_ptr() as u64), lone_got.len() as i64, 0, 8);
+    }
+    let (burst, single) = (rt.compile(&burst).unwrap(), rt.compile(&single).unwrap());
+    for round in 0..3 {
+        if me == 1 {
+            // Late, so that the burst's messages wait for the receiver together.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        run_wait(&rt, &burst).unwrap();
+        run_wait(&rt, &single).unwrap();
+        if me == 1 {
+            for (i, b) in got.iter_mut().enumerate() {
+                assert!(*b == sent[i], "round {round}: receive {i} of the burst did not get message {i}");
+                b.fill(0);
+            }
+            assert!(lone_got == lone, "round {round}: the lone message arrived wrong");
+            lone_got.fill(0);
         }
     }
     goal_rt::finalize().unwrap();

@@ -366,7 +366,7 @@ pub fn finalize() -> Result<()> {
     }
     if rt.cfg.debug {
         let e = rt.lock_engine();
-        for line in [e.kernel_summary(), e.eager_summary(), e.path_summary()].into_iter().flatten() {
+        for line in [e.kernel_summary(), e.eager_summary(), e.stream_summary(), e.path_summary()].into_iter().flatten() {
             say!("goal: rank {}: {line}", rt.rank);
         }
         if rt.cfg.progress != ProgressMode::Manual {

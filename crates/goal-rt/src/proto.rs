@@ -172,6 +172,10 @@ pub const PUSH_BY_STREAM: u8 = 3;
 /// the receiver reads the rest itself.
 pub const PUSH_DECLINED: u8 = 4;
 
+/// Set in the mode of a `Cts` for the stream: the bytes go through the
+/// stream's narrow window (see goal-transport's `shm/stream.rs`).
+pub const CTS_NARROW: u8 = 0x40;
+
 /// RTS mode: copy from the sender's shared heap at offset `w3`.
 pub const MODE_HEAP: u8 = 1;
 /// RTS mode: copy by Cross Memory Attach from address `w3`.

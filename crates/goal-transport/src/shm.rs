@@ -56,6 +56,8 @@ use stream::{StreamConsumer, StreamProducer};
 /// Bytes a stream push copies before it publishes them (and a pop before it
 /// releases them): a receiver copying out trails its sender by about this much.
 pub use stream::CHUNK as STREAM_CHUNK;
+/// The stream's narrow window, for bursts (see `shm/stream.rs`).
+pub use stream::NARROW as STREAM_NARROW;
 
 /// Sizes of the shared-memory structures, per ordered pair of ranks.
 #[derive(Debug, Clone)]
@@ -571,6 +573,11 @@ impl ShmNode {
         Ok(())
     }
 
+    /// The size of each pair's stream in bytes.
+    pub fn stream_bytes(&self) -> usize {
+        self.layout.stream_bytes
+    }
+
     /// The largest payload `try_send` accepts.
     pub fn max_eager(&self) -> usize {
         ring::max_payload(self.layout.ring_bytes)
@@ -720,6 +727,22 @@ impl ShmNode {
             self.mark_dirty(peer);
         }
         n
+    }
+
+    /// Sets the window of the stream to `peer` for the bytes pushed from
+    /// now on: its first [`STREAM_NARROW`] bytes or all of it (see
+    /// `shm/stream.rs`). A push after a change takes nothing until `peer`
+    /// has popped every byte before.
+    pub fn stream_push_window(&self, peer: usize, narrow: bool) {
+        self.peer(peer).stream.set_window(narrow);
+    }
+
+    /// Sets the window of the stream from `peer` for the bytes popped from
+    /// now on: the one `peer` pushed them with.
+    pub fn stream_pop_window(&self, peer: usize, narrow: bool) {
+        if let Some(inc) = self.incoming[peer].as_ref() {
+            inc.stream.set_window(narrow);
+        }
     }
 
     /// Bytes the stream from `peer` holds now, ready to pop.

@@ -133,3 +133,68 @@ fn a_streams_first_copy_maps_all_of_it_in() {
     // without populating; a few allowed for the test's own bookkeeping.
     assert!(faults < 32, "{faults} page faults moving {} bytes through a stream already used", cap - 1);
 }
+
+/// Messages of random lengths, each through the stream's narrow window or
+/// the whole stream as a coin decides (the same for both sides, as the
+/// receiver's CTS tells the sender), the producer on a thread of its own:
+/// every byte arrives in place, and a producer whose window changes pushes
+/// nothing until the consumer has taken every byte before.
+#[test]
+fn messages_switch_between_the_narrow_window_and_the_whole_stream() {
+    let cfg = small_cfg();
+    assert!(cfg.stream_bytes > goal_transport::shm::STREAM_NARROW);
+    let (a, b) = pair(&cfg);
+    let mut rng = Rng(5);
+    let msgs: Vec<(usize, bool)> = (0..200).map(|_| ([1, 4093, 65536, 300_000, 1 << 20][rng.below(5)], rng.below(2) == 1)).collect();
+    let total: usize = msgs.iter().map(|m| m.0).sum();
+    let src: Vec<u8> = (0..total).map(stream_byte).collect();
+    let start = Instant::now();
+    let plan = msgs.clone();
+    let producer = std::thread::spawn(move || {
+        let mut off = 0;
+        for (len, narrow) in plan {
+            a.stream_push_window(1, narrow);
+            let end = off + len;
+            while off < end {
+                let n = a.stream_push(1, &src[off..end]);
+                off += n;
+                if n == 0 {
+                    std::thread::yield_now();
+                }
+                assert!(start.elapsed() < Duration::from_secs(60), "producer stuck at {off}");
+            }
+        }
+    });
+    let mut dst = vec![0u8; total];
+    let mut off = 0;
+    for (i, &(len, narrow)) in msgs.iter().enumerate() {
+        b.stream_pop_window(0, narrow);
+        let end = off + len;
+        while off < end {
+            let n = b.stream_pop(0, &mut dst[off..end]);
+            off += n;
+            if n == 0 {
+                std::thread::yield_now();
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "consumer stuck at {off}, message {i}");
+        }
+        if let Some(k) = (end - len..end).find(|&k| dst[k] != stream_byte(k)) {
+            panic!("message {i} ({len} B, narrow {narrow}): byte {k} wrong");
+        }
+    }
+    producer.join().unwrap();
+
+    // A change of window waits for the consumer to empty the stream.
+    let (a, b) = pair(&cfg);
+    a.stream_push_window(1, false);
+    assert_eq!(a.stream_push(1, &[1u8; 1000]), 1000);
+    a.stream_push_window(1, true);
+    assert_eq!(a.stream_push(1, &[2u8; 10]), 0, "pushed through a new window over bytes still in the stream");
+    let mut got = [0u8; 1000];
+    b.stream_pop_window(0, false);
+    assert_eq!(b.stream_pop(0, &mut got), 1000);
+    assert_eq!(a.stream_push(1, &[2u8; 10]), 10);
+    b.stream_pop_window(0, true);
+    assert_eq!(b.stream_pop(0, &mut got[..10]), 10);
+    assert_eq!(&got[..10], &[2u8; 10]);
+}

@@ -1,4 +1,4 @@
-"""Medians of ab.sh's output by core-to-core state: python3 table.py ab.txt [plot.png]."""
+"""Medians of ab.sh's output by core-to-core state: python3 table.py ab.txt [plot.png [TITLE]]."""
 import collections
 import statistics
 import sys
@@ -41,8 +41,10 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-        for ax, state in zip(axes, ("close", "far")):
+        states = [st for st in ("close", "far") if any(k[0] == st for k in med)]
+        fig, axes = plt.subplots(1, len(states), figsize=(5.5 * len(states), 4), sharey=True, squeeze=False)
+        axes = axes[0]
+        for ax, state in zip(axes, states):
             width = 0.27
             for k, (lab, name) in enumerate(LABELS.items()):
                 if (state, lab) in med:
@@ -53,7 +55,7 @@ def main():
             ax.set_xlabel("message size (windows of sends)")
         axes[0].set_ylabel("streaming bandwidth, GB/s (median)")
         axes[0].legend()
-        fig.suptitle("2 ranks: bursts past the ring by rendezvous (eager-burst)")
+        fig.suptitle(sys.argv[3] if len(sys.argv) > 3 else "2 ranks: bursts past the ring by rendezvous (eager-burst)")
         fig.tight_layout()
         fig.savefig(sys.argv[2], dpi=110)
 

@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-HERE, PLOT, TITLE = Path(__file__).resolve().parent, "shared-stream", "exchanges by the stream where CMA calibrated slower"
+HERE, PLOT, TITLE = Path(__file__).resolve().parent, "shared-stream", "4 ranks on 2 CPUs, exchanges by the stream where CMA calibrated slower"
 if len(sys.argv) == 4:
     HERE, PLOT, TITLE = Path(sys.argv[1]).resolve(), sys.argv[2], sys.argv[3]
 runs = collections.defaultdict(list)
@@ -36,7 +36,7 @@ for c, b in points:
 
 head = (f"{'collective':21s} {'size':>8s} {'base us':>9s} {'new us':>9s} {'ompi-nosc':>10s}"
         f" {'new/base':>9s} {'new/ompi':>10s}")
-(HERE / "table.txt").write_text("4 ranks on 2 CPUs, medians over the rounds of ab*.txt\n"
+(HERE / "table.txt").write_text(f"{TITLE}: medians over the rounds of ab*.txt\n"
                                 + head + "\n" + "\n".join(rows) + "\n")
 
 fig, ax = plt.subplots(figsize=(10, 0.32 * len(labels) + 1.5))
@@ -48,7 +48,7 @@ ax.set_yticks(list(y))
 ax.set_yticklabels(labels, fontsize=8)
 ax.invert_yaxis()
 ax.set_xlabel("time ratio (below 1: goal after the change is faster)")
-ax.set_title(f"4 ranks on 2 CPUs, {TITLE}")
+ax.set_title(TITLE)
 ax.legend(loc="lower right", fontsize=8)
 fig.tight_layout()
 fig.savefig(HERE / f"{PLOT}.png", dpi=90)

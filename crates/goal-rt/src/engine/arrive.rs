@@ -222,7 +222,8 @@ impl Engine {
                             self.adapt.deny_cma();
                         }
                         let r = s.r;
-                        self.state.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0 });
+                        let narrow = h.mode & proto::CTS_NARROW != 0;
+                        self.state.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0, narrow });
                         self.state.streams_active += 1;
                         if trace_on() {
                             self.trace_path(r, Path::Stream);

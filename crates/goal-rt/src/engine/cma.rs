@@ -83,8 +83,7 @@ impl Engine {
             if read.fusable {
                 self.fuse_paths.deny_cma();
             }
-            self.send_control(src, Kind::Cts, read.token);
-            self.stream_receive(read.r, src, len);
+            self.stream_receive(read.r, src, len, Head::control(Kind::Cts, read.token));
             return None;
         }
         if res.is_ok() {

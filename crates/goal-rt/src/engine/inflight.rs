@@ -43,6 +43,9 @@ pub(super) struct StreamOut {
     /// moved bytes (see [`adapt::stream_trail_ns`]); `adapt` adds it to the
     /// pushes' time.
     pub(super) tail_ns: u64,
+    /// Through the stream's narrow window (the receiver's choice, in its
+    /// CTS; see [`Engine::narrow_stream`]).
+    pub(super) narrow: bool,
 }
 
 /// A receive being filled from a pair's stream.
@@ -52,6 +55,8 @@ pub(super) struct StreamIn {
     pub(super) len: usize,
     /// Combined with its local operation as it comes (see [`fuse`]).
     pub(super) fused: Option<Box<Fused>>,
+    /// Through the stream's narrow window (see [`Engine::narrow_stream`]).
+    pub(super) narrow: bool,
 }
 
 /// A streamed send that was half of an exchange, waiting to be timed.

@@ -274,6 +274,8 @@ struct State {
     /// Sends within the eager limit that went by rendezvous instead of
     /// queueing behind a full ring (see [`Engine::backed_up`]).
     eager_backed_up: u64,
+    /// Messages received through the stream's narrow window, for the debug line.
+    narrow_streams: u64,
     /// Messages split with their senders, and how many of those the
     /// senders declined (see [`SPLIT_MIN`]), for the debug line.
     split: [u64; 2],
@@ -359,6 +361,7 @@ impl Engine {
             pushed: 0,
             eager_beyond: 0,
             eager_backed_up: 0,
+            narrow_streams: 0,
             split: [0, 0],
             split_bytes: [0, 0],
             draining: HashMap::new(),

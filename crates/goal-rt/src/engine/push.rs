@@ -196,8 +196,7 @@ impl Engine {
                 if how == proto::PUSH_REFUSED {
                     self.state.paths.push_refused[src as usize] = true;
                 }
-                self.post_message(src as usize, Head::control(Kind::Cts, token).for_this_one_only());
-                self.stream_receive(r, src, len);
+                self.stream_receive(r, src, len, Head::control(Kind::Cts, token).for_this_one_only());
             }
             (_, split) => {
                 if let Some(split) = split {

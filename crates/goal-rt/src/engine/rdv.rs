@@ -97,8 +97,7 @@ impl Engine {
             Fetch::FusedStream => {
                 // Combined as it comes through the stream instead (see
                 // FUSE_CMA_MAX); CMA stays allowed for later messages.
-                self.post_message(src as usize, Head::control(Kind::Cts, token).for_this_one_only());
-                self.stream_receive(r, src, len as usize);
+                self.stream_receive(r, src, len as usize, Head::control(Kind::Cts, token).for_this_one_only());
             }
             Fetch::Push { judge } => {
                 self.state.pushes_in.insert((src, token), (r, len as usize, judge));
@@ -136,11 +135,11 @@ impl Engine {
                     let msg = format!("{}: rank {src} {cause} before sending its {len} bytes", self.describe(r));
                     return self.fail(r, Error::new(ErrorKind::PeerLost, msg));
                 }
-                self.send_control(src, Kind::Cts, token);
                 if len == 0 {
+                    self.send_control(src, Kind::Cts, token);
                     return self.finish(r);
                 }
-                self.stream_receive(r, src, len as usize);
+                self.stream_receive(r, src, len as usize, Head::control(Kind::Cts, token));
             }
         }
     }

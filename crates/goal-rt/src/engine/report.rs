@@ -193,6 +193,13 @@ impl Engine {
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 
+    /// How many messages this rank received through the stream's narrow
+    /// window (see [`Engine::narrow_stream`]).
+    pub fn stream_summary(&self) -> Option<String> {
+        let n = self.state.narrow_streams;
+        (n > 0).then(|| format!("{n} message(s) received through the first {} B of their sender's stream (bursts)", goal_transport::shm::STREAM_NARROW.min(self.link.shm.stream_bytes())))
+    }
+
     /// How many large messages took each path, when chosen per message.
     pub fn path_summary(&self) -> Option<String> {
         let [stream, cma] = self.adapt.taken;

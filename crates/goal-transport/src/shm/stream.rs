@@ -7,6 +7,18 @@
 //! time on two cores, a push publishes its `tail` every [`CHUNK`] bytes and a
 //! pop releases its `head` every [`CHUNK`] bytes, rather than once at the end.
 //! Same counters, orderings and caching as the ring (see `ring.rs`).
+//!
+//! A message may use the whole stream or only its first [`NARROW`] bytes
+//! (its *window*): a burst of messages streams faster through a window
+//! that stays in the cores' caches, and a lone message wants the whole
+//! stream, so that its sender can finish without waiting for the reader.
+//! Both sides set the window of the message they copy next
+//! ([`StreamProducer::set_window`], [`StreamConsumer::set_window`]; the
+//! receiver chooses it and its CTS tells the sender). A byte's place is
+//! its counter modulo the window. The producer changes its window only
+//! when the stream is empty (it pushes nothing until the consumer has
+//! taken every byte before), so the bytes in flight were all placed with
+//! one window, the consumer's for them.
 
 use super::layout::{Layout, P_STREAM_HEAD, P_STREAM_TAIL};
 use super::map::Mapping;
@@ -16,6 +28,10 @@ use std::sync::Arc;
 
 /// Bytes copied between two publications of a counter.
 pub const CHUNK: usize = 64 << 10;
+
+/// The narrow window: the first bytes of the stream, where a burst of
+/// messages goes (see the module's notes).
+pub const NARROW: usize = 256 << 10;
 
 /// The pointers one side of a stream needs, all inside `map`.
 ///
@@ -81,6 +97,12 @@ impl StreamPtrs {
         let _ = unsafe { crate::sys::madvise(start as *mut u8, len, libc::MADV_POPULATE_WRITE) };
     }
 
+    /// The window's size in bytes: the whole stream, or its first
+    /// [`NARROW`] bytes (a power of two no larger than `cap`).
+    fn window(&self, narrow: bool) -> u64 {
+        if narrow { self.cap.min(NARROW as u64) } else { self.cap }
+    }
+
     fn tail(&self) -> &AtomicU64 {
         // SAFETY: points into `_map`, alive as long as `self` (struct invariant).
         unsafe { &*self.tail }
@@ -98,6 +120,10 @@ pub(crate) struct StreamProducer {
     local_tail: Cell<u64>,
     /// A value the shared `head` has had (`<= head`).
     cached_head: Cell<u64>,
+    /// The window the bytes in flight were placed with (a power of two,
+    /// at most the stream's size), and the one the next bytes want.
+    window: Cell<u64>,
+    want: Cell<u64>,
 }
 
 impl StreamProducer {
@@ -106,32 +132,51 @@ impl StreamProducer {
         let ptrs = StreamPtrs::new(map, layout, sender);
         let tail = ptrs.tail().load(Ordering::Relaxed);
         let head = ptrs.head().load(Ordering::Acquire);
+        let cap = ptrs.cap;
         StreamProducer {
             ptrs,
             local_tail: Cell::new(tail),
             cached_head: Cell::new(head),
+            window: Cell::new(cap),
+            want: Cell::new(cap),
         }
     }
 
-    /// Copies as much of `src` as fits; returns the bytes taken.
+    /// The window of the bytes pushed from now on (see the module's notes).
+    pub(crate) fn set_window(&self, narrow: bool) {
+        self.want.set(self.ptrs.window(narrow));
+    }
+
+    /// Copies as much of `src` as fits; returns the bytes taken. Nothing
+    /// while the window is to change and bytes placed with the old one are
+    /// still in the stream.
     pub(crate) fn push(&self, src: &[u8]) -> usize {
         self.ptrs.populate_once();
-        let cap = self.ptrs.cap;
         let mut tail = self.local_tail.get();
-        let mut free = cap - (tail - self.cached_head.get());
+        if self.want.get() != self.window.get() {
+            self.cached_head.set(self.ptrs.head().load(Ordering::Acquire));
+            if self.cached_head.get() != tail {
+                return 0;
+            }
+            self.window.set(self.want.get());
+        }
+        let win = self.window.get();
+        let mut free = win - (tail - self.cached_head.get());
         if (free as usize) < src.len() {
             self.cached_head
                 .set(self.ptrs.head().load(Ordering::Acquire));
-            free = cap - (tail - self.cached_head.get());
+            free = win - (tail - self.cached_head.get());
         }
         let n = src.len().min(free as usize);
         let mut done = 0;
         while done < n {
             let k = (n - done).min(CHUNK);
             // SAFETY: the `k` bytes from `tail` are free (the consumer
-            // released them: Acquire load of `head`), so only we touch them
-            // until we publish; `copy_in` stays inside the ring.
-            unsafe { copy_in(self.ptrs.data, cap, tail, &src[done..done + k]) };
+            // released them: Acquire load of `head`; the bytes in flight
+            // were all placed with this window, see the module's notes),
+            // so only we touch them until we publish; `copy_in` stays
+            // inside the window, a prefix of the ring.
+            unsafe { copy_in(self.ptrs.data, win, tail, &src[done..done + k]) };
             tail += k as u64;
             done += k;
             self.ptrs.tail().store(tail, Ordering::Release);
@@ -148,6 +193,8 @@ pub(crate) struct StreamConsumer {
     local_head: Cell<u64>,
     /// A value the shared `tail` has had (`<= tail`); bytes below it are published.
     cached_tail: Cell<u64>,
+    /// The window of the bytes popped next (see the module's notes).
+    window: Cell<u64>,
 }
 
 impl StreamConsumer {
@@ -155,11 +202,19 @@ impl StreamConsumer {
     pub(crate) fn new(map: Arc<Mapping>, layout: &Layout, sender: usize) -> StreamConsumer {
         let ptrs = StreamPtrs::new(map, layout, sender);
         let head = ptrs.head().load(Ordering::Relaxed);
+        let cap = ptrs.cap;
         StreamConsumer {
             ptrs,
             local_head: Cell::new(head),
             cached_tail: Cell::new(head),
+            window: Cell::new(cap),
         }
+    }
+
+    /// The window of the bytes popped from now on: the one their producer
+    /// placed them with (the receiver chose it for their message).
+    pub(crate) fn set_window(&self, narrow: bool) {
+        self.window.set(self.ptrs.window(narrow));
     }
 
     /// Bytes published and not yet consumed.
@@ -171,7 +226,7 @@ impl StreamConsumer {
     /// Copies up to `dst.len()` available bytes into `dst`; returns how many.
     pub(crate) fn pop(&self, dst: &mut [u8]) -> usize {
         self.ptrs.populate_once();
-        let cap = self.ptrs.cap;
+        let win = self.window.get();
         let mut head = self.local_head.get();
         let mut avail = self.cached_tail.get() - head;
         if (avail as usize) < dst.len() {
@@ -185,8 +240,9 @@ impl StreamConsumer {
             let k = (n - done).min(CHUNK);
             // SAFETY: the `k` bytes from `head` are published (Acquire load
             // of `tail`) and the producer leaves them alone until we release
-            // them below; `copy_out` stays inside the ring.
-            unsafe { copy_out(self.ptrs.data, cap, head, &mut dst[done..done + k]) };
+            // them below; `copy_out` stays inside the window, a prefix of
+            // the ring.
+            unsafe { copy_out(self.ptrs.data, win, head, &mut dst[done..done + k]) };
             head += k as u64;
             done += k;
             self.ptrs.head().store(head, Ordering::Release);
