@@ -578,6 +578,12 @@ impl ShmNode {
         self.layout.stream_bytes
     }
 
+    /// The size of each pair's stream's narrow window in bytes (see
+    /// `shm/stream.rs`).
+    pub fn stream_narrow_bytes(&self) -> usize {
+        stream::window_bytes(self.layout.stream_bytes as u64, true) as usize
+    }
+
     /// The largest payload `try_send` accepts.
     pub fn max_eager(&self) -> usize {
         ring::max_payload(self.layout.ring_bytes)

@@ -197,7 +197,7 @@ impl Engine {
     /// window (see [`Engine::narrow_stream`]).
     pub fn stream_summary(&self) -> Option<String> {
         let n = self.state.narrow_streams;
-        (n > 0).then(|| format!("{n} message(s) received through the first {} B of their sender's stream (bursts)", goal_transport::shm::STREAM_NARROW.min(self.link.shm.stream_bytes())))
+        (n > 0).then(|| format!("{n} message(s) received through the first {} B of their sender's stream (bursts)", self.link.shm.stream_narrow_bytes()))
     }
 
     /// How many large messages took each path, when chosen per message.

@@ -33,6 +33,12 @@ pub const CHUNK: usize = 64 << 10;
 /// messages goes (see the module's notes).
 pub const NARROW: usize = 256 << 10;
 
+/// The size in bytes of a window of a stream of `cap` bytes: all of it,
+/// or its first [`NARROW`] bytes (a power of two no larger than `cap`).
+pub(crate) fn window_bytes(cap: u64, narrow: bool) -> u64 {
+    if narrow { cap.min(NARROW as u64) } else { cap }
+}
+
 /// The pointers one side of a stream needs, all inside `map`.
 ///
 /// Invariant: `tail`/`head` point at the pair block's stream counters and
@@ -97,10 +103,9 @@ impl StreamPtrs {
         let _ = unsafe { crate::sys::madvise(start as *mut u8, len, libc::MADV_POPULATE_WRITE) };
     }
 
-    /// The window's size in bytes: the whole stream, or its first
-    /// [`NARROW`] bytes (a power of two no larger than `cap`).
+    /// See [`window_bytes`].
     fn window(&self, narrow: bool) -> u64 {
-        if narrow { self.cap.min(NARROW as u64) } else { self.cap }
+        window_bytes(self.cap, narrow)
     }
 
     fn tail(&self) -> &AtomicU64 {
