@@ -611,6 +611,54 @@ fn stream_bursts_take_the_narrow_window_and_lone_messages_the_whole_stream() {
     goal_rt::finalize().unwrap();
 }
 
+/// A message longer than the stream, with nothing going the other way,
+/// takes the stream's long window (twice its size), and one of an
+/// exchange does not: rank 0 sends a lone 3 MiB message three times, then
+/// both ranks exchange 3 MiB messages three times (each send started
+/// before its receive); every message arrives whole, and exactly the
+/// three lone ones came through the long window.
+#[test]
+fn a_long_lone_message_takes_the_long_window_and_an_exchange_does_not() {
+    let test = "a_long_lone_message_takes_the_long_window_and_an_exchange_does_not";
+    const LEN: usize = 3 << 20;
+    if !in_job() {
+        // CMA out of the way: every large message goes by the stream.
+        let vars = [("GOAL_CMA_MIN", "1G"), ("GOAL_CMA_MAX", "1G")];
+        for (mode, long, stderr) in debug_count_per_mode(test, &vars, " message(s) received through twice the") {
+            assert_eq!(long, 3, "GOAL_PROGRESS={mode}: the three lone messages, and only they, should take the long window\n{stderr}");
+        }
+        return;
+    }
+    let rt = rt();
+    let me = rt.rank();
+    let mine: Vec<u8> = (0..LEN).map(|k| pattern(110 + u64::from(me), k)).collect();
+    let theirs: Vec<u8> = (0..LEN).map(|k| pattern(111 - u64::from(me), k)).collect();
+    let mut got = vec![0u8; LEN];
+    let (mut lone, mut both) = (Graph::new(), Graph::new());
+    let peer = 1 - i64::from(me);
+    if me == 0 {
+        lone.send(Buf::user(mine.as_ptr() as u64), LEN as i64, 1, 9);
+    } else {
+        lone.recv(Buf::user(got.as_mut_ptr() as u64), LEN as i64, 0, 9);
+    }
+    both.send(Buf::user(mine.as_ptr() as u64), LEN as i64, peer, 10);
+    both.recv(Buf::user(got.as_mut_ptr() as u64), LEN as i64, peer, 10);
+    let (lone, both) = (rt.compile(&lone).unwrap(), rt.compile(&both).unwrap());
+    for round in 0..3 {
+        run_wait(&rt, &lone).unwrap();
+        if me == 1 {
+            assert!(got == theirs, "round {round}: the lone message arrived wrong");
+            got.fill(0);
+        }
+    }
+    for round in 0..3 {
+        run_wait(&rt, &both).unwrap();
+        assert!(got == theirs, "round {round}: the exchange's message arrived wrong on rank {me}");
+        got.fill(0);
+    }
+    goal_rt::finalize().unwrap();
+}
+
 /// GOAL_ANY_SOURCE / GOAL_ANY_TAG receive one message from every other rank.
 #[test]
 fn wildcards_receive_from_everyone() {

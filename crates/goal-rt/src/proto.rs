@@ -46,6 +46,7 @@
 //! group's compile order, so executions of different groups never match
 //! each other's messages.
 
+use goal_transport::shm::StreamWindow;
 use goal_transport::Envelope;
 
 /// A schedule's id, the same on every member of its group: the group's
@@ -175,6 +176,30 @@ pub const PUSH_DECLINED: u8 = 4;
 /// Set in the mode of a `Cts` for the stream: the bytes go through the
 /// stream's narrow window (see goal-transport's `shm/stream.rs`).
 pub const CTS_NARROW: u8 = 0x40;
+/// Set in the mode of a `Cts` for the stream: the bytes go through the
+/// stream's long window, twice its size (see goal-transport's
+/// `shm/stream.rs`).
+pub const CTS_LONG: u8 = 0x20;
+
+/// The stream window a `Cts` of `mode` names.
+pub fn cts_window(mode: u8) -> StreamWindow {
+    if mode & CTS_NARROW != 0 {
+        StreamWindow::Narrow
+    } else if mode & CTS_LONG != 0 {
+        StreamWindow::Long
+    } else {
+        StreamWindow::Stream
+    }
+}
+
+/// The mode bit of a `Cts` that names stream window `w` (0: the stream).
+pub fn cts_window_bit(w: StreamWindow) -> u8 {
+    match w {
+        StreamWindow::Narrow => CTS_NARROW,
+        StreamWindow::Stream => 0,
+        StreamWindow::Long => CTS_LONG,
+    }
+}
 
 /// RTS mode: copy from the sender's shared heap at offset `w3`.
 pub const MODE_HEAP: u8 = 1;

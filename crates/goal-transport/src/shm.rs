@@ -56,8 +56,9 @@ use stream::{StreamConsumer, StreamProducer};
 /// Bytes a stream push copies before it publishes them (and a pop before it
 /// releases them): a receiver copying out trails its sender by about this much.
 pub use stream::CHUNK as STREAM_CHUNK;
-/// The stream's narrow window, for bursts (see `shm/stream.rs`).
-pub use stream::NARROW as STREAM_NARROW;
+/// The prefixes of a stream a message may go through, their sizes, and the
+/// narrow one's (see `shm/stream.rs`).
+pub use stream::{window_bytes as stream_window_bytes, Window as StreamWindow, NARROW as STREAM_NARROW};
 
 /// Sizes of the shared-memory structures, per ordered pair of ranks.
 #[derive(Debug, Clone)]
@@ -581,7 +582,7 @@ impl ShmNode {
     /// The size of each pair's stream's narrow window in bytes (see
     /// `shm/stream.rs`).
     pub fn stream_narrow_bytes(&self) -> usize {
-        stream::window_bytes(self.layout.stream_bytes as u64, true) as usize
+        stream::window_bytes(self.layout.stream_bytes as u64, StreamWindow::Narrow) as usize
     }
 
     /// The largest payload `try_send` accepts.
@@ -736,18 +737,17 @@ impl ShmNode {
     }
 
     /// Sets the window of the stream to `peer` for the bytes pushed from
-    /// now on: its first [`STREAM_NARROW`] bytes or all of it (see
-    /// `shm/stream.rs`). A push after a change takes nothing until `peer`
-    /// has popped every byte before.
-    pub fn stream_push_window(&self, peer: usize, narrow: bool) {
-        self.peer(peer).stream.set_window(narrow);
+    /// now on (see [`StreamWindow`]). A push after a change takes nothing
+    /// until `peer` has popped every byte before.
+    pub fn stream_push_window(&self, peer: usize, w: StreamWindow) {
+        self.peer(peer).stream.set_window(w);
     }
 
     /// Sets the window of the stream from `peer` for the bytes popped from
     /// now on: the one `peer` pushed them with.
-    pub fn stream_pop_window(&self, peer: usize, narrow: bool) {
+    pub fn stream_pop_window(&self, peer: usize, w: StreamWindow) {
         if let Some(inc) = self.incoming[peer].as_ref() {
-            inc.stream.set_window(narrow);
+            inc.stream.set_window(w);
         }
     }
 

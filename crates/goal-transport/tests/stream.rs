@@ -2,6 +2,7 @@
 
 mod common;
 
+use goal_transport::shm::StreamWindow;
 use common::*;
 use std::time::{Duration, Instant};
 
@@ -134,18 +135,21 @@ fn a_streams_first_copy_maps_all_of_it_in() {
     assert!(faults < 32, "{faults} page faults moving {} bytes through a stream already used", cap - 1);
 }
 
-/// Messages of random lengths, each through the stream's narrow window or
-/// the whole stream as a coin decides (the same for both sides, as the
-/// receiver's CTS tells the sender), the producer on a thread of its own:
-/// every byte arrives in place, and a producer whose window changes pushes
-/// nothing until the consumer has taken every byte before.
+/// Messages of random lengths, each through the stream's narrow window,
+/// the stream or its long window as a die decides (the same for both
+/// sides, as the receiver's CTS tells the sender), the producer on a
+/// thread of its own: every byte arrives in place, and a producer whose
+/// window changes pushes nothing until the consumer has taken every byte
+/// before.
 #[test]
-fn messages_switch_between_the_narrow_window_and_the_whole_stream() {
+fn messages_switch_between_the_narrow_window_the_stream_and_the_long_window() {
     let cfg = small_cfg();
     assert!(cfg.stream_bytes > goal_transport::shm::STREAM_NARROW);
     let (a, b) = pair(&cfg);
     let mut rng = Rng(5);
-    let msgs: Vec<(usize, bool)> = (0..200).map(|_| ([1, 4093, 65536, 300_000, 1 << 20][rng.below(5)], rng.below(2) == 1)).collect();
+    let windows = [StreamWindow::Narrow, StreamWindow::Stream, StreamWindow::Long];
+    let msgs: Vec<(usize, StreamWindow)> =
+        (0..200).map(|_| ([1, 4093, 65536, 300_000, 1 << 20, 3 << 20][rng.below(6)], windows[rng.below(3)])).collect();
     let total: usize = msgs.iter().map(|m| m.0).sum();
     let src: Vec<u8> = (0..total).map(stream_byte).collect();
     let start = Instant::now();
@@ -179,22 +183,39 @@ fn messages_switch_between_the_narrow_window_and_the_whole_stream() {
             assert!(start.elapsed() < Duration::from_secs(60), "consumer stuck at {off}, message {i}");
         }
         if let Some(k) = (end - len..end).find(|&k| dst[k] != stream_byte(k)) {
-            panic!("message {i} ({len} B, narrow {narrow}): byte {k} wrong");
+            panic!("message {i} ({len} B, window {narrow:?}): byte {k} wrong");
         }
     }
     producer.join().unwrap();
 
     // A change of window waits for the consumer to empty the stream.
     let (a, b) = pair(&cfg);
-    a.stream_push_window(1, false);
+    a.stream_push_window(1, StreamWindow::Stream);
     assert_eq!(a.stream_push(1, &[1u8; 1000]), 1000);
-    a.stream_push_window(1, true);
+    a.stream_push_window(1, StreamWindow::Narrow);
     assert_eq!(a.stream_push(1, &[2u8; 10]), 0, "pushed through a new window over bytes still in the stream");
     let mut got = [0u8; 1000];
-    b.stream_pop_window(0, false);
+    b.stream_pop_window(0, StreamWindow::Stream);
     assert_eq!(b.stream_pop(0, &mut got), 1000);
     assert_eq!(a.stream_push(1, &[2u8; 10]), 10);
-    b.stream_pop_window(0, true);
+    b.stream_pop_window(0, StreamWindow::Narrow);
     assert_eq!(b.stream_pop(0, &mut got[..10]), 10);
     assert_eq!(&got[..10], &[2u8; 10]);
+
+    // Each window holds its size and no more while nobody reads: the
+    // narrow one 256 KiB, the stream its size, the long one twice that.
+    for (w, room) in [
+        (StreamWindow::Narrow, goal_transport::shm::STREAM_NARROW),
+        (StreamWindow::Stream, cfg.stream_bytes),
+        (StreamWindow::Long, 2 * cfg.stream_bytes),
+        (StreamWindow::Stream, cfg.stream_bytes),
+    ] {
+        let big = vec![3u8; 3 * cfg.stream_bytes];
+        a.stream_push_window(1, w);
+        assert_eq!(a.stream_push(1, &big), room, "room of the {w:?} window");
+        b.stream_pop_window(0, w);
+        let mut out = vec![0u8; room];
+        assert_eq!(b.stream_pop(0, &mut out), room);
+        assert!(out.iter().all(|&x| x == 3));
+    }
 }

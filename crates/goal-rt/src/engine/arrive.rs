@@ -140,7 +140,8 @@ impl Engine {
                         self.adapt.heard(src as usize, h.len as usize, path, exchange);
                     }
                 }
-                let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode, token: h.token, addr: h.buffer() } };
+                // The mode as sent, `RTS_EXCHANGE` included (see `fetch`).
+                let u = Unexp { src, tag: h.tag, len: h.len, kind: UnexpKind::Rts { mode: h.mode, token: h.token, addr: h.buffer() } };
                 match self.match_posted(h.sched, h.seq, src, h.tag) {
                     Some(r) => self.deliver(r, u),
                     None => self.stash(h.sched, h.seq, u),
@@ -222,8 +223,8 @@ impl Engine {
                             self.adapt.deny_cma();
                         }
                         let r = s.r;
-                        let narrow = h.mode & proto::CTS_NARROW != 0;
-                        self.state.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0, narrow });
+                        let window = proto::cts_window(h.mode);
+                        self.state.stream_out[peer].push_back(StreamOut { token: h.token, pos: 0, len, since: None, tail_ns: 0, window });
                         self.state.streams_active += 1;
                         if trace_on() {
                             self.trace_path(r, Path::Stream);

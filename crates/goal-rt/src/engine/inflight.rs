@@ -9,6 +9,7 @@
 use super::exec::OpRef;
 use super::matching::Fit;
 use crate::proto::Head;
+use goal_transport::shm::StreamWindow;
 use std::time::Instant;
 
 /// A message waiting for room in a peer's ring.
@@ -43,9 +44,9 @@ pub(super) struct StreamOut {
     /// moved bytes (see [`adapt::stream_trail_ns`]); `adapt` adds it to the
     /// pushes' time.
     pub(super) tail_ns: u64,
-    /// Through the stream's narrow window (the receiver's choice, in its
-    /// CTS; see [`Engine::narrow_stream`]).
-    pub(super) narrow: bool,
+    /// Through which window of the stream (the receiver's choice, in its
+    /// CTS; see [`Engine::stream_window`]).
+    pub(super) window: StreamWindow,
 }
 
 /// A receive being filled from a pair's stream.
@@ -55,8 +56,8 @@ pub(super) struct StreamIn {
     pub(super) len: usize,
     /// Combined with its local operation as it comes (see [`fuse`]).
     pub(super) fused: Option<Box<Fused>>,
-    /// Through the stream's narrow window (see [`Engine::narrow_stream`]).
-    pub(super) narrow: bool,
+    /// Through which window of the stream (see [`Engine::stream_window`]).
+    pub(super) window: StreamWindow,
 }
 
 /// A streamed send that was half of an exchange, waiting to be timed.

@@ -146,7 +146,7 @@ use crate::proto::{self, Head, Kind, SchedId};
 use goal_sched::{OpKind, OpRec, ReduceOp};
 use goal_net::{Event, NetNode};
 use goal_transport::kchain::{KOp, KOpKind, KRing, Link, SockType};
-use goal_transport::shm::{ShmNode, CLAIM_SLOTS};
+use goal_transport::shm::{ShmNode, StreamWindow, CLAIM_SLOTS};
 use goal_transport::PeerLost;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -276,6 +276,8 @@ struct State {
     eager_backed_up: u64,
     /// Messages received through the stream's narrow window, for the debug line.
     narrow_streams: u64,
+    /// Messages received through the stream's long window, for the debug line.
+    long_streams: u64,
     /// Messages split with their senders, and how many of those the
     /// senders declined (see [`SPLIT_MIN`]), for the debug line.
     split: [u64; 2],
@@ -362,6 +364,7 @@ impl Engine {
             eager_beyond: 0,
             eager_backed_up: 0,
             narrow_streams: 0,
+            long_streams: 0,
             split: [0, 0],
             split_bytes: [0, 0],
             draining: HashMap::new(),

@@ -52,7 +52,10 @@ impl Engine {
     /// Fetches the message whose RTS matched receive `r` into `dst`, by
     /// the path [`choose_fetch`](Self::choose_fetch) decides.
     #[allow(clippy::too_many_arguments)] // the fields of an RTS, as the protocol names them
-    pub(super) fn fetch(&mut self, r: OpRef, src: u32, len: u32, mode: u8, token: u32, addr: u64, dst: &Pieces) {
+    pub(super) fn fetch(&mut self, r: OpRef, src: u32, len: u32, rts_mode: u8, token: u32, addr: u64, dst: &Pieces) {
+        // Half of an exchange, as the sender saw it: the stream's long
+        // window is not for it (see `stream_window`).
+        let (mode, exchange) = (rts_mode & !proto::RTS_EXCHANGE, rts_mode & proto::RTS_EXCHANGE != 0);
         let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
         let fetch = self.choose_fetch(r, src, len as usize, mode, dst);
         if trace_on() {
@@ -97,7 +100,7 @@ impl Engine {
             Fetch::FusedStream => {
                 // Combined as it comes through the stream instead (see
                 // FUSE_CMA_MAX); CMA stays allowed for later messages.
-                self.stream_receive(r, src, len as usize, Head::control(Kind::Cts, token).for_this_one_only());
+                self.stream_receive(r, src, len as usize, exchange, Head::control(Kind::Cts, token).for_this_one_only());
             }
             Fetch::Push { judge } => {
                 self.state.pushes_in.insert((src, token), (r, len as usize, judge));
@@ -139,7 +142,7 @@ impl Engine {
                     self.send_control(src, Kind::Cts, token);
                     return self.finish(r);
                 }
-                self.stream_receive(r, src, len as usize, Head::control(Kind::Cts, token));
+                self.stream_receive(r, src, len as usize, exchange, Head::control(Kind::Cts, token));
             }
         }
     }

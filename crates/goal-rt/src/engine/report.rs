@@ -194,10 +194,17 @@ impl Engine {
     }
 
     /// How many messages this rank received through the stream's narrow
-    /// window (see [`Engine::narrow_stream`]).
+    /// and long windows (see [`Engine::stream_window`]).
     pub fn stream_summary(&self) -> Option<String> {
-        let n = self.state.narrow_streams;
-        (n > 0).then(|| format!("{n} message(s) received through the first {} B of their sender's stream (bursts)", self.link.shm.stream_narrow_bytes()))
+        let (narrow, long) = (self.state.narrow_streams, self.state.long_streams);
+        let mut parts = Vec::new();
+        if narrow > 0 {
+            parts.push(format!("{narrow} message(s) received through the first {} B of their sender's stream (bursts)", self.link.shm.stream_narrow_bytes()));
+        }
+        if long > 0 {
+            parts.push(format!("{long} message(s) received through twice the {} B of their sender's stream (longer than it, nothing going back)", self.link.shm.stream_bytes()));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// How many large messages took each path, when chosen per message.

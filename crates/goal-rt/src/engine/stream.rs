@@ -7,30 +7,47 @@ use super::pieces::{pop_into, push_from};
 
 impl Engine {
     /// Receive `r` takes its `len` bytes from `src`'s stream, through the
-    /// narrow window or not: the CTS `cts`, sent here, tells the sender which.
-    pub(super) fn stream_receive(&mut self, r: OpRef, src: u32, len: usize, cts: Head) {
-        let narrow = self.narrow_stream(src, len);
-        self.state.narrow_streams += u64::from(narrow);
-        self.post_message(src as usize, if narrow { cts.mode(cts.mode | proto::CTS_NARROW) } else { cts });
+    /// window [`Engine::stream_window`] picks (`exchange`: the sender, or
+    /// this rank's fallback from another path, rules the long one out):
+    /// the CTS `cts`, sent here, tells the sender which.
+    pub(super) fn stream_receive(&mut self, r: OpRef, src: u32, len: usize, exchange: bool, cts: Head) {
+        let window = self.stream_window(src, len, exchange);
+        self.state.narrow_streams += u64::from(window == StreamWindow::Narrow);
+        self.state.long_streams += u64::from(window == StreamWindow::Long);
+        self.post_message(src as usize, cts.mode(cts.mode | proto::cts_window_bit(window)));
         let fused = self.fusion(r, len);
-        self.state.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len, fused, narrow });
+        self.state.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len, fused, window });
         self.state.streams_active += 1;
     }
 
-    /// Whether a message of `len` bytes from `src` goes through the
-    /// stream's narrow window: one of a burst (another message from `src`
-    /// still streams in), no longer than the stream. Such a burst cycles
-    /// through all of the stream's pages beside the buffers it copies
-    /// between, and they do not stay in the caches: 2 ranks on the AMD
-    /// EPYC VM with its vCPUs close, windows of 32 sends of 1 MiB, 14.5
-    /// GB/s through the whole 1 MiB stream, 22.3 through its first 256 KiB
-    /// (docs/measurements/stream-window-2026-12-04).
-    /// A lone message keeps the whole stream, so that its sender is done
-    /// without waiting for the reader (2-rank collectives of 1-4 MiB took
-    /// up to 1.47x as long through a 256 KiB stream). The window changes
-    /// only when the stream is empty (see goal-transport's `shm/stream.rs`).
-    fn narrow_stream(&self, src: u32, len: usize) -> bool {
-        len <= self.link.shm.stream_bytes() && !self.state.stream_in[src as usize].is_empty()
+    /// Which window of `src`'s stream a message of `len` bytes goes
+    /// through (see goal-transport's `shm/stream.rs`):
+    /// - the narrow one for one of a burst (another message from `src`
+    ///   still streams in) no longer than the stream. Such a burst cycles
+    ///   through all of the stream's pages beside the buffers it copies
+    ///   between, and they do not stay in the caches: 2 ranks on the AMD
+    ///   EPYC VM with its vCPUs close, windows of 32 sends of 1 MiB, 14.5
+    ///   GB/s through the whole 1 MiB stream, 22.3 through its first 256
+    ///   KiB (docs/measurements/stream-window-2026-12-04);
+    /// - the long one, twice the stream, for a message longer than the
+    ///   stream while nothing goes the other way (its sender did not take
+    ///   it for half of an exchange, and no rendezvous send of ours to
+    ///   `src` is in flight): 4 and 16 MiB messages streamed at 13.6
+    ///   GB/s through a 1 MiB stream and 17-19.5 through a 2 MiB one,
+    ///   while 2-rank allgather and alltoall of 4 MiB, both directions
+    ///   streaming at once, took 1.12x as long through the larger one;
+    /// - the stream's own size otherwise: a lone message keeps it, so that
+    ///   its sender is done without waiting for the reader (2-rank
+    ///   collectives of 1-4 MiB took up to 1.47x as long through 256 KiB).
+    ///
+    /// The window changes only when the stream is empty.
+    pub(super) fn stream_window(&self, src: u32, len: usize, exchange: bool) -> StreamWindow {
+        let stream = self.link.shm.stream_bytes();
+        if len <= stream {
+            return if self.state.stream_in[src as usize].is_empty() { StreamWindow::Stream } else { StreamWindow::Narrow };
+        }
+        let sending = exchange || self.state.rdv.iter().flatten().any(|s| s.peer == src);
+        if sending || !self.state.stream_out[src as usize].is_empty() { StreamWindow::Stream } else { StreamWindow::Long }
     }
 
     /// Moves every transfer in flight along: streams in and out, reads.
@@ -49,7 +66,7 @@ impl Engine {
             // Outgoing: copy the front send's next bytes into the stream.
             while let Some(so) = self.state.stream_out[p].front() {
                 let (token, pos, len) = (so.token, so.pos, so.len);
-                self.link.shm.stream_push_window(p, so.narrow);
+                self.link.shm.stream_push_window(p, so.window);
                 let r = self.state.rdv.get(token as usize).and_then(|s| s.as_ref()).map(|s| s.r);
                 let pieces = r.and_then(|r| self.pieces(r));
                 let began = Instant::now();
@@ -99,7 +116,7 @@ impl Engine {
             let mut avail = usize::MAX;
             while let Some(si) = self.state.stream_in[p].front() {
                 let (r, pos, len, fused) = (si.r, si.pos, si.len, si.fused.is_some());
-                self.link.shm.stream_pop_window(p, si.narrow);
+                self.link.shm.stream_pop_window(p, si.window);
                 let moved = if fused {
                     if avail == usize::MAX {
                         avail = self.link.shm.stream_available(p);

@@ -17,7 +17,8 @@
 //!                   claims         (CLAIM_SLOTS words, packed: taken by
 //!                                   both, a claim per chunk copied)        lines 8..12
 //!     ring data     ring_bytes     (message records, s -> r)
-//!     stream data   stream_bytes   (bulk bytes, s -> r)
+//!     stream data   2 * stream_bytes (bulk bytes, s -> r; the second half
+//!                                   only for long messages, see stream.rs)
 //! ```
 //!
 //! Each shared word sits alone on a [`LINE`]-byte slot, so that the side
@@ -33,8 +34,9 @@ pub(crate) const HEADER_BYTES: usize = 4096;
 /// Bytes of a pair block's control area (one page).
 pub(crate) const CONTROL_BYTES: usize = 4096;
 
-/// "GOALSHM1": tells a mapped segment is an inbox of this layout version.
-pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"GOALSHM1");
+/// "GOALSHM2": tells a mapped segment is an inbox of this layout version
+/// (2: streams mapped at twice their size).
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"GOALSHM2");
 
 /// Header word offsets.
 pub(crate) const H_MAGIC: usize = 0;
@@ -82,7 +84,12 @@ pub(crate) struct Layout {
 impl Layout {
     /// Bytes of one pair block.
     pub(crate) fn pair_bytes(&self) -> usize {
-        CONTROL_BYTES + self.ring_bytes + self.stream_bytes
+        CONTROL_BYTES + self.ring_bytes + self.stream_room()
+    }
+    /// Bytes mapped for each stream: twice its size (see `stream.rs`'s
+    /// `Window::Long`).
+    pub(crate) fn stream_room(&self) -> usize {
+        2 * self.stream_bytes
     }
     /// Offset of the pair block for sender `s`.
     pub(crate) fn pair(&self, s: usize) -> usize {

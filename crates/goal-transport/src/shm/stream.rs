@@ -8,11 +8,15 @@
 //! pop releases its `head` every [`CHUNK`] bytes, rather than once at the end.
 //! Same counters, orderings and caching as the ring (see `ring.rs`).
 //!
-//! A message may use the whole stream or only its first [`NARROW`] bytes
-//! (its *window*): a burst of messages streams faster through a window
-//! that stays in the cores' caches, and a lone message wants the whole
-//! stream, so that its sender can finish without waiting for the reader.
-//! Both sides set the window of the message they copy next
+//! A message uses one of three prefixes of the stream's bytes (its
+//! *window*, see [`Window`]): a burst of messages streams faster through a
+//! window that stays in the cores' caches; a lone message wants the whole
+//! stream, so that its sender can finish without waiting for the reader;
+//! and a message longer than the stream, with nothing coming the other
+//! way, streams faster with twice the room, so that the stream's bytes
+//! are mapped twice its size (each side faults in only the windows it
+//! uses: a pair that never sends such a message never touches the second
+//! half). Both sides set the window of the message they copy next
 //! ([`StreamProducer::set_window`], [`StreamConsumer::set_window`]; the
 //! receiver chooses it and its CTS tells the sender). A byte's place is
 //! its counter modulo the window. The producer changes its window only
@@ -33,27 +37,44 @@ pub const CHUNK: usize = 64 << 10;
 /// messages goes (see the module's notes).
 pub const NARROW: usize = 256 << 10;
 
-/// The size in bytes of a window of a stream of `cap` bytes: all of it,
-/// or its first [`NARROW`] bytes (a power of two no larger than `cap`).
-pub(crate) fn window_bytes(cap: u64, narrow: bool) -> u64 {
-    if narrow { cap.min(NARROW as u64) } else { cap }
+/// Which prefix of a stream a message goes through (see the module's notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// The first [`NARROW`] bytes (all of a stream no larger), for bursts.
+    Narrow,
+    /// The stream's configured size (`GOAL_SHM_STREAM_BYTES`).
+    Stream,
+    /// Twice the stream's size, for messages longer than the stream with
+    /// nothing coming the other way.
+    Long,
+}
+
+/// The size in bytes of window `w` of a stream of `stream` bytes (a power
+/// of two): each window's size is a power of two too.
+pub fn window_bytes(stream: u64, w: Window) -> u64 {
+    match w {
+        Window::Narrow => stream.min(NARROW as u64),
+        Window::Stream => stream,
+        Window::Long => 2 * stream,
+    }
 }
 
 /// The pointers one side of a stream needs, all inside `map`.
 ///
 /// Invariant: `tail`/`head` point at the pair block's stream counters and
-/// `data` at its `cap` stream bytes, all inside `map`, which the struct keeps
-/// alive.
+/// `data` at its `2 * stream` stream bytes, all inside `map`, which the
+/// struct keeps alive.
 struct StreamPtrs {
     _map: Arc<Mapping>,
     tail: *const AtomicU64,
     head: *const AtomicU64,
     data: *mut u8,
-    /// Stream size in bytes: a power of two.
-    cap: u64,
-    /// Whether this side has faulted the stream's pages in (see
+    /// The configured stream size in bytes, a power of two; `2 * stream`
+    /// bytes are mapped at `data` (see [`Window::Long`]).
+    stream: u64,
+    /// The bytes from `data` this side has faulted in (see
     /// [`StreamPtrs::populate_once`]).
-    populated: Cell<bool>,
+    populated: Cell<u64>,
 }
 
 impl StreamPtrs {
@@ -62,21 +83,21 @@ impl StreamPtrs {
         let tail: *const AtomicU64 = map.atomic_u64(pair + P_STREAM_TAIL);
         let head: *const AtomicU64 = map.atomic_u64(pair + P_STREAM_HEAD);
         let off = layout.stream_data(sender);
-        assert!(off + layout.stream_bytes <= map.len());
-        // SAFETY: `off + stream_bytes <= map.len()` (checked above).
+        assert!(off + layout.stream_room() <= map.len());
+        // SAFETY: `off + stream_room() <= map.len()` (checked above).
         let data = unsafe { map.ptr().add(off) };
         StreamPtrs {
             _map: map,
             tail,
             head,
             data,
-            cap: layout.stream_bytes as u64,
-            populated: Cell::new(false),
+            stream: layout.stream_bytes as u64,
+            populated: Cell::new(0),
         }
     }
 
-    /// Maps all of the stream's pages into this process at once, at its
-    /// first copy. Otherwise the first megabyte through a stream
+    /// Maps all of the pages of a window of `win` bytes into this process
+    /// at once, at the first copy through it. Otherwise the first megabyte through a stream
     /// faults its pages in one by one, on both sides, and the first
     /// messages take ten to twenty times as long as later ones (2 ranks,
     /// 256 KiB messages: the first four 700-1900 us, then 33-55), which
@@ -84,28 +105,29 @@ impl StreamPtrs {
     /// A kernel without `MADV_POPULATE_WRITE` (before Linux 5.14) leaves
     /// the faults to the copies, as before.
     #[inline]
-    fn populate_once(&self) {
-        if !self.populated.get() {
-            self.populate();
+    fn populate_once(&self, win: u64) {
+        if self.populated.get() < win {
+            self.populate(win);
         }
     }
 
     /// See [`StreamPtrs::populate_once`].
     #[cold]
-    fn populate(&self) {
-        self.populated.set(true);
+    fn populate(&self, win: u64) {
+        self.populated.set(win);
         let page = crate::sys::page_size();
         let start = self.data as usize & !(page - 1);
-        let len = self.data as usize + self.cap as usize - start;
+        let len = self.data as usize + win as usize - start;
         // SAFETY: `start` is the page holding `data`, inside `_map` (a
-        // mapping starts on a page), and `start + len` is the stream's end,
-        // inside `_map` too (struct invariant). Populating changes no byte.
+        // mapping starts on a page), and `start + len` is the window's end,
+        // inside `_map` too (`win <= 2 * stream`, struct invariant).
+        // Populating changes no byte.
         let _ = unsafe { crate::sys::madvise(start as *mut u8, len, libc::MADV_POPULATE_WRITE) };
     }
 
     /// See [`window_bytes`].
-    fn window(&self, narrow: bool) -> u64 {
-        window_bytes(self.cap, narrow)
+    fn window(&self, w: Window) -> u64 {
+        window_bytes(self.stream, w)
     }
 
     fn tail(&self) -> &AtomicU64 {
@@ -137,7 +159,7 @@ impl StreamProducer {
         let ptrs = StreamPtrs::new(map, layout, sender);
         let tail = ptrs.tail().load(Ordering::Relaxed);
         let head = ptrs.head().load(Ordering::Acquire);
-        let cap = ptrs.cap;
+        let cap = ptrs.stream;
         StreamProducer {
             ptrs,
             local_tail: Cell::new(tail),
@@ -148,15 +170,14 @@ impl StreamProducer {
     }
 
     /// The window of the bytes pushed from now on (see the module's notes).
-    pub(crate) fn set_window(&self, narrow: bool) {
-        self.want.set(self.ptrs.window(narrow));
+    pub(crate) fn set_window(&self, w: Window) {
+        self.want.set(self.ptrs.window(w));
     }
 
     /// Copies as much of `src` as fits; returns the bytes taken. Nothing
     /// while the window is to change and bytes placed with the old one are
     /// still in the stream.
     pub(crate) fn push(&self, src: &[u8]) -> usize {
-        self.ptrs.populate_once();
         let mut tail = self.local_tail.get();
         if self.want.get() != self.window.get() {
             self.cached_head.set(self.ptrs.head().load(Ordering::Acquire));
@@ -166,6 +187,7 @@ impl StreamProducer {
             self.window.set(self.want.get());
         }
         let win = self.window.get();
+        self.ptrs.populate_once(win);
         let mut free = win - (tail - self.cached_head.get());
         if (free as usize) < src.len() {
             self.cached_head
@@ -207,7 +229,7 @@ impl StreamConsumer {
     pub(crate) fn new(map: Arc<Mapping>, layout: &Layout, sender: usize) -> StreamConsumer {
         let ptrs = StreamPtrs::new(map, layout, sender);
         let head = ptrs.head().load(Ordering::Relaxed);
-        let cap = ptrs.cap;
+        let cap = ptrs.stream;
         StreamConsumer {
             ptrs,
             local_head: Cell::new(head),
@@ -218,8 +240,8 @@ impl StreamConsumer {
 
     /// The window of the bytes popped from now on: the one their producer
     /// placed them with (the receiver chose it for their message).
-    pub(crate) fn set_window(&self, narrow: bool) {
-        self.window.set(self.ptrs.window(narrow));
+    pub(crate) fn set_window(&self, w: Window) {
+        self.window.set(self.ptrs.window(w));
     }
 
     /// Bytes published and not yet consumed.
@@ -230,8 +252,8 @@ impl StreamConsumer {
 
     /// Copies up to `dst.len()` available bytes into `dst`; returns how many.
     pub(crate) fn pop(&self, dst: &mut [u8]) -> usize {
-        self.ptrs.populate_once();
         let win = self.window.get();
+        self.ptrs.populate_once(win);
         let mut head = self.local_head.get();
         let mut avail = self.cached_tail.get() - head;
         if (avail as usize) < dst.len() {
