@@ -407,8 +407,9 @@ def report(ix, libs, targets, kind="none") -> str:
         row.append(verdict_cell(targets, "latency", n, tlist))
         rows.append(row)
     out.append("One-way latency [us], median over rounds"
-               + (" (goal: sched = thesis method, one schedule of up to 100 ping-pongs, ~2 ms; rw = one round trip per "
-                  f"Run+Wait; ratio = sched/{pname} (rw/{pname}))" if goals else ""))
+               + (" (goal: sched = thesis method, one schedule of up to 100 ping-pongs, ~2 ms, as the MPI loops' batches; "
+                  "rw = one round trip per Run+Wait, the median of single round trips, so trips a detour or preemption hit "
+                  f"drop out of it; ratio = sched/{pname} (rw/{pname}))" if goals else ""))
     out.append(C.table(hdr, rows))
 
     # bandwidth
