@@ -6,7 +6,7 @@ mod util;
 
 use goal_sched::{Buf, Graph, ReduceOp, Vertex};
 use std::sync::Arc;
-use util::{debug_count, in_job, launch, pattern, ranks, Rng};
+use util::{debug_count, in_job, launch, launch_under, pattern, ranks, Rng};
 
 const ALL_SIZES: &[usize] = &[1, 2, 3, 4, 7];
 
@@ -611,6 +611,14 @@ fn stream_bursts_take_the_narrow_window_and_lone_messages_the_whole_stream() {
     goal_rt::finalize().unwrap();
 }
 
+/// The message rank `me` of 2 sends and the one it expects from the
+/// other, `len` bytes each, from patterns `seed` and `seed + 1`.
+fn pair_messages(me: u32, seed: u64, len: usize) -> (Vec<u8>, Vec<u8>) {
+    let mine = (0..len).map(|k| pattern(seed + u64::from(me), k)).collect();
+    let theirs = (0..len).map(|k| pattern(seed + 1 - u64::from(me), k)).collect();
+    (mine, theirs)
+}
+
 /// A message longer than the stream, with nothing going the other way,
 /// takes the stream's long window (twice its size), and one of an
 /// exchange does not: rank 0 sends a lone 3 MiB message three times, then
@@ -631,8 +639,7 @@ fn a_long_lone_message_takes_the_long_window_and_an_exchange_does_not() {
     }
     let rt = rt();
     let me = rt.rank();
-    let mine: Vec<u8> = (0..LEN).map(|k| pattern(110 + u64::from(me), k)).collect();
-    let theirs: Vec<u8> = (0..LEN).map(|k| pattern(111 - u64::from(me), k)).collect();
+    let (mine, theirs) = pair_messages(me, 110, LEN);
     let mut got = vec![0u8; LEN];
     let (mut lone, mut both) = (Graph::new(), Graph::new());
     let peer = 1 - i64::from(me);
@@ -652,6 +659,80 @@ fn a_long_lone_message_takes_the_long_window_and_an_exchange_does_not() {
         }
     }
     for round in 0..3 {
+        run_wait(&rt, &both).unwrap();
+        assert!(got == theirs, "round {round}: the exchange's message arrived wrong on rank {me}");
+        got.fill(0);
+    }
+    goal_rt::finalize().unwrap();
+}
+
+/// With more ranks than cores, half of an exchange that goes by the
+/// stream takes its narrow window, and with a core per rank it does not:
+/// 2 ranks swap 512 KiB messages twenty times (the path chosen per
+/// message, as by default), once on one CPU and once on two; on one CPU
+/// every exchange message a rank sent by the stream arrived through the
+/// narrow window, whatever share of them the chooser sent by the stream
+/// rather than by CMA (or staged in its heap for a peer not running),
+/// and on two none did; every message arrives whole.
+#[test]
+fn an_exchange_by_the_stream_takes_the_narrow_window() {
+    let test = "an_exchange_by_the_stream_takes_the_narrow_window";
+    const LEN: usize = 512 << 10;
+    if !in_job() {
+        // This process' CPUs; the first of them alone, by taskset, for one CPU.
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
+        let first: String = list.chars().take_while(char::is_ascii_digit).collect();
+        let taskset = ["/usr/bin/taskset", "/bin/taskset"].into_iter().find(|p| std::path::Path::new(p).exists());
+        let mut runs = vec![];
+        match taskset {
+            Some(t) => runs.extend([("manual", Some(t)), ("thread", Some(t))]),
+            None => println!("skipped on one CPU: no taskset"),
+        }
+        if list.contains([',', '-']) {
+            runs.push(("manual", None));
+        } else {
+            println!("skipped with a CPU per rank: this process may use CPU {list} only");
+        }
+        for (mode, one_cpu) in runs {
+            let wrapper = one_cpu.map(|t| vec![t, "-c", first.as_str()]).unwrap_or_default();
+            let job = launch_under(&wrapper, test, 2, &[("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1")]);
+            assert_eq!(job.status, 0, "GOAL_PROGRESS={mode}\n{}\n{}", job.stdout, job.stderr);
+            // Each rank's lines: how many of its exchange sends went by
+            // the stream, and how many messages came through the window.
+            let sum = |after: &str, before: &str| -> u64 {
+                job.stderr
+                    .split(after)
+                    .skip(1)
+                    .filter_map(|t| t.split_once(before)?.0.trim().parse::<u64>().ok())
+                    .sum()
+            };
+            // The number just before `what`, summed over the ranks' lines.
+            let before = |what: &str| -> u64 {
+                let parts: Vec<&str> = job.stderr.split(what).collect();
+                parts[..parts.len() - 1].iter().filter_map(|t| t.rsplit(' ').next()?.parse::<u64>().ok()).sum()
+            };
+            // Staged sends (for a peer not running, more ranks than cores)
+            // left the stream for goal's heap after their choice.
+            let by_stream = sum("(in exchanges: ", " by stream") - before(" of them staged");
+            let narrow = sum("goal: rank 0: ", " message(s) received through the first")
+                + sum("goal: rank 1: ", " message(s) received through the first");
+            let want = if one_cpu.is_some() { by_stream } else { 0 };
+            let cpus = if one_cpu.is_some() { format!("CPU {first} alone") } else { format!("CPUs {list}") };
+            assert_eq!(narrow, want, "GOAL_PROGRESS={mode}, {cpus}: messages received through the narrow window ({by_stream} exchange messages sent by the stream)\n{}", job.stderr);
+        }
+        return;
+    }
+    let rt = rt();
+    let me = rt.rank();
+    let (mine, theirs) = pair_messages(me, 120, LEN);
+    let mut got = vec![0u8; LEN];
+    let peer = 1 - i64::from(me);
+    let mut g = Graph::new();
+    g.send(Buf::user(mine.as_ptr() as u64), LEN as i64, peer, 11);
+    g.recv(Buf::user(got.as_mut_ptr() as u64), LEN as i64, peer, 11);
+    let both = rt.compile(&g).unwrap();
+    for round in 0..20 {
         run_wait(&rt, &both).unwrap();
         assert!(got == theirs, "round {round}: the exchange's message arrived wrong on rank {me}");
         got.fill(0);

@@ -38,9 +38,23 @@ pub fn in_job() -> bool {
 /// the given extra env. The ranks get a fresh [`open_gate`]/[`wait_gate`]
 /// pair.
 pub fn launch(test: &str, n: usize, env: &[(&str, &str)]) -> Job {
+    launch_under(&[], test, n, env)
+}
+
+/// As [`launch`], goalrun started by the command `wrapper` (empty: none),
+/// such as `taskset -c 0`.
+pub fn launch_under(wrapper: &[&str], test: &str, n: usize, env: &[(&str, &str)]) -> Job {
     let exe = std::env::current_exe().unwrap();
     let gate = Gate::new();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_goalrun"));
+    let goalrun = env!("CARGO_BIN_EXE_goalrun");
+    let mut cmd = match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(goalrun);
+            c
+        }
+        None => Command::new(goalrun),
+    };
     cmd.args(["-n", &n.to_string(), "--timeout", "120", "--"]).arg(exe).args([test, "--exact", "--nocapture", "--test-threads=1"]);
     cmd.env("TEST_GATE", gate.var());
     for (k, v) in env {

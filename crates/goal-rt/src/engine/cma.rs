@@ -83,7 +83,7 @@ impl Engine {
             if read.fusable {
                 self.fuse_paths.deny_cma();
             }
-            self.stream_receive(read.r, src, len, true, Head::control(Kind::Cts, read.token));
+            self.stream_receive(read.r, src, len, false, Head::control(Kind::Cts, read.token));
             return None;
         }
         if res.is_ok() {

@@ -196,7 +196,7 @@ impl Engine {
                 if how == proto::PUSH_REFUSED {
                     self.state.paths.push_refused[src as usize] = true;
                 }
-                self.stream_receive(r, src, len, true, Head::control(Kind::Cts, token).for_this_one_only());
+                self.stream_receive(r, src, len, false, Head::control(Kind::Cts, token).for_this_one_only());
             }
             (_, split) => {
                 if let Some(split) = split {

@@ -199,7 +199,7 @@ impl Engine {
         let (narrow, long) = (self.state.narrow_streams, self.state.long_streams);
         let mut parts = Vec::new();
         if narrow > 0 {
-            parts.push(format!("{narrow} message(s) received through the first {} B of their sender's stream (bursts)", self.link.shm.stream_narrow_bytes()));
+            parts.push(format!("{narrow} message(s) received through the first {} B of their sender's stream (bursts and exchanges)", self.link.shm.stream_narrow_bytes()));
         }
         if long > 0 {
             parts.push(format!("{long} message(s) received through twice the {} B of their sender's stream (longer than it, nothing going back)", self.link.shm.stream_bytes()));

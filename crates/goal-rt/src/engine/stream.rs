@@ -7,9 +7,9 @@ use super::pieces::{pop_into, push_from};
 
 impl Engine {
     /// Receive `r` takes its `len` bytes from `src`'s stream, through the
-    /// window [`Engine::stream_window`] picks (`exchange`: the sender, or
-    /// this rank's fallback from another path, rules the long one out):
-    /// the CTS `cts`, sent here, tells the sender which.
+    /// window [`Engine::stream_window`] picks (`exchange`: its sender took
+    /// it for half of an exchange): the CTS `cts`, sent here, tells the
+    /// sender which.
     pub(super) fn stream_receive(&mut self, r: OpRef, src: u32, len: usize, exchange: bool, cts: Head) {
         let window = self.stream_window(src, len, exchange);
         self.state.narrow_streams += u64::from(window == StreamWindow::Narrow);
@@ -22,13 +22,18 @@ impl Engine {
 
     /// Which window of `src`'s stream a message of `len` bytes goes
     /// through (see goal-transport's `shm/stream.rs`):
-    /// - the narrow one for one of a burst (another message from `src`
-    ///   still streams in) no longer than the stream. Such a burst cycles
-    ///   through all of the stream's pages beside the buffers it copies
-    ///   between, and they do not stay in the caches: 2 ranks on the AMD
-    ///   EPYC VM with its vCPUs close, windows of 32 sends of 1 MiB, 14.5
-    ///   GB/s through the whole 1 MiB stream, 22.3 through its first 256
-    ///   KiB (docs/measurements/stream-window-2026-12-04);
+    /// - the narrow one for a message no longer than the stream that is
+    ///   one of a burst (another message from `src` still streams in) or,
+    ///   with more ranks than cores, half of an exchange. Both keep two streams' worth of pages moving
+    ///   beside the buffers they copy between, and those do not stay in
+    ///   the caches: 2 ranks on the AMD EPYC VM with its vCPUs close,
+    ///   windows of 32 sends of 1 MiB, 14.5 GB/s through the whole 1 MiB
+    ///   stream, 22.3 through its first 256 KiB
+    ///   (docs/measurements/stream-window-2026-12-04); 4 ranks on its 2
+    ///   CPUs, close, alltoall of 1 MiB 480-612 us through the whole
+    ///   streams, 370-385 through their first 256 KiB
+    ///   (docs/measurements/exchange-window-2026-12-05); with a core each,
+    ///   2 ranks' exchanges of 1 MiB took 1.07-1.09x as long through it;
     /// - the long one, twice the stream, for a message longer than the
     ///   stream while nothing goes the other way (its sender did not take
     ///   it for half of an exchange, and no rendezvous send of ours to
@@ -44,7 +49,8 @@ impl Engine {
     pub(super) fn stream_window(&self, src: u32, len: usize, exchange: bool) -> StreamWindow {
         let stream = self.link.shm.stream_bytes();
         if len <= stream {
-            return if self.state.stream_in[src as usize].is_empty() { StreamWindow::Stream } else { StreamWindow::Narrow };
+            let burst = !self.state.stream_in[src as usize].is_empty();
+            return if burst || (exchange && self.cores_shared) { StreamWindow::Narrow } else { StreamWindow::Stream };
         }
         let sending = exchange || self.state.rdv.iter().flatten().any(|s| s.peer == src);
         if sending || !self.state.stream_out[src as usize].is_empty() { StreamWindow::Stream } else { StreamWindow::Long }
