@@ -667,8 +667,7 @@ fn a_long_lone_message_takes_the_long_window_and_an_exchange_does_not() {
 }
 
 /// With more ranks than cores, half of an exchange that goes by the
-/// stream and fits its narrow window takes it, and with a core per rank
-/// it does not: ranks `2k` and `2k + 1` swap 256 KiB messages twenty
+/// stream takes its narrow window, and with a core per rank it does not: ranks `2k` and `2k + 1` swap 256 KiB messages twenty
 /// times (the path chosen per message, as by default), 4 ranks on two
 /// CPUs (`taskset`) and 2 ranks on two; with 4, every exchange message a
 /// rank sent by the stream arrived through the narrow window, whatever

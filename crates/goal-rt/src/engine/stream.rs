@@ -24,11 +24,13 @@ impl Engine {
     /// through (see goal-transport's `shm/stream.rs`):
     /// - the narrow one for a message no longer than the stream that is
     ///   one of a burst (another message from `src` still streams in) or,
-    ///   with more ranks than cores, half of an exchange that fits the
-    ///   narrow window (one that wraps it, 512 KiB of a recursive-doubling
-    ///   allgather of 1 MiB, was 3 % slower). Both keep two streams' worth of pages moving
-    ///   beside the buffers they copy between, and those do not stay in
-    ///   the caches: 2 ranks on the AMD EPYC VM with its vCPUs close,
+    ///   with more ranks than cores, half of an exchange (also one that
+    ///   wraps the window: the 4-rank alltoall of 1 MiB exchanges 1 MiB
+    ///   blocks, and keeping those on the whole stream brought its slow
+    ///   runs back, docs/measurements/exchange-window-2026-12-05). Both
+    ///   keep two streams' worth of pages moving beside the buffers they
+    ///   copy between, and those do not stay in the caches: 2 ranks on
+    ///   the AMD EPYC VM with its vCPUs close,
     ///   windows of 32 sends of 1 MiB, 14.5 GB/s through the whole 1 MiB
     ///   stream, 22.3 through its first 256 KiB
     ///   (docs/measurements/stream-window-2026-12-04); 4 ranks on its 2
@@ -52,7 +54,7 @@ impl Engine {
         let stream = self.link.shm.stream_bytes();
         if len <= stream {
             let burst = !self.state.stream_in[src as usize].is_empty();
-            let narrow_exchange = exchange && self.cores_shared && len <= self.link.shm.stream_narrow_bytes();
+            let narrow_exchange = exchange && self.cores_shared;
             return if burst || narrow_exchange { StreamWindow::Narrow } else { StreamWindow::Stream };
         }
         let sending = exchange || self.state.rdv.iter().flatten().any(|s| s.peer == src);
