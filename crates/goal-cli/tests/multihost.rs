@@ -244,15 +244,17 @@ fn kernel_chains_rank() {
 /// The C acceptance programs of `ctests/` that run at 8 ranks and expect
 /// success, `t_coll` and `t_vcoll` (every collective and algorithm, with
 /// per-rank counts too; their `ranks:` directives stop at 7 for the local
-/// suite's time), `t_groups` (groups of one host and across hosts) and
-/// `t_threads` (seven threads per rank at once), built against this build's
-/// library, across the hosts, on 1 and 2 rails.
+/// suite's time), `t_groups` (groups of one host and across hosts),
+/// `t_threads` (seven threads per rank at once), `t_runbuf` (buffers given
+/// at each run, resolved on the TCP paths too) and `t_userop` (user
+/// reductions, commutative and not, combining what came over TCP), built
+/// against this build's library, across the hosts, on 1 and 2 rails.
 #[test]
 fn c_acceptance_programs_across_hosts() {
     if in_job() {
         return;
     }
-    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &["t_coll", "t_groups", "t_vcoll", "t_threads"]);
+    let (out_dir, bins) = util::build_acceptance_programs(HOSTS * PER_HOST, "multihost", &["t_coll", "t_groups", "t_vcoll", "t_threads", "t_runbuf", "t_userop"]);
     for rails in [1, 2] {
         let Some(c) = cluster(rails) else { break };
         for bin in &bins {
