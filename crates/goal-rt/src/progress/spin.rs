@@ -15,12 +15,24 @@ pub(super) const SPIN_MAX: Duration = Duration::from_millis(1);
 /// reliably end a little after the fixed 50 us (a rank that waits in a
 /// barrier for a root still busy with a 4 MiB gather, 300-400 us) paid it
 /// every time: 2 ranks, gather 4 MiB took 500-530 us with a 50 us spin and
-/// 267-333 us with 1 ms. So the spin follows the waits: an average of
-/// recent wait times (weight 1/8 for the newest), where a wait longer than
-/// [`SPIN_MAX`] counts as zero (sleeping was right for it, and the average
-/// falls back to `GOAL_SPIN_US`); the spin is twice that average, between
-/// `GOAL_SPIN_US` and [`SPIN_MAX`]. A loop of short Waits keeps the
-/// average near zero without updating it (no store on that path).
+/// 267-333 us with 1 ms. So the spin follows the waits' quiet spells: an
+/// average of recent ones (weight 1/8 for the newest), where a spell
+/// longer than [`SPIN_MAX`] counts as zero (sleeping was right for it,
+/// and the average falls back to `GOAL_SPIN_US`); the spin is twice that
+/// average, between `GOAL_SPIN_US` and [`SPIN_MAX`]. A loop of short
+/// Waits keeps the average near zero without updating it (no store on
+/// that path).
+///
+/// A quiet spell runs from a Wait's entry, or from news inside it, to the
+/// next news or the Wait's end ([`Spin::note_spell`], [`Spin::record`]).
+/// A Wait for a whole chain of transfers waits in spells: one schedule of
+/// 4 MiB ping-pongs (2 ranks, `thread` mode) waited some 50 us between its
+/// send's last byte and the reply's first, and each time slept, while the
+/// Waits themselves, 1-2 ms for 8-10 round trips, counted as zero: one-way
+/// 104-107 us, 75-76 with a 200 us spin. Only spells a spin can matter for
+/// are noted inside a Wait: those that slept or lasted a quarter of the
+/// least spin, not the many short gaps between a transfer's pieces. With
+/// more ranks than cores the spell is the whole Wait (see `wait_until`).
 ///
 /// With more ranks than cores too: there a poller calls `sched_yield`
 /// between its polls (see `progress::yields`), so it holds no CPU another
@@ -55,8 +67,18 @@ impl Spin {
         self.avg.load(Ordering::Relaxed).saturating_mul(2).clamp(self.min, self.max)
     }
 
-    /// Notes a Wait that polled or slept for `waited` ticks (from its entry
-    /// to its last clock reading).
+    /// Notes a quiet spell inside a Wait, `ticks` long, that news ended
+    /// (`slept`: the thread slept in it), if a spin can matter for it: it
+    /// slept, or lasted a quarter of the least spin.
+    #[inline]
+    pub(super) fn note_spell(&self, ticks: u64, slept: bool) {
+        if slept || ticks >= self.min / 4 {
+            self.record(ticks, slept);
+        }
+    }
+
+    /// Notes a Wait's last quiet spell, `ticks` long (from its entry or its
+    /// last news to its last clock reading; `slept`: it slept in it).
     #[inline]
     pub(super) fn record(&self, waited: u64, slept: bool) {
         if self.max == self.min {
@@ -129,6 +151,39 @@ mod tests {
             spin.record(us(1), false);
         }
         assert_eq!(spin.limit(), us(50));
+    }
+
+    #[test]
+    pub(super) fn quiet_spells_inside_long_waits_grow_the_spin() {
+        let spin = Spin::new(Duration::from_micros(50), true);
+        // Waits of 1.5 ms for a chain of 8 round trips, each with a 60 us
+        // spell between two transfers that slept (ended 10 us after a
+        // 50 us spin) and many short gaps between pieces: the spin comes
+        // to cover the spells, though every Wait ends right after news.
+        for _ in 0..10 {
+            for _ in 0..8 {
+                for _ in 0..30 {
+                    spin.note_spell(us(2), false);
+                }
+                spin.note_spell(us(60), true);
+            }
+            spin.record(0, false);
+        }
+        assert!(spin.limit() >= us(80), "the spin stayed at {:?}", ticks::duration(spin.limit()));
+        // Once the spin covers them the spells no longer sleep, and keep it.
+        for _ in 0..50 {
+            for _ in 0..8 {
+                spin.note_spell(us(60), false);
+            }
+            spin.record(0, false);
+        }
+        assert!(spin.limit() >= us(80), "the spin fell to {:?}", ticks::duration(spin.limit()));
+        // The gaps between pieces alone never move it.
+        let fresh = Spin::new(Duration::from_micros(50), true);
+        for _ in 0..1000 {
+            fresh.note_spell(us(12), false);
+        }
+        assert_eq!(fresh.avg.load(Ordering::Relaxed), 0);
     }
 
     #[test]
