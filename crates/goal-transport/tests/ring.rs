@@ -399,3 +399,58 @@ fn an_emptied_ring_is_rewound_and_a_busy_one_is_not() {
     }
     assert!(far > 128 << 10, "went only {far} bytes into the ring");
 }
+
+/// Sends one message of each length through a to b, checking the bytes,
+/// that a long payload starts on a line, and how many bytes of the ring
+/// each record took: `took(len, bytes)` judges it.
+fn records_of_every_length(a: &ShmNode, b: &ShmNode, took: impl Fn(usize, usize)) {
+    let max = a.max_eager();
+    let mut seq = 0;
+    for _ in 0..8 {
+        for len in [0, 1, 8, 24, 25, 100, 256, 1000, 4096, 4097, 8191, 8192, 8193, 20_000, 65_535, max] {
+            let mut buf = vec![0u8; len];
+            fill(seq, &mut buf);
+            let before = a.ring_position(1).unwrap();
+            assert!(a.try_send(1, &[seq, len as u64, 0, !seq], &[&buf]).unwrap());
+            a.flush();
+            let mut got = 0;
+            b.poll(&mut |_, env, payload| {
+                assert_eq!((env[0], payload.len()), (seq, len));
+                check(seq, payload);
+                // The ring's data starts on a page: a payload of 8 KiB or
+                // more starts on a line, whatever the place of its record.
+                if len >= 8192 {
+                    let at = payload.as_ptr() as usize % 64;
+                    assert_eq!(at, 0, "payload of {len} bytes at {at} bytes into a line");
+                }
+                got += 1;
+            });
+            assert_eq!(got, 1);
+            let after = a.ring_position(1).unwrap();
+            if after > before {
+                took(len, after - before);
+            }
+            seq += 1;
+        }
+    }
+}
+
+#[test]
+fn payloads_of_8_kib_and_more_start_on_a_line_and_shorter_records_stay_packed() {
+    let cfg = ShmConfig::default();
+    let (a, b) = pair(&cfg);
+    // Behind their 40 bytes of header and envelope, records padded to 8
+    // bytes; one of 8 KiB or more with a gap of at most 96 bytes before its
+    // payload. Rewinding or not (with more ranks than cores).
+    for rewind in [true, false] {
+        a.rewind_rings(rewind);
+        records_of_every_length(&a, &b, |len, took| {
+            let padded = (len + 7) & !7;
+            if len < 8192 {
+                assert_eq!(took, 40 + padded, "a record of {len} bytes took {took}");
+            } else {
+                assert!((40..=96).contains(&(took - padded)), "a record of {len} bytes took {took}");
+            }
+        });
+    }
+}

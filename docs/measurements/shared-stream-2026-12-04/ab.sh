@@ -23,7 +23,7 @@ import sys, json
 for l in sys.stdin:
     d = json.loads(l)
     if d.get("test") == "coll":
-        print(sys.argv[1], d["coll"], d["bytes"], round(d["median_us"], 1), flush=True)' "$1"; }
+        print(sys.argv[1], d["coll"], d["bytes"], round(d["median_us"], 3), flush=True)' "$1"; }
 run() { # LABEL PREFIX ENV
   head -c 4096 /dev/zero > "$SEP"
   env $3 "$2/bin/goalrun" -n "$N" "./goal_coll_$1" --pin --sep-file "$SEP" --colls "$C" --sizes "$SZ" --algs auto --budget-ms "${B:-250}" | row "$1"

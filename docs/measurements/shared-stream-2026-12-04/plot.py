@@ -27,8 +27,10 @@ points = sorted({(c, b) for c, b, _ in runs}, key=lambda p: (p[1], p[0]))
 rows, labels, vs_base, vs_ompi = [], [], [], []
 for c, b in points:
     med = {lib: statistics.median(runs[(c, b, lib)]) for lib in ("base", "new", "ompi-nosc")}
-    size = f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
-    rows.append(f"{c:21s} {size:>8s} {med['base']:9.1f} {med['new']:9.1f} {med['ompi-nosc']:10.1f}"
+    size = f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB" if b >= 1 << 10 else f"{b} B"
+    # Times under 10 us with three decimals (ab.sh writes them so since 2026-12-05).
+    d = 3 if min(med.values()) < 10 else 1
+    rows.append(f"{c:21s} {size:>8s} {med['base']:9.{d}f} {med['new']:9.{d}f} {med['ompi-nosc']:10.{d}f}"
                 f" {med['new'] / med['base']:9.2f} {med['new'] / med['ompi-nosc']:10.2f}")
     labels.append(f"{c} {size}")
     vs_base.append(med["new"] / med["base"])

@@ -2,9 +2,23 @@
 //! records handed to the consumer in place.
 //!
 //! ```text
-//! record  = [u32 payload_len | u32 flags] [Envelope: 32 B] [payload] [pad to 8 B]
+//! record  = [u32 payload_len | u32 flags] [Envelope: 32 B] [gap] [payload] [pad to 8 B]
 //! padding = [u32 skip_len    | FLAG_PAD ]  (fills the ring up to the wrap point)
 //! ```
+//!
+//! A payload of 8 KiB or more starts on a cache line: the gap after the
+//! envelope (40 to 96 bytes, which the consumer computes as the producer
+//! did) lets the sender's copy into the ring and the receiver's copy out
+//! of it fill and read whole lines. Packed behind the envelope, a 64 KiB
+//! record's lines were split between the copy's stores at each of the
+//! three places a 256 KiB ring puts them, and where the receiver had read
+//! those lines a lap before, a third to two fifths of 2-rank ping-pongs of
+//! 64 KiB took twice as long (one-way 10-11 us against 4-5 with the vCPUs
+//! far apart, 2.1 against 1.6 close). Shorter records stay packed: a 4 KiB
+//! payload on a line was slower (1.05-1.10 us one-way against 0.93-1.05),
+//! and records of whole lines for short messages made 2-rank barriers and
+//! 8-byte exchanges 1.1-1.25x slower, each record's end marker then on a
+//! line of its own (docs/measurements/line-records-2026-12-05).
 //!
 //! A record never straddles the end of the ring: when it does not fit before
 //! the wrap point the producer writes a padding record there and starts the
@@ -58,6 +72,8 @@ const HEADER: usize = 8;
 const ENVELOPE: usize = std::mem::size_of::<Envelope>();
 /// Header + envelope: bytes before the payload.
 pub(crate) const RECORD_OVERHEAD: usize = HEADER + ENVELOPE;
+/// Bytes of a cache line.
+const LINE: usize = 64;
 /// Flag bit: the record is padding up to the wrap point, not a message.
 const FLAG_PAD: u64 = 1;
 /// Flag bit set in every published header word, so that none is zero.
@@ -94,12 +110,35 @@ pub(crate) fn max_payload(ring_bytes: usize) -> usize {
 /// kept a producer waiting for: a record and the padding before it need at
 /// most twice the largest record.
 fn crowded(cap: u64) -> u64 {
-    cap - 2 * record_bytes(max_payload(cap as usize)) - HEADER as u64
+    cap - 2 * record_bytes_max(max_payload(cap as usize)) - HEADER as u64
 }
 
-/// Bytes a record with `len` payload bytes occupies.
-fn record_bytes(len: usize) -> u64 {
-    (RECORD_OVERHEAD + ((len + 7) & !7)) as u64
+/// Payloads from this many bytes start on a cache line (see [`payload_at`]).
+const LINE_PAYLOAD_MIN: usize = 8 << 10;
+
+/// Where the payload of `len` bytes of a record whose header is at byte
+/// `at` of the ring starts: right after the envelope for a short one, on
+/// the next line boundary for a longer one, so that both copies of it fill
+/// whole lines (see the module's notes).
+#[inline(always)]
+fn payload_at(at: usize, len: usize) -> usize {
+    // (`at + RECORD_OVERHEAD` is 8-aligned: rounding it to 8 keeps it.)
+    let m = if len < LINE_PAYLOAD_MIN { 7 } else { LINE - 1 };
+    (at + RECORD_OVERHEAD + m) & !m
+}
+
+/// Bytes a record with `len` payload bytes occupies with its header at
+/// byte `at` of the ring (8-aligned): a multiple of 8.
+#[inline(always)]
+fn record_bytes(at: usize, len: usize) -> u64 {
+    ((payload_at(at, len) + len + 7) & !7) as u64 - at as u64
+}
+
+/// The most bytes a record with `len` payload bytes occupies, wherever
+/// its header is: with the header 32 bytes into a line, the envelope ends
+/// 8 bytes into the next one and a long payload starts on the line after.
+fn record_bytes_max(len: usize) -> u64 {
+    record_bytes(32, len)
 }
 
 /// The pointers one side of a ring needs, all inside `map`.
@@ -185,16 +224,16 @@ impl RingProducer {
         (self.local_tail.get() & (self.ptrs.cap - 1)) as usize
     }
 
-    /// Whether the next record, of `need` bytes at offset `off` of the
-    /// ring with the counter at `tail`, goes to offset 0 because the
+    /// Whether the next record, of `len` payload bytes at offset `off` of
+    /// the ring with the counter at `tail`, goes to offset 0 because the
     /// consumer has emptied the ring (see the module's notes). Loads
     /// `head` at most once per [`REWIND_AT`] bytes sent.
     #[inline(always)]
-    fn rewinds(&self, tail: u64, off: u64, need: u64) -> bool {
-        // (With `off >= REWIND_AT`, `need + HEADER <= off`: the record and
-        // its end marker fit in front of the padding in an empty ring, so a
-        // rewind never makes a push fail.)
-        if off < REWIND_AT || need > REWIND_MAX || tail < self.next_look.get() || !self.rewind.get() {
+    fn rewinds(&self, tail: u64, off: u64, len: usize) -> bool {
+        // (With `off >= REWIND_AT`, the record at offset 0, at most
+        // `REWIND_MAX` bytes, and its end marker fit in front of the
+        // padding in an empty ring, so a rewind never makes a push fail.)
+        if off < REWIND_AT || !self.rewind.get() || tail < self.next_look.get() || record_bytes(0, len) > REWIND_MAX {
             return false;
         }
         let head = self.ptrs.head().load(Ordering::Acquire);
@@ -214,9 +253,10 @@ impl RingProducer {
     pub(crate) fn fits(&self, len: usize) -> bool {
         let cap = self.ptrs.cap;
         let tail = self.local_tail.get();
-        let to_end = cap - (tail & (cap - 1));
-        let need = record_bytes(len);
-        let room = if to_end < need { to_end } else { 0 } + need + HEADER as u64;
+        let off = tail & (cap - 1);
+        let to_end = cap - off;
+        let here = record_bytes(off as usize, len);
+        let room = if to_end < here { to_end + record_bytes(0, len) } else { here } + HEADER as u64;
         if cap - (tail - self.cached_head.get()) < room {
             self.cached_head.set(self.ptrs.head().load(Ordering::Acquire));
             return cap - (tail - self.cached_head.get()) >= room;
@@ -231,10 +271,11 @@ impl RingProducer {
         let cap = self.ptrs.cap;
         let tail = self.local_tail.get();
         let off = tail & (cap - 1);
-        let need = record_bytes(len);
+        let here = record_bytes(off as usize, len);
         let to_end = cap - off;
-        let rewind = to_end >= need && self.rewinds(tail, off, need);
-        let pad = if to_end < need || rewind { to_end } else { 0 };
+        let rewind = to_end >= here && self.rewinds(tail, off, len);
+        let pad = if to_end < here || rewind { to_end } else { 0 };
+        let (at, need) = if pad != 0 { (0, record_bytes(0, len)) } else { (off as usize, here) };
         let total = pad + need;
         // The record, and the end marker after it.
         let room = total + HEADER as u64;
@@ -245,7 +286,6 @@ impl RingProducer {
             }
         }
         let base = self.ptrs.data;
-        let at = if pad != 0 { 0 } else { off as usize };
         let next = (at as u64 + need) & (cap - 1);
         // SAFETY: (1) the `room` bytes from `tail` are free: the consumer
         // released them (Acquire load of `head` above), and the consumer only
@@ -253,14 +293,15 @@ impl RingProducer {
         // nobody reads these bytes until we publish; (2) every write stays
         // inside the ring: a record is written from `at` with
         // `at + need <= cap` (it fit before the wrap point, or it starts at 0
-        // and `need <= cap / 4 + RECORD_OVERHEAD < cap`), the end marker at
+        // and `need <= cap / 4 + LINE < cap`), its payload from
+        // `payload_at(at, len)` to `at + need` at most, the end marker at
         // `next < cap` (the record leaves room for it), the padding
         // word at `off < cap`; (3) all offsets are 8-aligned (counters advance
         // by multiples of 8), so the u64 accesses are aligned.
         unsafe {
             (base.add(next as usize) as *mut u64).write(0);
             (base.add(at + HEADER) as *mut Envelope).write(*env);
-            let mut p = at + RECORD_OVERHEAD;
+            let mut p = payload_at(at, len);
             for s in payload {
                 crate::copy_bytes(s.as_ptr(), base.add(p), s.len());
                 p += s.len();
@@ -291,6 +332,8 @@ pub(crate) struct RingConsumer {
     ptrs: RingPtrs,
     /// Bytes ever consumed; equal to the shared `head` (we are its only writer).
     local_head: Cell<u64>,
+    /// [`crowded`] of this ring, computed once.
+    crowded: u64,
 }
 
 impl RingConsumer {
@@ -298,9 +341,11 @@ impl RingConsumer {
     pub(crate) fn new(map: Arc<Mapping>, layout: &Layout, sender: usize) -> RingConsumer {
         let ptrs = RingPtrs::new(map, layout, sender);
         let head = ptrs.head().load(Ordering::Relaxed);
+        let crowded = crowded(ptrs.cap);
         RingConsumer {
             ptrs,
             local_head: Cell::new(head),
+            crowded,
         }
     }
 
@@ -346,17 +391,18 @@ impl RingConsumer {
                 }
                 continue;
             }
-            assert!(off + RECORD_OVERHEAD + len <= cap as usize, "shm ring corrupted: record overruns the ring");
+            let at = payload_at(off, len);
+            assert!(at + len <= cap as usize, "shm ring corrupted: record overruns the ring");
             // SAFETY: the record lies inside the ring (asserted), published by
             // the Release store of its header that we Acquire-loaded, and the
             // producer does not touch it until we advance `head`, which happens
             // only after `f` has returned and the slice is gone.
             let (env, payload) = unsafe {
                 let env = (base.add(off + HEADER) as *const Envelope).read();
-                (env, std::slice::from_raw_parts(base.add(off + RECORD_OVERHEAD), len))
+                (env, std::slice::from_raw_parts(base.add(at), len))
             };
             f(&env, payload);
-            head += record_bytes(len);
+            head += record_bytes(off, len);
             n += 1;
             self.local_head.set(head);
             self.ptrs.head().store(head, Ordering::Release);
@@ -368,6 +414,6 @@ impl RingConsumer {
         }
         // A producer waits for space only when the ring is crowded; without a
         // tail we judge by how much we just consumed.
-        (n, head - start - rewound > crowded(cap))
+        (n, head - start - rewound > self.crowded)
     }
 }
