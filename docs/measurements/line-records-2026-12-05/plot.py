@@ -1,5 +1,5 @@
 """Table and plot of the record's point-to-point alternations (lat-*.txt, bw.txt, written by
-the lines of `lat3.sh` and `bw3.sh` in the README): per vCPU state (a cache line under
+the hand-typed loops of the README): per vCPU state (a cache line under
 100 ns between the two CPUs: close, else apart), test and size, the medians of goal before,
 goal after and Open MPI without single copy, with after/before and after/Open MPI. Writes
 p2p-table.txt and line-records.png here.

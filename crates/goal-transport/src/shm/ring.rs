@@ -97,9 +97,9 @@ const REWIND_MAX: u64 = (4 << 10) + 64;
 const _: () = assert!(REWIND_MAX + (HEADER as u64) <= REWIND_AT);
 
 /// The largest payload a ring of `ring_bytes` accepts: a quarter of the
-/// ring, so that a record (the payload and [`RECORD_OVERHEAD`]) with the
-/// padding before it, at most a record less 8 bytes, always fits in an
-/// empty ring. A whole power of two: the default 256 KiB ring carries a
+/// ring, so that a record (the payload, [`RECORD_OVERHEAD`] and at most
+/// [`record_bytes_max`]'s gap) with the padding before it, at most a
+/// record less 8 bytes, always fits in an empty ring. A whole power of two: the default 256 KiB ring carries a
 /// message of exactly 64 KiB, which goal sends eagerly where that pays
 /// (see goal-rt's eager sends with more ranks than cores).
 pub(crate) fn max_payload(ring_bytes: usize) -> usize {
