@@ -561,6 +561,9 @@ impl Runtime {
             engine.enable_kernel(ring, kernel_deferred.clone());
         }
         engine.allow_pushes(cfg.progress != ProgressMode::Manual);
+        if let Some(p) = cfg.cold_writes {
+            engine.judge_writes_at(p);
+        }
         engine.report_stalls(cfg.stall_report);
         if cfg.trace_file.is_some() {
             engine.record(cfg.trace_events);

@@ -71,13 +71,9 @@ impl Credit {
 pub(super) struct PeerPaths {
     /// Per peer: it was not allowed to write into this process (ask no more).
     pub(super) push_refused: Vec<bool>,
-    /// Per peer: messages still to take without its writes, since its last
-    /// writes here were cold (see [`COLD_WRITES`]).
-    pub(super) cold: Vec<u32>,
-    /// Per peer: its cold writes in a row, and how many messages the last
-    /// cold spell skipped (0: none since a warm write).
-    pub(super) cold_votes: Vec<u8>,
-    pub(super) cold_skip: Vec<u32>,
+    /// Per peer: whether its writes here were cold lately (see
+    /// [`ColdSpell`]).
+    pub(super) cold: Vec<ColdSpell>,
     /// Per peer: picoseconds per byte of this rank's fastest whole read of a
     /// long message from its memory into the buffer its previous read went
     /// to (0: none yet), what its pushes are judged by.
@@ -99,14 +95,69 @@ impl PeerPaths {
     pub(super) fn new(n: usize) -> PeerPaths {
         PeerPaths {
             push_refused: vec![false; n],
-            cold: vec![0; n],
-            cold_votes: vec![0; n],
-            cold_skip: vec![0; n],
+            cold: vec![ColdSpell::default(); n],
             read_ps: vec![0; n],
             written_to: vec![Recent::default(); n],
             read_to: vec![Recent::default(); n],
             cold_writes: 0,
         }
+    }
+}
+
+/// One sender's writes into this rank's memory, judged one by one against
+/// this rank's own copies (see `COLD_WRITES` in `policy.rs`): after
+/// [`COLD_VOTES`] votes in a row against them (cold writes, declined
+/// requests) this rank takes the sender's next [`COLD_SKIP`] long messages
+/// without its writes, twice as many after each spell that ends in cold
+/// writes again, up to [`COLD_SKIP_MAX`]; a warm write forgets it all.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(super) struct ColdSpell {
+    /// Messages still to take without the sender's writes.
+    left: u32,
+    /// Votes against its writes in a row.
+    votes: u8,
+    /// How many messages the last spell skipped (0: none since a warm write).
+    skip: u32,
+}
+
+/// Votes in a row after which a sender's writes pause: one slow write is
+/// as likely a preempted writer on a shared machine (a run of bcasts that
+/// read nothing judged 8 of 22 writes cold one at a time).
+pub(super) const COLD_VOTES: u8 = 3;
+
+/// Messages a first pause lasts (see [`ColdSpell`]).
+pub(super) const COLD_SKIP: u32 = 32;
+
+/// The longest pause, in messages.
+pub(super) const COLD_SKIP_MAX: u32 = 1024;
+
+impl ColdSpell {
+    /// A write that took no longer than this rank's own copy allows.
+    pub(super) fn warm(&mut self) {
+        *self = ColdSpell::default();
+    }
+
+    /// One more reason not to have the sender write here; returns whether
+    /// it starts a pause.
+    pub(super) fn vote(&mut self) -> bool {
+        self.votes += 1;
+        if self.votes < COLD_VOTES {
+            return false;
+        }
+        self.skip = if self.skip == 0 { COLD_SKIP } else { (self.skip * 2).min(COLD_SKIP_MAX) };
+        self.left = self.skip;
+        self.votes = 0;
+        true
+    }
+
+    /// Whether the sender may write its next long message here; a message
+    /// taken without its writes counts down the pause.
+    pub(super) fn may_write(&mut self) -> bool {
+        if self.left == 0 {
+            return true;
+        }
+        self.left -= 1;
+        false
     }
 }
 
@@ -141,6 +192,44 @@ impl StallWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Messages `c` lets through of the next `n`.
+    fn written(c: &mut ColdSpell, n: u32) -> u32 {
+        (0..n).filter(|_| c.may_write()).count() as u32
+    }
+
+    #[test]
+    fn three_votes_in_a_row_pause_a_senders_writes_and_a_warm_write_forgets_them() {
+        let mut c = ColdSpell::default();
+        assert!(!c.vote() && !c.vote(), "two votes are not a spell");
+        c.warm();
+        assert!(!c.vote() && !c.vote(), "a warm write started the count again");
+        assert_eq!(written(&mut c, 5), 5, "no pause yet");
+        assert!(c.vote(), "the third vote in a row");
+        assert_eq!(written(&mut c, COLD_SKIP), 0, "the next {COLD_SKIP} messages without its writes");
+        assert!(c.may_write(), "then it writes again");
+        assert!(!c.vote() && !c.vote() && c.vote());
+        assert_eq!(written(&mut c, 2 * COLD_SKIP + 1), 1, "cold again: a pause twice as long");
+        c.warm();
+        assert!(!c.vote() && !c.vote() && c.vote());
+        assert_eq!(written(&mut c, COLD_SKIP + 1), 1, "after a warm write a first pause again");
+    }
+
+    #[test]
+    fn pauses_double_up_to_the_longest() {
+        let mut c = ColdSpell::default();
+        let mut pauses = Vec::new();
+        for _ in 0..8 {
+            assert!(!c.vote() && !c.vote() && c.vote());
+            let mut n = 0;
+            while !c.may_write() {
+                n += 1;
+            }
+            pauses.push(n);
+        }
+        assert_eq!(pauses, [32, 64, 128, 256, 512, 1024, 1024, 1024]);
+        assert_eq!((COLD_SKIP, COLD_SKIP_MAX), (32, 1024));
+    }
 
     #[test]
     fn a_sender_stops_at_its_credit_and_goes_on_as_it_comes_back() {

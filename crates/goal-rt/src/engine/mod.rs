@@ -200,6 +200,9 @@ pub(crate) struct Engine {
     fuse_paths: adapt::Adapt,
     /// Whether a busy receiver may ask its senders to write (see [`Write`]).
     pushes: bool,
+    /// A sender's write here slower than this percentage of this rank's
+    /// own copy is cold (see `COLD_WRITES` in `policy.rs`).
+    cold_writes: u64,
     /// Whether an idle receiver may ask its senders to write part of a
     /// message (see [`SPLIT_MIN`]): not with more ranks than cores.
     splits: bool,
@@ -385,7 +388,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), pushes: false, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), pushes: false, cold_writes: policy::COLD_WRITES, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
     }
 
     /// Reaches the peers marked in `remote` through `net`.

@@ -43,19 +43,6 @@ pub(super) const COLD_WRITES: u64 = 130;
 /// that read nothing, 30 -> 62 us), and the whole iteration gained less.
 pub(super) const COLD_MAX: usize = 1 << 20;
 
-/// Cold writes in a row (see [`COLD_WRITES`]) after which this rank takes
-/// a sender's messages without its writes for a while: one slow write is
-/// as likely a preempted writer on this shared machine (a run of bcasts
-/// that read nothing judged 8 of 22 writes cold one at a time).
-pub(super) const COLD_VOTES: u8 = 3;
-
-/// Messages from a sender whose writes were cold (see [`COLD_VOTES`]) that
-/// this rank then takes without them, doubled each time the writes are
-/// still cold when it tries again, up to [`COLD_SKIP_MAX`].
-pub(super) const COLD_SKIP: u32 = 32;
-
-pub(super) const COLD_SKIP_MAX: u32 = 1024;
-
 /// CMA messages from this size on, whose receiver is idle and whose sender
 /// waits in Wait, are copied by both (`CTS` in `MODE_SPLIT`). One core
 /// reading the whole message leaves the other idle; two processes on the
@@ -364,31 +351,27 @@ impl Engine {
     /// Receiver: `src` wrote a message here, or its part of a split one, in
     /// `write_ns`, where this rank's own copy of as much took `read_ns` (its
     /// part of the same message; its fastest read of a whole one; 0:
-    /// unknown). [`COLD_VOTES`] cold writes in a row (see [`COLD_WRITES`])
-    /// keep the next messages from `src` to this rank's own copies.
+    /// unknown). A write is cold when it took more than `cold_writes` %
+    /// of that (see [`COLD_WRITES`]); cold writes in a row keep the next
+    /// messages from `src` to this rank's own copies (see
+    /// [`ColdSpell`](super::history::ColdSpell)).
     pub(super) fn judge_write(&mut self, src: u32, judge: bool, write_ns: u64, read_ns: u64) {
         if !judge || read_ns == 0 {
             return;
         }
-        let p = src as usize;
-        if write_ns * 100 < read_ns * COLD_WRITES {
-            self.state.paths.cold_votes[p] = 0;
-            self.state.paths.cold_skip[p] = 0;
+        if write_ns * 100 < read_ns * self.cold_writes {
+            self.state.paths.cold[src as usize].warm();
             return;
         }
         self.state.paths.cold_writes += 1;
-        self.cold_vote(p);
+        self.cold_vote(src as usize);
     }
 
     /// Receiver: one more reason not to have `p` write here (a cold write,
-    /// or a split it declined); [`COLD_VOTES`] in a row start a pause.
+    /// or a split it declined); [`COLD_VOTES`](super::history::COLD_VOTES)
+    /// in a row start a pause (see [`ColdSpell`](super::history::ColdSpell)).
     pub(super) fn cold_vote(&mut self, p: usize) {
-        self.state.paths.cold_votes[p] += 1;
-        if self.state.paths.cold_votes[p] >= COLD_VOTES {
-            let skip = if self.state.paths.cold_skip[p] == 0 { COLD_SKIP } else { (self.state.paths.cold_skip[p] * 2).min(COLD_SKIP_MAX) };
-            self.state.paths.cold_skip[p] = skip;
-            self.state.paths.cold[p] = skip;
-            self.state.paths.cold_votes[p] = 0;
+        if self.state.paths.cold[p].vote() {
             self.state.paths.written_to[p] = Recent::default();
         }
     }
@@ -397,12 +380,7 @@ impl Engine {
     /// message here, counting down the messages taken without its writes
     /// since its last cold one (see [`COLD_WRITES`]).
     pub(super) fn writes_warm(&mut self, src: u32) -> bool {
-        let c = &mut self.state.paths.cold[src as usize];
-        if *c == 0 {
-            return true;
-        }
-        *c -= 1;
-        false
+        self.state.paths.cold[src as usize].may_write()
     }
 
     /// Whether this rank has operations of its own starting (a Run), ready
@@ -450,6 +428,13 @@ impl Engine {
     /// (Peers are taken to run in this rank's mode, as a job's ranks do.)
     pub fn allow_pushes(&mut self, on: bool) {
         self.pushes = on;
+    }
+
+    /// Judges a sender's write into this rank's memory cold when it takes
+    /// more than `percent` % of this rank's own copy (`GOAL_COLD_WRITES`;
+    /// [`COLD_WRITES`] unless set; 0: every write judged is cold).
+    pub fn judge_writes_at(&mut self, percent: u64) {
+        self.cold_writes = percent;
     }
 
     /// Lets an idle receiver share the copy of a large message with its
