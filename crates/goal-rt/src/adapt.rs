@@ -81,7 +81,7 @@
 use goal_transport::shm::STREAM_CHUNK;
 
 /// Size classes: 64 KiB, 128 KiB, ..., and 16 MiB with everything above.
-const CLASSES: usize = 9;
+pub(crate) const CLASSES: usize = 9;
 /// The smallest size class, as a power of two.
 const FIRST_CLASS_LOG2: u32 = 16;
 /// At most this often per peer and class, a send takes the path that looked
@@ -185,17 +185,62 @@ pub(crate) enum Situation {
     Burst,
 }
 
-/// Per peer and size class: ns per byte of each path (0: not measured yet)
-/// and when the slower one was last tried.
+/// Per peer and size class: ns per byte of each of two ways (0: not
+/// measured yet) and when the slower one was last tried. The paths of
+/// [`Adapt`] (index 0 the stream, 1 CMA), and the stream's windows of
+/// `window::Windows`.
 #[derive(Clone, Copy, Default)]
-struct Class {
+pub(crate) struct Class {
     ns_per_byte: [f64; 2],
-    /// Transfers seen on each path (up to [`SETTLED`], see [`Adapt::record`]).
+    /// Transfers seen each way (up to [`SETTLED`], see [`Class::add`]).
     seen: [u8; 2],
     explored: u64,
-    /// Sends left in the current exploration of the slower path (see
+    /// Sends left in the current exploration of the slower way (see
     /// [`EXCHANGE_EXPLORE`]).
     exploring: u8,
+}
+
+impl Class {
+    /// Which way (0 or 1) a transfer of `len` bytes takes at time `now`
+    /// (ns): while both settle, they take turns (see [`SETTLED`]); then
+    /// `default`, unless the other is `margin` times faster per byte, and
+    /// every so often the slower one, `tries` times in a row (see
+    /// [`explore_every`]).
+    pub(crate) fn pick(&mut self, default: usize, margin: f64, tries: u8, len: usize, now: u64) -> usize {
+        if self.seen[0] < SETTLED || self.seen[1] < SETTLED {
+            return usize::from(self.seen[1] < self.seen[0]);
+        }
+        let best = if self.ns_per_byte[1 - default] * margin < self.ns_per_byte[default] { 1 - default } else { default };
+        if self.exploring > 0 {
+            self.exploring -= 1;
+            1 - best
+        } else if now.saturating_sub(self.explored) >= explore_every(self.ns_per_byte[0].max(self.ns_per_byte[1]), len, tries) {
+            self.explored = now;
+            self.exploring = tries - 1;
+            1 - best
+        } else {
+            best
+        }
+    }
+
+    /// A transfer took `ns_per_byte` way `way`: the first is not counted,
+    /// the next two start the average at the faster of them, later ones
+    /// join it ([`ALPHA`]), each at most [`OUTLIER`] times the average.
+    pub(crate) fn add(&mut self, way: usize, ns_per_byte: f64) {
+        let (seen, v) = (&mut self.seen[way], &mut self.ns_per_byte[way]);
+        *seen = (*seen + 1).min(SETTLED);
+        *v = match *seen {
+            1 => return,
+            2 => ns_per_byte,
+            SETTLED => (1.0 - ALPHA) * *v + ALPHA * ns_per_byte.min(OUTLIER * *v),
+            _ => v.min(ns_per_byte),
+        };
+    }
+
+    /// Both ways' ns per byte (0: not measured yet).
+    pub(crate) fn ns_per_byte(&self) -> [f64; 2] {
+        self.ns_per_byte
+    }
 }
 
 /// Sends of an exchange's class that explore the slower path in a row. The
@@ -252,7 +297,8 @@ fn explore_every(slower_ns_per_byte: f64, len: usize, tries: u8) -> u64 {
     ((cost / EXPLORE_SHARE) as u64).clamp(EXPLORE_NS, EXPLORE_MAX_NS)
 }
 
-fn class_of(len: usize) -> usize {
+/// The size class of a message of `len` bytes (see [`CLASSES`]).
+pub(crate) fn class_of(len: usize) -> usize {
     let log2 = usize::BITS - 1 - len.max(1).leading_zeros();
     (log2.saturating_sub(FIRST_CLASS_LOG2) as usize).min(CLASSES - 1)
 }
@@ -405,30 +451,11 @@ impl Adapt {
                 return Some(p);
             }
         }
+        let tries = if exchange { EXCHANGE_EXPLORE } else { 1 };
         let c = &mut self.classes[peer][exchange as usize][class_of(len)];
-        let [stream, cma] = c.ns_per_byte;
-        Some(if c.seen[0] < SETTLED || c.seen[1] < SETTLED {
-            // Settling: the paths take turns, so that both meet the same
-            // early conditions (see SETTLED).
-            if c.seen[1] < c.seen[0] { Path::Cma } else { Path::Stream }
-        } else {
-            let (mine, other) = match calibrated {
-                Path::Stream => (stream, cma),
-                Path::Cma => (cma, stream),
-            };
-            let flip = |p: Path| if p == Path::Cma { Path::Stream } else { Path::Cma };
-            let best = if other * self.margin < mine { flip(calibrated) } else { calibrated };
-            let tries = if exchange { EXCHANGE_EXPLORE } else { 1 };
-            if c.exploring > 0 {
-                c.exploring -= 1;
-                flip(best)
-            } else if now.saturating_sub(c.explored) >= explore_every(stream.max(cma), len, tries) {
-                c.explored = now;
-                c.exploring = tries - 1;
-                flip(best)
-            } else {
-                best
-            }
+        Some(match c.pick(index(calibrated), self.margin, tries, len, now) {
+            0 => Path::Stream,
+            _ => Path::Cma,
         })
     }
 
@@ -444,16 +471,7 @@ impl Adapt {
         if exchange && self.arrived[peer][class_of(len)].is_some_and(|p| p != path) {
             return;
         }
-        let x = ns as f64 / len as f64;
-        let c = &mut self.classes[peer][exchange as usize][class_of(len)];
-        let (seen, v) = (&mut c.seen[index(path)], &mut c.ns_per_byte[index(path)]);
-        *seen = (*seen + 1).min(SETTLED);
-        *v = match *seen {
-            1 => return,
-            2 => x,
-            SETTLED => (1.0 - ALPHA) * *v + ALPHA * x.min(OUTLIER * *v),
-            _ => v.min(x),
-        };
+        self.classes[peer][exchange as usize][class_of(len)].add(index(path), ns as f64 / len as f64);
     }
 
     /// A message of `len` bytes came from `peer`, a lower rank, by `path`,

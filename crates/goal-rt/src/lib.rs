@@ -63,6 +63,7 @@ pub mod userop;
 mod slice;
 mod ticks;
 mod timeline;
+mod window;
 pub mod proto;
 
 pub use config::{Config, ProgressMode, Requested};

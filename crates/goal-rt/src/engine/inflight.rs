@@ -58,6 +58,9 @@ pub(super) struct StreamIn {
     pub(super) fused: Option<Box<Fused>>,
     /// Through which window of the stream (see [`Engine::stream_window`]).
     pub(super) window: StreamWindow,
+    /// The window was chosen by measurement (see `window`): when the
+    /// message came to the front of its sender's stream, once it has.
+    pub(super) timed: Option<Option<Instant>>,
 }
 
 /// A streamed send that was half of an exchange, waiting to be timed.

@@ -199,10 +199,17 @@ impl Engine {
         let (narrow, long) = (self.state.narrow_streams, self.state.long_streams);
         let mut parts = Vec::new();
         if narrow > 0 {
-            parts.push(format!("{narrow} message(s) received through the first {} B of their sender's stream (bursts and exchanges)", self.link.shm.stream_narrow_bytes()));
+            parts.push(format!("{narrow} message(s) received through the first {} B of their sender's stream (bursts, exchanges, and longer messages that measured faster so)", self.link.shm.stream_narrow_bytes()));
         }
         if long > 0 {
             parts.push(format!("{long} message(s) received through twice the {} B of their sender's stream (longer than it, nothing going back)", self.link.shm.stream_bytes()));
+        }
+        let [by_long, by_narrow] = self.windows.taken;
+        if by_long + by_narrow > 0 {
+            parts.push(format!(
+                "of the messages longer than the stream with nothing going back, {by_long} through the long window and {by_narrow} through the narrow one, chosen by what each took (ns per byte: {})",
+                self.windows.measured()
+            ));
         }
         (!parts.is_empty()).then(|| parts.join("; "))
     }

@@ -11,12 +11,14 @@ impl Engine {
     /// it for half of an exchange): the CTS `cts`, sent here, tells the
     /// sender which.
     pub(super) fn stream_receive(&mut self, r: OpRef, src: u32, len: usize, exchange: bool, cts: Head) {
-        let window = self.stream_window(src, len, exchange);
+        let fused = self.fusion(r, len);
+        let (window, chosen) = self.stream_window(src, len, exchange, fused.is_some());
         self.state.narrow_streams += u64::from(window == StreamWindow::Narrow);
         self.state.long_streams += u64::from(window == StreamWindow::Long);
         self.post_message(src as usize, cts.mode(cts.mode | proto::cts_window_bit(window)));
-        let fused = self.fusion(r, len);
-        self.state.stream_in[src as usize].push_back(StreamIn { r, pos: 0, len, fused, window });
+        let queue = &mut self.state.stream_in[src as usize];
+        let timed = chosen.then(|| queue.is_empty().then(Instant::now));
+        queue.push_back(StreamIn { r, pos: 0, len, fused, window, timed });
         self.state.streams_active += 1;
     }
 
@@ -38,27 +40,39 @@ impl Engine {
     ///   streams, 370-385 through their first 256 KiB
     ///   (docs/measurements/exchange-window-2026-12-05); with a core each,
     ///   2 ranks' exchanges of 1 MiB took 1.07-1.09x as long through it;
-    /// - the long one, twice the stream, for a message longer than the
-    ///   stream while nothing goes the other way (its sender did not take
-    ///   it for half of an exchange, and no rendezvous send of ours to
-    ///   `src` is in flight): 4 and 16 MiB messages streamed at 13.6
-    ///   GB/s through a 1 MiB stream and 17-19.5 through a 2 MiB one,
-    ///   while 2-rank allgather and alltoall of 4 MiB, both directions
-    ///   streaming at once, took 1.12x as long through the larger one;
+    /// - for a message longer than the stream while nothing goes the other
+    ///   way (its sender did not take it for half of an exchange, and no
+    ///   rendezvous send of ours to `src` is in flight), the long one
+    ///   (twice the stream) or the narrow one, whichever recent messages
+    ///   of its size from `src` took less time through (see `window`;
+    ///   the second value returned: chosen so, to be timed). A receive
+    ///   combined as it comes (`fused`) takes the long one. 4 and 16 MiB
+    ///   messages streamed at 13.6 GB/s through a 1 MiB stream and
+    ///   17-19.5 through a 2 MiB one, while 2-rank allgather and alltoall
+    ///   of 4 MiB, both directions streaming at once, took 1.12x as long
+    ///   through the larger one;
     /// - the stream's own size otherwise: a lone message keeps it, so that
     ///   its sender is done without waiting for the reader (2-rank
     ///   collectives of 1-4 MiB took up to 1.47x as long through 256 KiB).
     ///
     /// The window changes only when the stream is empty.
-    pub(super) fn stream_window(&self, src: u32, len: usize, exchange: bool) -> StreamWindow {
+    pub(super) fn stream_window(&mut self, src: u32, len: usize, exchange: bool, fused: bool) -> (StreamWindow, bool) {
         let stream = self.link.shm.stream_bytes();
         if len <= stream {
             let burst = !self.state.stream_in[src as usize].is_empty();
             let narrow_exchange = exchange && self.cores_shared;
-            return if burst || narrow_exchange { StreamWindow::Narrow } else { StreamWindow::Stream };
+            return (if burst || narrow_exchange { StreamWindow::Narrow } else { StreamWindow::Stream }, false);
         }
         let sending = exchange || self.state.rdv.iter().flatten().any(|s| s.peer == src);
-        if sending || !self.state.stream_out[src as usize].is_empty() { StreamWindow::Stream } else { StreamWindow::Long }
+        if sending || !self.state.stream_out[src as usize].is_empty() {
+            (StreamWindow::Stream, false)
+        } else if fused {
+            (StreamWindow::Long, false)
+        } else if self.windows.narrow(src as usize, len) {
+            (StreamWindow::Narrow, true)
+        } else {
+            (StreamWindow::Long, true)
+        }
     }
 
     /// Moves every transfer in flight along: streams in and out, reads.
@@ -154,6 +168,14 @@ impl Engine {
                 }
                 let si = self.state.stream_in[p].pop_front().unwrap_or_else(|| unreachable!());
                 self.state.streams_active -= 1;
+                if let Some(next) = self.state.stream_in[p].front_mut() {
+                    if let Some(t @ None) = next.timed.as_mut() {
+                        *t = Some(Instant::now());
+                    }
+                }
+                if let Some(Some(t)) = si.timed {
+                    self.windows.record(p, si.len, si.window == StreamWindow::Narrow, t.elapsed().as_nanos() as u64);
+                }
                 if let Some(x) = self.state.exchange_timing[p].as_mut() {
                     x.incoming -= 1;
                     if x.incoming == 0 {
