@@ -20,10 +20,8 @@ const DECLINES: &str = "a_receiver_stops_asking_a_sender_that_declines_to_write"
 static JOBS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Thread mode (splits need a helper), CMA for every long message (no
-/// choice of the stream), splits wherever they pay (not chosen by time:
-/// these tests are about what follows a split), and the debug line the
-/// tests read.
-const VARS: [(&str, &str); 5] = [("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M"), ("GOAL_SPLITS", "1")];
+/// choice of the stream), and the debug line the tests read.
+const VARS: [(&str, &str); 4] = [("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")];
 
 /// The test driver's start: `None` on one core (nothing is split there),
 /// else this binary's job lock, held until the test ends.
@@ -148,10 +146,9 @@ fn an_application_that_reads_what_it_receives_gets_its_messages_copied_by_its_ow
     }
 }
 
-/// A malformed `GOAL_COLD_WRITES` or `GOAL_SPLITS` makes `GOAL_Init` fail
-/// naming it.
+/// A malformed `GOAL_COLD_WRITES` makes `GOAL_Init` fail naming it.
 #[test]
-fn bad_split_settings_are_refused_at_init() {
+fn a_bad_cold_writes_percentage_is_refused_at_init() {
     if in_job() {
         match goal_rt::init() {
             Ok(_) => {
@@ -165,15 +162,12 @@ fn bad_split_settings_are_refused_at_init() {
         return;
     }
     for bad in ["warm", "-5", "1e3"] {
-        let job = launch("bad_split_settings_are_refused_at_init", 1, &[("GOAL_COLD_WRITES", bad)]);
+        let job = launch("a_bad_cold_writes_percentage_is_refused_at_init", 1, &[("GOAL_COLD_WRITES", bad)]);
         assert_eq!(job.status, 3, "GOAL_COLD_WRITES={bad}: {}\n{}", job.stdout, job.stderr);
         assert!(job.stdout.contains(&format!("GOAL_COLD_WRITES={bad}: not a percentage")), "{}", job.stdout);
     }
-    let job = launch("bad_split_settings_are_refused_at_init", 1, &[("GOAL_SPLITS", "yes")]);
-    assert_eq!(job.status, 3, "GOAL_SPLITS=yes: {}\n{}", job.stdout, job.stderr);
-    assert!(job.stdout.contains("GOAL_SPLITS=yes: expected 0 or 1"), "{}", job.stdout);
-    let job = launch("bad_split_settings_are_refused_at_init", 1, &[("GOAL_COLD_WRITES", "150"), ("GOAL_SPLITS", "0")]);
-    assert_eq!(job.status, 0, "GOAL_COLD_WRITES=150 GOAL_SPLITS=0: {}\n{}", job.stdout, job.stderr);
+    let job = launch("a_bad_cold_writes_percentage_is_refused_at_init", 1, &[("GOAL_COLD_WRITES", "150")]);
+    assert_eq!(job.status, 0, "GOAL_COLD_WRITES=150: {}\n{}", job.stdout, job.stderr);
 }
 
 /// Rank 0 scatters [`LEN`] bytes per rank to ranks 0 and 1, [`ITERS`]

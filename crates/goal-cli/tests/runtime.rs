@@ -1310,8 +1310,7 @@ fn an_idle_receiver_shares_the_copy_of_a_large_message_with_its_sender() {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let runs = [(2, "auto", false), (2, "thread", false), (2, "manual", false), (cores + 1, "auto", false), (2, "auto", true), (2, "manual", true)];
     for (n, mode, heap) in runs {
-        // Split wherever it pays, not by time (GOAL_SPLITS).
-        let mut env = vec![("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M"), ("GOAL_SPLITS", "1")];
+        let mut env = vec![("GOAL_PROGRESS", mode), ("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")];
         if heap {
             env.push(("T_HEAP", "1"));
         }
@@ -1402,17 +1401,8 @@ fn a_burst_of_large_messages_is_split_between_the_two_cores() {
         eprintln!("one core: nothing is split");
         return;
     }
-    let vars = [("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")];
-    // Chosen by time (the default): while the two settle, split messages
-    // and messages read whole take turns.
-    let job = launch(TEST, 2, &vars);
+    let job = launch(TEST, 2, &[("GOAL_DEBUG", "1"), ("GOAL_CMA_MIN", "64K"), ("GOAL_CMA_MAX", "64M")]);
     assert!(job.status == 0, "exit {}\n--- stderr\n{}", job.status, job.stderr);
-    let (split, whole) = (debug_count(&job.stderr, " copied by this rank and their senders"), debug_count(&job.stderr, " read whole where they could have been split"));
-    assert!(split >= 3 && whole >= 3, "by time, rank 0 should both split messages and read some whole ({split} split, {whole} whole)\n--- stderr\n{}", job.stderr);
-    // Split wherever it pays (GOAL_SPLITS=1).
-    let job = launch(TEST, 2, &[vars[0], vars[1], vars[2], ("GOAL_SPLITS", "1")]);
-    assert!(job.status == 0, "exit {}\n--- stderr\n{}", job.status, job.stderr);
-    assert_eq!(debug_count(&job.stderr, " read whole where they could have been split"), 0, "GOAL_SPLITS=1\n--- stderr\n{}", job.stderr);
     let split = debug_count(&job.stderr, " copied by this rank and their senders");
     let declined = debug_count(&job.stderr, " of them declined");
     // Declining the halves queued behind another write, a waiting sender

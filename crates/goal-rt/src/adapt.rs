@@ -173,67 +173,6 @@ pub(crate) enum Path {
     Cma,
 }
 
-/// A choice between two ways of doing one thing, per peer and size class,
-/// from what each took lately (a [`Class`] each): the first way unless the
-/// other was `margin` times faster per byte, the two taking turns while
-/// they settle and the slower one tried again every so often. The stream's
-/// windows (`window`) and a receiver's split copies (`SPLIT_MIN` in the
-/// engine's `policy.rs`) are chosen so.
-pub(crate) struct Ways {
-    classes: Vec<[Class; CLASSES]>,
-    margin: f64,
-    /// The two ways' names, for the debug line.
-    names: [&'static str; 2],
-    /// Transfers that took each way.
-    pub taken: [u64; 2],
-}
-
-impl Ways {
-    /// A chooser for `peers` peers.
-    pub fn new(peers: usize, margin: f64, names: [&'static str; 2]) -> Ways {
-        Ways { classes: vec![[Class::default(); CLASSES]; peers], margin, names, taken: [0; 2] }
-    }
-
-    /// Whether a transfer of `len` bytes with `peer` takes the other way
-    /// (else the first).
-    pub fn other(&mut self, peer: usize, len: usize) -> bool {
-        self.other_at(peer, len, crate::localop::monotonic_ns())
-    }
-
-    /// [`Ways::other`] at time `now` (ns).
-    pub(crate) fn other_at(&mut self, peer: usize, len: usize, now: u64) -> bool {
-        let way = self.classes[peer][class_of(len)].pick(0, self.margin, 1, len, now);
-        self.taken[way] += 1;
-        way != 0
-    }
-
-    /// A transfer of `len` bytes with `peer` took `ns` the other way or
-    /// the first.
-    pub fn record(&mut self, peer: usize, len: usize, other: bool, ns: u64) {
-        if len > 0 && ns > 0 {
-            self.classes[peer][class_of(len)].add(usize::from(other), ns as f64 / len as f64);
-        }
-    }
-
-    /// What was measured, for the debug line at the end: per peer and size
-    /// class with a measurement, ns per byte each way (`-` where unmeasured).
-    pub fn measured(&self) -> String {
-        let mut out = Vec::new();
-        for (peer, classes) in self.classes.iter().enumerate() {
-            for (k, c) in classes.iter().enumerate() {
-                let [a, b] = c.ns_per_byte;
-                if a == 0.0 && b == 0.0 {
-                    continue;
-                }
-                let f = |v: f64| if v == 0.0 { "-".to_string() } else { format!("{v:.3}") };
-                let [na, nb] = self.names;
-                out.push(format!("rank {peer} {} KiB: {na} {} {nb} {}", 64u64 << k, f(a), f(b)));
-            }
-        }
-        out.join("; ")
-    }
-}
-
 /// What else moves between the pair while a message goes (see the module
 /// documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,7 +187,8 @@ pub(crate) enum Situation {
 
 /// Per peer and size class: ns per byte of each of two ways (0: not
 /// measured yet) and when the slower one was last tried. The paths of
-/// [`Adapt`] (index 0 the stream, 1 CMA), and the two ways of [`Ways`].
+/// [`Adapt`] (index 0 the stream, 1 CMA), and the stream's windows of
+/// `window::Windows`.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Class {
     ns_per_byte: [f64; 2],
@@ -295,6 +235,11 @@ impl Class {
             SETTLED => (1.0 - ALPHA) * *v + ALPHA * ns_per_byte.min(OUTLIER * *v),
             _ => v.min(ns_per_byte),
         };
+    }
+
+    /// Both ways' ns per byte (0: not measured yet).
+    pub(crate) fn ns_per_byte(&self) -> [f64; 2] {
+        self.ns_per_byte
     }
 }
 

@@ -13,7 +13,6 @@
 //! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream (setting either fixes the choice) | chosen per message from 64 KiB (see `adapt`), calibrated below |
 //! | `GOAL_CALIBRATE` | `0` or `off`: no measuring, built-in defaults; `force`: measure again (any other value is refused) | cached per machine |
 //! | `GOAL_ADAPT` | `0`: no per-message choice between stream and CMA; the calibrated range decides | on |
-//! | `GOAL_SPLITS` | `1`: an idle receiver of a long message by CMA or from the heap always shares the copy with its waiting sender where that pays (see `SPLIT_MIN` in the engine); `0`: never; unset: split or read whole by what each took lately | chosen by time |
 //! | `GOAL_COLD_WRITES` | a percentage: a sender's write into a receiver's buffer (half of a split message, or a push) that takes longer than this share of the receiver's own copy is cold, and three in a row keep the sender's next messages to the receiver's own copies for a while (the application reads what it receives); `0`: every write judged is cold | 130 |
 //! | `GOAL_UNEXPECTED_BYTES` | eager bytes a rank buffers for receives not yet started, before senders must wait | 64 MiB |
 //! | `GOAL_SHM_RING_BYTES`, `GOAL_SHM_STREAM_BYTES`, `GOAL_HEAP_BYTES`, `GOAL_PIDFD` | shared-memory sizes; `GOAL_PIDFD=0` watches local peers through `/proc` | see goal-transport |
@@ -113,9 +112,6 @@ pub struct Config {
     pub rails: Option<String>,
     /// Choose stream or CMA per large message from measurements (`GOAL_ADAPT`, default on).
     pub adapt: bool,
-    /// `GOAL_SPLITS`: `Some(true)` split wherever it pays, `Some(false)`
-    /// never, `None` by what splits and whole reads took.
-    pub splits: Option<bool>,
     /// `GOAL_COLD_WRITES`: the percentage of a receiver's own copy above
     /// which a sender's write into its buffer is cold (None: the built-in one).
     pub cold_writes: Option<u64>,
@@ -281,12 +277,6 @@ impl Config {
             net_eager_one_rail: net_eager.unwrap_or(NET_EAGER_ONE_RAIL),
             rails: var("GOAL_RAILS"),
             adapt: var("GOAL_ADAPT").is_none_or(|v| v != "0"),
-            splits: match var("GOAL_SPLITS").as_deref() {
-                None => None,
-                Some("1") => Some(true),
-                Some("0") => Some(false),
-                Some(other) => return Err(Error::new(ErrorKind::InvalidArgument, format!("GOAL_SPLITS={other}: expected 0 or 1 (or unset: chosen by time)"))),
-            },
             cold_writes: match var("GOAL_COLD_WRITES") {
                 None => None,
                 Some(v) => Some(v.trim().parse::<u64>().ok().filter(|&p| p <= 100_000).ok_or_else(|| {

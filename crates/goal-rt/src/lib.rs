@@ -570,8 +570,7 @@ impl Runtime {
             engine.record(cfg.trace_events);
         }
         let app_waiting = Arc::new(AtomicU32::new(0));
-        let splits = cfg.progress != ProgressMode::Manual && !oversubscribed && cfg.splits != Some(false);
-        engine.allow_splits(splits, cfg.splits.is_none(), app_waiting.clone());
+        engine.allow_splits(cfg.progress != ProgressMode::Manual && !oversubscribed, app_waiting.clone());
         engine.share_cores(oversubscribed, cfg.shm.stream_bytes);
         let (wake_fd, wake_set) = match (net_fd, engine.kernel_fd()) {
             (Some(a), Some(b)) => {

@@ -28,7 +28,7 @@
 //! long window unmeasured: through the narrow one the 2-rank reduce of
 //! 4 and 16 MiB took 1.2-1.34x as long, the vCPUs close.
 
-use crate::adapt::Ways;
+use crate::adapt::{class_of, Class, CLASSES};
 
 /// The long window is left only for a narrow one this many times faster
 /// per byte: where the two are close (4 MiB messages, the vCPUs close:
@@ -37,10 +37,61 @@ use crate::adapt::Ways;
 /// than a wrong long one saves.
 const MARGIN: f64 = 1.15;
 
-/// The chooser for `peers` peers (see the module documentation): the
-/// first way the long window, the other the narrow one.
-pub(crate) fn chooser(peers: usize) -> Ways {
-    Ways::new(peers, MARGIN, ["long", "narrow"])
+/// The long window's index in a [`Class`]; the narrow one is 1.
+const LONG: usize = 0;
+
+/// The chooser (see the module documentation).
+pub(crate) struct Windows {
+    /// Per peer and size class.
+    classes: Vec<[Class; CLASSES]>,
+    /// Messages that took each window (long, narrow), for the debug line.
+    pub taken: [u64; 2],
+}
+
+impl Windows {
+    /// A chooser for `peers` peers.
+    pub fn new(peers: usize) -> Windows {
+        Windows { classes: vec![[Class::default(); CLASSES]; peers], taken: [0; 2] }
+    }
+
+    /// Whether a lone message of `len` bytes from `peer` goes through the
+    /// narrow window (else the long one).
+    pub fn narrow(&mut self, peer: usize, len: usize) -> bool {
+        self.narrow_at(peer, len, crate::localop::monotonic_ns())
+    }
+
+    /// [`Windows::narrow`] at time `now` (ns).
+    fn narrow_at(&mut self, peer: usize, len: usize, now: u64) -> bool {
+        let way = self.classes[peer][class_of(len)].pick(LONG, MARGIN, 1, len, now);
+        self.taken[way] += 1;
+        way != LONG
+    }
+
+    /// A lone message of `len` bytes from `peer` took `ns` through the
+    /// narrow window or the long one.
+    pub fn record(&mut self, peer: usize, len: usize, narrow: bool, ns: u64) {
+        if len > 0 && ns > 0 {
+            self.classes[peer][class_of(len)].add(usize::from(narrow), ns as f64 / len as f64);
+        }
+    }
+
+    /// What the chooser has measured, for the debug line at the end: per
+    /// peer and size class with a measurement, ns per byte of each window
+    /// (`-` where unmeasured).
+    pub fn measured(&self) -> String {
+        let mut out = Vec::new();
+        for (peer, classes) in self.classes.iter().enumerate() {
+            for (k, c) in classes.iter().enumerate() {
+                let [long, narrow] = c.ns_per_byte();
+                if long == 0.0 && narrow == 0.0 {
+                    continue;
+                }
+                let f = |v: f64| if v == 0.0 { "-".to_string() } else { format!("{v:.3}") };
+                out.push(format!("rank {peer} {} KiB: long {} narrow {}", 64u64 << k, f(long), f(narrow)));
+            }
+        }
+        out.join("; ")
+    }
 }
 
 #[cfg(test)]
@@ -52,10 +103,10 @@ mod tests {
     /// Feeds `n` messages of `len` from peer 0 at `now`, `ms` milliseconds
     /// apart, each taking `long` or `narrow` ns per byte by its window;
     /// returns how many went narrow.
-    fn run(w: &mut Ways, now: &mut u64, n: usize, len: usize, ms: u64, [long, narrow]: [f64; 2]) -> usize {
+    fn run(w: &mut Windows, now: &mut u64, n: usize, len: usize, ms: u64, [long, narrow]: [f64; 2]) -> usize {
         let mut narrows = 0;
         for _ in 0..n {
-            let nw = w.other_at(0, len, *now);
+            let nw = w.narrow_at(0, len, *now);
             narrows += usize::from(nw);
             let ns = if nw { narrow } else { long } * len as f64;
             w.record(0, len, nw, ns as u64);
@@ -66,12 +117,12 @@ mod tests {
 
     #[test]
     fn both_windows_settle_in_turn_then_the_faster_one_carries_the_messages() {
-        let mut w = chooser(2);
+        let mut w = Windows::new(2);
         let mut now = 1_000_000_000;
         // Settling: long first, then they alternate.
         let first: Vec<bool> = (0..8)
             .map(|_| {
-                let nw = w.other_at(0, MIB16, now);
+                let nw = w.narrow_at(0, MIB16, now);
                 w.record(0, MIB16, nw, (if nw { 0.036 } else { 0.052 } * MIB16 as f64) as u64);
                 nw
             })
@@ -83,25 +134,25 @@ mod tests {
         assert!(n < 100, "and the long one is tried again now and then");
         assert!(w.measured().contains("rank 0 16384 KiB: long 0.052 narrow 0.036"), "{}", w.measured());
         // Another peer and another class know nothing of it.
-        assert!(!w.other_at(1, MIB16, now) && !w.other_at(0, 4 << 20, now));
+        assert!(!w.narrow_at(1, MIB16, now) && !w.narrow_at(0, 4 << 20, now));
     }
 
     #[test]
     fn the_long_window_stays_unless_the_narrow_one_is_clearly_faster() {
-        let mut w = chooser(1);
+        let mut w = Windows::new(1);
         let mut now = 0;
         // Narrow 1.1x faster: within the margin.
         let n = run(&mut w, &mut now, 200, MIB16, 1, [0.044, 0.040]);
         assert!(n <= 4 + 10, "{n} narrow of 200 (4 to settle, a few to explore)");
         // Narrow slower (the vCPUs apart).
-        let mut w = chooser(1);
+        let mut w = Windows::new(1);
         let n = run(&mut w, &mut now, 200, MIB16, 1, [0.030, 0.045]);
         assert!(n <= 4 + 10, "{n} narrow of 200");
     }
 
     #[test]
     fn a_move_of_the_vcpus_moves_the_choice_within_a_second() {
-        let mut w = chooser(1);
+        let mut w = Windows::new(1);
         let mut now = 0;
         // Apart: the long window wins.
         run(&mut w, &mut now, 300, MIB16, 1, [0.030, 0.045]);

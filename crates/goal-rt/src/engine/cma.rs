@@ -134,9 +134,6 @@ impl Engine {
         // FIN carries the read's time, for the sender's choice of path.
         let ns = if mode == proto::MODE_CMA && res.is_ok() { read.ns } else { 0 };
         self.post_message(src as usize, Head::control(Kind::Fin, read.token).with_nanos(ns));
-        if let (Some(t), Ok(())) = (read.unsplit, &res) {
-            self.split_ways.record(src as usize, len, true, t.elapsed().as_nanos() as u64);
-        }
         match res {
             Ok(()) => self.finish(read.r),
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
@@ -174,9 +171,6 @@ impl Engine {
     /// byte (see `COLD_WRITES`).
     pub(super) fn split_over(&mut self, src: u32, split: &SplitIn, len: usize) {
         self.state.claims_free[src as usize] |= 1 << split.slot;
-        if split.written && split.read {
-            self.split_ways.record(src as usize, len, false, split.since.elapsed().as_nanos() as u64);
-        }
         let wrote = len.saturating_sub(split.read_bytes);
         if split.written && split.read_bytes > 0 && wrote > 0 {
             let write_ns = (split.write_ns as u128 * split.read_bytes as u128 / wrote as u128) as u64;

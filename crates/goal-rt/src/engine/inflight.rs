@@ -122,9 +122,6 @@ pub(super) struct Read {
     /// Read where the message could have been combined through the stream
     /// ([`Fetch::FusableRead`]): its time goes to `Engine::fuse_paths`.
     pub(super) fusable: bool,
-    /// Read whole where it could have been split (see `SPLIT_WAYS` in
-    /// `policy.rs`): since when, for that choice.
-    pub(super) unsplit: Option<Instant>,
 }
 
 /// A rendezvous send that writes its message into the receiver's memory
@@ -169,8 +166,6 @@ pub(super) struct SplitIn {
     pub(super) write_ns: u64,
     /// Bytes the receiver read (the sender wrote the rest).
     pub(super) read_bytes: usize,
-    /// When the receiver chose to split it (see `SPLIT_WAYS` in `policy.rs`).
-    pub(super) since: Instant,
 }
 
 /// A few receive buffers (their start addresses) that a peer's latest long

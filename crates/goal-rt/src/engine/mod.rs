@@ -199,11 +199,7 @@ pub(crate) struct Engine {
     /// combined, from what each took (see `fusion`).
     fuse_paths: adapt::Adapt,
     /// The window of a long lone message (see `window`).
-    windows: adapt::Ways,
-    /// Split or read whole, where a split would pay (see `SPLIT_WAYS`),
-    /// and whether that is chosen by time at all (`GOAL_SPLITS`).
-    split_ways: adapt::Ways,
-    split_by_time: bool,
+    windows: crate::window::Windows,
     /// Whether a busy receiver may ask its senders to write (see [`Write`]).
     pushes: bool,
     /// A sender's write here slower than this percentage of this rank's
@@ -394,7 +390,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), windows: crate::window::chooser(n), split_ways: adapt::Ways::new(n, policy::SPLIT_MARGIN, policy::SPLIT_WAYS), split_by_time: true, pushes: false, cold_writes: policy::COLD_WRITES, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), windows: crate::window::Windows::new(n), pushes: false, cold_writes: policy::COLD_WRITES, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
     }
 
     /// Reaches the peers marked in `remote` through `net`.

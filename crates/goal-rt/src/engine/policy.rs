@@ -58,29 +58,6 @@ pub(super) const COLD_MAX: usize = 1 << 20;
 /// read by the receiver alone).
 pub(super) const SPLIT_MIN: usize = 64 << 10;
 
-/// Whether a message that [`SPLIT_MIN`] would split is split or read whole
-/// by the receiver alone is chosen by what each took lately, per sender
-/// and size class (`adapt::Ways`, split the first way), each timed by the
-/// receiver from its choice to the message's last byte. Which wins is the
-/// machine's: on the AMD EPYC VM, whose CMA copies at a fifth of `memcpy`'s
-/// speed, splitting took 64 KiB from 8.1 to 6.3 us; on an Intel Xeon VM
-/// whose CMA reads 64 KiB in about 3 us, a 64 KiB message to an idle
-/// receiver took 0.049 ns per byte read whole and 0.083 split, and the
-/// 2-rank scatter of 64 KiB (its root writing half of rank 1's block after
-/// copying its own) went from 3.6-4.1 us to 2.9-3.0 in nine of ten
-/// alternated rounds (in the tenth the first splits measured faster: 3.9),
-/// while the bcast of 256 KiB kept splitting (0.027-0.033
-/// against 0.050; in two of six rounds the whole reads' first times won and
-/// it took 8.6 us instead of 5.8 for that run). Reading whole is taken
-/// where it was [`SPLIT_MARGIN`] times faster. The times are the message's,
-/// not the collective's: a split that costs its sender more than it saves
-/// its receiver is not seen. `GOAL_SPLITS=1` splits without measuring, `0`
-/// never.
-pub(super) const SPLIT_WAYS: [&str; 2] = ["split", "read"];
-
-/// See [`SPLIT_WAYS`].
-pub(super) const SPLIT_MARGIN: f64 = 1.1;
-
 /// The chunk by which the receiver and the sender of a split message of
 /// `len` bytes, read in `mode`, take their shares (see [`SPLIT_MIN`]), in
 /// whole pages: by CMA a quarter of it, at least half of it up to 128 KiB,
@@ -135,9 +112,6 @@ pub(super) enum Fetch {
     Split { judge: bool },
     /// This rank reads it all from the sender's memory (CMA) or heap.
     Read,
-    /// The same where it could have split it (see [`SPLIT_WAYS`]): timed
-    /// for that choice.
-    Unsplit,
     /// A read by CMA of a message that could have been combined through
     /// the stream (see [`FUSE_CMA_MAX`]): timed for that choice.
     FusableRead,
@@ -250,13 +224,7 @@ impl Engine {
             // fifths had paid: 2 ranks, bcast from the heap, six
             // alternations: 1 MiB 23.4 -> 19.3 us, 4 MiB 202 -> 194 against
             // halves).
-            proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len, dst) => {
-                if self.split_by_time && self.split_ways.other(src as usize, len) {
-                    Fetch::Unsplit
-                } else {
-                    Fetch::Split { judge: again }
-                }
-            }
+            proto::MODE_HEAP | proto::MODE_CMA if warm && self.split_pays(r, src, mode, len, dst) => Fetch::Split { judge: again },
             proto::MODE_HEAP | proto::MODE_CMA => Fetch::Read,
             _ => Fetch::Stream,
         }
@@ -472,9 +440,8 @@ impl Engine {
     /// Lets an idle receiver share the copy of a large message with its
     /// sender (see [`SPLIT_MIN`]), a sender whose application threads wait
     /// in Wait (`app_waiting`, the runtime's count) agreeing.
-    pub fn allow_splits(&mut self, on: bool, by_time: bool, app_waiting: Arc<AtomicU32>) {
+    pub fn allow_splits(&mut self, on: bool, app_waiting: Arc<AtomicU32>) {
         self.splits = on;
-        self.split_by_time = by_time;
         self.adapt.burst_by_cma(on);
         self.app_waiting = Some(app_waiting);
     }

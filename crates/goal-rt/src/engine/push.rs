@@ -187,7 +187,7 @@ impl Engine {
                 match self.state.reads.iter_mut().find(|read| read.src == src && read.token == token) {
                     Some(read) => (read.claim, read.done) = (None, from),
                     None => {
-                        self.state.reads.push_back(Read { r, src, len, mode: split.mode, token, addr: split.addr, done: from, ns: split.read_ns, whole: false, claim: None, fusable: false, unsplit: None });
+                        self.state.reads.push_back(Read { r, src, len, mode: split.mode, token, addr: split.addr, done: from, ns: split.read_ns, whole: false, claim: None, fusable: false });
                         self.state.streams_active += 1;
                     }
                 }

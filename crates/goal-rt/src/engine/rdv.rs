@@ -64,8 +64,8 @@ impl Engine {
                 Fetch::FusedStream | Fetch::Stream => Path::Stream,
                 Fetch::Push { .. } => Path::Push,
                 Fetch::Split { .. } => Path::Split,
-                Fetch::Read | Fetch::Unsplit if mode == proto::MODE_HEAP => Path::Heap,
-                Fetch::Read | Fetch::FusableRead | Fetch::Unsplit => Path::Cma,
+                Fetch::Read if mode == proto::MODE_HEAP => Path::Heap,
+                Fetch::Read | Fetch::FusableRead => Path::Cma,
             });
         }
         match fetch {
@@ -116,17 +116,16 @@ impl Engine {
                 let chunks = (len as usize).div_ceil(chunk);
                 self.link.claim(src as usize, slot as usize, false).start(token, chunks as u32);
                 self.state.pushes_in.insert((src, token), (r, len as usize, judge));
-                self.state.split_in.insert((src, token), SplitIn { slot, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0, read_bytes: 0, since: Instant::now() });
+                self.state.split_in.insert((src, token), SplitIn { slot, addr, mode, read: false, written: false, judge, read_ns: 0, write_ns: 0, read_bytes: 0 });
                 self.state.split[0] += 1;
                 self.state.split_bytes[0] += len as u64;
                 self.post_message(src as usize, Head::control(Kind::Cts, token).mode(proto::MODE_SPLIT).with_buffer(at).with_split_claim(slot, chunk));
-                self.state.reads.push_back(Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: false, claim: Some(slot), fusable: false, unsplit: None });
+                self.state.reads.push_back(Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: false, claim: Some(slot), fusable: false });
                 self.state.streams_active += 1;
             }
-            Fetch::Read | Fetch::FusableRead | Fetch::Unsplit => {
+            Fetch::Read | Fetch::FusableRead => {
                 let fusable = matches!(fetch, Fetch::FusableRead);
-                let unsplit = matches!(fetch, Fetch::Unsplit).then(Instant::now);
-                let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true, claim: None, fusable, unsplit };
+                let read = Read { r, src, len: len as usize, mode, token, addr, done: 0, ns: 0, whole: true, claim: None, fusable };
                 if read.len >= READ_LATER {
                     self.state.reads.push_back(read);
                     self.state.streams_active += 1;

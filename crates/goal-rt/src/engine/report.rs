@@ -224,8 +224,7 @@ impl Engine {
         let [bytes, read] = self.state.split_bytes;
         let share = (read * 100).checked_div(bytes).unwrap_or(0);
         let staged = self.stage.sends;
-        let unsplit = self.split_ways.taken[1];
-        (stream + cma + fused + fuse_cma + pushed + split + staged + unsplit > 0).then(|| {
+        (stream + cma + fused + fuse_cma + pushed + split + staged > 0).then(|| {
             format!(
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA; \
                  {off} of a burst of the smallest class by CMA because the stream measured slower), \
@@ -235,10 +234,8 @@ impl Engine {
                  {split} copied by this rank and their senders together, chunk by chunk, this rank taking {share} % of their bytes \
                  ({declined} of them declined by a sender whose application did not wait); \
                  {cold} of their senders' writes slower than this rank's own copy (the application reads what it receives: this rank then copies for a while); \
-                 {unsplit} read whole where they could have been split, which measured faster or was tried (ns per byte: {}); \
                  ns per byte measured: {}; for receives that could be combined as they come \
                  (stream: fused, CMA: the read alone): {}",
-                self.split_ways.measured(),
                 self.adapt.measured(),
                 self.fuse_paths.measured()
             )

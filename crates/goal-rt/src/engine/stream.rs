@@ -68,7 +68,7 @@ impl Engine {
             (StreamWindow::Stream, false)
         } else if fused {
             (StreamWindow::Long, false)
-        } else if self.windows.other(src as usize, len) {
+        } else if self.windows.narrow(src as usize, len) {
             (StreamWindow::Narrow, true)
         } else {
             (StreamWindow::Long, true)
