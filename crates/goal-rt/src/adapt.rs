@@ -237,9 +237,13 @@ impl Class {
         };
     }
 
-    /// Both ways' ns per byte (0: not measured yet).
-    pub(crate) fn ns_per_byte(&self) -> [f64; 2] {
-        self.ns_per_byte
+    /// Both ways' ns per byte after their `names` ("stream 0.031 cma -",
+    /// `-` where unmeasured), for the debug line at the end; `None` while
+    /// neither is measured.
+    pub(crate) fn describe(&self, names: [&str; 2]) -> Option<String> {
+        let [a, b] = self.ns_per_byte;
+        let f = |v: f64| if v == 0.0 { "-".to_string() } else { format!("{v:.3}") };
+        (a != 0.0 || b != 0.0).then(|| format!("{} {} {} {}", names[0], f(a), names[1], f(b)))
     }
 }
 
@@ -520,13 +524,10 @@ impl Adapt {
         for (peer, sits) in self.classes.iter().enumerate() {
             for (x, classes) in sits.iter().enumerate() {
                 for (k, c) in classes.iter().enumerate() {
-                    let [stream, cma] = c.ns_per_byte;
-                    if stream == 0.0 && cma == 0.0 {
-                        continue;
+                    if let Some(d) = c.describe(["stream", "cma"]) {
+                        let what = if x == 1 { "exchange" } else { "lone" };
+                        out.push(format!("rank {peer} {what} {} KiB: {d}", 64u64 << k));
                     }
-                    let f = |v: f64| if v == 0.0 { "-".to_string() } else { format!("{v:.3}") };
-                    let what = if x == 1 { "exchange" } else { "lone" };
-                    out.push(format!("rank {peer} {what} {} KiB: stream {} cma {}", 64u64 << k, f(stream), f(cma)));
                 }
             }
         }

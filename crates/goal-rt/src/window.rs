@@ -82,12 +82,9 @@ impl Windows {
         let mut out = Vec::new();
         for (peer, classes) in self.classes.iter().enumerate() {
             for (k, c) in classes.iter().enumerate() {
-                let [long, narrow] = c.ns_per_byte();
-                if long == 0.0 && narrow == 0.0 {
-                    continue;
+                if let Some(d) = c.describe(["long", "narrow"]) {
+                    out.push(format!("rank {peer} {} KiB: {d}", 64u64 << k));
                 }
-                let f = |v: f64| if v == 0.0 { "-".to_string() } else { format!("{v:.3}") };
-                out.push(format!("rank {peer} {} KiB: long {} narrow {}", 64u64 << k, f(long), f(narrow)));
             }
         }
         out.join("; ")
