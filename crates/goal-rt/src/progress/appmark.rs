@@ -405,6 +405,29 @@ impl AppMark {
         }
     }
 
+    /// Called by a Wait that leaves nothing in flight: sets the mark if a
+    /// Run after a gap lifted it (see [`after_gap`](Self::after_gap)).
+    /// Messages that come now belong to executions not yet started, which
+    /// the helper could only move to the unexpected queues: a peer need
+    /// not ring it for them. Left lifted, the mark had every peer's next
+    /// send ring the helper, whose wake-up, with more ranks than cores,
+    /// took the sender's CPU inside its Run: 2 ranks on one CPU, rooted
+    /// collectives of 8 B, a quarter of the iterations took 2.5-4 us
+    /// (`docs/measurements/oversub-gap-2026-12-06/`). One load while the
+    /// mark is set.
+    ///
+    /// Not while the helper sleeps long (nothing was in flight for
+    /// [`ACTIVE_SPELL`](super::helper::ACTIVE_SPELL)): setting the mark would
+    /// have to ring it (see [`touch`](Self::touch)), a futex wake at the
+    /// end of every Wait of an application that calls goal seldom, and
+    /// peers ring it anyway while the mark is lifted.
+    #[inline]
+    pub(crate) fn set_idle(&self, bell: &goal_transport::shm::Doorbell) {
+        if !self.set.load(Ordering::Relaxed) && !self.helper_long_sleep.load(Ordering::Relaxed) {
+            self.touch(bell, false);
+        }
+    }
+
     /// Lifts the mark if it is set, saying whether it was. The caller
     /// re-checks for work, or wakes a thread that will.
     pub(crate) fn lift(&self, bell: &goal_transport::shm::Doorbell) -> bool {

@@ -31,7 +31,7 @@ const IDLE_SLEEP: Duration = Duration::from_secs(10);
 /// `send call` on shared memory, against 0.1 us); while the application
 /// keeps calling, a look every 3 ms costs less, and the ring is left to
 /// the first call after an idle spell.
-const ACTIVE_SPELL: Duration = Duration::from_millis(100);
+pub(super) const ACTIVE_SPELL: Duration = Duration::from_millis(100);
 
 /// How long the application's polling mark outlives its last Run or Wait.
 const MARK_LINGER: Duration = Duration::from_micros(200);

@@ -128,6 +128,11 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
         if rt.cfg.progress != ProgressMode::Manual {
             let computed = rt.app_mark.note_finished_wait(shared.sched_id, shared.run_at.load(Ordering::Relaxed), ran);
             park::finished_wait(rt, shared, computed);
+            // (A Run after a gap lifted the mark, and the execution ended
+            // inside it.)
+            if !rt.app_mark.is_set() && rt.try_engine().is_some_and(|e| !e.busy()) {
+                rt.app_mark.set_idle(&rt.bell);
+            }
         }
         return false;
     }
@@ -163,6 +168,8 @@ pub(crate) fn wait_until(shared: &ExecShared, deadline: Option<Instant>, mut pok
                 }
                 if busy {
                     hand_back(rt, rt.app_waiting.load(Ordering::SeqCst) == 0);
+                } else {
+                    rt.app_mark.set_idle(&rt.bell);
                 }
             }
             rt.spin.record(0, false);
@@ -411,6 +418,9 @@ fn leave(rt: &Runtime, helper: bool, end: u64, busy: bool, last: bool) {
     rt.app_mark.last_wait.store(end, Ordering::Relaxed);
     if busy {
         hand_back(rt, last);
+    } else {
+        // (A Wait that slept lifted the mark.)
+        rt.app_mark.set_idle(&rt.bell);
     }
 }
 
