@@ -406,7 +406,8 @@ impl AppMark {
     }
 
     /// Called by a Wait that leaves nothing in flight: sets the mark if a
-    /// Run after a gap lifted it (see [`after_gap`](Self::after_gap)).
+    /// Run after a gap (see [`after_gap`](Self::after_gap)) or a Wait that
+    /// slept lifted it.
     /// Messages that come now belong to executions not yet started, which
     /// the helper could only move to the unexpected queues: a peer need
     /// not ring it for them. Left lifted, the mark had every peer's next
