@@ -412,6 +412,9 @@ impl Runtime {
             None => goal_boot::from_env().map_err(|e| sys("bootstrap", e))?,
         };
         let (rank, size) = (boot.rank(), boot.size());
+        if std::env::var_os("GOAL_SHM_RING_BYTES").is_none() {
+            cfg.shm.ring_bytes = goal_transport::shm::ShmConfig::ring_bytes_for(size);
+        }
         let mut shm = ShmNode::create(rank, size, &cfg.shm).map_err(|e| sys("creating the shared-memory inbox", e))?;
         // Round 1: which machine each rank is on, and its inbox. Ranks on
         // this machine are reached through shared memory, the others by TCP.

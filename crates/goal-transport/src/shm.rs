@@ -63,7 +63,8 @@ pub use stream::{window_bytes as stream_window_bytes, Window as StreamWindow, NA
 /// Sizes of the shared-memory structures, per ordered pair of ranks.
 #[derive(Debug, Clone)]
 pub struct ShmConfig {
-    /// Bytes of each message ring (a power of two). `GOAL_SHM_RING_BYTES`.
+    /// Bytes of each message ring (a power of two). `GOAL_SHM_RING_BYTES`;
+    /// without it, [`ShmConfig::ring_bytes_for`] the job's size.
     pub ring_bytes: usize,
     /// Bytes of each bulk stream (a power of two). `GOAL_SHM_STREAM_BYTES`.
     pub stream_bytes: usize,
@@ -81,7 +82,7 @@ pub struct ShmConfig {
 impl Default for ShmConfig {
     fn default() -> Self {
         ShmConfig {
-            ring_bytes: 256 << 10,
+            ring_bytes: RING_BYTES,
             stream_bytes: 1 << 20,
             heap_bytes: 64 << 30,
             heap_min_bytes: 64 << 20,
@@ -89,6 +90,29 @@ impl Default for ShmConfig {
         }
     }
 }
+
+/// Bytes of each message ring by default, in jobs of up to [`RING_BUDGET`] /
+/// `RING_BYTES` ranks. A quarter of it is the largest eager payload, so a
+/// 64 KiB eager record takes a sixteenth of the ring: the sender's copy then
+/// writes lines the receiver last read 15 records ago, no longer in that
+/// core's nearest caches. Through a 256 KiB ring (the default before), whose
+/// lines the receiver had read four records before, 2-rank ping-pongs of
+/// 64 KiB took 9-12 us one-way against 5.2-5.4 through this one, 16 KiB
+/// 2.4-3.1 against 1.6-2.0, and windows of 64 KiB sends streamed at 5.6-8
+/// GB/s against 13-27 (AMD EPYC VM, a cache line 26-30 ns between the
+/// vCPUs; docs/measurements/ring-1m-2026-12-06/). Small messages do not
+/// walk the ring (see `shm/ring.rs` on rewinding), so its pages are touched
+/// only as far as large eager records reach.
+pub const RING_BYTES: usize = 1 << 20;
+
+/// Bytes of ring one rank's inbox reserves for its peers at most by
+/// default (one ring per peer, remote ranks included): beyond
+/// `RING_BUDGET / RING_BYTES` ranks the default ring shrinks, to
+/// [`RING_BYTES_MIN`] at the least.
+const RING_BUDGET: usize = 64 << 20;
+
+/// The smallest default ring (a 64 KiB eager record still fits).
+const RING_BYTES_MIN: usize = 256 << 10;
 
 /// Smallest ring or stream accepted (one page).
 const MIN_RING_BYTES: usize = 4096;
@@ -135,6 +159,18 @@ impl ShmConfig {
             Some(v) => return Err(bad_var("GOAL_PIDFD", v, "must be 0 or 1")),
         }
         Ok(cfg)
+    }
+
+    /// The default ring for a job of `size` ranks: [`RING_BYTES`], halved
+    /// while `size` rings would take more than 64 MiB of each inbox, down to
+    /// 256 KiB. What a caller gives `ring_bytes` when `GOAL_SHM_RING_BYTES`
+    /// is not set.
+    pub fn ring_bytes_for(size: usize) -> usize {
+        let mut ring = RING_BYTES;
+        while ring > RING_BYTES_MIN && ring.saturating_mul(size) > RING_BUDGET {
+            ring /= 2;
+        }
+        ring
     }
 
     /// Checks the sizes `create` relies on.

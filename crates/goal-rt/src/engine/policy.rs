@@ -78,6 +78,12 @@ pub(super) fn claim_chunk(len: usize, mode: u8) -> usize {
 /// in `docs/design.md`).
 pub(super) const HEAP_SPLIT_MIN: usize = 512 << 10;
 
+/// The largest message sent eagerly with more ranks than cores where that
+/// pays (see [`Engine::eager_limit`]): what a 256 KiB ring's record held
+/// when those sends were measured. The 1 MiB ring's records hold 256 KiB;
+/// eager sends of 64-256 KiB with cores shared are not measured.
+pub(super) const SHARED_EAGER: usize = 64 << 10;
+
 /// Whether a rendezvous send of `len` bytes starts from CMA (`adapt` then
 /// keeps it unless the stream is measured faster), given calibration's
 /// CMA range `cma`: from the range's lower bound up, above its upper
@@ -232,7 +238,7 @@ impl Engine {
 
     /// The largest message that send `r` of `len` bytes to local peer `p`
     /// may send eagerly: the calibrated limit, or with more ranks than
-    /// cores, as much as a ring record holds (64 KiB) for a send to a peer
+    /// cores, [`SHARED_EAGER`] (64 KiB; less if a ring record holds less) for a send to a peer
     /// that last waited on this CPU (unless it is one of an all-to-all's
     /// messages), and for the longest send of its schedule that is not
     /// half of an exchange.
@@ -265,7 +271,7 @@ impl Engine {
         if len <= eager || !self.cores_shared || self.kernel.is_some() {
             return eager;
         }
-        let ring = self.link.shm.max_eager().max(eager);
+        let ring = self.link.shm.max_eager().min(SHARED_EAGER).max(eager);
         if self.on_this_cpu(p) && !self.all_to_all(r, p) {
             return ring;
         }
@@ -280,8 +286,9 @@ impl Engine {
     /// Whether a send of `len` bytes to `p`, within the eager limit, goes
     /// by rendezvous (its bytes through the stream) rather than queue for
     /// ring space behind messages already waiting for it: a burst of
-    /// messages longer than half the largest record (a 256 KiB ring holds three
-    /// of 64 KiB). With the two cores far apart (other core complexes, a
+    /// messages longer than half the largest record (a 256 KiB ring, the
+    /// default before `shm::RING_BYTES`, held three of 64 KiB; the 1 MiB
+    /// one holds fifteen and queues every eager burst). With the two cores far apart (other core complexes, a
     /// cache line 180-210 ns between them) the receiver reads each eager
     /// line out of the sender's cache, and three records are too few to
     /// keep both copies going; the 1 MiB stream lets the sender run ahead.

@@ -99,9 +99,10 @@ const _: () = assert!(REWIND_MAX + (HEADER as u64) <= REWIND_AT);
 /// The largest payload a ring of `ring_bytes` accepts: a quarter of the
 /// ring, so that a record (the payload, [`RECORD_OVERHEAD`] and at most
 /// [`record_bytes_max`]'s gap) with the padding before it, at most a
-/// record less 8 bytes, always fits in an empty ring. A whole power of two: the default 256 KiB ring carries a
-/// message of exactly 64 KiB, which goal sends eagerly where that pays
-/// (see goal-rt's eager sends with more ranks than cores).
+/// record less 8 bytes, always fits in an empty ring. A whole power of two:
+/// a ring of 256 KiB or more carries a message of exactly 64 KiB, which goal
+/// sends eagerly where that pays (see goal-rt's eager sends with more ranks
+/// than cores).
 pub(crate) fn max_payload(ring_bytes: usize) -> usize {
     (ring_bytes / 4) & !7
 }
