@@ -20,8 +20,14 @@
  * Header-only; no MPI or GOAL here. The file (one page, zeros) is made by the harness
  * (bench/coll.py) for one run of one program and given with --sep-file; every rank maps it.
  * A rank waits by polling for SEP_SPIN_NS (yielding the CPU between polls when the group has
- * more ranks than the machine has CPUs), then sleeps on a futex until the last rank wakes it,
- * or gives up with exit status 3 after SEP_GIVE_UP_NS (the other ranks died).
+ * more ranks than the CPUs its ranks may run on), then sleeps on a futex until the last rank
+ * wakes it, or gives up with exit status 3 after SEP_GIVE_UP_NS (the other ranks died).
+ *
+ * Which CPUs the ranks may run on is learnt at the first barrier: each rank adds its affinity
+ * (read there, after any pinning the program did) to the page before it arrives, and counts
+ * the union once it leaves. Counting the machine's CPUs instead made a rank whose peer shares
+ * its one CPU (a job started under `taskset -c 0`) poll its whole SEP_SPIN_NS while the peer
+ * it waits for could not run: 200 us per iteration of every library, whatever it measured.
  */
 #ifndef GOAL_BENCH_SEPARATOR_H
 #define GOAL_BENCH_SEPARATOR_H
@@ -50,10 +56,15 @@
 /* How long a rank waits at most: no timed iteration comes near it. */
 #define SEP_GIVE_UP_NS 60000000000L
 
+/* CPUs numbered up to this many are counted; a CPU above it counts as one more. */
+#define SEP_CPU_WORDS 16
+
 struct sep_page {
     _Atomic uint32_t arrived;  /* arrivals since the start, over all generations */
     _Atomic uint32_t gen;      /* generations released */
     _Atomic uint32_t sleepers; /* ranks in (or about to enter) FUTEX_WAIT */
+    _Atomic uint32_t high;     /* a rank may run on a CPU numbered past the words below */
+    _Atomic uint64_t cpus[SEP_CPU_WORDS]; /* the union of the ranks' affinities */
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -89,14 +100,33 @@ static inline int sep_open(const char *path, int nranks) {
     }
     sep_p = p;
     sep_n = (uint32_t)nranks;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    sep_yield = ncpu > 0 && nranks > ncpu;
+    sep_yield = nranks > 1; /* until the first barrier has counted the ranks' CPUs */
     return 0;
 }
 
-/* The barrier: returns once every rank of the group has called it as often. */
-static inline void sep_wait(void) {
-    uint32_t want = ++sep_gen;
+/* Adds this rank's affinity to the page's union (before its first arrival). */
+static inline void sep_add_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        atomic_store(&sep_p->high, 1); /* unknown: count it as one more CPU */
+        return;
+    }
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &set)) continue;
+        if (c < 64 * SEP_CPU_WORDS) atomic_fetch_or(&sep_p->cpus[c / 64], 1ULL << (c % 64));
+        else atomic_store(&sep_p->high, 1);
+    }
+}
+
+/* How many CPUs the group's ranks may run on (after the first barrier). */
+static inline long sep_count_cpus(void) {
+    long n = atomic_load(&sep_p->high) ? 1 : 0;
+    for (int w = 0; w < SEP_CPU_WORDS; w++) n += __builtin_popcountll(atomic_load(&sep_p->cpus[w]));
+    return n;
+}
+
+/* Arrives at generation `want` and returns once it is released. */
+static inline void sep_wait_gen(uint32_t want) {
     uint32_t n = atomic_fetch_add(&sep_p->arrived, 1) + 1;
     if (n == want * sep_n) {
         atomic_store(&sep_p->gen, want);
@@ -127,6 +157,14 @@ static inline void sep_wait(void) {
         }
     }
     atomic_fetch_sub(&sep_p->sleepers, 1);
+}
+
+/* The barrier: returns once every rank of the group has called it as often. */
+static inline void sep_wait(void) {
+    uint32_t want = ++sep_gen;
+    if (want == 1) sep_add_cpus();
+    sep_wait_gen(want);
+    if (want == 1) sep_yield = sep_n > sep_count_cpus();
 }
 
 #endif
