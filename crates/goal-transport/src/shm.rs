@@ -100,16 +100,18 @@ impl Default for ShmConfig {
 /// 64 KiB took 9-12 us one-way against 5.2-5.4 through this one, 16 KiB
 /// 2.4-3.1 against 1.6-2.0, and windows of 64 KiB sends streamed at 5.6-8
 /// GB/s against 13-27 (AMD EPYC VM, a cache line 26-30 ns between the
-/// vCPUs; docs/measurements/ring-1m-2026-12-06/). Small messages do not
-/// walk the ring (see `shm/ring.rs` on rewinding), so its pages are touched
-/// only as far as large eager records reach.
+/// vCPUs; docs/measurements/ring-1m-2026-12-06/). Its pages are touched
+/// only as far as traffic reaches: small messages rewind to its start
+/// when the consumer has emptied it, but where it has not, they walk on,
+/// so a pair that exchanges often touches all of it in the end (32 local
+/// ranks: 1 GiB of rings, as much as their streams).
 pub const RING_BYTES: usize = 1 << 20;
 
 /// Bytes of ring one rank's inbox reserves for its peers at most by
 /// default (one ring per peer, remote ranks included): beyond
 /// `RING_BUDGET / RING_BYTES` ranks the default ring shrinks, to
 /// [`RING_BYTES_MIN`] at the least.
-const RING_BUDGET: usize = 64 << 20;
+const RING_BUDGET: usize = 32 << 20;
 
 /// The smallest default ring (a 64 KiB eager record still fits).
 const RING_BYTES_MIN: usize = 256 << 10;
@@ -162,7 +164,7 @@ impl ShmConfig {
     }
 
     /// The default ring for a job of `size` ranks: [`RING_BYTES`], halved
-    /// while `size` rings would take more than 64 MiB of each inbox, down to
+    /// while `size` rings would take more than 32 MiB of each inbox, down to
     /// 256 KiB. What a caller gives `ring_bytes` when `GOAL_SHM_RING_BYTES`
     /// is not set.
     pub fn ring_bytes_for(size: usize) -> usize {

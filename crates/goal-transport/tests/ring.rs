@@ -258,11 +258,12 @@ fn config_from_env_rounds_and_rejects_nonsense() {
         (c.ring_bytes, c.stream_bytes, c.heap_bytes),
         (1 << 20, 1 << 20, 64 << 30)
     );
-    // The default ring shrinks for large jobs, so that an inbox's rings stay within 64 MiB.
+    // The default ring shrinks for large jobs, so that an inbox's rings stay within 32 MiB.
     assert_eq!(ShmConfig::ring_bytes_for(2), 1 << 20);
-    assert_eq!(ShmConfig::ring_bytes_for(64), 1 << 20);
-    assert_eq!(ShmConfig::ring_bytes_for(65), 512 << 10);
-    assert_eq!(ShmConfig::ring_bytes_for(200), 256 << 10);
+    assert_eq!(ShmConfig::ring_bytes_for(32), 1 << 20);
+    assert_eq!(ShmConfig::ring_bytes_for(33), 512 << 10);
+    assert_eq!(ShmConfig::ring_bytes_for(64), 512 << 10);
+    assert_eq!(ShmConfig::ring_bytes_for(65), 256 << 10);
     assert_eq!(ShmConfig::ring_bytes_for(100_000), 256 << 10);
     let c = ShmConfig::from_lookup(env(&[
         ("GOAL_SHM_RING_BYTES", "100000"),
