@@ -10,7 +10,7 @@
 //! model, so a stray write anywhere fails the case.
 
 use goal_sched::coll::{
-    algorithms, allgatherv, alltoallv, auto_v, describe, gatherv, reduce_scatter, scatterv, Algorithm, Coll, CollError, Group, Piece,
+    algorithms, allgather, allgatherv, alltoallv, auto_v, describe, gatherv, reduce_scatter, scatterv, Algorithm, Coll, CollError, Group, Piece,
     Reduction,
 };
 use goal_sched::{DataType, Graph, ReduceOp};
@@ -207,6 +207,42 @@ fn allgatherv_every_algorithm() {
             }
         }
     });
+}
+
+/// With AUTO and an allgather's layout (counts alike, block `r` at `r`
+/// counts) an allgatherv is the allgather AUTO picks, in place or not, on
+/// 1-9 ranks, and moves every byte as the model says; any other layout,
+/// or an algorithm named, keeps the allgatherv's own.
+#[test]
+fn allgatherv_with_an_allgathers_layout_is_that_allgather() {
+    let graph = |f: &dyn Fn(&mut Graph) -> Result<Piece, CollError>| {
+        let mut g = Graph::new();
+        f(&mut g).unwrap();
+        format!("{g:?}")
+    };
+    for p in 1..=9u32 {
+        for c in [1u64, 100, 4096] {
+            let cs = vec![c; p as usize];
+            let ds: Vec<u64> = (0..p as u64).map(|r| r * c).collect();
+            for in_place in [false, true] {
+                allgatherv_case(Algorithm::Auto, &cs, &ds, c * p as u64, in_place, 7);
+                let grp = Group { rank: p / 2, size: p };
+                let (sbuf, rbuf) = if in_place { (1 << 20, 1 << 20) } else { (0, 1 << 20) };
+                let v = graph(&|g| allgatherv(g, grp, place(), sbuf, c, rbuf, &cs, &ds, Algorithm::Auto));
+                let a = graph(&|g| allgather(g, grp, place(), sbuf, c, rbuf, Algorithm::Auto));
+                assert_eq!(v, a, "{p} ranks, {c} bytes, in place {in_place}: not the allgather's graph");
+                if p > 2 {
+                    let linear = graph(&|g| allgatherv(g, grp, place(), sbuf, c, rbuf, &cs, &ds, Algorithm::Linear));
+                    assert_ne!(linear, a, "{p} ranks, {c} bytes: LINEAR named is the allgatherv's own");
+                    let mut gap = ds.clone();
+                    gap[p as usize - 1] += 1;
+                    let gapped = graph(&|g| allgatherv(g, grp, place(), sbuf, c, rbuf, &cs, &gap, Algorithm::Auto));
+                    let gapped_linear = graph(&|g| allgatherv(g, grp, place(), sbuf, c, rbuf, &cs, &gap, Algorithm::Linear));
+                    assert_eq!(gapped, gapped_linear, "{p} ranks, {c} bytes: a gap before the last block is no allgather");
+                }
+            }
+        }
+    }
 }
 
 /// One alltoallv: `m[i][j]` bytes go from rank `i` to rank `j`; every rank

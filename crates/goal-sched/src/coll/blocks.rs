@@ -139,7 +139,7 @@ pub(crate) fn resolve_v(coll: Coll, alg: Algorithm, size: u32, total: u64, large
 /// |---|---|
 /// | gatherv | linear above 6000 bytes per rank on average; binomial above 60 ranks, or above 10 ranks below 1 KiB on average; else linear (Open MPI's gather rules on the average block) |
 /// | scatterv | binomial above 10 ranks below 300 bytes on average; else linear (Open MPI's scatter rules) |
-/// | allgatherv | linear (every message at once) up to 8 ranks or below 50000 bytes in total; ring above |
+/// | allgatherv | with an allgather's layout (counts alike, block `r` at `r` counts) the allgather AUTO picks (see `allgatherv`); else linear (every message at once) up to 8 ranks or below 50000 bytes in total; ring above |
 /// | alltoallv | linear (every message at once) up to 8 ranks or up to 256 bytes per peer on average; pairwise exchange above |
 /// | reduce_scatter | ring above 64 KiB in total if `(size - 1) * largest < (ceil(log2 size) + 1) * total`; else binomial reduce + linear scatterv |
 ///
