@@ -25,7 +25,11 @@
 //!
 //! The eager limit is the largest size where `eager <= stream` (for heap
 //! buffers, where `eager <= 2h + copy(n)`); CMA is used
-//! for the sizes where `cma < stream`. Buffers from `GOAL_Alloc` above the
+//! for the sizes where `cma < stream`. With more ranks than cores a
+//! message's cost is its copies' CPU time, not its latency, so there the
+//! measure is the sizes' majority from [`SHARED_FROM`] (see
+//! [`cma_saves_copies`]) at which `cma(n) < 1.5 * 2 copy(n)`, both between
+//! two cores (the stream's turns there cost more than its copies). Buffers from `GOAL_Alloc` above the
 //! eager limit always take the heap's single user-space copy, which costs no
 //! more than `stream`. `GOAL_EAGER_LIMIT`, `GOAL_CMA_MIN`/`GOAL_CMA_MAX`
 //! override the results; `GOAL_CALIBRATE=0` skips measuring (built-in
@@ -41,7 +45,7 @@ use std::time::Instant;
 /// Chunk the stream publishes at (its producer's granularity).
 const CHUNK: usize = 64 << 10;
 /// Built-in values when nothing is measured.
-const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cma: (usize::MAX, 0), credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX };
+const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cma: (usize::MAX, 0), cma_shared: false, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX };
 
 /// The measured (or cached) thresholds, measured by the calling rank (one
 /// per machine: see `Runtime::start`, which hands them to the others);
@@ -80,12 +84,12 @@ pub(crate) fn thresholds(debug: bool, cpus: &[usize]) -> (Thresholds, Option<Str
 }
 
 /// Bytes of [`encode`]d thresholds.
-const ENCODED: usize = 32;
+const ENCODED: usize = 40;
 
 /// The measured thresholds as the calibrating rank hands them to the
 /// others on its machine.
 pub(crate) fn encode(t: &Thresholds) -> Vec<u8> {
-    [t.eager, t.heap_eager, t.cma.0, t.cma.1].iter().flat_map(|&v| (v as u64).to_le_bytes()).collect()
+    [t.eager, t.heap_eager, t.cma.0, t.cma.1, t.cma_shared as usize].iter().flat_map(|&v| (v as u64).to_le_bytes()).collect()
 }
 
 /// The thresholds from [`encode`]; `None` if `b` is not such a blob.
@@ -94,7 +98,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<Thresholds> {
         return None;
     }
     let v: Vec<usize> = b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()) as usize).collect();
-    Some(Thresholds { eager: v[0], heap_eager: v[1], cma: (v[2], v[3]), ..DEFAULT })
+    Some(Thresholds { eager: v[0], heap_eager: v[1], cma: (v[2], v[3]), cma_shared: v[4] != 0, ..DEFAULT })
 }
 
 /// An exclusive `flock` held for the guard's life.
@@ -152,8 +156,12 @@ fn machine_key() -> String {
     let mem_gib = (mem_kib + (1 << 19)) >> 20;
     let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
     let cmdline = fnv(read("/proc/cmdline").trim().as_bytes());
-    format!("v3|{cpu}|{cpus} cpus|{mem_gib} GiB|{kernel}|{cmdline:016x}")
+    format!("{KEY_VERSION}{cpu}|{cpus} cpus|{mem_gib} GiB|{kernel}|{cmdline:016x}")
 }
+
+/// The start of this format's keys; entries of other versions are dropped
+/// (v4 added the `shared` line).
+const KEY_VERSION: &str = "v4|";
 
 /// FNV-1a: a short, stable digest of the kernel command line for the key.
 fn fnv(b: &[u8]) -> u64 {
@@ -164,28 +172,36 @@ fn fnv(b: &[u8]) -> u64 {
 /// several kinds sharing a home directory).
 const MAX_ENTRIES: usize = 16;
 
-/// The cache's entries: a key line, an `eager` line and a `cma` line each.
-fn entries(text: &str) -> Vec<(&str, &str, &str)> {
+/// The cache's entries: a key line, an `eager` line, a `cma` line and a
+/// `shared` line each (`shared cma` or `shared stream`: the path of
+/// exchanges with cores shared).
+fn entries(text: &str) -> Vec<[&str; 4]> {
     let lines: Vec<&str> = text.lines().collect();
-    lines.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect()
+    lines.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect()
 }
 
 fn read_cache(text: &str, key: &str) -> Option<Thresholds> {
-    let (_, eager, cma) = entries(text).into_iter().find(|e| e.0 == key)?;
+    let [_, eager, cma, shared] = entries(text).into_iter().find(|e| e[0] == key)?;
     let mut e = eager.strip_prefix("eager ")?.split(' ');
     let eager: usize = e.next()?.parse().ok()?;
     let heap_eager: usize = e.next()?.parse().ok()?;
     let mut cma = cma.strip_prefix("cma ")?.split(' ');
     let lo: usize = cma.next()?.parse().ok()?;
     let hi: usize = cma.next()?.parse().ok()?;
-    Some(Thresholds { eager, heap_eager, cma: (lo, hi), ..DEFAULT })
+    let cma_shared = match shared.strip_prefix("shared ")? {
+        "cma" => true,
+        "stream" => false,
+        _ => return None,
+    };
+    Some(Thresholds { eager, heap_eager, cma: (lo, hi), cma_shared, ..DEFAULT })
 }
 
 /// The cache's new text: `t` under `key`, then the other keys' entries.
 fn write_cache(old: &str, key: &str, t: &Thresholds) -> String {
-    let mut text = format!("{key}\neager {} {}\ncma {} {}\n", t.eager, t.heap_eager, t.cma.0, t.cma.1);
-    for (k, e, c) in entries(old).into_iter().filter(|e| e.0 != key && e.0.starts_with("v3|")).take(MAX_ENTRIES - 1) {
-        text.push_str(&format!("{k}\n{e}\n{c}\n"));
+    let shared = if t.cma_shared { "cma" } else { "stream" };
+    let mut text = format!("{key}\neager {} {}\ncma {} {}\nshared {shared}\n", t.eager, t.heap_eager, t.cma.0, t.cma.1);
+    for e in entries(old).into_iter().filter(|e| e[0] != key && e[0].starts_with(KEY_VERSION)).take(MAX_ENTRIES - 1) {
+        text.push_str(&(e.join("\n") + "\n"));
     }
     text
 }
@@ -284,6 +300,8 @@ fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
     let mut log = Vec::new();
     let cross = cross_core(pid, cpus);
     let mut eager_ok = true;
+    // (size, the stream's two copies, one CMA read) for `cma_saves_copies`.
+    let mut work = Vec::new();
     while n <= max {
         let reps = if n <= 64 << 10 { 15 } else { 5 };
         let copy = time(reps, || dst[..n].copy_from_slice(&src[..n]));
@@ -308,8 +326,11 @@ fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
             // RTS and CTS, then the two copies overlap but for one chunk.
             stream_t = 2.0 * h + (eager_t + chunk_x) / 2.0;
             log.push(format!("{n}: copy {:.2}us cma {:.2}us; between cores: eager {:.2}us cma {:.2}us", copy * 1e6, cma * 1e6, eager_t * 1e6, cma_t * 1e6));
+            // The eager path's time is its two copies, one after the other.
+            work.push((n, eager_t, cma_t));
         } else {
             log.push(format!("{n}: copy {:.2}us cma {:.2}us", copy * 1e6, cma * 1e6));
+            work.push((n, 2.0 * copy, cma));
         }
         if cross.is_none() {
             if eager_t <= stream_t {
@@ -332,12 +353,50 @@ fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
         (Some(&lo), Some(&hi)) => (lo, hi),
         _ => (usize::MAX, 0),
     };
+    let cma_shared = cma_saves_copies(&work);
     if debug {
         say!("goal: calibrated in {:?}: hand-over {:.0} ns; {}", t0.elapsed(), h * 1e9, log.join("; "));
-        say!("goal: eager limit {eager} B ({heap_eager} B from the shared heap), CMA range {cma:?}");
+        say!(
+            "goal: eager limit {eager} B ({heap_eager} B from the shared heap), CMA range {cma:?}; with cores shared, exchanges by {}",
+            if cma_shared { "CMA" } else { "the stream" }
+        );
     }
-    Thresholds { eager, heap_eager, cma, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX }
+    Thresholds { eager, heap_eager, cma, cma_shared, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX }
 }
+
+/// Sizes from which [`cma_saves_copies`] judges: those of the messages whose
+/// path it decides (exchanges above the eager limit, which calibrates at
+/// 8-64 KiB) and at which one copy's time is more than a system call's.
+const SHARED_FROM: usize = 128 << 10;
+
+/// Whether exchanges with cores shared go by CMA: whether one CMA read
+/// costs less than [`SHARED_SLACK`] times the stream's two copies, from
+/// `(size, two copies, CMA)` timings, at most of the sizes from
+/// [`SHARED_FROM`] up to [`CROSS_MAX`] (larger ones are scaled from it).
+/// A majority, for one size's timing can be off: on a 2-vCPU AMD EPYC,
+/// one calibration had CMA lose at 2 MiB alone, another at 1, 2 and 4 MiB
+/// by 2-13 %, where the 128 KiB-4 MiB sizes were within 15 % either way.
+/// Ties go to the stream.
+fn cma_saves_copies(work: &[(usize, f64, f64)]) -> bool {
+    let judged: Vec<_> = work.iter().filter(|w| (SHARED_FROM..=CROSS_MAX).contains(&w.0)).collect();
+    let wins = judged.iter().filter(|w| w.2 < SHARED_SLACK * w.1).count();
+    2 * wins > judged.len()
+}
+
+/// How much more than the stream's two copies (measured between two
+/// cores, one after the other) one CMA read may cost and still carry
+/// exchanges with cores shared. The copies are not all the stream costs
+/// there: it moves only while sender and receiver are both on a CPU, a
+/// window at a time, and two ranks sharing a CPU take turns for each.
+/// On the AMD EPYC whose calibrations put one CMA read within 15 % of
+/// the two copies, 4 ranks on 2 CPUs took 1.4x as long by the stream for
+/// allgather of 1 MiB and 1.15x for alltoall (4 rounds); on the same host
+/// two days before, where a CMA read of a MiB took 85-100 us against
+/// `memcpy`'s 18-20, the stream was the faster, 0.59-0.70x (its copies
+/// between cores were not recorded: the slack keeps the stream where
+/// they cost less than two thirds of the read;
+/// docs/measurements/shared-stream-2026-12-04, shared-work-2026-12-06).
+const SHARED_SLACK: f64 = 1.5;
 
 /// Between cores, eager messages stay eager unless CMA is faster by this
 /// many hand-overs: the measurement's rendezvous is a bare hand-over and a
@@ -498,7 +557,7 @@ mod tests {
     #[test]
     fn the_cache_key_names_the_hardware_not_the_host_name() {
         let key = machine_key();
-        assert!(key.starts_with("v3|") && key.contains(" cpus|") && key.contains(" GiB|"), "{key}");
+        assert!(key.starts_with(KEY_VERSION) && key.contains(" cpus|") && key.contains(" GiB|"), "{key}");
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let host = host.trim();
         // (A host name may happen to be a word of the CPU's model.)
@@ -510,20 +569,24 @@ mod tests {
 
     #[test]
     fn the_cache_keeps_an_entry_per_kind_of_machine() {
-        let t = |e: usize| Thresholds { eager: e, heap_eager: e / 2, cma: (1 << 20, 4 << 20), ..DEFAULT };
-        let text = write_cache("v2|vm|old format|2\neager 1 1\ncma 1 1\n", "v3|a", &t(4096));
-        let text = write_cache(&text, "v3|b", &t(65536));
-        let text = write_cache(&text, "v3|a", &t(8192));
+        let t = |e: usize| Thresholds { eager: e, heap_eager: e / 2, cma: (1 << 20, 4 << 20), cma_shared: e > 4096, ..DEFAULT };
+        let text = write_cache("v3|vm|old format|2\neager 1 1\ncma 1 1\n", "v4|a", &t(4096));
+        let text = write_cache(&text, "v4|b", &t(65536));
+        let text = write_cache(&text, "v4|a", &t(8192));
         assert_eq!(entries(&text).len(), 2, "{text}");
-        assert_eq!(read_cache(&text, "v3|a").map(|t| (t.eager, t.heap_eager, t.cma)), Some((8192, 4096, (1 << 20, 4 << 20))));
-        assert_eq!(read_cache(&text, "v3|b").map(|t| t.eager), Some(65536));
-        assert!(read_cache(&text, "v2|vm|old format|2").is_none());
+        assert_eq!(read_cache(&text, "v4|a").map(|t| (t.eager, t.heap_eager, t.cma, t.cma_shared)), Some((8192, 4096, (1 << 20, 4 << 20), true)));
+        assert_eq!(read_cache(&text, "v4|b").map(|t| t.eager), Some(65536));
+        assert!(read_cache(&text, "v3|vm|old format|2").is_none());
+        let stream = write_cache("", "v4|c", &t(4096));
+        assert!(stream.contains("\nshared stream\n"), "{stream}");
+        assert_eq!(read_cache(&stream, "v4|c").map(|t| t.cma_shared), Some(false));
+        assert!(read_cache(&stream.replace("shared stream", "shared both"), "v4|c").is_none(), "an unknown path is no entry");
         let mut many = String::new();
         for i in 0..40 {
-            many = write_cache(&many, &format!("v3|{i}"), &t(i));
+            many = write_cache(&many, &format!("v4|{i}"), &t(i));
         }
         assert_eq!(entries(&many).len(), MAX_ENTRIES);
-        assert_eq!(read_cache(&many, "v3|39").map(|t| t.eager), Some(39));
+        assert_eq!(read_cache(&many, "v4|39").map(|t| t.eager), Some(39));
     }
 
     /// A rank bound to one core (goalrun's default) still measures the
@@ -546,9 +609,42 @@ mod tests {
 
     #[test]
     fn measured_thresholds_cross_the_bootstrap_unchanged() {
-        let t = Thresholds { eager: 65536, heap_eager: 2048, cma: (usize::MAX, 0), ..DEFAULT };
-        let back = decode(&encode(&t)).unwrap();
-        assert_eq!((back.eager, back.heap_eager, back.cma), (t.eager, t.heap_eager, t.cma));
+        for cma_shared in [false, true] {
+            let t = Thresholds { eager: 65536, heap_eager: 2048, cma: (usize::MAX, 0), cma_shared, ..DEFAULT };
+            let back = decode(&encode(&t)).unwrap();
+            assert_eq!((back.eager, back.heap_eager, back.cma, back.cma_shared), (t.eager, t.heap_eager, t.cma, cma_shared));
+        }
         assert!(decode(&[]).is_none());
+    }
+
+    /// With cores shared the copies' CPU time decides, by a majority of the
+    /// sizes from 128 KiB to 4 MiB, CMA given its slack: a calibration of a
+    /// 2-vCPU AMD EPYC (us between the vCPUs: the eager path's two copies,
+    /// one CMA read) takes CMA, though CMA's latency lost at every size but
+    /// 32 KiB, and so does one where CMA lost by 2-13 % at three sizes.
+    #[test]
+    fn with_cores_shared_the_cheaper_copies_decide_by_a_majority_of_sizes() {
+        let epyc = [
+            (32 << 10, 5.09, 4.39),
+            (64 << 10, 6.70, 6.95),
+            (128 << 10, 12.50, 12.23),
+            (256 << 10, 38.80, 23.82),
+            (512 << 10, 53.80, 49.45),
+            (1 << 20, 132.81, 99.00),
+            (2 << 20, 157.10, 201.90),
+            (4 << 20, 905.39, 855.96),
+            (8 << 20, 1810.78, 1711.93),
+        ];
+        assert!(cma_saves_copies(&epyc));
+        let close = [(128 << 10, 13.17, 12.23), (256 << 10, 32.79, 29.32), (512 << 10, 49.23, 47.49), (1 << 20, 81.47, 92.27), (2 << 20, 180.12, 208.36), (4 << 20, 984.92, 1016.57)];
+        assert!(cma_saves_copies(&close));
+        // Where a CMA read costs more than two copies at most sizes (one
+        // noisy win at 1 MiB, the small sizes ignored): the stream.
+        let slow: Vec<_> = epyc.iter().map(|&(n, two, cma)| (n, two, if n == 1 << 20 || n < SHARED_FROM { cma / 4.0 } else { 1.6 * two })).collect();
+        assert!(!cma_saves_copies(&slow));
+        // Half the judged sizes at the slack or beyond, and nothing measured:
+        // the stream.
+        let tie: Vec<_> = epyc.iter().map(|&(n, two, _)| (n, two, if n < 1 << 20 { two } else { SHARED_SLACK * two })).collect();
+        assert!(!cma_saves_copies(&tie) && !cma_saves_copies(&[]));
     }
 }

@@ -529,13 +529,14 @@ impl Runtime {
                 }
             );
             say!(
-                "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?}, stream or cma chosen per message from {} B, credit={} B per sender",
+                "goal: {size} ranks, progress={}, spin={:?} (helper {:?}), eager<={} B (heap {} B), cma={:?} (with cores shared, exchanges by {}), stream or cma chosen per message from {} B, credit={} B per sender",
                 cfg.progress.name(),
                 cfg.spin,
                 cfg.helper_spin.unwrap_or_default(),
                 th.eager,
                 th.heap_eager,
                 th.cma,
+                if th.cma_shared { "CMA" } else { "the stream" },
                 th.adapt_from,
                 th.credit
             );

@@ -170,6 +170,11 @@ pub struct Thresholds {
     pub heap_eager: usize,
     /// Sizes read by CMA (inclusive); others of non-heap buffers use the stream.
     pub cma: (usize, usize),
+    /// One CMA read costs less CPU time than the stream's two copies
+    /// (calibrated between two cores): the path of exchanges when ranks
+    /// share cores, where what a message costs is its copies' CPU time,
+    /// not its latency (see `Engine::share_cores`).
+    pub cma_shared: bool,
     /// Eager credit per sender.
     pub credit: u64,
     /// Largest eager message to a peer on another machine, reached over

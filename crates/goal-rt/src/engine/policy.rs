@@ -217,6 +217,16 @@ impl Engine {
             // without asking a sender that computes to write a part.
             proto::MODE_HEAP | proto::MODE_CMA if self.background => Fetch::Read,
             proto::MODE_CMA if self.state.lost[src as usize].is_none() && len >= FUSE_CMA_MAX && self.fusable(r, len) => {
+                // With cores shared, the fused stream, unmeasured: the
+                // chooser's times there mix every rank's preemptions, and
+                // the combine riding the copy out saves a pass over the
+                // data on cores that are all busy (4 ranks on 2 CPUs, 1 MiB,
+                // 4 rounds: reduce_scatter_block 1.39x, allreduce 1.12x the
+                // time with the chooser offered CMA;
+                // docs/measurements/shared-work-2026-12-06).
+                if self.cores_shared {
+                    return Fetch::FusedStream;
+                }
                 // Read whole by CMA where that is chosen, so that its time
                 // is measured (see FUSE_CMA_MAX; its `Read` notes it).
                 match self.fuse_paths.pick(src as usize, len, adapt::Path::Stream, adapt::Situation::Lone) {
@@ -455,14 +465,13 @@ impl Engine {
 
     /// More ranks than cores on this machine (`on`): exchanges, and lone
     /// messages of `stream_bytes` (a pair's stream) or more, go by CMA
-    /// (see `adapt::Adapt::share_cores`) where calibration found a range
-    /// in which CMA beats the stream, their receives are not pushed (see
+    /// (see `adapt::Adapt::share_cores`) where calibration found one CMA
+    /// read cheaper in CPU time than the stream's two copies
+    /// ([`Thresholds::cma_shared`]), their receives are not pushed (see
     /// [`push_pays`](Self::push_pays)), and the eager rings are not
     /// rewound (see `ShmNode::rewind_rings`).
     ///
-    /// Where calibration found none, one CMA read costs more than the
-    /// stream's two copies on this machine, and the rule's premise (CMA
-    /// copies each message once, the stream twice) does not hold: there
+    /// Where one CMA read costs more than the stream's two copies,
     /// exchanges take the stream, unmeasured (their times mix the ranks'
     /// preemptions, which made the chooser keep a third to two thirds of
     /// them on CMA), and lone messages are chosen by measurement as with
@@ -472,10 +481,22 @@ impl Engine {
     /// 600 -> 353, allgatherv 588 -> 406, alltoall 811 -> 572, allreduce
     /// 226 -> 185 (Open MPI without single copy: 117, 99, 385, 540, 516,
     /// 289; docs/measurements/shared-stream-2026-12-04).
+    ///
+    /// The rule once followed calibration's CMA range, which compares
+    /// latencies (the stream's two copies overlap in time): on the same
+    /// host two days later, where a MiB between the two vCPUs took 133 us
+    /// by the stream's two copies and 99 by CMA, a noisy calibration that
+    /// found CMA faster at one size (32 KiB) sent exchanges by CMA and
+    /// another that found none by the stream, and the stream's allgather
+    /// of 1 MiB took 1.4x CMA's, its alltoall 1.15x (4 rounds; shorter
+    /// exchanges stay on the stream, see `adapt::Adapt::share_cores`;
+    /// docs/measurements/shared-work-2026-12-06).
+    /// With cores shared every copy waits for a CPU, so the measure is
+    /// the copies' CPU time.
     pub fn share_cores(&mut self, on: bool, stream_bytes: usize) {
         self.cores_shared = on;
         self.link.shm.rewind_rings(!on);
-        self.adapt.share_cores(on.then_some(stream_bytes), cma_range_found(self.thresholds.cma));
+        self.adapt.share_cores(on.then_some(stream_bytes), self.thresholds.cma_shared);
     }
 }
 

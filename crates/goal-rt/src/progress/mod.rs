@@ -89,11 +89,13 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize, measured: Thr
     let eager = cfg.eager_limit.unwrap_or(measured.eager).min(shm.max_eager());
     let heap_eager = measured.heap_eager.min(eager);
     let cma = cfg.cma_range.unwrap_or(measured.cma);
+    // A range the environment fixes decides with cores shared too.
+    let cma_shared = cfg.cma_range.map_or(measured.cma_shared, |r| r.0 <= r.1);
     let credit = (cfg.unexpected_bytes / (size.max(2) as u64 - 1)).max(eager as u64);
     // Stream or CMA per message from 64 KiB (above the eager limit), unless
     // the environment fixes the CMA range or turns this off.
     let adapt_from = if cfg.cma_range.is_none() && cfg.adapt { (eager + 1).max(64 << 10) } else { usize::MAX };
-    Thresholds { eager, heap_eager, cma, credit, net_eager: cfg.net_eager, net_eager_one_rail: cfg.net_eager_one_rail, adapt_from }
+    Thresholds { eager, heap_eager, cma, cma_shared, credit, net_eager: cfg.net_eager, net_eager_one_rail: cfg.net_eager_one_rail, adapt_from }
 }
 
 /// Blocks the calling application thread until `shared` is no longer running.
