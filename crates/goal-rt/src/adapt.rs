@@ -379,9 +379,10 @@ impl Adapt {
     /// while its receiver is away, and the two copies stay in the caches.
     /// 4 ranks on 2 CPUs, where a CMA read cost about the stream's two
     /// copies, 4 rounds of the collective benchmark, every exchange by CMA
-    /// against every one by the stream: 64-256 KiB 1.16-1.38x the time
-    /// (allgather of 64 KiB 0.97x), 1 MiB allgather 0.71x, alltoall 0.87x
-    /// (docs/measurements/shared-work-2026-12-06).
+    /// against every one by the stream: 64-256 KiB 1.04-1.38x the time
+    /// (allgather of 64 KiB 0.97x), 1 MiB allgather 0.71x, alltoall 0.87x;
+    /// one run, and in another two settings that sent those messages
+    /// alike came out 0.55-0.67x apart (docs/measurements/shared-work-2026-12-06).
     pub fn share_cores(&mut self, stream_bytes: Option<usize>, cma_cheaper: bool) {
         self.shared = stream_bytes.map(|stream| Shared { stream, cma_cheaper });
     }

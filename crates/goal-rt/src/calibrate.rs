@@ -375,7 +375,7 @@ const SHARED_FROM: usize = 128 << 10;
 /// [`SHARED_FROM`] up to [`CROSS_MAX`] (larger ones are scaled from it).
 /// A majority, for one size's timing can be off: on a 2-vCPU AMD EPYC,
 /// one calibration had CMA lose at 2 MiB alone, another at 1, 2 and 4 MiB
-/// by 2-13 %, where the 128 KiB-4 MiB sizes were within 15 % either way.
+/// by 3-16 %, the read costing 0.6-1.3 times the two copies there.
 /// Ties go to the stream.
 fn cma_saves_copies(work: &[(usize, f64, f64)]) -> bool {
     let judged: Vec<_> = work.iter().filter(|w| (SHARED_FROM..=CROSS_MAX).contains(&w.0)).collect();
@@ -388,9 +388,9 @@ fn cma_saves_copies(work: &[(usize, f64, f64)]) -> bool {
 /// exchanges with cores shared. The copies are not all the stream costs
 /// there: it moves only while sender and receiver are both on a CPU, a
 /// window at a time, and two ranks sharing a CPU take turns for each.
-/// On the AMD EPYC whose calibrations put one CMA read within 15 % of
-/// the two copies, 4 ranks on 2 CPUs took 1.4x as long by the stream for
-/// allgather of 1 MiB and 1.15x for alltoall (4 rounds); on the same host
+/// On the AMD EPYC whose calibrations put one CMA read at 0.6-1.3 times
+/// the two copies, 4 ranks on 2 CPUs took 1.2-1.4x as long by the stream
+/// for allgather of 1 MiB (three runs; alltoall's moved either way); on the same host
 /// two days before, where a CMA read of a MiB took 85-100 us against
 /// `memcpy`'s 18-20, the stream was the faster, 0.59-0.70x (its copies
 /// between cores were not recorded: the slack keeps the stream where
@@ -621,7 +621,7 @@ mod tests {
     /// sizes from 128 KiB to 4 MiB, CMA given its slack: a calibration of a
     /// 2-vCPU AMD EPYC (us between the vCPUs: the eager path's two copies,
     /// one CMA read) takes CMA, though CMA's latency lost at every size but
-    /// 32 KiB, and so does one where CMA lost by 2-13 % at three sizes.
+    /// 32 KiB, and so does one where CMA lost by 3-16 % at three sizes.
     #[test]
     fn with_cores_shared_the_cheaper_copies_decide_by_a_majority_of_sizes() {
         let epyc = [

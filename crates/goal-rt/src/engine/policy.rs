@@ -221,8 +221,8 @@ impl Engine {
                 // chooser's times there mix every rank's preemptions, and
                 // the combine riding the copy out saves a pass over the
                 // data on cores that are all busy (4 ranks on 2 CPUs, 1 MiB,
-                // 4 rounds: reduce_scatter_block 1.39x, allreduce 1.12x the
-                // time with the chooser offered CMA;
+                // one run of 4 rounds: reduce_scatter_block 1.39x, allreduce
+                // 1.12x the time with the chooser offered CMA;
                 // docs/measurements/shared-work-2026-12-06).
                 if self.cores_shared {
                     return Fetch::FusedStream;
@@ -488,7 +488,7 @@ impl Engine {
     /// by the stream's two copies and 99 by CMA, a noisy calibration that
     /// found CMA faster at one size (32 KiB) sent exchanges by CMA and
     /// another that found none by the stream, and the stream's allgather
-    /// of 1 MiB took 1.4x CMA's, its alltoall 1.15x (4 rounds; shorter
+    /// of 1 MiB took 1.2-1.4x CMA's (three runs; shorter
     /// exchanges stay on the stream, see `adapt::Adapt::share_cores`;
     /// docs/measurements/shared-work-2026-12-06).
     /// With cores shared every copy waits for a CPU, so the measure is
