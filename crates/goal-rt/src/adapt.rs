@@ -422,9 +422,8 @@ impl Adapt {
                 Path::Cma
             }
             Situation::Burst => Path::Stream,
-            Situation::Exchange if self.shared.is_some_and(|s| s.cma_cheaper && len >= s.stream) && !self.cma_denied => Path::Cma,
+            Situation::Exchange | Situation::Lone if self.shared.is_some_and(|s| s.cma_cheaper && len >= s.stream) && !self.cma_denied => Path::Cma,
             Situation::Exchange if self.shared.is_some() => Path::Stream,
-            Situation::Lone if self.shared.is_some_and(|s| s.cma_cheaper && len >= s.stream) && !self.cma_denied => Path::Cma,
             Situation::Lone => self.choose(peer, len, calibrated, false, now)?,
             Situation::Exchange => self.choose(peer, len, calibrated, true, now)?,
         };

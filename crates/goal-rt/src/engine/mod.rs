@@ -133,6 +133,7 @@ mod stage;
 mod stream;
 
 pub(crate) use exec::{ExecShared, SchedInner, DONE, FAILED, RUNNING};
+pub(crate) use policy::cma_range_found;
 pub(crate) use kernel::mark_carrier;
 pub(crate) use link::net_handlers;
 pub(crate) use link::Links;

@@ -95,7 +95,7 @@ pub(super) fn cma_first(len: usize, cma: (usize, usize)) -> bool {
 
 /// Whether calibration found sizes at which CMA beats the stream (its
 /// range `cma` is not empty: `(usize::MAX, 0)` where it found none).
-pub(super) fn cma_range_found(cma: (usize, usize)) -> bool {
+pub(crate) fn cma_range_found(cma: (usize, usize)) -> bool {
     cma.0 <= cma.1
 }
 

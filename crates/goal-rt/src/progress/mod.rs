@@ -90,7 +90,7 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize, measured: Thr
     let heap_eager = measured.heap_eager.min(eager);
     let cma = cfg.cma_range.unwrap_or(measured.cma);
     // A range the environment fixes decides with cores shared too.
-    let cma_shared = cfg.cma_range.map_or(measured.cma_shared, |r| r.0 <= r.1);
+    let cma_shared = cfg.cma_range.map_or(measured.cma_shared, crate::engine::cma_range_found);
     let credit = (cfg.unexpected_bytes / (size.max(2) as u64 - 1)).max(eager as u64);
     // Stream or CMA per message from 64 KiB (above the eager limit), unless
     // the environment fixes the CMA range or turns this off.

@@ -28,18 +28,15 @@ pub fn allgatherv(
     alg: Algorithm,
 ) -> Result<Piece, CollError> {
     let total = check_layout("rcounts", "rdispls", rcounts, rdispls, 1, grp.size, true)?;
-    if let Some(bytes) = allgather_layout(rcounts, rdispls).filter(|_| alg == Algorithm::Auto) {
-        if sbuf != rbuf {
-            check_own("scount", scount, "rcounts", rcounts, grp.rank)?;
-        }
-        return super::allgather::allgather(g, grp, at, sbuf, bytes, rbuf, Algorithm::Auto);
-    }
-    let largest = rcounts.iter().copied().max().unwrap_or(0);
-    let alg = resolve_v(Coll::Allgatherv, alg, grp.size, total, largest)?;
     let in_place = sbuf == rbuf;
     if !in_place {
         check_own("scount", scount, "rcounts", rcounts, grp.rank)?;
     }
+    if let Some(bytes) = allgather_layout(rcounts, rdispls).filter(|_| alg == Algorithm::Auto) {
+        return super::allgather::allgather(g, grp, at, sbuf, bytes, rbuf, Algorithm::Auto);
+    }
+    let largest = rcounts.iter().copied().max().unwrap_or(0);
+    let alg = resolve_v(Coll::Allgatherv, alg, grp.size, total, largest)?;
     let mut b = Builder::new(g, grp, at)?;
     let r = grp.rank as usize;
     let blocks = Layout { base: rbuf, counts: rcounts, displs: rdispls };
