@@ -396,6 +396,12 @@ fn cma_saves_copies(work: &[(usize, f64, f64)]) -> bool {
 /// between cores were not recorded: the slack keeps the stream where
 /// they cost less than two thirds of the read;
 /// docs/measurements/shared-stream-2026-12-04, shared-work-2026-12-06).
+/// Known weak: on that host in a state like the second (a read of a MiB
+/// 91-96 us, `memcpy` 23-24), the read measured 0.65-1.38 times the two
+/// copies from one calibration to the next and the rule took CMA in 10
+/// of 11, where the stream carried every exchange of 4 MiB 0.74-0.95x as
+/// long and allgather of 1 MiB 1.12-1.53x (shared-slack-2026-12-06): no
+/// threshold on this timing tells the two states apart.
 const SHARED_SLACK: f64 = 1.5;
 
 /// Between cores, eager messages stay eager unless CMA is faster by this
