@@ -11,7 +11,10 @@
 //! small piece (16 KiB, cache-resident) out of the stream and combines it
 //! at once, and the scratchpad buffer is never touched. A large message
 //! offered by Cross Memory Attach is asked for through the stream instead,
-//! for this reason (see `FUSE_CMA_MAX` in the engine).
+//! for this reason (see `FUSE_CMA_MAX` in the engine). An eager message
+//! whose receive is posted when it arrives is combined by the poll straight
+//! from the pair's ring, and the scratchpad is not written either (not a
+//! division, whose failure would end the execution inside the poll).
 //!
 //! The same holds for a receive into the application's memory that the
 //! operation combines in place (`buf = mine op buf`, a 2-rank reduce's

@@ -12,6 +12,7 @@
 use super::*;
 use super::link::{net_head};
 use super::pieces::{operand};
+use super::fusion::{st_fuse_inline, FUSE_EAGER_MIN};
 use super::recv::{short_message};
 use super::record::Path;
 use super::stage::STAGED_TOKEN;
@@ -294,6 +295,19 @@ pub(super) fn st_arrive(state: &mut State, arrived: &mut Vec<Arrival>, poll: u64
         return;
     }
     if let Some(r) = (h.mode == 0 && state.matcher.queued_in[src as usize] != poll).then(|| match_posted(&mut state.execs, h.sched, h.seq, src, h.tag)).flatten() {
+        // SAFETY: `r` was just returned by `match_posted`: its slot is an
+        // index of `slots`, holding the execution.
+        let fuses = || !unsafe { state.execs.slots.get_unchecked(r.slot as usize) }.as_ref().is_none_or(|e| e.sched.fuse.is_empty());
+        if finish_now && payload.len() >= FUSE_EAGER_MIN && fuses() {
+            if let Some(op) = st_fuse_inline(state, r, src, payload) {
+                for r in [r, OpRef { op, ..r }] {
+                    if let Some(slot) = state.execs.finish(r) {
+                        state.completed(slot);
+                    }
+                }
+                return;
+            }
+        }
         let fit = st_deliver_inline(state, r, src, payload);
         if finish_now && fit == Fit::Ok {
             if let Some(slot) = state.execs.finish(r) {
@@ -320,6 +334,7 @@ pub(super) fn st_arrive(state: &mut State, arrived: &mut Vec<Arrival>, poll: u64
 
 /// Copies an eager payload from the ring into posted receive `r` if it
 /// fits (returns whether it did).
+#[inline(always)]
 pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: &[u8]) -> Fit {
     // SAFETY: `r` was just returned by `match_posted`: its slot is an index
     // of `slots`, holding the execution.

@@ -35,7 +35,7 @@ impl Credit {
 
     /// Notes `n` eager bytes of `src` released; publishing becomes due
     /// once a step of them is unpublished (see `publish_credits`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn release(&mut self, src: u32, n: u64) {
         let p = src as usize;
         self.released[p] += n;

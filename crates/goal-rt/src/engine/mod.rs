@@ -329,7 +329,8 @@ struct State {
     in_pieces: bool,
     /// Where fused receives combine their message from (see [`FUSE_CHUNK`]).
     bounce: Vec<u8>,
-    /// Stream receives combined with their local operation as they came.
+    /// Receives combined with their local operation as they came (from
+    /// the stream, or eager from the ring).
     fused: u64,
     /// Receives whose bytes arrive by network bulk transfer, by (source, token).
     net_in: KeyMap<(u32, u32), OpRef>,
