@@ -57,26 +57,15 @@ impl Engine {
     /// counter is raised so that the receive's completion does not start
     /// it again; [`fused_done`](Self::fused_done) finishes it.
     pub(super) fn fusion(&mut self, r: OpRef, len: usize) -> Option<Box<Fused>> {
-        if !self.fusable(r, len) {
-            return None;
-        }
         let e = self.exec_mut(r)?;
-        let sched = e.sched;
-        let plan = sched.fusable(r.op)?;
+        let (plan, l) = fusion_plan(e, r, len)?;
         e.bufs.counters[plan.op as usize] += 1;
-        let l = sched.s.locals[sched.s.ops[plan.op as usize].addr as usize];
         Some(Box::new(Fused { op: plan.op, l, first: plan.first, elems: 0, carry: [0; 8], carry_len: 0, err: None, since: Instant::now() }))
     }
 
     /// Whether [`fusion`](Self::fusion) would fuse receive `r` of `len` bytes.
     pub(super) fn fusable(&self, r: OpRef, len: usize) -> bool {
-        if trace_on() {
-            return false;
-        }
-        let Some(e) = self.exec(r) else { return false };
-        let sched = e.sched;
-        let Some(plan) = sched.fusable(r.op) else { return false };
-        sched.s.ops[r.op as usize].len as usize == len && e.bufs.counters[plan.op as usize] == 1
+        self.exec(r).and_then(|e| fusion_plan(e, r, len)).is_some()
     }
 
     /// Pops up to `max` bytes of the front receive from `p`, a fused one,
@@ -145,6 +134,19 @@ impl Engine {
 
 }
 
+/// The fusion plan of receive `r` of execution `e` and its local operation,
+/// if the receive is to be combined with it as its `len` bytes come:
+/// planned so (see `crate::fuse`), filled exactly, the operation waiting
+/// for nothing else, and no trace being written.
+fn fusion_plan(e: &Exec, r: OpRef, len: usize) -> Option<(crate::fuse::Plan, goal_sched::LocalRec)> {
+    if trace_on() {
+        return None;
+    }
+    let (sched, plan) = (e.sched, e.sched.fusable(r.op)?);
+    (sched.s.ops[r.op as usize].len as usize == len && e.bufs.counters[plan.op as usize] == 1)
+        .then(|| (plan, sched.s.locals[sched.s.ops[plan.op as usize].addr as usize]))
+}
+
 /// Combines `theirs`, whole elements of a fused receive's message starting
 /// at element `elems`, with the other operand of local operation `l` into
 /// its result, over an execution's buffers `base` (`first`: the message is
@@ -180,12 +182,8 @@ fn combine_at(base: Bases, l: &goal_sched::LocalRec, first: bool, elems: usize, 
 /// receivers would wait for them), and it runs in its turn as any other.
 #[inline(never)]
 pub(super) fn st_fuse_inline(state: &mut State, r: OpRef, src: u32, payload: &[u8]) -> Option<u32> {
-    let e = state.execs.slots.get_mut(r.slot as usize)?.as_mut()?;
-    let plan = e.sched.fusable(r.op)?;
-    if trace_on() || e.sched.s.ops[r.op as usize].len as usize != payload.len() || e.bufs.counters[plan.op as usize] != 1 {
-        return None;
-    }
-    let l = e.sched.s.locals[e.sched.s.ops[plan.op as usize].addr as usize];
+    let e = state.execs.get_mut(r)?;
+    let (plan, l) = fusion_plan(e, r, payload.len())?;
     if l.op() == goal_sched::Op::Builtin(ReduceOp::Div) {
         return None;
     }
