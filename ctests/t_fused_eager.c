@@ -6,10 +6,10 @@
  * assertions as t_fused for SUB, in both operand orders, into a user
  * buffer and into the scratchpad (a division is never fused in the poll,
  * where its failure could end the execution before its sends leave). The
- * division by zero is left out: with both messages eager, a rank whose
- * vector arrived before it ran fails its execution before its own sends
- * start, and its peer waits for them (a hang of every progress mode, with
- * or without fusion, noticed 2026-12-06 and open).
+ * division by zero too: a rank whose peer's vector arrived before it ran
+ * fails its execution before its own vector leaves, and that peer must end
+ * with GOAL_ERR_PEER_FAILED naming the failure, where it used to wait for
+ * ever.
  * Run in every progress mode.
  */
 // ranks: 2 3

@@ -116,6 +116,15 @@
 #define GOAL_ERR_MISMATCH (-16)
 
 /*
+ A peer's execution failed by an error of its own (a division by zero,
+ a truncated receive, ...) before it sent a message this execution waits
+ for, which will therefore never come. Reported about a second after the
+ wait began; the message names the peer, schedule, execution and tag, and
+ the peer's own error says why it failed.
+ */
+#define GOAL_ERR_PEER_FAILED (-17)
+
+/*
  Extension id: `GOAL_ANY_SOURCE` / `GOAL_ANY_TAG` wildcards.
  */
 #define GOAL_EXT_WILDCARDS 1

@@ -182,6 +182,12 @@ pub const GOAL_ERR_INTERNAL: c_int = -15;
 /// compiled in a different order, or a collective called with a different
 /// root or size on some rank). The message names schedule, peer and tag.
 pub const GOAL_ERR_MISMATCH: c_int = -16;
+/// A peer's execution failed by an error of its own (a division by zero,
+/// a truncated receive, ...) before it sent a message this execution waits
+/// for, which will therefore never come. Reported about a second after the
+/// wait began; the message names the peer, schedule, execution and tag, and
+/// the peer's own error says why it failed.
+pub const GOAL_ERR_PEER_FAILED: c_int = -17;
 
 /// Extension id: `GOAL_ANY_SOURCE` / `GOAL_ANY_TAG` wildcards.
 pub const GOAL_EXT_WILDCARDS: c_int = 1;
@@ -232,6 +238,7 @@ fn code_of(kind: ErrorKind) -> c_int {
         ErrorKind::System => GOAL_ERR_SYSTEM,
         ErrorKind::Unsupported => GOAL_ERR_UNSUPPORTED,
         ErrorKind::Mismatch => GOAL_ERR_MISMATCH,
+        ErrorKind::PeerFailed => GOAL_ERR_PEER_FAILED,
     }
 }
 
@@ -661,6 +668,7 @@ pub extern "C" fn GOAL_ErrorString(code: c_int) -> *const c_char {
         GOAL_ERR_UNSUPPORTED => c"the algorithm does not apply",
         GOAL_ERR_INTERNAL => c"internal error in goal",
         GOAL_ERR_MISMATCH => c"the ranks' schedules do not pair up (a message no receive of its schedule takes)",
+        GOAL_ERR_PEER_FAILED => c"a peer's execution failed before sending a message this one waits for",
         _ => c"unknown error code",
     };
     s.as_ptr()

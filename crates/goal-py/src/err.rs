@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 
 /// The C API's code for each kind (`include/goal.h`, `GOAL_ERR_*`).
-pub(crate) const CODES: [(ErrorKind, i32, &str); 15] = [
+pub(crate) const CODES: [(ErrorKind, i32, &str); 16] = [
     (ErrorKind::NotInitialized, -1, "ERR_NOT_INITIALIZED"),
     (ErrorKind::AlreadyInitialized, -2, "ERR_ALREADY_INITIALIZED"),
     (ErrorKind::InvalidArgument, -3, "ERR_INVALID_ARGUMENT"),
@@ -26,6 +26,7 @@ pub(crate) const CODES: [(ErrorKind, i32, &str); 15] = [
     (ErrorKind::System, -13, "ERR_SYSTEM"),
     (ErrorKind::Unsupported, -14, "ERR_UNSUPPORTED"),
     (ErrorKind::Mismatch, -16, "ERR_MISMATCH"),
+    (ErrorKind::PeerFailed, -17, "ERR_PEER_FAILED"),
 ];
 
 static ERROR_CLASS: GILOnceCell<Py<PyAny>> = GILOnceCell::new();

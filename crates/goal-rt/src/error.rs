@@ -39,6 +39,67 @@ pub enum ErrorKind {
     /// that compiled different schedules, or in a different order, or a
     /// collective called with a different root or size).
     Mismatch,
+    /// A peer's execution failed by an error of its own (a division by
+    /// zero, a truncated receive, ...) before it sent a message that this
+    /// execution waits for: the message will never come. Learned by asking
+    /// the peer after a second of waiting (see the engine's `failure.rs`).
+    PeerFailed,
+}
+
+impl ErrorKind {
+    /// Every kind, in a fixed order: a kind travels between ranks as its
+    /// index here (see [`ErrorKind::PeerFailed`]).
+    pub const ALL: [ErrorKind; 16] = [
+        ErrorKind::NotInitialized,
+        ErrorKind::AlreadyInitialized,
+        ErrorKind::InvalidArgument,
+        ErrorKind::Cycle,
+        ErrorKind::Rank,
+        ErrorKind::Scratchpad,
+        ErrorKind::BadOp,
+        ErrorKind::Truncated,
+        ErrorKind::DivByZero,
+        ErrorKind::PeerLost,
+        ErrorKind::Busy,
+        ErrorKind::NoMemory,
+        ErrorKind::System,
+        ErrorKind::Unsupported,
+        ErrorKind::Mismatch,
+        ErrorKind::PeerFailed,
+    ];
+
+    /// This kind's index in [`ALL`](Self::ALL).
+    pub fn index(self) -> u8 {
+        Self::ALL.iter().position(|&k| k == self).unwrap_or(0) as u8
+    }
+
+    /// The kind at `index` in [`ALL`](Self::ALL), if any.
+    pub fn from_index(index: u64) -> Option<ErrorKind> {
+        Self::ALL.get(usize::try_from(index).ok()?).copied()
+    }
+
+    /// A few words for the kind, for a message about another rank's error
+    /// ("rank 2's execution failed (an integer division by zero)").
+    pub fn words(self) -> &'static str {
+        match self {
+            ErrorKind::NotInitialized => "goal not initialised",
+            ErrorKind::AlreadyInitialized => "goal initialised twice",
+            ErrorKind::InvalidArgument => "an invalid argument",
+            ErrorKind::Cycle => "a cycle in a graph",
+            ErrorKind::Rank => "a rank outside the group",
+            ErrorKind::Scratchpad => "a scratchpad range past its size",
+            ErrorKind::BadOp => "an operator or type that does not exist",
+            ErrorKind::Truncated => "a message larger than its receive",
+            ErrorKind::DivByZero => "an integer division by zero",
+            ErrorKind::PeerLost => "a rank it needed was lost",
+            ErrorKind::Busy => "a schedule still running",
+            ErrorKind::NoMemory => "out of memory",
+            ErrorKind::System => "the operating system refused",
+            ErrorKind::Unsupported => "an algorithm that does not apply",
+            ErrorKind::Mismatch => "the ranks' schedules do not pair up",
+            ErrorKind::PeerFailed => "another rank's execution failed",
+        }
+    }
 }
 
 /// A runtime error: its kind and a message for the user.

@@ -114,7 +114,9 @@ pub enum Kind {
     /// to it with `tag` at all? (See `Engine::probe_if_stalled`.)
     Probe = 9,
     /// The answer to a `Probe` when it does not: that receive can never be
-    /// matched, the ranks' schedules disagree (different roots, say).
+    /// matched, the ranks' schedules disagree (different roots, say). In
+    /// mode [`NOSEND_FAILED`]: the schedule holds the send, but that
+    /// execution failed here before sending ([`Head::failure`] says how).
     NoSend = 10,
 }
 
@@ -172,6 +174,10 @@ pub const PUSH_BY_STREAM: u8 = 3;
 /// is not waiting (its helper would take the application's CPU to write);
 /// the receiver reads the rest itself.
 pub const PUSH_DECLINED: u8 = 4;
+
+/// `NoSend` mode: the prober's peer holds the send, but its execution of
+/// that number failed (by [`Head::failure`]) and will send nothing more.
+pub const NOSEND_FAILED: u8 = 1;
 
 /// Set in the mode of a `Cts` for the stream: the bytes go through the
 /// stream's narrow window (see goal-transport's `shm/stream.rs`).
@@ -393,6 +399,19 @@ impl Head {
         Head { w3: CTS_THIS_ONE, ..self }
     }
 
+    /// `NoSend` in [`NOSEND_FAILED`]: the kind of error the sender's
+    /// execution failed with (`None` for an index this runtime does not know).
+    #[inline]
+    pub fn failure(&self) -> Option<crate::ErrorKind> {
+        crate::ErrorKind::from_index(self.w3)
+    }
+
+    /// `self` with [`failure`](Self::failure) `kind`.
+    #[inline]
+    pub fn with_failure(self, kind: crate::ErrorKind) -> Head {
+        Head { w3: kind.index() as u64, ..self }
+    }
+
     /// `Eager` in `MODE_OFFER` or `MODE_SWITCH` (kernel mode): the
     /// sender's operation the channel is for, and the offer's nonce (over
     /// TCP; 0 otherwise).
@@ -448,5 +467,10 @@ mod tests {
         assert_eq!(Head::control(Kind::Credit, 0).with_credits(1 << 40).credits(), 1 << 40);
         let o = Head::decode(&Head::control(Kind::Eager, 5).with_offer(17, 0xABCD_EF01).encode());
         assert_eq!(o.offer(), (17, 0xABCD_EF01));
+        for k in crate::ErrorKind::ALL {
+            let n = Head::decode(&Head::control(Kind::NoSend, 0).mode(NOSEND_FAILED).with_failure(k).encode());
+            assert_eq!(n.failure(), Some(k));
+        }
+        assert_eq!(Head::control(Kind::NoSend, 0).with_nanos(99).failure(), None);
     }
 }

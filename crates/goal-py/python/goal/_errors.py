@@ -19,6 +19,7 @@ _NAMES = {
     -14: "ERR_UNSUPPORTED",
     -15: "ERR_INTERNAL",
     -16: "ERR_MISMATCH",
+    -17: "ERR_PEER_FAILED",
 }
 
 

@@ -51,6 +51,7 @@ ERR_SYSTEM: int
 ERR_UNSUPPORTED: int
 ERR_INTERNAL: int
 ERR_MISMATCH: int
+ERR_PEER_FAILED: int
 
 class _InPlace: ...
 

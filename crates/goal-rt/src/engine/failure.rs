@@ -1,7 +1,10 @@
 //! Failure and liveness: peers checked every 100 ms of passes, and a lost
 //! peer failing every execution that still needs it (its receives, sends
 //! queued or in rendezvous to it, transfers with it), after taking in what
-//! it left in this rank's inbox.
+//! it left in this rank's inbox. A receive that has waited long asks its
+//! peer whether a send will ever come: not if the peer's schedule holds
+//! none (a mismatch), nor if the peer's execution failed before sending
+//! (see [`FailedLog`]).
 
 use super::*;
 use super::recv::{tag_words, DISAGREE};
@@ -12,6 +15,50 @@ use std::time::Duration;
 /// [`Engine::probe_if_stalled`]); and how often it asks again meanwhile.
 const PROBE_AFTER: Duration = Duration::from_secs(1);
 const PROBE_EVERY: Duration = Duration::from_secs(2);
+
+/// How many failed executions a rank remembers for peers that ask.
+const FAILED_KEPT: usize = 4096;
+
+/// The last [`FAILED_KEPT`] executions of this rank that failed, by
+/// (schedule, number), with their error's kind. An execution that fails
+/// starts none of its operations after that, so a send of it that had not
+/// left never will: its peer's receive, which would wait for ever, learns
+/// so when it asks ([`Engine::answer_probe`]). A send that had left is in
+/// the pair's ring, stream or connection before the answer, and is taken
+/// first (messages between two ranks keep their order).
+#[derive(Default)]
+pub(super) struct FailedLog {
+    kinds: HashMap<(SchedId, u32), ErrorKind>,
+    order: VecDeque<(SchedId, u32)>,
+}
+
+impl FailedLog {
+    /// Execution `seq` of schedule `sched` failed with an error of `kind`.
+    pub(super) fn record(&mut self, sched: SchedId, seq: u32, kind: ErrorKind) {
+        if self.kinds.insert((sched, seq), kind).is_none() {
+            self.order.push_back((sched, seq));
+            if self.order.len() > FAILED_KEPT {
+                if let Some(old) = self.order.pop_front() {
+                    self.kinds.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Schedule `sched` is gone: a later one may take its id.
+    pub(super) fn forget(&mut self, sched: SchedId) {
+        if !self.kinds.is_empty() {
+            self.kinds.retain(|k, _| k.0 != sched);
+            self.order.retain(|k| k.0 != sched);
+        }
+    }
+
+    /// How execution `seq` of schedule `sched` failed, if it did (and is
+    /// among the last remembered).
+    pub(super) fn get(&self, sched: SchedId, seq: u32) -> Option<ErrorKind> {
+        self.kinds.get(&(sched, seq)).copied()
+    }
+}
 
 impl Engine {
     /// Checks peer liveness now if 100 ms have passed since the last check.
@@ -87,29 +134,51 @@ impl Engine {
 
     /// A `Kind::Probe` from `src` (see [`probe_if_stalled`](Self::probe_if_stalled)):
     /// answers `Kind::NoSend` if this rank's schedule `h.sched` holds no
-    /// send to `src` with `h.tag`.
+    /// send to `src` with `h.tag`, or in [`proto::NOSEND_FAILED`] if it
+    /// does but execution `h.seq` of it failed here (see [`FailedLog`]).
     pub(super) fn answer_probe(&mut self, src: u32, h: Head) {
         let Some(s) = self.state.execs.scheds.get(h.sched) else { return };
         let sends = s.s.ops.iter().any(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec) && o.peer == src as i32 && o.tag == h.tag);
+        let mut answer = Head::control(Kind::NoSend, 0);
+        (answer.sched, answer.seq, answer.tag) = (h.sched, h.seq, h.tag);
         if !sends {
-            let mut answer = Head::control(Kind::NoSend, 0);
-            (answer.sched, answer.seq, answer.tag) = (h.sched, h.seq, h.tag);
             self.post_message(src as usize, answer);
+        } else if let Some(kind) = self.state.failed.get(h.sched, h.seq) {
+            self.post_message(src as usize, answer.mode(proto::NOSEND_FAILED).with_failure(kind));
         }
     }
 
-    /// A `Kind::NoSend` from `src`: the execution that probed cannot finish.
+    /// A `Kind::NoSend` from `src`: the execution that probed cannot finish
+    /// (unless, for a failed sender's answer, the message came before it).
     pub(super) fn no_send(&mut self, src: u32, h: Head) {
         let Some(slot) = self.state.execs.active_slot(h.sched, h.seq) else { return };
-        let Some(gen) = self.state.execs.slots[slot as usize].as_ref().map(|e| e.gen) else { return };
-        let r = OpRef { slot, gen, op: u32::MAX };
-        let msg = format!(
-            "{}: it waits for a message from rank {src} with {}, and rank {src}'s schedule {} has no send to this rank with that tag: {DISAGREE}",
-            self.describe(r),
-            tag_words(h.tag),
-            proto::Named(h.sched)
-        );
-        self.fail(r, Error::new(ErrorKind::Mismatch, msg));
+        let Some(e) = self.state.execs.slots[slot as usize].as_ref() else { return };
+        let r = OpRef { slot, gen: e.gen, op: u32::MAX };
+        let (kind, msg) = if h.mode == proto::NOSEND_FAILED {
+            // Every message the sender sent came before its answer: a
+            // receive they matched is no longer posted.
+            if !e.bufs.posted.iter().any(|p| p.peer == src as i32 && p.tag == h.tag) {
+                return;
+            }
+            let why = h.failure().map_or("an error", |k| k.words());
+            let msg = format!(
+                "{}: it waits for a message from rank {src} with {}, and rank {src}'s execution {} of schedule {} failed ({why}) before sending it; rank {src}'s own error says where",
+                self.describe(r),
+                tag_words(h.tag),
+                h.seq,
+                proto::Named(h.sched)
+            );
+            (ErrorKind::PeerFailed, msg)
+        } else {
+            let msg = format!(
+                "{}: it waits for a message from rank {src} with {}, and rank {src}'s schedule {} has no send to this rank with that tag: {DISAGREE}",
+                self.describe(r),
+                tag_words(h.tag),
+                proto::Named(h.sched)
+            );
+            (ErrorKind::Mismatch, msg)
+        };
+        self.fail(r, Error::new(kind, msg));
     }
 
     /// Peer `lost.rank` is gone: fails every execution that still needs it.

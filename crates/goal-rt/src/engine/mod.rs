@@ -298,6 +298,9 @@ struct State {
     /// Failed executions whose buffers senders still write into (see
     /// [`Engine::complete_slow`]), by slot, with the error to report.
     draining: HashMap<u32, Error>,
+    /// Executions of this rank that failed, for a peer that asks about a
+    /// send of one (see [`failure::FailedLog`]).
+    failed: failure::FailedLog,
     /// While a Run starts its execution's independent operations: how many
     /// are still to start after the current one.
     run_left: u32,
@@ -380,6 +383,7 @@ impl Engine {
             split: [0, 0],
             split_bytes: [0, 0],
             draining: HashMap::new(),
+            failed: failure::FailedLog::default(),
             exchange_timing: (0..n).map(|_| None).collect(),
             streams_active: 0,
             lost: vec![None; n],

@@ -170,6 +170,9 @@ impl Engine {
         }
         let Some(e) = self.state.execs.vacate(slot) else { return };
         let k = key(e.sched.id, e.seq);
+        if let Err(err) = &res {
+            self.state.failed.record(e.sched.id, e.seq, err.kind);
+        }
         let mut in_kernel = false;
         if let Some(kernel) = self.kernel.as_mut() {
             // The next held execution of this schedule may start.
@@ -299,6 +302,7 @@ impl State {
     /// reported (`stale`) stays for the report at finalize.
     pub(super) fn forget(&mut self, id: SchedId) {
         self.execs.scheds.remove(id);
+        self.failed.forget(id);
         if !self.matcher.dead.is_empty() {
             self.matcher.dead.retain(|&k| (k >> 32) as SchedId != id);
         }
