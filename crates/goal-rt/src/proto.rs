@@ -116,7 +116,7 @@ pub enum Kind {
     /// The answer to a `Probe` when it does not: that receive can never be
     /// matched, the ranks' schedules disagree (different roots, say). In
     /// mode [`NOSEND_FAILED`]: the schedule holds the send, but that
-    /// execution failed here before sending ([`Head::failure`] says how).
+    /// execution failed here before sending ([`Head::failure`] says why).
     NoSend = 10,
 }
 
@@ -399,17 +399,18 @@ impl Head {
         Head { w3: CTS_THIS_ONE, ..self }
     }
 
-    /// `NoSend` in [`NOSEND_FAILED`]: the kind of error the sender's
-    /// execution failed with (`None` for an index this runtime does not know).
+    /// `NoSend` in [`NOSEND_FAILED`]: the failure the sender's execution
+    /// goes back to (the engine's `failure::Cause`, as a word: the rank
+    /// whose execution failed first and its error's kind).
     #[inline]
-    pub fn failure(&self) -> Option<crate::ErrorKind> {
-        crate::ErrorKind::from_index(self.w3)
+    pub fn failure(&self) -> u64 {
+        self.w3
     }
 
-    /// `self` with [`failure`](Self::failure) `kind`.
+    /// `self` with [`failure`](Self::failure) `cause`.
     #[inline]
-    pub fn with_failure(self, kind: crate::ErrorKind) -> Head {
-        Head { w3: kind.index() as u64, ..self }
+    pub fn with_failure(self, cause: u64) -> Head {
+        Head { w3: cause, ..self }
     }
 
     /// `Eager` in `MODE_OFFER` or `MODE_SWITCH` (kernel mode): the
@@ -467,10 +468,7 @@ mod tests {
         assert_eq!(Head::control(Kind::Credit, 0).with_credits(1 << 40).credits(), 1 << 40);
         let o = Head::decode(&Head::control(Kind::Eager, 5).with_offer(17, 0xABCD_EF01).encode());
         assert_eq!(o.offer(), (17, 0xABCD_EF01));
-        for k in crate::ErrorKind::ALL {
-            let n = Head::decode(&Head::control(Kind::NoSend, 0).mode(NOSEND_FAILED).with_failure(k).encode());
-            assert_eq!(n.failure(), Some(k));
-        }
-        assert_eq!(Head::control(Kind::NoSend, 0).with_nanos(99).failure(), None);
+        let n = Head::decode(&Head::control(Kind::NoSend, 0).mode(NOSEND_FAILED).with_failure(0x7_0000_0009).encode());
+        assert_eq!((n.mode, n.failure()), (NOSEND_FAILED, 0x7_0000_0009));
     }
 }

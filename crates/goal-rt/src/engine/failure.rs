@@ -20,43 +20,78 @@ const PROBE_EVERY: Duration = Duration::from_secs(2);
 const FAILED_KEPT: usize = 4096;
 
 /// The last [`FAILED_KEPT`] executions of this rank that failed, by
-/// (schedule, number), with their error's kind. An execution that fails
-/// starts none of its operations after that, so a send of it that had not
-/// left never will: its peer's receive, which would wait for ever, learns
-/// so when it asks ([`Engine::answer_probe`]). A send that had left is in
-/// the pair's ring, stream or connection before the answer, and is taken
-/// first (messages between two ranks keep their order).
+/// (schedule, number), with the failure they go back to. An execution
+/// that fails starts none of its operations after that, so a send of it
+/// that had not left never will: its peer's receive, which would wait for
+/// ever, learns so when it asks ([`Engine::answer_probe`]). A send that had
+/// left is in the pair's ring, stream or connection before the answer, and
+/// is taken first (messages between two ranks keep their order).
 #[derive(Default)]
 pub(super) struct FailedLog {
-    kinds: HashMap<(SchedId, u32), ErrorKind>,
+    causes: HashMap<(SchedId, u32), Cause>,
     order: VecDeque<(SchedId, u32)>,
+    /// Executions failing because a peer's failed (see
+    /// [`Engine::no_send`]), by slot: the failure theirs went back to.
+    pending: HashMap<u32, Cause>,
+}
+
+/// The first failure of a chain: the rank whose execution failed by an
+/// error of its own, and that error's kind. A rank whose execution failed
+/// because its peer's did passes its peer's cause on, so the last rank of
+/// a chain of waits still names the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cause {
+    pub rank: u32,
+    pub kind: ErrorKind,
+}
+
+impl Cause {
+    /// As [`Head::with_failure`] carries it.
+    pub(super) fn word(self) -> u64 {
+        self.kind.index() as u64 | (self.rank as u64) << 32
+    }
+
+    /// The inverse of [`word`](Self::word), `None` for a kind this runtime
+    /// does not know.
+    pub(super) fn from_word(w: u64) -> Option<Cause> {
+        Some(Cause { rank: (w >> 32) as u32, kind: ErrorKind::from_index(w & 0xff)? })
+    }
 }
 
 impl FailedLog {
-    /// Execution `seq` of schedule `sched` failed with an error of `kind`.
-    pub(super) fn record(&mut self, sched: SchedId, seq: u32, kind: ErrorKind) {
-        if self.kinds.insert((sched, seq), kind).is_none() {
+    /// Execution `seq` of schedule `sched`, in `slot`, failed with an error
+    /// of `kind` on rank `me`: its own failure, unless [`failing_after`](Self::failing_after)
+    /// named another.
+    pub(super) fn record(&mut self, slot: u32, sched: SchedId, seq: u32, me: u32, kind: ErrorKind) {
+        let cause = self.pending.remove(&slot).unwrap_or(Cause { rank: me, kind });
+        if self.causes.insert((sched, seq), cause).is_none() {
             self.order.push_back((sched, seq));
             if self.order.len() > FAILED_KEPT {
                 if let Some(old) = self.order.pop_front() {
-                    self.kinds.remove(&old);
+                    self.causes.remove(&old);
                 }
             }
         }
     }
 
+    /// The execution in `slot` is about to fail because a peer's did, by
+    /// `cause`.
+    pub(super) fn failing_after(&mut self, slot: u32, cause: Cause) {
+        self.pending.insert(slot, cause);
+    }
+
     /// Schedule `sched` is gone: a later one may take its id.
     pub(super) fn forget(&mut self, sched: SchedId) {
-        if !self.kinds.is_empty() {
-            self.kinds.retain(|k, _| k.0 != sched);
+        if !self.causes.is_empty() {
+            self.causes.retain(|k, _| k.0 != sched);
             self.order.retain(|k| k.0 != sched);
         }
     }
 
-    /// How execution `seq` of schedule `sched` failed, if it did (and is
-    /// among the last remembered).
-    pub(super) fn get(&self, sched: SchedId, seq: u32) -> Option<ErrorKind> {
-        self.kinds.get(&(sched, seq)).copied()
+    /// What execution `seq` of schedule `sched` failed by, if it did (and
+    /// is among the last remembered).
+    pub(super) fn get(&self, sched: SchedId, seq: u32) -> Option<Cause> {
+        self.causes.get(&(sched, seq)).copied()
     }
 }
 
@@ -143,8 +178,8 @@ impl Engine {
         (answer.sched, answer.seq, answer.tag) = (h.sched, h.seq, h.tag);
         if !sends {
             self.post_message(src as usize, answer);
-        } else if let Some(kind) = self.state.failed.get(h.sched, h.seq) {
-            self.post_message(src as usize, answer.mode(proto::NOSEND_FAILED).with_failure(kind));
+        } else if let Some(cause) = self.state.failed.get(h.sched, h.seq) {
+            self.post_message(src as usize, answer.mode(proto::NOSEND_FAILED).with_failure(cause.word()));
         }
     }
 
@@ -160,14 +195,25 @@ impl Engine {
             if !e.bufs.posted.iter().any(|p| p.peer == src as i32 && p.tag == h.tag) {
                 return;
             }
-            let why = h.failure().map_or("an error", |k| k.words());
+            let cause = Cause::from_word(h.failure()).unwrap_or(Cause { rank: src, kind: ErrorKind::PeerFailed });
+            let first = if cause.rank == src {
+                format!("failed ({}) before sending it; rank {src}'s own error says where", cause.kind.words())
+            } else {
+                format!(
+                    "failed before sending it, after rank {}'s failed ({}); rank {}'s own error says where",
+                    cause.rank,
+                    cause.kind.words(),
+                    cause.rank
+                )
+            };
             let msg = format!(
-                "{}: it waits for a message from rank {src} with {}, and rank {src}'s execution {} of schedule {} failed ({why}) before sending it; rank {src}'s own error says where",
+                "{}: it waits for a message from rank {src} with {}, and rank {src}'s execution {} of schedule {} {first}",
                 self.describe(r),
                 tag_words(h.tag),
                 h.seq,
                 proto::Named(h.sched)
             );
+            self.state.failed.failing_after(slot, cause);
             (ErrorKind::PeerFailed, msg)
         } else {
             let msg = format!(
@@ -315,4 +361,43 @@ impl Engine {
         }
     }
 
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_survives_its_word_for_every_kind_and_rank() {
+        for kind in ErrorKind::ALL {
+            for rank in [0, 1, 4095, u32::MAX] {
+                let c = Cause { rank, kind };
+                assert_eq!(Cause::from_word(c.word()), Some(c));
+            }
+        }
+        assert_eq!(Cause::from_word(200), None, "a kind this runtime does not know");
+    }
+
+    #[test]
+    fn the_log_keeps_the_first_cause_forgets_freed_schedules_and_ends_at_its_bound() {
+        let mut log = FailedLog::default();
+        log.record(3, 7, 0, 2, ErrorKind::DivByZero);
+        assert_eq!(log.get(7, 0), Some(Cause { rank: 2, kind: ErrorKind::DivByZero }));
+        // A failure caused by a peer's keeps the peer's cause.
+        log.failing_after(4, Cause { rank: 0, kind: ErrorKind::Truncated });
+        log.record(4, 7, 1, 2, ErrorKind::PeerFailed);
+        assert_eq!(log.get(7, 1), Some(Cause { rank: 0, kind: ErrorKind::Truncated }));
+        // ... once: the slot's next failure is its own.
+        log.record(4, 7, 2, 2, ErrorKind::Mismatch);
+        assert_eq!(log.get(7, 2), Some(Cause { rank: 2, kind: ErrorKind::Mismatch }));
+        assert_eq!(log.get(7, 3), None);
+        log.forget(7);
+        assert_eq!(log.get(7, 0), None);
+        for seq in 0..FAILED_KEPT as u32 + 10 {
+            log.record(0, 9, seq, 1, ErrorKind::DivByZero);
+        }
+        assert_eq!(log.get(9, 9), None, "the oldest are let go");
+        assert!(log.get(9, 10).is_some() && log.get(9, FAILED_KEPT as u32 + 9).is_some());
+        assert_eq!(log.causes.len(), FAILED_KEPT);
+    }
 }

@@ -171,7 +171,7 @@ impl Engine {
         let Some(e) = self.state.execs.vacate(slot) else { return };
         let k = key(e.sched.id, e.seq);
         if let Err(err) = &res {
-            self.state.failed.record(e.sched.id, e.seq, err.kind);
+            self.state.failed.record(slot, e.sched.id, e.seq, self.rank, err.kind);
         }
         let mut in_kernel = false;
         if let Some(kernel) = self.kernel.as_mut() {
