@@ -47,8 +47,8 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// Every kind, in a fixed order: a kind travels between ranks as its
-    /// index here (see [`ErrorKind::PeerFailed`]).
+    /// Every kind, in declaration order: a kind travels between ranks as
+    /// its index here, its discriminant (see [`ErrorKind::PeerFailed`]).
     pub const ALL: [ErrorKind; 16] = [
         ErrorKind::NotInitialized,
         ErrorKind::AlreadyInitialized,
@@ -70,7 +70,7 @@ impl ErrorKind {
 
     /// This kind's index in [`ALL`](Self::ALL).
     pub fn index(self) -> u8 {
-        Self::ALL.iter().position(|&k| k == self).unwrap_or(0) as u8
+        self as u8
     }
 
     /// The kind at `index` in [`ALL`](Self::ALL), if any.
