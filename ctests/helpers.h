@@ -458,4 +458,28 @@ static inline int h_contains_ci(const char *hay, const char *needle)
     return hay && needle && strcasestr(hay, needle) != NULL;
 }
 
+/* Occurrences of `what` in `text`. */
+static inline int h_count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* Reads the trace (GOAL_TRACE_FILE) at `path` into `text`, of `cap` bytes,
+ * NUL-terminated; checks that it is a whole trace that fits. Returns its
+ * length. */
+static inline size_t h_read_trace(const char *path, char *text, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    CHECKM(f != NULL, "rank 0 wrote no trace at %s", path);
+    size_t n = fread(text, 1, cap - 1, f);
+    fclose(f);
+    text[n] = 0;
+    CHECKM(n > 0 && n < cap - 1, "trace of %zu bytes (room for %zu)", n, cap - 1);
+    CHECKM(strncmp(text, "{\"traceEvents\":[", 16) == 0, "not a trace: %.80s", text);
+    return n;
+}
+
 #endif /* GOAL_CTESTS_HELPERS_H */

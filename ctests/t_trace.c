@@ -20,15 +20,6 @@
 #define BIG (1 << 20)
 #define RUNS 3
 
-/* Occurrences of `what` in `text`. */
-static int count(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
-        n++;
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     char path[256];
@@ -80,22 +71,16 @@ int main(int argc, char **argv)
     if (h_rank != 0)
         return rc;
 
-    FILE *f = fopen(path, "r");
-    CHECKM(f != NULL, "rank 0 wrote no trace at %s", path);
     static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
-    CHECKM(n > 0 && n < sizeof text - 1, "trace of %zu bytes", n);
-    CHECKM(strncmp(text, "{\"traceEvents\":[", 16) == 0, "not a trace: %.80s", text);
+    size_t n = h_read_trace(path, text, sizeof text);
     CHECKM(strstr(text, "\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0\"}"), "no track for rank 0");
     CHECKM(strstr(text, "\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 1\"}"), "no track for rank 1");
     /* Each side of each message, every run (args: peer, bytes, path, tag). */
-    int eager = count(text, "\"bytes\":8,\"path\":\"eager\",\"tag\":7,");
-    int heap_copy = count(text, "\"bytes\":1048576,\"path\":\"heap single copy\",\"tag\":8,");
-    int streamed = count(text, "\"bytes\":1048576,\"path\":\"stream\",\"tag\":9,");
-    int by_cma = count(text, "\"bytes\":1048576,\"path\":\"CMA\",\"tag\":9,");
-    int self = count(text, "{\"peer\":0,\"bytes\":8,\"path\":\"self\",\"tag\":10,");
+    int eager = h_count(text, "\"bytes\":8,\"path\":\"eager\",\"tag\":7,");
+    int heap_copy = h_count(text, "\"bytes\":1048576,\"path\":\"heap single copy\",\"tag\":8,");
+    int streamed = h_count(text, "\"bytes\":1048576,\"path\":\"stream\",\"tag\":9,");
+    int by_cma = h_count(text, "\"bytes\":1048576,\"path\":\"CMA\",\"tag\":9,");
+    int self = h_count(text, "{\"peer\":0,\"bytes\":8,\"path\":\"self\",\"tag\":10,");
     CHECKM(eager == 2 * RUNS, "%d eager events of 8 B", eager);
     CHECKM(heap_copy == 2 * RUNS, "%d heap single copy events", heap_copy);
     CHECKM(streamed + by_cma == 2 * RUNS, "%d stream and %d CMA events of the malloc'd 1 MiB", streamed, by_cma);

@@ -45,7 +45,7 @@ use std::time::Instant;
 /// Chunk the stream publishes at (its producer's granularity).
 const CHUNK: usize = 64 << 10;
 /// Built-in values when nothing is measured.
-const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cma: (usize::MAX, 0), cma_shared: false, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX };
+const DEFAULT: Thresholds = Thresholds { eager: 8 << 10, heap_eager: 4 << 10, cma: (usize::MAX, 0), cma_shared: false, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX, eager_adapt: 0 };
 
 /// The measured (or cached) thresholds, measured by the calling rank (one
 /// per machine: see `Runtime::start`, which hands them to the others);
@@ -361,7 +361,7 @@ fn measure(debug: bool, cpus: &[usize]) -> Thresholds {
             if cma_shared { "CMA" } else { "the stream" }
         );
     }
-    Thresholds { eager, heap_eager, cma, cma_shared, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX }
+    Thresholds { eager, heap_eager, cma, cma_shared, credit: 0, net_eager: 0, net_eager_one_rail: 0, adapt_from: usize::MAX, eager_adapt: 0 }
 }
 
 /// Sizes from which [`cma_saves_copies`] judges: those of the messages whose

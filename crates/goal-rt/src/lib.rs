@@ -51,6 +51,7 @@ mod affinity;
 mod calibrate;
 mod config;
 mod elock;
+mod eagerness;
 mod engine;
 mod fuse;
 mod group;

@@ -687,6 +687,13 @@ impl ShmNode {
         }
     }
 
+    /// Whether the last message sent to `peer` went (partly) to bytes of its
+    /// ring no message had been written to, so that its copy faulted pages
+    /// in: a time taken of it is not the path's (false when not connected).
+    pub fn last_send_fresh(&self, peer: usize) -> bool {
+        matches!(self.peers.get(peer), Some(Some(p)) if p.ring.last_push_fresh())
+    }
+
     /// Where in the ring to `peer` the next message goes, in bytes from the
     /// ring's start (`None`: not connected). For tests and diagnostics: an
     /// emptied ring is rewound to its start (see the ring's notes).

@@ -258,7 +258,7 @@ impl Engine {
                         let len = self.rec(s.r).map_or(0, |o| o.len as usize);
                         self.adapt.record(src as usize, len, adapt::Path::Cma, s.exchange, h.nanos());
                     }
-                    self.finish(s.r);
+                    self.rdv_sent(s);
                 }
             }
             Kind::Credit => {

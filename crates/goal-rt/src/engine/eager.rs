@@ -42,21 +42,31 @@ impl Engine {
         };
         let heap_off = if len > self.thresholds.heap_eager && !ptr.is_null() { self.link.shm.heap().offset_of(ptr, len) } else { None };
         let backed_up = self.backed_up(p, len);
-        if heap_off.is_none() && !backed_up && len <= self.eager_limit(r, p, len) && self.eager_credit(p, len as u64) {
+        // Eagerly (`eager`), and whether `eagerness` chose (`chosen`: the
+        // way taken is then timed).
+        let (eager, chosen) = if heap_off.is_none() && !backed_up { self.eager_way(r, p, len) } else { (false, false) };
+        if eager && self.eager_credit(p, len as u64) {
             self.state.credit.eager_sent[p] += len as u64;
-            self.state.eager_beyond += u64::from(len > self.thresholds.eager);
+            self.state.eager_beyond += u64::from(len > self.thresholds.eager && !chosen);
             if self.kernel.is_some() {
                 self.offer_or_switch(r, &mut head);
             }
             if self.state.outq[p].is_empty() {
                 if let Some(pieces) = &pieces {
+                    let since = if chosen { crate::localop::monotonic_ns() } else { 0 };
                     let res = match pieces {
                         // SAFETY: send buffers are valid for their lengths by the API contract.
                         Pieces::One([(ptr, len)]) => self.link.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(*ptr, *len) }),
                         Pieces::Many(_) => self.link.shm.try_send(p, &head.encode(), &slices_of(pieces)),
                     };
                     match res {
-                        Ok(true) => return self.finish(r),
+                        Ok(true) => {
+                            // (Not a copy that faulted in the ring's pages.)
+                            if chosen && !self.link.shm.last_send_fresh(p) {
+                                self.eagerness.eager_copied(p, len, crate::localop::monotonic_ns().saturating_sub(since));
+                            }
+                            return self.finish(r);
+                        }
                         Ok(false) => {}
                         Err(e) => return self.fail(r, Error::new(ErrorKind::System, format!("{}: {e}", self.describe(r)))),
                     }
@@ -66,7 +76,7 @@ impl Engine {
         }
         // Rendezvous: pick how the receiver will fetch the bytes.
         self.state.eager_backed_up += u64::from(backed_up && len <= self.thresholds.eager);
-        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false });
+        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false, since: 0 });
         head.kind = Kind::Rts;
         head.token = token;
         let (offer, exchange) = self.choose_offer(r, p, len, ptr, heap_off);
@@ -97,6 +107,8 @@ impl Engine {
         };
         if let Some(s) = self.state.rdv[token as usize].as_mut() {
             (s.exchange, s.mode) = (exchange, head.mode);
+            // Timed from here when `eagerness` chose this way.
+            s.since = if chosen && !eager { crate::localop::monotonic_ns() } else { 0 };
         }
         if trace_on() {
             self.trace_path(r, match head.mode {
@@ -137,7 +149,7 @@ impl Engine {
             if trace_on() {
                 self.trace_path(r, Path::NetBulk);
             }
-            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false });
+            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false, since: 0 });
             self.net_am(peer, &head, &[]).map(|_| false)
         };
         match res {

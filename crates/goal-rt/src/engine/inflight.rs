@@ -30,6 +30,9 @@ pub(super) struct RdvSend {
     pub(super) mode: u8,
     /// A large message came from the peer at the same time (see `adapt`).
     pub(super) exchange: bool,
+    /// When its RTS left (monotonic ns), for a send whose way `eagerness`
+    /// chose; 0: not timed.
+    pub(super) since: u64,
 }
 
 /// A send being copied into a pair's stream.

@@ -186,6 +186,9 @@ pub struct Thresholds {
     /// Rendezvous sizes from which stream or CMA is chosen per message
     /// from measurements (`adapt`); `usize::MAX`: the `cma` range decides.
     pub adapt_from: usize,
+    /// Sends above `eager` up to this size go eagerly or by rendezvous as
+    /// measurements decide (`eagerness`); 0: never.
+    pub eager_adapt: usize,
 }
 
 /// Everything the progress engine owns; one thread at a time.
@@ -200,6 +203,8 @@ pub(crate) struct Engine {
     kernel: Option<KPath>,
     /// Stream or CMA, per large message (see `adapt`).
     adapt: adapt::Adapt,
+    /// Eager or rendezvous for sends just above the eager limit.
+    eagerness: crate::eagerness::Eagerness,
     /// For a receive that could be combined as it comes (from
     /// `FUSE_CMA_MAX` on): through the stream, or read by CMA and then
     /// combined, from what each took (see `fusion`).
@@ -401,7 +406,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), windows: crate::window::Windows::new(n), pushes: false, cold_writes: policy::COLD_WRITES, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), eagerness: crate::eagerness::Eagerness::new(n, thresholds.eager_adapt), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), windows: crate::window::Windows::new(n), pushes: false, cold_writes: policy::COLD_WRITES, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
     }
 
     /// Reaches the peers marked in `remote` through `net`.

@@ -293,6 +293,21 @@ impl Engine {
         }
     }
 
+    /// Whether send `r` of `len` bytes to local peer `p` goes eagerly (within
+    /// [`eager_limit`](Self::eager_limit)), and whether `eagerness` chose
+    /// so: above the calibrated limit up to its bound, between ranks that
+    /// do not share cores (there `eager_limit`'s rules decide), outside
+    /// kernel mode (whose eager sends are offered to the kernel's chains).
+    pub(super) fn eager_way(&mut self, r: OpRef, p: usize, len: usize) -> (bool, bool) {
+        if len <= self.eager_limit(r, p, len) {
+            return (true, false);
+        }
+        if self.eagerness.covers(len) && !self.cores_shared && self.kernel.is_none() {
+            return (self.eagerness.eager(p, len), true);
+        }
+        (false, false)
+    }
+
     /// Whether a send of `len` bytes to `p`, within the eager limit, goes
     /// by rendezvous (its bytes through the stream) rather than queue for
     /// ring space behind messages already waiting for it: a burst of

@@ -49,6 +49,16 @@ impl Engine {
         Some(s)
     }
 
+    /// Ends rendezvous send `s`, whose receiver has its bytes (its token
+    /// taken), noting its time from the RTS where `eagerness` chose its way.
+    pub(super) fn rdv_sent(&mut self, s: RdvSend) {
+        if s.since != 0 {
+            let ns = crate::localop::monotonic_ns().saturating_sub(s.since);
+            self.eagerness.rendezvous_took(s.peer as usize, s.len, ns);
+        }
+        self.finish(s.r);
+    }
+
     /// Fetches the message whose RTS matched receive `r` into `dst`, by
     /// the path [`choose_fetch`](Self::choose_fetch) decides.
     #[allow(clippy::too_many_arguments)] // the fields of an RTS, as the protocol names them

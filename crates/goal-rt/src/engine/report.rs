@@ -190,6 +190,15 @@ impl Engine {
         if backed_up > 0 {
             parts.push(format!("{backed_up} send(s) within the eager limit of {eager} B went by rendezvous behind a full ring"));
         }
+        let [by_eager, by_rdv] = self.eagerness.taken;
+        if by_rdv + by_eager > 0 {
+            parts.push(format!(
+                "of the sends from {} B up to {} B, {by_eager} went eagerly and {by_rdv} by rendezvous, chosen by what each took (ns per byte: {})",
+                eager + 1,
+                self.thresholds.eager_adapt,
+                self.eagerness.measured().unwrap_or_else(|| "-".into())
+            ));
+        }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 

@@ -131,7 +131,7 @@ impl Engine {
                     }
                 }
                 if let Some(s) = self.take_token(token) {
-                    self.finish(s.r);
+                    self.rdv_sent(s);
                 }
             }
             // Incoming: copy what has arrived into the front receive. A

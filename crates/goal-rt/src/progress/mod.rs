@@ -95,7 +95,10 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize, measured: Thr
     // Stream or CMA per message from 64 KiB (above the eager limit), unless
     // the environment fixes the CMA range or turns this off.
     let adapt_from = if cfg.cma_range.is_none() && cfg.adapt { (eager + 1).max(64 << 10) } else { usize::MAX };
-    Thresholds { eager, heap_eager, cma, cma_shared, credit, net_eager: cfg.net_eager, net_eager_one_rail: cfg.net_eager_one_rail, adapt_from }
+    // Eager or rendezvous per message just above the limit, unless the
+    // environment fixes the limit or the CMA range, or turns this off.
+    let eager_adapt = if cfg.eager_limit.is_none() && cfg.cma_range.is_none() && cfg.adapt { crate::eagerness::EAGER_MAX.min(shm.max_eager()) } else { 0 };
+    Thresholds { eager, heap_eager, cma, cma_shared, credit, net_eager: cfg.net_eager, net_eager_one_rail: cfg.net_eager_one_rail, adapt_from, eager_adapt }
 }
 
 /// Blocks the calling application thread until `shared` is no longer running.
