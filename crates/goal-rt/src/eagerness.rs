@@ -34,10 +34,11 @@
 //! it slow (the cores apart) the sender's copy, which then takes each line
 //! back from the receiver's cache, is slow too. 2 ranks, 64 KiB, the eager
 //! way against rendezvous (us): one-way ping-pong 5.5 against 6.4-6.7,
-//! bcast 2.3-2.8 against 5.0-6.3, reduce 3.1-3.4 against 7.5-9.6,
-//! alltoall 6.4-7.5 against 7.6-10.4, while the sender's copy took 2-7 us
-//! a message and rendezvous 4.5-6 from RTS to FIN; counted twice for the
-//! receiver's copy, the eager way would have lost the broadcast.
+//! bcast 2.3-5.2 (four runs of six under 2.8) against 5.0-6.3, reduce
+//! 3.1-3.4 against 7.5-9.6, alltoall 6.4-7.5 against 7.6-10.4, while the
+//! sender's copy took 2-7 us a message and rendezvous 4.5-6 from RTS to
+//! FIN; counted twice for the receiver's copy, the eager way would have
+//! lost the broadcast.
 
 use crate::adapt::Class;
 
