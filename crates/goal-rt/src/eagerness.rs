@@ -110,15 +110,18 @@ impl Eagerness {
     /// An eager send of `len` bytes to `peer` was copied into the ring in
     /// `copy_ns` (into pages written before).
     pub fn eager_copied(&mut self, peer: usize, len: usize, copy_ns: u64) {
-        if len > 0 && copy_ns > 0 {
-            self.classes[peer][class_of(len)].add(EAGER, copy_ns as f64 / len as f64);
-        }
+        self.took(EAGER, peer, len, copy_ns);
     }
 
     /// A rendezvous send of `len` bytes to `peer` ended `ns` after its RTS.
     pub fn rendezvous_took(&mut self, peer: usize, len: usize, ns: u64) {
+        self.took(RDV, peer, len, ns);
+    }
+
+    /// A send of `len` bytes to `peer` took `ns` way `way`.
+    fn took(&mut self, way: usize, peer: usize, len: usize, ns: u64) {
         if len > 0 && ns > 0 {
-            self.classes[peer][class_of(len)].add(RDV, ns as f64 / len as f64);
+            self.classes[peer][class_of(len)].add(way, ns as f64 / len as f64);
         }
     }
 

@@ -687,11 +687,15 @@ impl ShmNode {
         }
     }
 
-    /// Whether the last message sent to `peer` went (partly) to bytes of its
-    /// ring no message had been written to, so that its copy faulted pages
-    /// in: a time taken of it is not the path's (false when not connected).
-    pub fn last_send_fresh(&self, peer: usize) -> bool {
-        matches!(self.peers.get(peer), Some(Some(p)) if p.ring.last_push_fresh())
+    /// Bytes from the start of the ring to `peer` that messages have been
+    /// written to (0 when not connected): a send that moves it wrote pages
+    /// of the ring for the first time, so that its copy faulted them in, and
+    /// a time taken of it is not the path's.
+    pub fn ring_written(&self, peer: usize) -> u64 {
+        match self.peers.get(peer) {
+            Some(Some(p)) => p.ring.written(),
+            _ => 0,
+        }
     }
 
     /// Where in the ring to `peer` the next message goes, in bytes from the

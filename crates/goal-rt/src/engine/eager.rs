@@ -53,7 +53,9 @@ impl Engine {
             }
             if self.state.outq[p].is_empty() {
                 if let Some(pieces) = &pieces {
-                    let since = if chosen { crate::localop::monotonic_ns() } else { 0 };
+                    // Timed when `eagerness` chose (not a copy that faulted
+                    // pages of the ring in: one that moved `written`).
+                    let (since, written) = if chosen { (crate::localop::monotonic_ns(), self.link.shm.ring_written(p)) } else { (0, 0) };
                     let res = match pieces {
                         // SAFETY: send buffers are valid for their lengths by the API contract.
                         Pieces::One([(ptr, len)]) => self.link.shm.try_send_one(p, &head.encode(), unsafe { byte_slice(*ptr, *len) }),
@@ -61,8 +63,7 @@ impl Engine {
                     };
                     match res {
                         Ok(true) => {
-                            // (Not a copy that faulted in the ring's pages.)
-                            if chosen && !self.link.shm.last_send_fresh(p) {
+                            if chosen && self.link.shm.ring_written(p) == written {
                                 self.eagerness.eager_copied(p, len, crate::localop::monotonic_ns().saturating_sub(since));
                             }
                             return self.finish(r);

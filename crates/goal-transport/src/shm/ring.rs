@@ -198,11 +198,9 @@ pub(crate) struct RingProducer {
     /// Whether it rewinds at all (`ShmNode::rewind_rings`).
     rewind: Cell<bool>,
     /// Bytes from the ring's start that records have been written to (they
-    /// are written one after the other from offset 0).
+    /// are written one after the other from offset 0; see
+    /// [`written`](Self::written)).
     touched: Cell<u64>,
-    /// Whether the last record went (partly) beyond `touched`: its copy
-    /// faulted pages of the ring in (see [`last_push_fresh`](Self::last_push_fresh)).
-    fresh: Cell<bool>,
 }
 
 impl RingProducer {
@@ -218,7 +216,6 @@ impl RingProducer {
             next_look: Cell::new(tail),
             rewind: Cell::new(rewind),
             touched: Cell::new(0),
-            fresh: Cell::new(false),
         }
     }
 
@@ -227,13 +224,13 @@ impl RingProducer {
         self.rewind.set(on);
     }
 
-    /// Whether the last record pushed went (partly) to ring bytes no record
-    /// had been written to: pages its copy faulted in. The first lap of a
-    /// ring costs that: 2 ranks, 64 KiB records into a fresh 1 MiB ring,
-    /// 60-80 us each for the first fifteen, 2-7 us later (a page fault
-    /// some 3-4 us in this VM).
-    pub(crate) fn last_push_fresh(&self) -> bool {
-        self.fresh.get()
+    /// Bytes from the ring's start that records have been written to: a
+    /// push that moves it wrote ring pages for the first time, and its copy
+    /// faulted them in. The first lap of a ring costs that: 2 ranks, 64 KiB
+    /// records into a fresh 1 MiB ring, 60-80 us each for the first
+    /// fifteen, 2-7 us later (a page fault some 3-4 us in this VM).
+    pub(crate) fn written(&self) -> u64 {
+        self.touched.get()
     }
 
     /// The offset in the ring at which the next record would start if it
@@ -305,11 +302,9 @@ impl RingProducer {
         }
         let base = self.ptrs.data;
         let end = at as u64 + need;
-        let fresh = end + HEADER as u64 > self.touched.get();
-        if fresh {
+        if end + HEADER as u64 > self.touched.get() {
             self.touched.set(end + HEADER as u64);
         }
-        self.fresh.set(fresh);
         let next = end & (cap - 1);
         // SAFETY: (1) the `room` bytes from `tail` are free: the consumer
         // released them (Acquire load of `head` above), and the consumer only
