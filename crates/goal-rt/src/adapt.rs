@@ -68,8 +68,11 @@
 //! ranks are on a CPU.
 //!
 //! A third, a *burst* (more large sends to the peer already in flight),
-//! takes a fixed path without measuring (see [`Adapt::pick`]): the stream,
-//! or CMA where the receiver splits the copy with its waiting sender.
+//! takes the stream, or CMA where the receiver splits the copy with its
+//! waiting sender (see [`Adapt::pick`]): fixed for messages no longer than
+//! the pair's stream, for longer ones whichever whole bursts took less
+//! time by (see `burst`: a burst's messages are timed together, since
+//! their copies meet each other).
 //!
 //! With more ranks than cores an exchange's message at least as long as
 //! the pair's stream always takes CMA, and so does such a lone message, where calibration
@@ -79,6 +82,7 @@
 //!
 //! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
 
+use crate::burst::Bursts;
 use goal_transport::shm::STREAM_CHUNK;
 
 /// Size classes: 64 KiB, 128 KiB, ..., and 16 MiB with everything above.
@@ -278,6 +282,14 @@ pub(crate) struct Adapt {
     /// Bursts go by CMA: an idle receiver then splits each message with its
     /// waiting sender (the engine's `SPLIT_MIN`), so both cores copy.
     burst_cma: bool,
+    /// Bursts of messages longer than this (a pair's stream) take the
+    /// path whole bursts measured (see `burst`).
+    burst_measured_above: usize,
+    /// Bursts' paths, measured per burst (see `burst`).
+    pub bursts: Bursts,
+    /// Whether the latest [`Adapt::pick`] joined a burst that is timed
+    /// whole: the send's end is then reported ([`Bursts::sent`]).
+    pub in_burst: bool,
     /// More ranks than cores (see [`Adapt::share_cores`]): exchanges take
     /// one path unmeasured, and lone messages as long as a stream CMA
     /// where calibration found it faster somewhere.
@@ -300,6 +312,21 @@ pub(crate) struct Adapt {
 fn explore_every(slower_ns_per_byte: f64, len: usize, tries: u8) -> u64 {
     let cost = slower_ns_per_byte * len as f64 * f64::from(tries);
     ((cost / EXPLORE_SHARE) as u64).clamp(EXPLORE_NS, EXPLORE_MAX_NS)
+}
+
+/// Per peer and size class of `classes` with a measurement, both ways'
+/// ns per byte after their `names` ("rank 1 4096 KiB: long 0.052 narrow
+/// 0.036; ..."), for the choosers' debug lines.
+pub(crate) fn describe_classes(classes: &[[Class; CLASSES]], names: [&str; 2]) -> String {
+    let mut out = Vec::new();
+    for (peer, classes) in classes.iter().enumerate() {
+        for (k, c) in classes.iter().enumerate() {
+            if let Some(d) = c.describe(names) {
+                out.push(format!("rank {peer} {} KiB: {d}", 64u64 << k));
+            }
+        }
+    }
+    out.join("; ")
 }
 
 /// The size class of a message of `len` bytes (see [`CLASSES`]).
@@ -328,7 +355,7 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2], bursts_off_stream: 0, margin: MARGIN }
+        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, burst_measured_above: usize::MAX, bursts: Bursts::new(peers), in_burst: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2], bursts_off_stream: 0, margin: MARGIN }
     }
 
     /// The same chooser, leaving the calibrated path only for one `margin`
@@ -340,9 +367,11 @@ impl Adapt {
     }
 
     /// Sends bursts by CMA (`on`: messages split between the two cores) or
-    /// by the stream.
-    pub fn burst_by_cma(&mut self, on: bool) {
+    /// by the stream; those of messages longer than `stream` (a pair's
+    /// stream bytes) by whichever whole bursts measured faster.
+    pub fn burst_by_cma(&mut self, on: bool, stream: usize) {
         self.burst_cma = on;
+        self.burst_measured_above = stream;
     }
 
     /// More ranks than cores, with streams of `stream_bytes` (`None`: not
@@ -404,7 +433,11 @@ impl Adapt {
     /// 2026-11-30: windows of 4 and 16 MiB then went 9.2 and 8.6 GB/s by
     /// the stream, 12.7 and 11.3 by split CMA, and beside a busy process
     /// 4.1 and 3.8 against 7.0 and 8.7, for the stream moves only while
-    /// both ranks are on a CPU. Bursts of the smallest class take the
+    /// both ranks are on a CPU; but on the host of 2026-12-06, in the
+    /// state where a CMA read costs four `memcpy`s, 10.1-13.7 and 9.3-12.8
+    /// by the stream against 8.0-9.4 and 9.5-9.8 by split CMA. So bursts of
+    /// messages longer than a pair's stream take the path whole bursts
+    /// measured (see `burst`). Bursts of the smallest class take the
     /// stream all the same (see [`BURST_CMA_MIN`]), unless the stream
     /// measured slower than CMA for lone messages of that class (see
     /// [`stream_slow`](Self::stream_slow)). Otherwise it goes the way
@@ -414,7 +447,12 @@ impl Adapt {
             return None;
         }
         let now = crate::localop::monotonic_ns();
+        if situation != Situation::Burst {
+            self.bursts.end(peer);
+        }
+        self.in_burst = situation == Situation::Burst && self.burst_cma && calibrated == Path::Cma && !self.cma_denied && len > self.burst_measured_above;
         let p = match situation {
+            Situation::Burst if self.in_burst => self.bursts.pick(peer, len),
             Situation::Burst if self.burst_cma && calibrated == Path::Cma && !self.cma_denied && (len >= BURST_CMA_MIN || self.stream_slow(peer, len)) => {
                 if len < BURST_CMA_MIN {
                     self.bursts_off_stream += 1;
@@ -635,12 +673,18 @@ mod tests {
         // Where messages split between the cores, a burst goes by CMA,
         // unless a receiver refused it, from the second size class on (see
         // BURST_CMA_MIN).
-        a.burst_by_cma(true);
+        a.burst_by_cma(true, 1 << 20);
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Cma), "the stream measured slower: CMA");
         assert_eq!(a.bursts_off_stream, 1);
         let long = BURST_CMA_MIN;
         assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Cma));
         assert_eq!(a.pick(1, long, Path::Stream, Situation::Burst), Some(Path::Stream), "outside calibration's CMA range");
+        assert!(!a.in_burst, "a burst no longer than the stream is not timed");
+        // Longer than the pair's stream: the path whole bursts measured.
+        let longer = 4 << 20;
+        let first = a.pick(1, longer, Path::Cma, Situation::Burst);
+        assert!(a.in_burst);
+        assert_eq!(first, Some(a.bursts.pick(1, longer)), "the burst's own path");
         a.deny_cma();
         assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Stream));
     }
@@ -652,12 +696,12 @@ mod tests {
         let len = 64 << 10;
         let ns = |per_byte: f64| (per_byte * len as f64) as u64;
         let mut a = Adapt::new(2, 64 << 10);
-        a.burst_by_cma(true);
+        a.burst_by_cma(true, 1 << 20);
         // Unsettled, the stream.
         rec(&mut a, 1, len, Path::Stream, false, ns(0.8));
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
         let mut a = Adapt::new(2, 64 << 10);
-        a.burst_by_cma(true);
+        a.burst_by_cma(true, 1 << 20);
         rec(&mut a, 1, len, Path::Stream, false, ns(0.08));
         rec(&mut a, 1, len, Path::Cma, false, ns(0.2));
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
@@ -676,12 +720,12 @@ mod tests {
         let back = until(&mut a, 0.08, Path::Stream);
         assert!(back.is_some_and(|i| i <= 6), "back to the stream after {back:?} fast transfers");
         // Not where bursts do not go by CMA at all, nor past a refusal.
-        a.burst_by_cma(false);
+        a.burst_by_cma(false, 1 << 20);
         for _ in 0..10 {
             a.record(1, len, Path::Stream, false, ns(0.8));
         }
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));
-        a.burst_by_cma(true);
+        a.burst_by_cma(true, 1 << 20);
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Cma));
         a.deny_cma();
         assert_eq!(a.pick(1, len, Path::Cma, Situation::Burst), Some(Path::Stream));

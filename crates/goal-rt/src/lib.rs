@@ -48,6 +48,7 @@ macro_rules! say {
 
 mod adapt;
 mod affinity;
+mod burst;
 mod calibrate;
 mod config;
 mod elock;

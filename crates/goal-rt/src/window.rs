@@ -28,7 +28,7 @@
 //! long window unmeasured: through the narrow one the 2-rank reduce of
 //! 4 and 16 MiB took 1.2-1.34x as long, the vCPUs close.
 
-use crate::adapt::{class_of, Class, CLASSES};
+use crate::adapt::{class_of, describe_classes, Class, CLASSES};
 
 /// The long window is left only for a narrow one this many times faster
 /// per byte: where the two are close (4 MiB messages, the vCPUs close:
@@ -79,15 +79,7 @@ impl Windows {
     /// peer and size class with a measurement, ns per byte of each window
     /// (`-` where unmeasured).
     pub fn measured(&self) -> String {
-        let mut out = Vec::new();
-        for (peer, classes) in self.classes.iter().enumerate() {
-            for (k, c) in classes.iter().enumerate() {
-                if let Some(d) = c.describe(["long", "narrow"]) {
-                    out.push(format!("rank {peer} {} KiB: {d}", 64u64 << k));
-                }
-            }
-        }
-        out.join("; ")
+        describe_classes(&self.classes, ["long", "narrow"])
     }
 }
 

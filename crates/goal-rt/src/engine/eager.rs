@@ -77,15 +77,18 @@ impl Engine {
         }
         // Rendezvous: pick how the receiver will fetch the bytes.
         self.state.eager_backed_up += u64::from(backed_up && len <= self.thresholds.eager);
-        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false, since: 0 });
+        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false, since: 0, burst: false });
         head.kind = Kind::Rts;
         head.token = token;
-        let (offer, exchange) = self.choose_offer(r, p, len, ptr, heap_off);
+        let (offer, exchange, burst) = self.choose_offer(r, p, len, ptr, heap_off);
         if matches!(offer, Offer::Cma { .. } | Offer::Stream) && !ptr.is_null() && self.may_stage(p, len) {
             if let Some((off, staged)) = self.stage(p, ptr, len) {
                 // Copied into the heap for a peer that is not running (see
                 // `stage`): the send ends now; the FIN frees the block.
                 self.take_token(token);
+                if burst {
+                    self.adapt.bursts.sent(p);
+                }
                 head.token = staged;
                 head.mode = proto::MODE_HEAP;
                 if trace_on() {
@@ -107,7 +110,7 @@ impl Engine {
             Offer::Stream => proto::MODE_STREAM,
         };
         if let Some(s) = self.state.rdv[token as usize].as_mut() {
-            (s.exchange, s.mode) = (exchange, head.mode);
+            (s.exchange, s.mode, s.burst) = (exchange, head.mode, burst);
             // Timed from here when `eagerness` chose this way.
             s.since = if chosen && !eager { crate::localop::monotonic_ns() } else { 0 };
         }
@@ -150,7 +153,7 @@ impl Engine {
             if trace_on() {
                 self.trace_path(r, Path::NetBulk);
             }
-            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false, since: 0 });
+            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false, since: 0, burst: false });
             self.net_am(peer, &head, &[]).map(|_| false)
         };
         match res {

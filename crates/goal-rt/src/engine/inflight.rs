@@ -33,6 +33,9 @@ pub(super) struct RdvSend {
     /// When its RTS left (monotonic ns), for a send whose way `eagerness`
     /// chose; 0: not timed.
     pub(super) since: u64,
+    /// Part of a burst that `adapt` times whole (see `burst`): its end is
+    /// reported there.
+    pub(super) burst: bool,
 }
 
 /// A send being copied into a pair's stream.

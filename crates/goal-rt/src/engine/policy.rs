@@ -143,13 +143,14 @@ impl Engine {
     /// (`heap_off`), by CMA or by the stream as calibration and `adapt`
     /// decide (`ptr`: its one buffer; null for a send of pieces, which
     /// goes by the stream). Also whether it is half of an exchange (see
-    /// `adapt`), for the send's record.
-    pub(super) fn choose_offer(&mut self, r: OpRef, p: usize, len: usize, ptr: *mut u8, heap_off: Option<u64>) -> (Offer, bool) {
+    /// `adapt`), and whether it is part of a burst timed whole (see
+    /// `burst`), for the send's record.
+    pub(super) fn choose_offer(&mut self, r: OpRef, p: usize, len: usize, ptr: *mut u8, heap_off: Option<u64>) -> (Offer, bool, bool) {
         if let Some(off) = heap_off {
-            return (Offer::Heap { off }, false);
+            return (Offer::Heap { off }, false, false);
         }
         if ptr.is_null() {
-            return (Offer::Stream, false);
+            return (Offer::Stream, false, false);
         }
         let calibrated = len >= self.thresholds.cma.0 && len <= self.thresholds.cma.1;
         // Moved by the helper (the application computes): one read by
@@ -161,7 +162,7 @@ impl Engine {
         // `adapt`, 0.5 ms by CMA). Not recorded for `adapt`'s choice,
         // which times transfers the application waits for.
         if self.background && len >= self.thresholds.cma.0 && !self.adapt.cma_denied() {
-            return (Offer::Cma { addr: ptr as u64 }, false);
+            return (Offer::Cma { addr: ptr as u64 }, false, false);
         }
         // Another large send to this peer still in flight: a burst
         // (looked for only where adapt chooses).
@@ -193,11 +194,11 @@ impl Engine {
         // its start); in a burst the receiver splits each message with
         // its sender (see `adapt::Adapt::pick`).
         let default = cma_first(len, self.thresholds.cma);
-        let cma = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
-            Some(path) => path == adapt::Path::Cma,
-            None => calibrated,
+        let (cma, burst) = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
+            Some(path) => (path == adapt::Path::Cma, self.adapt.in_burst),
+            None => (calibrated, false),
         };
-        (if cma { Offer::Cma { addr: ptr as u64 } } else { Offer::Stream }, exchange)
+        (if cma { Offer::Cma { addr: ptr as u64 } } else { Offer::Stream }, exchange, burst)
     }
 
     /// Decides how receive `r` fetches a message of `len` bytes from `src`
@@ -474,7 +475,7 @@ impl Engine {
     /// in Wait (`app_waiting`, the runtime's count) agreeing.
     pub fn allow_splits(&mut self, on: bool, app_waiting: Arc<AtomicU32>) {
         self.splits = on;
-        self.adapt.burst_by_cma(on);
+        self.adapt.burst_by_cma(on, self.link.shm.stream_bytes());
         self.app_waiting = Some(app_waiting);
     }
 

@@ -52,6 +52,9 @@ impl Engine {
     /// Ends rendezvous send `s`, whose receiver has its bytes (its token
     /// taken), noting its time from the RTS where `eagerness` chose its way.
     pub(super) fn rdv_sent(&mut self, s: RdvSend) {
+        if s.burst {
+            self.adapt.bursts.sent(s.peer as usize);
+        }
         if s.since != 0 {
             let ns = crate::localop::monotonic_ns().saturating_sub(s.since);
             self.eagerness.rendezvous_took(s.peer as usize, s.len, ns);

@@ -228,6 +228,8 @@ impl Engine {
         let [stream, cma] = self.adapt.taken;
         let [x_stream, x_cma] = self.adapt.taken_in_exchange;
         let off = self.adapt.bursts_off_stream;
+        let [b_stream, b_cma] = self.adapt.bursts.taken;
+        let b_timed = self.adapt.bursts.timed;
         let fuse_cma = self.fuse_paths.taken[1];
         let (fused, pushed, [split, declined], cold) = (self.state.fused, self.state.pushed, self.state.split, self.state.paths.cold_writes);
         let [bytes, read] = self.state.split_bytes;
@@ -236,16 +238,18 @@ impl Engine {
         (stream + cma + fused + fuse_cma + pushed + split + staged > 0).then(|| {
             format!(
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA; \
-                 {off} of a burst of the smallest class by CMA because the stream measured slower), \
+                 {off} of a burst of the smallest class by CMA because the stream measured slower; \
+                 of bursts of messages longer than the stream, {b_stream} by stream and {b_cma} by split CMA, {b_timed} burst(s) timed whole), \
                  {staged} of them staged in this rank's heap instead, for a rank not running (more ranks than cores); \
                  {fused} receive(s) combined with their local operation as they came \
                  ({fuse_cma} more read by CMA, then combined: the stream measured slower, or to explore); {pushed} written here by their senders while this rank was busy; \
                  {split} copied by this rank and their senders together, chunk by chunk, this rank taking {share} % of their bytes \
                  ({declined} of them declined by a sender whose application did not wait); \
                  {cold} of their senders' writes slower than this rank's own copy (the application reads what it receives: this rank then copies for a while); \
-                 ns per byte measured: {}; for receives that could be combined as they come \
+                 ns per byte measured: {}; by whole bursts: {}; for receives that could be combined as they come \
                  (stream: fused, CMA: the read alone): {}",
                 self.adapt.measured(),
+                self.adapt.bursts.measured(),
                 self.fuse_paths.measured()
             )
         })

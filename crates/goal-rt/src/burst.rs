@@ -1,0 +1,268 @@
+//! Choosing the path of a burst of large messages to one peer (the
+//! stream or split CMA) from what whole bursts took each way.
+//!
+//! Used for messages longer than a pair's stream (see `adapt::Adapt::pick`).
+//! Shorter ones keep their fixed paths: timed so, bursts of 256 KiB and
+//! 1 MiB measured the stream 1.14-1.28x faster than split CMA in the
+//! first state below (0.126 and 0.140 ns per byte against 0.144 and
+//! 0.179), while windows of them all by the stream ran at 0.9x the speed
+//! of windows all by split CMA, whose 7.8-9.3 GB/s are 0.11-0.13 ns per
+//! byte: a burst by split CMA that takes turns with the stream is slower
+//! than one of many in a row, for reasons not found here.
+//!
+//! A *burst* is a run of large sends to one peer with more of them in
+//! flight at once (a window of sends, a pipelined broadcast's segments,
+//! see `adapt::Situation::Burst`). Two paths carry one: the pair's stream,
+//! where the sender copies each message in while the receiver copies the
+//! previous one out, or CMA split between the two cores, where each copies
+//! half of every message straight between the buffers. Which is faster
+//! changes with the host, and the two are far apart either way:
+//! - quiet, in the host state where a CMA read of a MiB costs four
+//!   `memcpy`s of it, windows of 4 and 16 MiB sends streamed at
+//!   10.1-13.7 and 9.3-12.8 GB/s by the stream against 8.0-9.4 and
+//!   9.5-9.8 by split CMA, 64 KiB windows 17-25 against 11.5-17;
+//! - beside a busy process, where the stream moves only while both ranks
+//!   are on a CPU, 3.2-5.1 GB/s by the stream from 256 KiB against 5.3-6.6
+//!   by split CMA;
+//! - on the host of 2026-11-30, quiet, 9.2 and 8.6 by the stream, 12.7 and
+//!   11.3 by split CMA (the reason bursts took split CMA fixed until now).
+//!
+//! A burst's single messages cannot be timed apart: each one's copy meets
+//! the others' (a message's stream waits while its receiver reads the
+//! one before by CMA). So a burst is timed whole: from the pick of its
+//! first message that came in a burst to the end of its last send, over
+//! the bytes of all of them, and every message of one burst takes one
+//! path, the one picked for its first. A burst ends at the next large
+//! send to the peer that is no part of it (one alone or half of an
+//! exchange, or of another size class); it is recorded then, if every
+//! send of it finished. Per peer and size class an average per byte of
+//! each path is kept in a [`Class`], as `adapt` does for single messages:
+//! the two take turns while they settle, a path is left for one
+//! [`MARGIN`] times faster, and the slower one takes a whole burst every
+//! so often, so that a change of the host's state is seen. The last
+//! message's trailing chunk, which its receiver copies out of the stream
+//! after the sender's last push, is not counted: at most 64 KiB of a
+//! burst of at least two messages.
+
+use crate::adapt::{class_of, describe_classes, Class, Path, CLASSES};
+
+/// A burst's path is left only for one this many times faster per byte.
+/// A burst's time is that of many messages, steadier than one message's,
+/// so the margin is lower than `adapt`'s; the quiet 16 MiB windows above
+/// were 1.15x apart.
+const MARGIN: f64 = 1.1;
+
+/// The burst in flight to one peer.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    path: Path,
+    class: usize,
+    /// When its first message was picked (monotonic ns).
+    since: u64,
+    /// Its messages' bytes, and how many of them there are and ended.
+    bytes: u64,
+    sent: u32,
+    done: u32,
+    /// When its latest send ended (monotonic ns).
+    last: u64,
+}
+
+/// The chooser (see the module documentation).
+pub(crate) struct Bursts {
+    /// Per peer and size class: ns per byte of the stream (0) and split
+    /// CMA (1) for whole bursts.
+    classes: Vec<[Class; CLASSES]>,
+    /// Per peer: the burst in flight, if any.
+    runs: Vec<Option<Run>>,
+    /// Per peer and size class: the bytes of its latest burst timed, which
+    /// set how often the slower path is explored (see [`Class::pick`]: at
+    /// most about 1 % of the class's time, a whole burst each time).
+    last_bytes: Vec<[u64; CLASSES]>,
+    /// Messages of bursts that took each path (stream, CMA), and bursts
+    /// timed, for the debug line.
+    pub taken: [u64; 2],
+    pub timed: u64,
+}
+
+impl Bursts {
+    /// A chooser for `peers` peers.
+    pub fn new(peers: usize) -> Bursts {
+        Bursts { classes: vec![[Class::default(); CLASSES]; peers], runs: vec![None; peers], last_bytes: vec![[0; CLASSES]; peers], taken: [0; 2], timed: 0 }
+    }
+
+    /// The path of a message of `len` bytes to `peer` that comes in a
+    /// burst: the path of the burst in flight when it is of its size
+    /// class, else the first of a new one's.
+    pub fn pick(&mut self, peer: usize, len: usize) -> Path {
+        self.pick_at(peer, len, crate::localop::monotonic_ns())
+    }
+
+    fn pick_at(&mut self, peer: usize, len: usize, now: u64) -> Path {
+        let class = class_of(len);
+        let path = match self.runs[peer] {
+            Some(run) if run.class == class => run.path,
+            _ => {
+                self.end_at(peer);
+                // Split CMA unless the stream measured MARGIN times
+                // faster: the path such bursts took before they were timed.
+                let default = 1;
+                let bytes = (self.last_bytes[peer][class] as usize).max(len);
+                let path = if self.classes[peer][class].pick(default, MARGIN, 1, bytes, now) == 1 { Path::Cma } else { Path::Stream };
+                self.runs[peer] = Some(Run { path, class, since: now, bytes: 0, sent: 0, done: 0, last: now });
+                path
+            }
+        };
+        let run = self.runs[peer].as_mut().unwrap_or_else(|| unreachable!());
+        run.bytes += len as u64;
+        run.sent += 1;
+        self.taken[usize::from(path == Path::Cma)] += 1;
+        path
+    }
+
+    /// A send to `peer` that was picked in a burst ended.
+    pub fn sent(&mut self, peer: usize) {
+        self.sent_at(peer, crate::localop::monotonic_ns());
+    }
+
+    fn sent_at(&mut self, peer: usize, now: u64) {
+        if let Some(run) = self.runs[peer].as_mut() {
+            run.done += 1;
+            run.last = now;
+        }
+    }
+
+    /// A large send to `peer` that is no part of a burst: the burst in
+    /// flight, if any, ends.
+    pub fn end(&mut self, peer: usize) {
+        self.end_at(peer);
+    }
+
+    fn end_at(&mut self, peer: usize) {
+        if let Some(run) = self.runs[peer].take() {
+            if run.done == run.sent && run.bytes > 0 && run.last > run.since {
+                let way = usize::from(run.path == Path::Cma);
+                self.classes[peer][run.class].add(way, (run.last - run.since) as f64 / run.bytes as f64);
+                self.last_bytes[peer][run.class] = run.bytes;
+                self.timed += 1;
+            }
+        }
+    }
+
+    /// What bursts measured, for the debug line at the end: per peer and
+    /// size class, ns per byte of each path.
+    pub fn measured(&self) -> String {
+        describe_classes(&self.classes, ["stream", "split cma"])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// One burst of `n` messages of `len` bytes to peer 1 from `t`, each
+    /// sent at `gbps`; the path it took and when it ended.
+    fn burst(b: &mut Bursts, t: u64, n: u32, len: usize, gbps: impl Fn(Path) -> f64) -> (Path, u64) {
+        let path = b.pick_at(1, len, t);
+        for _ in 1..n {
+            assert_eq!(b.pick_at(1, len, t), path, "a burst keeps one path");
+        }
+        let each = (len as f64 / gbps(path)) as u64;
+        let mut now = t;
+        for _ in 0..n {
+            now += each;
+            b.sent_at(1, now);
+        }
+        b.end_at(1);
+        (path, now)
+    }
+
+    #[test]
+    fn bursts_settle_on_the_faster_path_and_explore_the_other() {
+        for (fast, slow, len) in [(Path::Stream, Path::Cma, 4 << 20), (Path::Cma, Path::Stream, 1 << 20), (Path::Stream, Path::Cma, 64 << 10)] {
+            let mut b = Bursts::new(2);
+            let speed = |p: Path| if p == fast { 12.0 } else { 8.0 };
+            let (mut t, mut paths) = (0, Vec::new());
+            for _ in 0..200 {
+                let (p, end) = burst(&mut b, t, 8, len, speed);
+                paths.push(p);
+                t = end + MS;
+            }
+            // Settled in turns (4 each), then the faster one but for a
+            // rare exploration.
+            let later = &paths[8..];
+            let slow_ones = later.iter().filter(|&&p| p == slow).count();
+            assert!(slow_ones >= 1 && slow_ones * 20 < later.len(), "{fast:?} faster, {len} B: {slow_ones} of {} by {slow:?}", later.len());
+            assert_eq!(b.timed, 200);
+        }
+    }
+
+    #[test]
+    fn a_change_of_speed_moves_the_bursts_within_a_second() {
+        let len = 4 << 20;
+        let mut b = Bursts::new(2);
+        // Bursts back to back, the stream 12 GB/s and CMA 8 or the other
+        // way round: each burst's path and start.
+        let mut t = 0;
+        let mut run = |b: &mut Bursts, stream_fast: bool, n: usize| -> Vec<(Path, u64)> {
+            (0..n)
+                .map(|_| {
+                    let at = t;
+                    let (p, end) = burst(b, at, 8, len, |p| if (p == Path::Stream) == stream_fast { 12.0 } else { 8.0 });
+                    t = end + MS;
+                    (p, at)
+                })
+                .collect()
+        };
+        assert_eq!(run(&mut b, true, 100).last().map(|r| r.0), Some(Path::Stream));
+        let after = run(&mut b, false, 400);
+        let change = after[0].1;
+        // Turned for good (five bursts in a row by CMA; explorations of
+        // the stream may follow) within a tenth of a second.
+        let turned = after.windows(5).position(|w| w.iter().all(|r| r.0 == Path::Cma)).expect("never turned to CMA");
+        assert!(after[turned].1 - change < 100 * MS, "bursts turned to CMA {} ms after the change", (after[turned].1 - change) / MS);
+        assert!(after.iter().rev().take(50).filter(|r| r.0 == Path::Cma).count() >= 45);
+    }
+
+    #[test]
+    fn an_unfinished_or_mixed_burst_is_not_recorded() {
+        let len = 1 << 20;
+        let mut b = Bursts::new(2);
+        // Two sends, one ended: not recorded.
+        b.pick_at(1, len, 0);
+        b.pick_at(1, len, 0);
+        b.sent_at(1, MS);
+        b.end_at(1);
+        assert_eq!(b.timed, 0);
+        // A message of another class starts a new burst; the old one ended.
+        let p = b.pick_at(1, len, 10 * MS);
+        b.sent_at(1, 11 * MS);
+        b.pick_at(1, 4 * len, 12 * MS);
+        assert_eq!(b.timed, 1);
+        assert_eq!(b.taken.iter().sum::<u64>(), 4);
+        let _ = p;
+    }
+
+    #[test]
+    fn equal_paths_keep_split_cma_but_for_explorations() {
+        let len = 4 << 20;
+        let mut b = Bursts::new(2);
+        // While settling the paths take turns, four bursts each.
+        let mut seen = [0; 2];
+        for i in 0..8 {
+            let (p, _) = burst(&mut b, i * 10 * MS, 4, len, |_| 10.0);
+            seen[usize::from(p == Path::Cma)] += 1;
+        }
+        assert_eq!(seen, [4, 4]);
+        let mut t = 100 * MS;
+        let kept = (0..5)
+            .filter(|_| {
+                let (p, end) = burst(&mut b, t, 4, len, |_| 10.0);
+                t = end + MS;
+                p == Path::Cma
+            })
+            .count();
+        assert!(kept >= 4, "{kept} of 5 bursts by split CMA");
+    }
+}
