@@ -46,11 +46,16 @@
 
 use crate::adapt::{class_of, describe_classes, Class, Path, CLASSES};
 
-/// A burst's path is left only for one this many times faster per byte.
-/// A burst's time is that of many messages, steadier than one message's,
-/// so the margin is lower than `adapt`'s; the quiet 16 MiB windows above
-/// were 1.15x apart.
-const MARGIN: f64 = 1.1;
+/// A burst's path is left only for one this many times faster per byte:
+/// none, the faster one is taken. A burst's time is that of many
+/// messages, steadier than one message's, and bursts timed in turn with
+/// the other path measured the two closer than windows of either alone
+/// ran: quiet, 4 and 16 MiB bursts by the stream 1.14-1.5x faster than by
+/// split CMA where windows all by the stream ran 1.3-1.4x faster; beside a
+/// busy process split CMA 1.03-1.2x faster where windows of it ran 1.2x.
+/// With `adapt`'s margin of 1.25 or one of 1.1 split CMA kept the quiet
+/// bursts of 4 MiB in some runs.
+const MARGIN: f64 = 1.0;
 
 /// The burst in flight to one peer.
 #[derive(Clone, Copy, Debug)]
