@@ -785,6 +785,15 @@ impl ShmNode {
         n
     }
 
+    /// Bytes pushed into the stream to `peer` that it has not copied out yet.
+    ///
+    /// # Panics
+    ///
+    /// If `peer` is not connected.
+    pub fn stream_unread(&self, peer: usize) -> usize {
+        self.peer(peer).stream.unread()
+    }
+
     /// Sets the window of the stream to `peer` for the bytes pushed from
     /// now on (see [`StreamWindow`]). A push after a change takes nothing
     /// until `peer` has popped every byte before.

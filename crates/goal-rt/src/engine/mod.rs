@@ -445,6 +445,8 @@ impl Engine {
         if self.state.streams_active > 0 {
             self.pump_transfers();
             self.drain_ready();
+        } else if self.adapt.bursts.waiting() {
+            self.bursts_drained();
         }
         self.publish_credits();
         self.link.flush();

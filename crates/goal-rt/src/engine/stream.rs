@@ -78,12 +78,20 @@ impl Engine {
     /// Moves every transfer in flight along: streams in and out, reads.
     pub(super) fn pump_transfers(&mut self) {
         self.pump_streams();
+        self.bursts_drained();
         if !self.state.reads.is_empty() {
             self.pump_reads();
         }
         if !self.state.writes.is_empty() {
             self.pump_writes();
         }
+    }
+
+    /// Ends the time of the bursts by the stream that their receivers
+    /// have copied out (see `burst::Bursts::poll_drained`).
+    pub(super) fn bursts_drained(&mut self) {
+        let shm = &self.link.shm;
+        self.adapt.bursts.poll_drained(|p| shm.stream_unread(p));
     }
 
     pub(super) fn pump_streams(&mut self) {

@@ -174,6 +174,12 @@ impl StreamProducer {
         self.want.set(self.ptrs.window(w));
     }
 
+    /// Bytes pushed that the consumer has not copied out yet.
+    pub(crate) fn unread(&self) -> usize {
+        self.cached_head.set(self.ptrs.head().load(Ordering::Acquire));
+        (self.local_tail.get() - self.cached_head.get()) as usize
+    }
+
     /// Copies as much of `src` as fits; returns the bytes taken. Nothing
     /// while the window is to change and bytes placed with the old one are
     /// still in the stream.
