@@ -203,16 +203,31 @@ pub(crate) struct Class {
     /// Sends left in the current exploration of the slower way (see
     /// [`EXCHANGE_EXPLORE`]).
     exploring: u8,
+    /// Transfers each way takes before the two are compared; 0:
+    /// [`SETTLED`] (see [`Class::settling_after`]).
+    settle: u8,
 }
 
 impl Class {
+    /// A class whose ways are compared after `n` transfers each (at least
+    /// 2: the first is not timed) rather than [`SETTLED`]: for transfers
+    /// timed whole over many messages, steadier than one message's.
+    pub(crate) fn settling_after(n: u8) -> Class {
+        Class { settle: n.max(2), ..Class::default() }
+    }
+
+    fn settled(&self) -> u8 {
+        if self.settle == 0 { SETTLED } else { self.settle }
+    }
+
     /// Which way (0 or 1) a transfer of `len` bytes takes at time `now`
     /// (ns): while both settle, they take turns (see [`SETTLED`]); then
     /// `default`, unless the other is `margin` times faster per byte, and
     /// every so often the slower one, `tries` times in a row (see
     /// [`explore_every`]).
     pub(crate) fn pick(&mut self, default: usize, margin: f64, tries: u8, len: usize, now: u64) -> usize {
-        if self.seen[0] < SETTLED || self.seen[1] < SETTLED {
+        let settled = self.settled();
+        if self.seen[0] < settled || self.seen[1] < settled {
             return usize::from(self.seen[1] < self.seen[0]);
         }
         let best = if self.ns_per_byte[1 - default] * margin < self.ns_per_byte[default] { 1 - default } else { default };
@@ -232,13 +247,15 @@ impl Class {
     /// the next two start the average at the faster of them, later ones
     /// join it ([`ALPHA`]), each at most [`OUTLIER`] times the average.
     pub(crate) fn add(&mut self, way: usize, ns_per_byte: f64) {
+        let settled = self.settled();
         let (seen, v) = (&mut self.seen[way], &mut self.ns_per_byte[way]);
-        *seen = (*seen + 1).min(SETTLED);
-        *v = match *seen {
-            1 => return,
-            2 => ns_per_byte,
-            SETTLED => (1.0 - ALPHA) * *v + ALPHA * ns_per_byte.min(OUTLIER * *v),
-            _ => v.min(ns_per_byte),
+        let before = *seen;
+        *seen = (before + 1).min(settled);
+        *v = match before {
+            0 => return,
+            1 => ns_per_byte,
+            b if b + 1 < settled => v.min(ns_per_byte),
+            _ => (1.0 - ALPHA) * *v + ALPHA * ns_per_byte.min(OUTLIER * *v),
         };
     }
 

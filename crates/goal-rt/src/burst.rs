@@ -2,13 +2,12 @@
 //! stream or split CMA) from what whole bursts took each way.
 //!
 //! Used for messages longer than a pair's stream (see `adapt::Adapt::pick`).
-//! Shorter ones keep their fixed paths: timed so, bursts of 256 KiB and
-//! 1 MiB measured the stream 1.14-1.28x faster than split CMA in the
-//! first state below (0.126 and 0.140 ns per byte against 0.144 and
-//! 0.179), while windows of them all by the stream ran at 0.9x the speed
-//! of windows all by split CMA, whose 7.8-9.3 GB/s are 0.11-0.13 ns per
-//! byte: a burst by split CMA that takes turns with the stream is slower
-//! than one of many in a row, for reasons not found here.
+//! Shorter ones keep their fixed paths: timed so (to their last send's
+//! end, before [`Bursts::poll_drained`]), bursts of 256 KiB and 1 MiB
+//! measured the stream 1.14-1.28x faster than split CMA in the first
+//! state below (0.126 and 0.140 ns per byte against 0.144 and 0.179),
+//! while windows of them ran 1.1-1.45x faster all by split CMA than all by
+//! the stream, quiet or under detours.
 //!
 //! A *burst* is a run of large sends to one peer with more of them in
 //! flight at once (a window of sends, a pipelined broadcast's segments,
@@ -20,7 +19,7 @@
 //! - quiet, in the host state where a CMA read of a MiB costs four
 //!   `memcpy`s of it, windows of 4 and 16 MiB sends streamed at
 //!   10.1-13.7 and 9.3-12.8 GB/s by the stream against 8.0-9.4 and
-//!   9.5-9.8 by split CMA, 64 KiB windows 17-25 against 11.5-17;
+//!   9.5-9.8 by split CMA;
 //! - beside a busy process, where the stream moves only while both ranks
 //!   are on a CPU, 3.2-5.1 GB/s by the stream from 256 KiB against 5.3-6.6
 //!   by split CMA;
@@ -30,19 +29,18 @@
 //! A burst's single messages cannot be timed apart: each one's copy meets
 //! the others' (a message's stream waits while its receiver reads the
 //! one before by CMA). So a burst is timed whole: from the pick of its
-//! first message that came in a burst to the end of its last send, over
-//! the bytes of all of them, and every message of one burst takes one
-//! path, the one picked for its first. A burst ends at the next large
-//! send to the peer that is no part of it (one alone or half of an
-//! exchange, or of another size class); it is recorded then, if every
-//! send of it finished. Per peer and size class an average per byte of
+//! first message that came in a burst to the end of its last send (by
+//! split CMA its receiver's `FIN`; by the stream when its receiver has
+//! copied the last byte out, see [`Bursts::poll_drained`]), over the bytes
+//! of all of them, and every message of one burst takes one path, the one
+//! picked for its first. A burst ends at the next large send to the peer
+//! that is no part of it (one alone or half of an exchange, or of another
+//! size class); it is recorded then, if every send of it finished and its
+//! receiver copied it out. Per peer and size class an average per byte of
 //! each path is kept in a [`Class`], as `adapt` does for single messages:
-//! the two take turns while they settle, a path is left for one
-//! [`MARGIN`] times faster, and the slower one takes a whole burst every
-//! so often, so that a change of the host's state is seen. The last
-//! message's trailing chunk, which its receiver copies out of the stream
-//! after the sender's last push, is not counted: at most 64 KiB of a
-//! burst of at least two messages.
+//! the two take turns while they settle, the faster is taken (see
+//! [`MARGIN`]), and the slower one takes a whole burst every so often, so
+//! that a change of the host's state is seen.
 
 use crate::adapt::{class_of, describe_classes, Class, Path, CLASSES};
 
@@ -56,6 +54,16 @@ use crate::adapt::{class_of, describe_classes, Class, Path, CLASSES};
 /// With `adapt`'s margin of 1.25 or one of 1.1 split CMA kept the quiet
 /// bursts of 4 MiB in some runs.
 const MARGIN: f64 = 1.0;
+
+/// Bursts each path takes before the two are compared: the first untimed
+/// and one timed, where single messages take four (see `adapt`'s
+/// `SETTLED`). A burst's time is many messages', and in a benchmark's
+/// twenty windows of a size the four bursts a path took while settling
+/// were a fifth of them: beside a busy process, where a 16 MiB burst by
+/// the stream took up to 2.7 times one by split CMA, windows of 16 MiB ran
+/// 0.88x as fast as with split CMA fixed, every burst after settling by
+/// split CMA.
+const SETTLED: u8 = 2;
 
 /// The burst in flight to one peer.
 #[derive(Clone, Copy, Debug)]
@@ -100,7 +108,7 @@ pub(crate) struct Bursts {
 impl Bursts {
     /// A chooser for `peers` peers.
     pub fn new(peers: usize) -> Bursts {
-        Bursts { classes: vec![[Class::default(); CLASSES]; peers], runs: vec![None; peers], last_bytes: vec![[0; CLASSES]; peers], taken: [0; 2], timed: 0, any_draining: false }
+        Bursts { classes: vec![[Class::settling_after(SETTLED); CLASSES]; peers], runs: vec![None; peers], last_bytes: vec![[0; CLASSES]; peers], taken: [0; 2], timed: 0, any_draining: false }
     }
 
     /// The path of a message of `len` bytes to `peer` that comes in a
@@ -249,7 +257,7 @@ mod tests {
                 paths.push(p);
                 t = end + MS;
             }
-            // Settled in turns (4 each), then the faster one but for a
+            // Settled in turns (SETTLED each), then the faster one but for a
             // rare exploration.
             let later = &paths[8..];
             let slow_ones = later.iter().filter(|&&p| p == slow).count();
@@ -348,13 +356,13 @@ mod tests {
     fn equal_paths_keep_split_cma_but_for_explorations() {
         let len = 4 << 20;
         let mut b = Bursts::new(2);
-        // While settling the paths take turns, four bursts each.
+        // While settling the paths take turns, two bursts each.
         let mut seen = [0; 2];
-        for i in 0..8 {
+        for i in 0..2 * u64::from(SETTLED) {
             let (p, _) = burst(&mut b, i * 10 * MS, 4, len, |_| 10.0);
             seen[usize::from(p == Path::Cma)] += 1;
         }
-        assert_eq!(seen, [4, 4]);
+        assert_eq!(seen, [SETTLED; 2]);
         let mut t = 100 * MS;
         let kept = (0..5)
             .filter(|_| {
