@@ -124,8 +124,8 @@ impl Bursts {
             Some(run) if run.class == class => run.path,
             _ => {
                 self.end_at(peer);
-                // Split CMA unless the stream measured MARGIN times
-                // faster: the path such bursts took before they were timed.
+                // Split CMA unless the stream measured faster (MARGIN):
+                // the path such bursts took before they were timed.
                 let default = 1;
                 let bytes = (self.last_bytes[peer][class] as usize).max(len);
                 let path = if self.classes[peer][class].pick(default, MARGIN, 1, bytes, now) == 1 { Path::Cma } else { Path::Stream };
