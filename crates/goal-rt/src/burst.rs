@@ -123,7 +123,7 @@ impl Bursts {
         let path = match self.runs[peer] {
             Some(run) if run.class == class => run.path,
             _ => {
-                self.end_at(peer);
+                self.end(peer);
                 // Split CMA unless the stream measured faster (MARGIN):
                 // the path such bursts took before they were timed.
                 let default = 1;
@@ -198,10 +198,6 @@ impl Bursts {
     /// A large send to `peer` that is no part of a burst: the burst in
     /// flight, if any, ends.
     pub fn end(&mut self, peer: usize) {
-        self.end_at(peer);
-    }
-
-    fn end_at(&mut self, peer: usize) {
         if let Some(run) = self.runs[peer].take() {
             if run.draining {
                 self.any_draining = self.runs.iter().flatten().any(|r| r.draining);
@@ -242,7 +238,7 @@ mod tests {
             b.sent_at(1, now);
         }
         b.poll_drained_at(|_| 0, now);
-        b.end_at(1);
+        b.end(1);
         (path, now)
     }
 
@@ -311,7 +307,7 @@ mod tests {
                 b.poll_drained_at(|p| if p == 1 { 0 } else { 1 }, t + 5 * MS);
                 assert!(!b.waiting());
             }
-            b.end_at(1);
+            b.end(1);
         }
         // The stream's bursts took 5 ms to their receiver's end, CMA's 3:
         // CMA, but for explorations.
@@ -321,13 +317,13 @@ mod tests {
         let mut t = 10_000 * MS;
         while b.pick_at(1, len, t) != Path::Stream {
             b.sent_at(1, t + MS);
-            b.end_at(1);
+            b.end(1);
             t += 1_100 * MS;
         }
         let timed = b.timed;
         b.sent_at(1, t + MS);
         b.poll_drained_at(|_| 4096, t + 2 * MS);
-        b.end_at(1);
+        b.end(1);
         assert_eq!(b.timed, timed, "a burst its receiver had not copied out was recorded");
         assert!(!b.waiting(), "the next burst does not wait for the old one");
     }
@@ -340,16 +336,15 @@ mod tests {
         b.pick_at(1, len, 0);
         b.pick_at(1, len, 0);
         b.sent_at(1, MS);
-        b.end_at(1);
+        b.end(1);
         assert_eq!(b.timed, 0);
         // A message of another class starts a new burst; the old one ended.
-        let p = b.pick_at(1, len, 10 * MS);
+        b.pick_at(1, len, 10 * MS);
         b.sent_at(1, 11 * MS);
         b.poll_drained_at(|_| 0, 11 * MS);
         b.pick_at(1, 4 * len, 12 * MS);
         assert_eq!(b.timed, 1);
         assert_eq!(b.taken.iter().sum::<u64>(), 4);
-        let _ = p;
     }
 
     #[test]
