@@ -280,6 +280,15 @@ const EXCHANGE_EXPLORE: u8 = 2;
 /// (ns; see [`Adapt::heard`]).
 type Lead = (Path, u64);
 
+/// A send's path, from [`Adapt::pick_send`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Picked {
+    /// The path it takes.
+    pub path: Path,
+    /// Whether it joined a burst timed whole (see `burst`).
+    pub timed_burst: bool,
+}
+
 /// The chooser (see the module documentation).
 pub(crate) struct Adapt {
     /// Sizes from here on are chosen adaptively (`usize::MAX`: off).
@@ -304,9 +313,6 @@ pub(crate) struct Adapt {
     burst_measured_above: usize,
     /// Bursts' paths, measured per burst (see `burst`).
     pub bursts: Bursts,
-    /// Whether the latest [`Adapt::pick`] joined a burst that is timed
-    /// whole: the send's end is then reported ([`Bursts::sent`]).
-    pub in_burst: bool,
     /// More ranks than cores (see [`Adapt::share_cores`]): exchanges take
     /// one path unmeasured, and lone messages as long as a stream CMA
     /// where calibration found it faster somewhere.
@@ -372,7 +378,7 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, burst_measured_above: usize::MAX, bursts: Bursts::new(peers), in_burst: false, shared: None, taken: [0; 2], taken_in_exchange: [0; 2], bursts_off_stream: 0, margin: MARGIN }
+        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, burst_measured_above: usize::MAX, bursts: Bursts::new(peers), shared: None, taken: [0; 2], taken_in_exchange: [0; 2], bursts_off_stream: 0, margin: MARGIN }
     }
 
     /// The same chooser, leaving the calibrated path only for one `margin`
@@ -460,6 +466,12 @@ impl Adapt {
     /// [`stream_slow`](Self::stream_slow)). Otherwise it goes the way
     /// that was faster in its situation.
     pub fn pick(&mut self, peer: usize, len: usize, calibrated: Path, situation: Situation) -> Option<Path> {
+        self.pick_send(peer, len, calibrated, situation).map(|p| p.path)
+    }
+
+    /// [`Adapt::pick`], telling also whether the send joined a burst that
+    /// is timed whole: its end is then to be reported ([`Bursts::sent`]).
+    pub fn pick_send(&mut self, peer: usize, len: usize, calibrated: Path, situation: Situation) -> Option<Picked> {
         if len < self.from {
             return None;
         }
@@ -467,9 +479,9 @@ impl Adapt {
         if situation != Situation::Burst {
             self.bursts.end(peer);
         }
-        self.in_burst = situation == Situation::Burst && self.burst_cma && calibrated == Path::Cma && !self.cma_denied && len > self.burst_measured_above;
+        let timed_burst = situation == Situation::Burst && self.burst_cma && calibrated == Path::Cma && !self.cma_denied && len > self.burst_measured_above;
         let p = match situation {
-            Situation::Burst if self.in_burst => self.bursts.pick(peer, len),
+            Situation::Burst if timed_burst => self.bursts.pick(peer, len),
             Situation::Burst if self.burst_cma && calibrated == Path::Cma && !self.cma_denied && (len >= BURST_CMA_MIN || self.stream_slow(peer, len)) => {
                 if len < BURST_CMA_MIN {
                     self.bursts_off_stream += 1;
@@ -486,7 +498,7 @@ impl Adapt {
         if situation == Situation::Exchange {
             self.taken_in_exchange[index(p)] += 1;
         }
-        Some(p)
+        Some(Picked { path: p, timed_burst })
     }
 
     /// Whether lone messages of `len`'s size class to `peer` measured
@@ -695,13 +707,13 @@ mod tests {
         assert_eq!(a.bursts_off_stream, 1);
         let long = BURST_CMA_MIN;
         assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Cma));
-        assert_eq!(a.pick(1, long, Path::Stream, Situation::Burst), Some(Path::Stream), "outside calibration's CMA range");
-        assert!(!a.in_burst, "a burst no longer than the stream is not timed");
+        let picked = a.pick_send(1, long, Path::Stream, Situation::Burst);
+        assert_eq!(picked, Some(Picked { path: Path::Stream, timed_burst: false }), "outside calibration's CMA range; a burst no longer than the stream is not timed");
         // Longer than the pair's stream: the path whole bursts measured.
         let longer = 4 << 20;
-        let first = a.pick(1, longer, Path::Cma, Situation::Burst);
-        assert!(a.in_burst);
-        assert_eq!(first, Some(a.bursts.pick(1, longer)), "the burst's own path");
+        let first = a.pick_send(1, longer, Path::Cma, Situation::Burst).expect("in the adaptive range");
+        assert!(first.timed_burst);
+        assert_eq!(first.path, a.bursts.pick(1, longer), "the burst's own path");
         a.deny_cma();
         assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Stream));
     }

@@ -194,8 +194,8 @@ impl Engine {
         // its start); in a burst the receiver splits each message with
         // its sender (see `adapt::Adapt::pick`).
         let default = cma_first(len, self.thresholds.cma);
-        let (cma, burst) = match self.adapt.pick(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
-            Some(path) => (path == adapt::Path::Cma, self.adapt.in_burst),
+        let (cma, burst) = match self.adapt.pick_send(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
+            Some(picked) => (picked.path == adapt::Path::Cma, picked.timed_burst),
             None => (calibrated, false),
         };
         (if cma { Offer::Cma { addr: ptr as u64 } } else { Offer::Stream }, exchange, burst)
