@@ -9,7 +9,10 @@ A and B are install prefixes (`make install PREFIX=DIR` of each commit). The dri
 `--` (p2p, coll, overlap) runs once per round for each, in alternating order (A B, B A, A B,
 ...), so that a drift of the machine (another process, the host's load) falls on both alike;
 each run's own medians come from the driver's raw file through bench/summarize.py. Each build
-keeps its own calibration cache (XDG_CACHE_HOME under the output directory). A point's
+keeps its own calibration cache (XDG_CACHE_HOME under the output directory), seeded with one
+calibration for both: the machine's cache where it has one, else the one A's first run
+measures (--own-calibration lets each build measure its own; two calibrations minutes apart
+can choose different paths, and the A/B then compares the paths, not the builds). A point's
 figure is the median over rounds of its per-run medians, and its ratio B/A is the median of the
 rounds' paired ratios (a time: above 1 is B slower; a bandwidth is inverted to read the same).
 This machine is shared and noisy: read a ratio against the spread printed beside it (the
@@ -65,6 +68,31 @@ def quartiles(xs: list[float]) -> tuple[float, float]:
     return q[0], q[2]
 
 
+def user_calibration() -> Path | None:
+    """The calibration cache a goal program started by this user reads (calibrate.rs's
+    cache_dir), if there is one."""
+    x = os.environ.get("XDG_CACHE_HOME")
+    base = Path(x) if x else (Path(os.environ["HOME"]) / ".cache" if os.environ.get("HOME") else None)
+    f = base / "goal" / "calibration" if base else None
+    return f if f and f.is_file() else None
+
+
+def seed_calibration(src: Path, caches: list[Path]) -> None:
+    """Copies calibration file `src` into each cache directory that has none yet."""
+    for c in caches:
+        dst = c / "goal" / "calibration"
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(src.read_text())
+            print(f"  calibration for {c.name}: {src}", flush=True)
+
+
+def calibration_of(cache: Path) -> str:
+    """What a cache's calibration file holds ("" without one)."""
+    f = cache / "goal" / "calibration"
+    return f.read_text() if f.exists() else ""
+
+
 def run_driver(driver: str, prefix: Path, out: Path, args: list[str], cache: Path) -> dict:
     cmd = [sys.executable, str(HERE / f"{driver}.py"), "--prefix", str(prefix), "--out", str(out), *args]
     print("  $", " ".join(cmd), flush=True)
@@ -88,6 +116,9 @@ def main() -> int:
     ap.add_argument("--reuse", action="store_true",
                     help="summarize the runs already in NAME-runs/ instead of running them again "
                          "(after a change to the summary), running only those missing")
+    ap.add_argument("--own-calibration", action="store_true",
+                    help="let each build calibrate on its own (default: both run with one calibration, "
+                         "the machine's cache or A's first)")
     ap.add_argument("driver", choices=DRIVERS, help="the benchmark to run")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="the driver's own options")
     a = ap.parse_args()
@@ -98,6 +129,9 @@ def main() -> int:
     runs_dir = a.out_dir / f"{name}-runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     per: dict[str, list[dict]] = {"A": [], "B": []}
+    caches = {label: a.out_dir / f"cache-{label}" for label in per}
+    if not a.own_calibration and (mine := user_calibration()):
+        seed_calibration(mine, list(caches.values()))
     t0 = time.time()
     for r in range(a.rounds):
         order = [("A", a.a), ("B", a.b)] if r % 2 == 0 else [("B", a.b), ("A", a.a)]
@@ -107,7 +141,14 @@ def main() -> int:
             if a.reuse and out.with_suffix(".json").exists():
                 per[label].append(S.summarize(out.with_suffix(".json")))
             else:
-                per[label].append(run_driver(a.driver, prefix, out, a.args, a.out_dir / f"cache-{label}"))
+                per[label].append(run_driver(a.driver, prefix, out, a.args, caches[label]))
+            other = caches["B" if label == "A" else "A"]
+            if not a.own_calibration and calibration_of(caches[label]) and not calibration_of(other):
+                seed_calibration(caches[label] / "goal" / "calibration", [other])
+    same_calibration = calibration_of(caches["A"]) == calibration_of(caches["B"])
+    if not same_calibration:
+        C.warn("A and B ran with different calibrations (" + ", ".join(str(c / "goal" / "calibration") for c in caches.values())
+               + "): where they choose different paths the ratios compare those paths, not the builds")
     # Per point: the rounds' values of A and B (paired by round).
     points: dict[tuple, dict] = {}
     for label in ("A", "B"):
@@ -143,7 +184,7 @@ def main() -> int:
               f"{time.time() - t0:.0f} s")
     out = {
         "benchmark": "ab", "driver": a.driver, "driver_args": a.args, "a": str(a.a), "b": str(a.b),
-        "rounds": a.rounds, "machine": C.machine_info(),
+        "rounds": a.rounds, "machine": C.machine_info(), "same_calibration": same_calibration,
         "points": rows,
         "median_ratio": statistics.median(ratios) if ratios else None,
         "runs": per,
