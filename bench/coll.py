@@ -602,28 +602,33 @@ def duel(a, configs: list[Config], t: dict, pairs: int) -> list[dict]:
     return run_pairs(a, t, both, what, setting_label(t["ref_lib"], setting), matches, pairs)
 
 
-def run_pairs(a, t: dict, both: tuple, what: str, ref_label: str, matches, pairs: int) -> list[dict]:
+def run_pairs(a, t: dict, both: tuple, what: str, ref_label: str, matches, pairs: int,
+              run_one=None, measure=None, higher_better: bool = False, unit: str = "us") -> list[dict]:
     """The pairs of a duel: `both` (goal's configuration and the reference's, each cut down to
     target t's point) run back to back `pairs` times, goal first in every other pair; a row of
     a run counts where `matches(cfg, row)`. Gives t the pairs' verdict, the median over the
     clean pairs of goal/reference, when most pairs were clean (else the rounds' verdict
     stands), and keeps the rounds' in t["rounds_verdict"]. A pair whose two runs saw the vCPUs
     in different states (C.same_state of their core-to-core probes) is not clean, and is run
-    again, up to `pairs` extra times in all. The run records (bench/groups.py decides its
-    close calls with it too)."""
+    again, up to `pairs` extra times in all. The run records (bench/groups.py and
+    bench/p2p.py decide their close calls with it too). A run is `run_one(cfg, label)`, by
+    default this driver's `run_once`; a row's figure is `measure(row)`, by default its median
+    time in `unit` "us", and with `higher_better` (a bandwidth) the verdict is ratio >= bound."""
+    run_one = run_one or (lambda cfg, label: run_once(a, cfg, label))
+    measure = measure or (lambda x: x["median_us"] + x.get("touch_us", 0.0))
     runs, got, mixed = [], [], 0
     i = 0
     while len(got) < pairs and i < pairs + mixed and mixed <= pairs:
         us, c2c = {}, {}
         for k in ((0, 1) if i % 2 == 0 else (1, 0)):
             cfg = both[k]
-            res, run = run_once(a, cfg, f"[paired {what}, {i + 1}/{pairs}] {cfg.name}")
+            res, run = run_one(cfg, f"[paired {what}, {i + 1}/{pairs}] {cfg.name}")
             rows = [x for x in C.parse_rows(res.stdout) if matches(cfg, x)]
             run.update({"duel": what, "pair": i, "rows": len(rows)})
             runs.append(run)
             c2c[k] = run.get("c2c_ns")
             if res.ok and rows and rows[0].get("verified") is not False and not (run["disturbed"] or run["unstable"]):
-                us[k] = rows[0]["median_us"] + rows[0].get("touch_us", 0.0)
+                us[k] = measure(rows[0])
         i += 1
         if len(us) == 2 and not C.same_state(c2c[0], c2c[1]):
             mixed += 1
@@ -631,14 +636,16 @@ def run_pairs(a, t: dict, both: tuple, what: str, ref_label: str, matches, pairs
             continue
         if len(us) == 2:
             got.append((us[0], us[1]))
-    t["rounds_verdict"] = {"value": t["value"], "goal_us": t["goal_us"], "ref_us": t["ref_us"], "ok": t["ok"]}
+    gk, rk = f"goal_{unit}", f"ref_{unit}"
+    t["rounds_verdict"] = {"value": t["value"], gk: t.get(gk), rk: t.get(rk), "ok": t["ok"]}
     ratios = [x / y for x, y in got]
-    t["paired"] = {"pairs": [{"goal_us": x, "ref_us": y, "ratio": x / y} for x, y in got],
-                   "asked": pairs, "mixed_states": mixed, "goal_faster": sum(1 for r in ratios if r < 1.0)}
+    t["paired"] = {"pairs": [{gk: x, rk: y, "ratio": x / y} for x, y in got],
+                   "asked": pairs, "mixed_states": mixed,
+                   "goal_faster": sum(1 for r in ratios if (r > 1.0 if higher_better else r < 1.0))}
     if len(got) * 2 > pairs:  # a verdict from most of the pairs, or the rounds' stands
         t["value"] = C.median(ratios)
-        t["goal_us"], t["ref_us"] = C.median(x for x, _ in got), C.median(y for _, y in got)
-        t["ok"] = t["value"] <= t["bound"]
+        t[gk], t[rk] = C.median(x for x, _ in got), C.median(y for _, y in got)
+        t["ok"] = t["value"] >= t["bound"] if higher_better else t["value"] <= t["bound"]
         t["paired"]["decides"] = True
     else:
         t["paired"]["decides"] = False
