@@ -15,7 +15,8 @@ use crate::graph::{Buf, Graph, VertexId};
 /// and the measured choice of the collective users call most. 4 ranks on
 /// 2 CPUs, 1 MiB: the allgather's recursive doubling 0.48x Open MPI's
 /// time (paired), linear allgatherv 1.06x; at 64 and 256 KiB 0.68 and
-/// 0.60x against 0.84 and 0.61x (docs/measurements/shared-work-2026-12-06).
+/// 0.60x against 0.84 and 0.61x (docs/measurements/shared-work-2026-12-06;
+/// at 512 KiB-1 MiB the allgather now takes Bruck there, see `auto_table`).
 pub fn allgatherv(
     g: &mut Graph,
     grp: Group,

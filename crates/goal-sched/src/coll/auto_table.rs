@@ -7,6 +7,7 @@
 //! bcast, gather, reduce, scatter measured again 2026-11-27T01:11:38Z (3 round(s), `--update`).
 //! bcast measured again 2026-11-27T06:38:13Z (7 round(s), `--update`).
 //! barrier on 4 ranks measured again 2026-12-01 (7 round(s), `--colls barrier --no-write`, the row edited by hand): Bruck 1.93 us, recursive doubling 2.09.
+//! allgather on 4 ranks, 512 KiB-1 MiB, measured again 2026-12-07 on a 2-vCPU AMD EPYC (`bench/ab.py`, 8 and 10 rounds; `docs/measurements/p2p-paired-2026-12-07`), the rows edited by hand: Bruck 0.80-0.93x recursive doubling's time, and 0.39-0.43x in runs where recursive doubling took 2.5-3x its usual time; recursive doubling kept at 256 KiB and below and from 2 MiB.
 //! Group sizes above 2 ran more ranks than CPUs: their choices reflect ranks sharing CPUs.
 //!
 //! A rule applies to `coll` on `min_size ..= max_size` ranks when `bytes <= max_bytes`
@@ -54,6 +55,8 @@ pub(crate) const TABLE: &[Rule] = &[
     Rule { coll: Coll::Allgather, min_size: 3, max_size: 3, max_bytes: 256, alg: Algorithm::RecursiveDoubling },
     Rule { coll: Coll::Allgather, min_size: 3, max_size: 3, max_bytes: 32768, alg: Algorithm::Ring },
     Rule { coll: Coll::Allgather, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Bruck },
+    Rule { coll: Coll::Allgather, min_size: 4, max_size: 4, max_bytes: 262144, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::Allgather, min_size: 4, max_size: 4, max_bytes: 1048576, alg: Algorithm::Bruck },
     Rule { coll: Coll::Allgather, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
     Rule { coll: Coll::Alltoall, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::LinearSync },
     Rule { coll: Coll::Alltoall, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Linear },
