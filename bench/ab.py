@@ -73,14 +73,19 @@ def user_calibration() -> Path | None:
     cache_dir), if there is one."""
     x = os.environ.get("XDG_CACHE_HOME")
     base = Path(x) if x else (Path(os.environ["HOME"]) / ".cache" if os.environ.get("HOME") else None)
-    f = base / "goal" / "calibration" if base else None
+    f = calibration_file(base) if base else None
     return f if f and f.is_file() else None
+
+
+def calibration_file(cache: Path) -> Path:
+    """The calibration file of cache directory `cache` (an XDG_CACHE_HOME)."""
+    return cache / "goal" / "calibration"
 
 
 def seed_calibration(src: Path, caches: list[Path]) -> None:
     """Copies calibration file `src` into each cache directory that has none yet."""
     for c in caches:
-        dst = c / "goal" / "calibration"
+        dst = calibration_file(c)
         if not dst.exists():
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(src.read_text())
@@ -89,7 +94,7 @@ def seed_calibration(src: Path, caches: list[Path]) -> None:
 
 def calibration_of(cache: Path) -> str:
     """What a cache's calibration file holds ("" without one)."""
-    f = cache / "goal" / "calibration"
+    f = calibration_file(cache)
     return f.read_text() if f.exists() else ""
 
 
@@ -144,10 +149,10 @@ def main() -> int:
                 per[label].append(run_driver(a.driver, prefix, out, a.args, caches[label]))
             other = caches["B" if label == "A" else "A"]
             if not a.own_calibration and calibration_of(caches[label]) and not calibration_of(other):
-                seed_calibration(caches[label] / "goal" / "calibration", [other])
+                seed_calibration(calibration_file(caches[label]), [other])
     same_calibration = calibration_of(caches["A"]) == calibration_of(caches["B"])
     if not same_calibration:
-        C.warn("A and B ran with different calibrations (" + ", ".join(str(c / "goal" / "calibration") for c in caches.values())
+        C.warn("A and B ran with different calibrations (" + ", ".join(str(calibration_file(c)) for c in caches.values())
                + "): where they choose different paths the ratios compare those paths, not the builds")
     # Per point: the rounds' values of A and B (paired by round).
     points: dict[tuple, dict] = {}

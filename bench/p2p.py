@@ -364,8 +364,10 @@ def verdict_cell(targets, sect, nbytes, tlist=TARGETS):
 # ---------------------------------------------------------------------------------------
 # paired re-measurement of close calls
 
-# The test whose rows decide a target of each section: goal's, its peers'.
-PAIR_TESTS = {"latency": ("latency_sched", "latency"), "bandwidth": ("bandwidth", "bandwidth")}
+# Per section of a target: the test whose rows decide it (goal's, its peers'), the rows'
+# figure, its unit, and whether higher is better.
+PAIR_TESTS = {"latency": ("latency_sched", "latency", "median_us", "us", False),
+              "bandwidth": ("bandwidth", "bandwidth", "gbps", "gbps", True)}
 
 
 def is_close(t) -> bool:
@@ -379,13 +381,12 @@ def is_close(t) -> bool:
 def reference(ix, libs, t, peers) -> str | None:
     """The peer target t compares goal with: the best of `peers` at t's point over the
     summarized rounds (the lowest median latency, the highest median bandwidth)."""
-    test = PAIR_TESTS[t["section"]][1]
-    bw = t["section"] == "bandwidth"
-    got = [(value(ix, lib, test, t["bytes"], "gbps" if bw else "median_us")[0], lib) for lib in libs if lib in peers]
+    _, test, fld, _, higher = PAIR_TESTS[t["section"]]
+    got = [(value(ix, lib, test, t["bytes"], fld)[0], lib) for lib in libs if lib in peers]
     got = [(v, lib) for v, lib in got if C.isnum(v)]
     if not got:
         return None
-    return (max if bw else min)(got)[1]
+    return (max if higher else min)(got)[1]
 
 
 def duel(a, configs: list[Config], t: dict, ref: str) -> list[dict]:
@@ -401,15 +402,13 @@ def duel(a, configs: list[Config], t: dict, ref: str) -> list[dict]:
     m = next((c for c in configs if c.name == ref), None)
     if g is None or m is None:
         return []
-    gtest, mtest = PAIR_TESTS[t["section"]]
-    bw = t["section"] == "bandwidth"
+    gtest, mtest, fld, unit, higher = PAIR_TESTS[t["section"]]
     t["ref_lib"] = ref
     matches = lambda cfg, x: (x.get("test") == (gtest if cfg.kind == "goal" else mtest)  # noqa: E731
                               and x.get("bytes") == t["bytes"])
     what = f"{t['lib']} {t['section']} {C.fmt_bytes(t['bytes'])}"
     return coll.run_pairs(a, t, (g, m), what, short(ref), matches, a.pairs,
-                          measure=(lambda x: x["gbps"]) if bw else (lambda x: x["median_us"]),
-                          higher_better=bw, unit="gbps" if bw else "us")
+                          measure=lambda x: x[fld], higher_better=higher, unit=unit)
 
 
 def paired_lines(targets) -> list[str]:
