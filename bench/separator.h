@@ -98,6 +98,18 @@ static inline int sep_open(const char *path, int nranks) {
         fprintf(stderr, "separator: cannot map %s: %s\n", path, strerror(errno));
         return -1;
     }
+    /* No rank leaves the first barrier before every rank has mapped the page, so a page
+       released before (or with more arrivals than ranks) is an earlier run's: its counts
+       would let this run's ranks through its first barriers unsynchronized, then hold
+       them for SEP_GIVE_UP_NS. */
+    struct sep_page *page = p;
+    uint32_t gen0 = atomic_load(&page->gen), arrived0 = atomic_load(&page->arrived);
+    if (gen0 != 0 || arrived0 >= (uint32_t)nranks) {
+        fprintf(stderr, "separator: %s holds an earlier run's barrier (generation %u, %u arrivals): "
+                        "give every run a new zeroed file (head -c 4096 /dev/zero > %s)\n", path, gen0, arrived0, path);
+        munmap(p, 4096);
+        return -1;
+    }
     sep_p = p;
     sep_n = (uint32_t)nranks;
     sep_yield = nranks > 1; /* until the first barrier has counted the ranks' CPUs */
