@@ -1069,6 +1069,69 @@ fn dropped_schedules_close_their_channels() {
 /// Large messages choose stream or CMA per message (goal-rt's `adapt`):
 /// over many executions both paths carry 256 KiB and 1 MiB messages, and
 /// every byte arrives, whichever path each one took.
+/// Above the eager limit, up to 64 KiB, the two messages of an exchange go
+/// the same way, eagerly or by rendezvous: the lower rank chooses (from
+/// what its exchanges took, and only from those whose other half went its
+/// way too), and the higher rank sends by rendezvous right after an RTS
+/// came from it. 2 ranks swap 32 KiB, then 64 KiB messages 300 times each
+/// (each send started with its receive), with the eager limit at 16 KiB:
+/// the lower rank sent some of them by rendezvous (each way is tried while
+/// the chooser settles), and the higher rank as many, or a few fewer (the
+/// lower rank's last RTS of a size leads no send, nor does one of two that
+/// came between two of the higher rank's sends, under load), where each
+/// choosing for itself a rendezvous met an eager message now and then, both
+/// slowed. Every message arrives whole.
+#[test]
+fn an_exchange_above_the_eager_limit_goes_one_way_for_both_ranks() {
+    let test = "an_exchange_above_the_eager_limit_goes_one_way_for_both_ranks";
+    const ROUNDS: usize = 300;
+    if !in_job() {
+        let cache = util::Dir::new("eager-exchange");
+        let vars = [("XDG_CACHE_HOME", cache.path("")), ("GOAL_DEBUG", "1".into())];
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        // A first job calibrates into the cache, whose eager limit is then
+        // set (the chooser is off where the environment sets it).
+        let job = launch(test, 2, &vars);
+        assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
+        util::edit_calibration(&cache, &["eager 16384 1024"]);
+        let job = launch(test, 2, &vars);
+        assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
+        assert!(job.stderr.contains("eager<=16384 B"), "the cache's eager limit should hold\n{}", job.stderr);
+        // Each rank's "of the sends from 16385 B up to 65536 B, E went
+        // eagerly and R by rendezvous".
+        let rdv = |rank: u32| -> u64 {
+            let line = job.stderr.lines().find(|l| l.starts_with(&format!("goal: rank {rank}: of the sends from 16385 B")));
+            let line = line.unwrap_or_else(|| panic!("rank {rank} should report its sends above the eager limit\n{}", job.stderr));
+            let r = line.split(" by rendezvous").next().and_then(|t| t.rsplit(' ').next()).and_then(|n| n.parse().ok());
+            r.unwrap_or_else(|| panic!("no rendezvous count in {line:?}"))
+        };
+        let (lower, higher) = (rdv(0), rdv(1));
+        assert!(lower >= 8, "the lower rank should have tried rendezvous for both sizes while settling: {lower} sends\n{}", job.stderr);
+        assert!(
+            higher <= lower && 10 * higher >= 9 * lower,
+            "the higher rank should have sent by rendezvous after each of the lower rank's {lower} rendezvous sends: it sent {higher}\n{}",
+            job.stderr
+        );
+        return;
+    }
+    let rt = rt();
+    let me = rt.rank();
+    for (len, seed) in [(32usize << 10, 130), (64 << 10, 140)] {
+        let (mine, theirs) = pair_messages(me, 1 - me, seed, len);
+        let mut got = vec![0u8; len];
+        let mut g = Graph::new();
+        g.send(Buf::user(mine.as_ptr() as u64), len as i64, i64::from(1 - me), 12);
+        g.recv(Buf::user(got.as_mut_ptr() as u64), len as i64, i64::from(1 - me), 12);
+        let both = rt.compile(&g).unwrap();
+        for round in 0..ROUNDS {
+            run_wait(&rt, &both).unwrap();
+            assert!(got == theirs, "{len} B, round {round}: the exchange's message arrived wrong on rank {me}");
+            got.fill(0);
+        }
+    }
+    goal_rt::finalize().unwrap();
+}
+
 #[test]
 fn large_messages_choose_stream_or_cma_per_message() {
     let test = "large_messages_choose_stream_or_cma_per_message";

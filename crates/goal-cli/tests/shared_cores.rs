@@ -244,20 +244,7 @@ fn large_messages(stderr: &str) -> Vec<(u64, u64, &str)> {
 /// is keyed by the machine, so one job calibrates into it first).
 fn calibrated_with(dir: &util::Dir, range: &str, shared: &str) {
     launch_shared(TEST, 4, "thread", &[("XDG_CACHE_HOME", &dir.path(""))]);
-    let file = dir.0.join("goal/calibration");
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no calibration cache at {}: {e}", file.display()));
-    let edited: Vec<String> = text
-        .lines()
-        .map(|l| match l.split(' ').next() {
-            Some("cma") => format!("cma {range}"),
-            Some("shared") => format!("shared {shared}"),
-            _ => l.to_string(),
-        })
-        .collect();
-    for line in [format!("cma {range}"), format!("shared {shared}")] {
-        assert!(edited.contains(&line), "no {line:?} after editing the cache: {text}");
-    }
-    std::fs::write(&file, edited.join("\n") + "\n").unwrap();
+    util::edit_calibration(dir, &[&format!("cma {range}"), &format!("shared {shared}")]);
 }
 
 /// Runs `test` on `n` ranks in progress mode `mode` with `GOAL_DEBUG=1`

@@ -352,6 +352,24 @@ pub(crate) fn describe_classes(classes: &[[Class; CLASSES]], names: [&str; 2]) -
     out.join("; ")
 }
 
+/// [`describe_classes`] for classes kept per situation, lone messages then
+/// exchanges ("rank 1 exchange 64 KiB: eager 0.051 rendezvous 0.130"),
+/// the classes' sizes doubling from `first_kib`.
+pub(crate) fn describe_situations<const N: usize>(classes: &[[[Class; N]; 2]], names: [&str; 2], first_kib: u64) -> String {
+    let mut out = Vec::new();
+    for (peer, sits) in classes.iter().enumerate() {
+        for (x, classes) in sits.iter().enumerate() {
+            for (k, c) in classes.iter().enumerate() {
+                if let Some(d) = c.describe(names) {
+                    let what = if x == 1 { "exchange" } else { "lone" };
+                    out.push(format!("rank {peer} {what} {} KiB: {d}", first_kib << k));
+                }
+            }
+        }
+    }
+    out.join("; ")
+}
+
 /// The size class of a message of `len` bytes (see [`CLASSES`]).
 pub(crate) fn class_of(len: usize) -> usize {
     let log2 = usize::BITS - 1 - len.max(1).leading_zeros();
@@ -598,18 +616,7 @@ impl Adapt {
     /// peer, situation and size class with a measurement, ns per byte of
     /// each path (`-` where unmeasured).
     pub fn measured(&self) -> String {
-        let mut out = Vec::new();
-        for (peer, sits) in self.classes.iter().enumerate() {
-            for (x, classes) in sits.iter().enumerate() {
-                for (k, c) in classes.iter().enumerate() {
-                    if let Some(d) = c.describe(["stream", "cma"]) {
-                        let what = if x == 1 { "exchange" } else { "lone" };
-                        out.push(format!("rank {peer} {what} {} KiB: {d}", 64u64 << k));
-                    }
-                }
-            }
-        }
-        out.join("; ")
+        describe_situations(&self.classes, ["stream", "cma"], 64)
     }
 
     /// Whether a receiver refused to read this rank's memory (see

@@ -132,6 +132,10 @@ impl Engine {
             }
             Kind::Rts => {
                 let (mode, exchange) = h.rts_mode();
+                if self.eagerness.covers(h.len as usize) {
+                    // (The higher rank of an exchange follows the lower one's way.)
+                    self.eagerness.heard_rts(src as usize, h.len as usize, src < self.rank);
+                }
                 if mode == proto::MODE_CMA || mode == proto::MODE_STREAM {
                     let path = if mode == proto::MODE_CMA { adapt::Path::Cma } else { adapt::Path::Stream };
                     self.adapt.arrived(src as usize, h.len as usize, path);

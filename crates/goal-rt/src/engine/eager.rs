@@ -44,7 +44,8 @@ impl Engine {
         let backed_up = self.backed_up(p, len);
         // Eagerly (`eager`), and whether `eagerness` chose (`chosen`: the
         // way taken is then timed).
-        let (eager, chosen) = if heap_off.is_none() && !backed_up { self.eager_way(r, p, len) } else { (false, false) };
+        let (eager, chosen_in) = if heap_off.is_none() && !backed_up { self.eager_way(r, p, len) } else { (false, None) };
+        let chosen = chosen_in.is_some();
         if eager && self.eager_credit(p, len as u64) {
             self.state.credit.eager_sent[p] += len as u64;
             self.state.eager_beyond += u64::from(len > self.thresholds.eager && !chosen);
@@ -64,7 +65,7 @@ impl Engine {
                     match res {
                         Ok(true) => {
                             if chosen && self.link.shm.ring_written(p) == written {
-                                self.eagerness.eager_copied(p, len, crate::localop::monotonic_ns().saturating_sub(since));
+                                self.eagerness.eager_copied(p, len, chosen_in == Some(true), crate::localop::monotonic_ns().saturating_sub(since));
                             }
                             return self.finish(r);
                         }
@@ -77,7 +78,7 @@ impl Engine {
         }
         // Rendezvous: pick how the receiver will fetch the bytes.
         self.state.eager_backed_up += u64::from(backed_up && len <= self.thresholds.eager);
-        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false, since: 0, burst: false });
+        let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false, since: 0, chosen_exchange: false, burst: false });
         head.kind = Kind::Rts;
         head.token = token;
         let (offer, exchange, burst) = self.choose_offer(r, p, len, ptr, heap_off);
@@ -113,6 +114,7 @@ impl Engine {
             (s.exchange, s.mode, s.burst) = (exchange, head.mode, burst);
             // Timed from here when `eagerness` chose this way.
             s.since = if chosen && !eager { crate::localop::monotonic_ns() } else { 0 };
+            s.chosen_exchange = chosen_in == Some(true);
         }
         if trace_on() {
             self.trace_path(r, match head.mode {
@@ -153,7 +155,7 @@ impl Engine {
             if trace_on() {
                 self.trace_path(r, Path::NetBulk);
             }
-            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false, since: 0, burst: false });
+            head.token = self.new_token(RdvSend { r, peer, len: head.len as usize, mode: proto::MODE_NET, exchange: false, since: 0, chosen_exchange: false, burst: false });
             self.net_am(peer, &head, &[]).map(|_| false)
         };
         match res {

@@ -54,10 +54,11 @@ pub(crate) struct SchedInner {
     pub(super) deps: Box<[u32]>,
     /// Receives that may be combined as they come, by receive index.
     pub(super) fuse: Box<[fuse::Plan]>,
-    /// Sources of the receives of at least [`EXCHANGE_MIN`] bytes that
-    /// start with the execution, sorted: a large send that starts with it
-    /// too, to one of them, is half of an exchange (see `adapt`).
-    pub(super) opening_recvs: Box<[u32]>,
+    /// Sources of the receives of at least [`EAGER_EXCHANGE_MIN`] bytes
+    /// that start with the execution, sorted, each with its longest such
+    /// receive: a large send that starts with it too, to one of them, is
+    /// half of an exchange (see `adapt`, `eagerness`).
+    pub(super) opening_recvs: Box<[(u32, u64)]>,
     /// Whether it sends a message of at least [`EXCHANGE_MIN`] bytes: a
     /// rank that receives large messages sends as much then (an
     /// exchange), rather than only collecting (a gather's root).
@@ -99,21 +100,26 @@ pub(crate) struct SchedInner {
     pub(super) done_shape: bool,
 }
 
-/// Receives from this size on count for [`SchedInner::opening_recvs`]
-/// (adapt's smallest size class).
+/// Receives from this size on make a large send to their peer half of an
+/// exchange (adapt's smallest size class).
 pub(super) const EXCHANGE_MIN: u64 = 64 << 10;
+
+/// The same for a send that `eagerness` chooses the way of (above the
+/// eager limit, up to 64 KiB): `eagerness`'s smallest size class.
+pub(super) const EAGER_EXCHANGE_MIN: u64 = 8 << 10;
 
 impl SchedInner {
     pub fn new(id: SchedId, s: goal_sched::Schedule, members: Arc<[u32]>, users: Vec<Arc<UserFn>>) -> SchedInner {
         let deps = s.ops.iter().map(|o| o.deps).collect();
         let fuse = fuse::plan(&s).into_boxed_slice();
-        let mut opening_recvs: Vec<u32> = s.ops[..s.independent as usize]
+        let mut opening_recvs: Vec<(u32, u64)> = s.ops[..s.independent as usize]
             .iter()
-            .filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) && o.peer >= 0 && o.len as u64 >= EXCHANGE_MIN)
-            .map(|o| o.peer as u32)
+            .filter(|o| matches!(o.kind(), OpKind::Recv | OpKind::RecvVec) && o.peer >= 0 && o.len as u64 >= EAGER_EXCHANGE_MIN)
+            .map(|o| (o.peer as u32, o.len as u64))
             .collect();
-        opening_recvs.sort_unstable();
-        opening_recvs.dedup();
+        // Sorted by peer, each peer once with its longest receive.
+        opening_recvs.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        opening_recvs.dedup_by_key(|r| r.0);
         let opening_recvs = opening_recvs.into_boxed_slice();
         let mut longest = [0u64; 2];
         for o in s.ops.iter().filter(|o| matches!(o.kind(), OpKind::Send | OpKind::SendVec)) {

@@ -33,6 +33,8 @@ pub(super) struct RdvSend {
     /// When its RTS left (monotonic ns), for a send whose way `eagerness`
     /// chose; 0: not timed.
     pub(super) since: u64,
+    /// Timed so as half of an exchange (`eagerness`'s judgment).
+    pub(super) chosen_exchange: bool,
     /// Part of a burst that `adapt` times whole (see `burst`): its end is
     /// reported there.
     pub(super) burst: bool,

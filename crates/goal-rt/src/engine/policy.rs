@@ -299,14 +299,17 @@ impl Engine {
     /// so: above the calibrated limit up to its bound, between ranks that
     /// do not share cores (there `eager_limit`'s rules decide), outside
     /// kernel mode (whose eager sends are offered to the kernel's chains).
-    pub(super) fn eager_way(&mut self, r: OpRef, p: usize, len: usize) -> (bool, bool) {
+    /// `Some(exchange)` where `eagerness` chose: whether the send is half of
+    /// an exchange, whose two halves it sends the same way.
+    pub(super) fn eager_way(&mut self, r: OpRef, p: usize, len: usize) -> (bool, Option<bool>) {
         if len <= self.eager_limit(r, p, len) {
-            return (true, false);
+            return (true, None);
         }
         if self.eagerness.covers(len) && !self.cores_shared && self.kernel.is_none() {
-            return (self.eagerness.eager(p, len), true);
+            let exchange = self.exchanging_from(r, p, exec::EAGER_EXCHANGE_MIN);
+            return (self.eagerness.eager(p, len, exchange, (p as u32) < self.rank), Some(exchange));
         }
-        (false, false)
+        (false, None)
     }
 
     /// Whether a send of `len` bytes to `p`, within the eager limit, goes

@@ -15,13 +15,19 @@ impl Engine {
     /// from it is being received, a receive of this execution from it is
     /// posted, or one starts with the execution as this send does).
     pub(super) fn exchanging(&self, r: OpRef, p: usize) -> bool {
+        self.exchanging_from(r, p, EXCHANGE_MIN)
+    }
+
+    /// [`exchanging`](Self::exchanging), a message of at least `min` bytes
+    /// from `p` making an exchange.
+    pub(super) fn exchanging_from(&self, r: OpRef, p: usize, min: u64) -> bool {
         if !self.state.stream_in[p].is_empty() {
             return true;
         }
         let Some(e) = self.exec(r) else { return false };
         let s: &SchedInner = &e.sched;
-        (r.op < s.s.independent && s.opening_recvs.binary_search(&(p as u32)).is_ok())
-            || e.bufs.posted.iter().any(|q| q.peer == p as i32 && s.s.ops[q.op as usize].len as u64 >= EXCHANGE_MIN)
+        (r.op < s.s.independent && s.opening_recvs.binary_search_by_key(&(p as u32), |o| o.0).is_ok_and(|i| s.opening_recvs[i].1 >= min))
+            || e.bufs.posted.iter().any(|q| q.peer == p as i32 && s.s.ops[q.op as usize].len as u64 >= min)
     }
 
     pub(super) fn new_token(&mut self, s: RdvSend) -> u32 {
@@ -57,7 +63,7 @@ impl Engine {
         }
         if s.since != 0 {
             let ns = crate::localop::monotonic_ns().saturating_sub(s.since);
-            self.eagerness.rendezvous_took(s.peer as usize, s.len, ns);
+            self.eagerness.rendezvous_took(s.peer as usize, s.len, s.chosen_exchange, ns);
         }
         self.finish(s.r);
     }
