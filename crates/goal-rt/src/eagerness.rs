@@ -25,7 +25,9 @@
 //! - eager: its copy into the ring (sends that queue for ring space are not
 //!   timed, nor copies into ring pages never written before, which fault
 //!   them in: the first lap of a fresh 1 MiB ring took 60-80 us per 64 KiB
-//!   record here, later ones 2-7 us);
+//!   record here, later ones 2-7 us); in an exchange, with the copy out of
+//!   the peer's last message of the class, which this rank makes too (see
+//!   `Engine::eager_exchange_ns`);
 //! - rendezvous: from its RTS to the send's end (the receiver's FIN, or its
 //!   last stream push): handovers, the receiver's read and its lateness.
 //!

@@ -349,6 +349,8 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
     let o = unsafe { s.ops.get_unchecked(r.op as usize) };
     let base = e.bufs.bases();
     let fit = fit(payload.len() as u64, o.len as u64, o.exact());
+    // Timed where `eagerness` may want it (see `State::eager_out`).
+    let since = if payload.len() as u64 >= super::exec::EAGER_EXCHANGE_MIN { crate::localop::monotonic_ns() } else { 0 };
     if fit == Fit::Ok {
         let resolve = |addr: u64| operand(base, addr, o.relative());
         match o.kind() {
@@ -374,6 +376,9 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
     }
     if src != state.rank {
         state.credit.release(src, payload.len() as u64);
+    }
+    if since != 0 {
+        state.eager_out[src as usize] = (payload.len() as u32, crate::localop::monotonic_ns().saturating_sub(since) as u32);
     }
     fit
 }

@@ -65,7 +65,14 @@ impl Engine {
                     match res {
                         Ok(true) => {
                             if chosen && self.link.shm.ring_written(p) == written {
-                                self.eagerness.eager_copied(p, len, chosen_in == Some(true), crate::localop::monotonic_ns().saturating_sub(since));
+                                let copy_ns = crate::localop::monotonic_ns().saturating_sub(since);
+                                if chosen_in == Some(true) {
+                                    if let Some(ns) = self.eager_exchange_ns(p, len, copy_ns) {
+                                        self.eagerness.eager_copied(p, len, true, ns);
+                                    }
+                                } else {
+                                    self.eagerness.eager_copied(p, len, false, copy_ns);
+                                }
                             }
                             return self.finish(r);
                         }

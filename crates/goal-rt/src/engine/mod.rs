@@ -348,6 +348,11 @@ struct State {
     net_lost: Vec<(u32, String, bool)>,
     /// Eager credit, per peer both ways (see [`history::Credit`]).
     credit: Credit,
+    /// Per source: the length and copy time (ns) of the last eager message
+    /// of at least `exec::EAGER_EXCHANGE_MIN` bytes copied out of its ring
+    /// straight into its receive, taken by the next exchange send to it
+    /// that `eagerness` times (see `Engine::eager_exchange_ns`).
+    eager_out: Vec<(u32, u32)>,
     /// What each peer's writes and this rank's reads showed (see
     /// [`history::PeerPaths`]).
     paths: PeerPaths,
@@ -365,6 +370,7 @@ impl Engine {
             execs: Execs::default(),
             matcher: Matcher::new(n),
             credit: Credit::new(n, thresholds.credit),
+            eager_out: vec![(0, 0); n],
             paths: PeerPaths::new(n),
             outq: (0..n).map(|_| VecDeque::new()).collect(),
             outq_peers: Vec::new(),
