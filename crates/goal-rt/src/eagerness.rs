@@ -105,6 +105,8 @@ pub(crate) struct Eagerness {
     /// Per peer and class: RTSs that came from it, and their count when our
     /// last exchange send of the class ended (see [`Eagerness::heard_rts`]).
     rts: Vec<[(u32, u32); CLASSES]>,
+    /// Per peer and class: exchange rendezvous in a row not timed (mixed).
+    untimed: Vec<[u8; CLASSES]>,
     /// Sends that took each way (eager, rendezvous), for the debug line.
     pub taken: [u64; 2],
 }
@@ -112,7 +114,7 @@ pub(crate) struct Eagerness {
 impl Eagerness {
     /// A chooser for `peers` peers, choosing sizes up to `upto` (0: never).
     pub fn new(peers: usize, upto: usize) -> Eagerness {
-        Eagerness { upto, classes: vec![[[Class::default(); CLASSES]; 2]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], taken: [0; 2] }
+        Eagerness { upto, classes: vec![[[Class::default(); CLASSES]; 2]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], untimed: vec![[0; CLASSES]; peers], taken: [0; 2] }
     }
 
     /// Whether a send of `len` bytes, above the calibrated limit, is chosen
@@ -159,12 +161,20 @@ impl Eagerness {
 
     /// A rendezvous send of `len` bytes to `peer` ended `ns` after its RTS.
     /// In an exchange it counts where an RTS came from the peer since our
-    /// previous send of the class ended: its message went by rendezvous too.
+    /// previous send of the class ended (its message went by rendezvous
+    /// too), or where the one before it did not count either: a peer that
+    /// never follows (its sends are not half of an exchange as it sees
+    /// them, a ping-pong's answer) would otherwise leave the way untimed,
+    /// and the chooser, settling, on it for good.
     pub fn rendezvous_took(&mut self, peer: usize, len: usize, exchange: bool, ns: u64) {
-        let (heard, mark) = self.rts[peer][class_of(len)];
-        if !exchange || heard != mark {
-            self.took(RDV, peer, len, exchange, ns);
+        let k = class_of(len);
+        let (heard, mark) = self.rts[peer][k];
+        if exchange && heard == mark && self.untimed[peer][k] == 0 {
+            self.untimed[peer][k] = 1;
+            return;
         }
+        self.untimed[peer][k] = 0;
+        self.took(RDV, peer, len, exchange, ns);
     }
 
     /// A send of `len` bytes to `peer` took `ns` way `way`.
@@ -318,6 +328,26 @@ mod tests {
         e.heard_rts(0, K64, false);
         e.rendezvous_took(0, K64, true, 90_000);
         assert_ne!(e.measured(), before, "one that met the peer's RTS counts");
+    }
+
+    #[test]
+    fn a_peer_that_never_follows_leaves_no_way_untimed() {
+        // This rank sees an exchange, its peer answers each message after
+        // receiving it, eagerly: no RTS ever comes back.
+        let mut e = Eagerness::new(1, K64);
+        let mut now = 0;
+        let mut rdv = 0;
+        for _ in 0..1000 {
+            if e.eager_at(0, K64, true, false, now) {
+                e.eager_copied(0, K64, true, 6_000);
+            } else {
+                rdv += 1;
+                e.rendezvous_took(0, K64, true, 10_000);
+            }
+            now += 10_000;
+        }
+        assert!(rdv < 20, "{rdv} of 1000 by rendezvous: {:?}", e.measured());
+        assert!(e.measured().is_some_and(|m| m.contains("rank 0 exchange 64 KiB: eager 0.092 rendezvous 0.153")), "{:?}", e.measured());
     }
 
     #[test]
