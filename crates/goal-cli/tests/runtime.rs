@@ -1066,9 +1066,6 @@ fn dropped_schedules_close_their_channels() {
     });
 }
 
-/// Large messages choose stream or CMA per message (goal-rt's `adapt`):
-/// over many executions both paths carry 256 KiB and 1 MiB messages, and
-/// every byte arrives, whichever path each one took.
 /// Above the eager limit, up to 64 KiB, the two messages of an exchange go
 /// the same way, eagerly or by rendezvous: the lower rank chooses (from
 /// what its exchanges took, and only from those whose other half went its
@@ -1132,6 +1129,9 @@ fn an_exchange_above_the_eager_limit_goes_one_way_for_both_ranks() {
     goal_rt::finalize().unwrap();
 }
 
+/// Large messages choose stream or CMA per message (goal-rt's `adapt`):
+/// over many executions both paths carry 256 KiB and 1 MiB messages, and
+/// every byte arrives, whichever path each one took.
 #[test]
 fn large_messages_choose_stream_or_cma_per_message() {
     let test = "large_messages_choose_stream_or_cma_per_message";

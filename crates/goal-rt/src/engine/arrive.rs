@@ -350,7 +350,7 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
     let base = e.bufs.bases();
     let fit = fit(payload.len() as u64, o.len as u64, o.exact());
     // Timed where `eagerness` may want it (see `State::eager_out`).
-    let since = if payload.len() as u64 >= super::exec::EAGER_EXCHANGE_MIN { crate::localop::monotonic_ns() } else { 0 };
+    let since = if payload.len() >= state.eager_out_from { crate::localop::monotonic_ns() } else { 0 };
     if fit == Fit::Ok {
         let resolve = |addr: u64| operand(base, addr, o.relative());
         match o.kind() {

@@ -353,6 +353,10 @@ struct State {
     /// straight into its receive, taken by the next exchange send to it
     /// that `eagerness` times (see `Engine::eager_exchange_ns`).
     eager_out: Vec<(u32, u32)>,
+    /// Inline copies out of this many bytes or more are timed for
+    /// `eager_out`: the sizes `eagerness` chooses the way of (`usize::MAX`
+    /// where it chooses none).
+    eager_out_from: usize,
     /// What each peer's writes and this rank's reads showed (see
     /// [`history::PeerPaths`]).
     paths: PeerPaths,
@@ -371,6 +375,7 @@ impl Engine {
             matcher: Matcher::new(n),
             credit: Credit::new(n, thresholds.credit),
             eager_out: vec![(0, 0); n],
+            eager_out_from: if thresholds.eager_adapt > thresholds.eager { (thresholds.eager + 1).max(exec::EAGER_EXCHANGE_MIN as usize) } else { usize::MAX },
             paths: PeerPaths::new(n),
             outq: (0..n).map(|_| VecDeque::new()).collect(),
             outq_peers: Vec::new(),

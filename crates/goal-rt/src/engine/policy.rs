@@ -530,6 +530,10 @@ impl Engine {
     /// the copies' CPU time.
     pub fn share_cores(&mut self, on: bool, stream_bytes: usize) {
         self.cores_shared = on;
+        if on {
+            // (`eagerness` chooses nothing then, see `eager_way`.)
+            self.state.eager_out_from = usize::MAX;
+        }
         self.link.shm.rewind_rings(!on);
         self.adapt.share_cores(on.then_some(stream_bytes), self.thresholds.cma_shared);
     }
