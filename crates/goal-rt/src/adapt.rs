@@ -465,12 +465,19 @@ impl Adapt {
     /// overlap (by CMA the receiver alone copies one message after the
     /// other: a window of 64 KiB messages streamed at 8.4 GB/s by CMA and
     /// 11.9 by the stream on a machine where one alone takes 4 us by CMA
-    /// and 9 by the stream); but CMA with [`burst_by_cma`](Self::burst_by_cma)
-    /// where the engine passes CMA as `calibrated` (from calibration's
-    /// lower bound up), where the receiver splits
+    /// and 9 by the stream); but CMA with [`burst_by_cma`](Self::burst_by_cma),
+    /// where the receiver splits
     /// each message with its sender and both cores copy once (2 ranks,
     /// windows of 1 MiB messages: 9.3 GB/s by the stream, 12.0 by split
-    /// CMA). Above calibration's range, bursts took the stream until
+    /// CMA), whatever calibration's CMA range: calibration times one
+    /// message copied by one core, which a burst's split copies are not.
+    /// Until 2026-12-07 bursts split only from that range's lower bound up,
+    /// and on a host whose CMA read of a MiB took 76 us against the
+    /// stream's two copies' 52 between its vCPUs, calibration found no
+    /// range and windows of 256 KiB and 1 MiB sends all took the stream at
+    /// 8.2-8.4 GB/s, where split CMA ran 14.3-15.3 and 12.5-13.7 (three
+    /// alternations; Open MPI without single copy 9.3-10.3;
+    /// docs/measurements/cpu-mates-2026-12-07). Above calibration's range, bursts took the stream until
     /// 2026-11-30: windows of 4 and 16 MiB then went 9.2 and 8.6 GB/s by
     /// the stream, 12.7 and 11.3 by split CMA, and beside a busy process
     /// 4.1 and 3.8 against 7.0 and 8.7, for the stream moves only while
@@ -497,10 +504,11 @@ impl Adapt {
         if situation != Situation::Burst {
             self.bursts.end(peer);
         }
-        let timed_burst = situation == Situation::Burst && self.burst_cma && calibrated == Path::Cma && !self.cma_denied && len > self.burst_measured_above;
+        let burst_cma = self.burst_cma && !self.cma_denied;
+        let timed_burst = situation == Situation::Burst && burst_cma && len > self.burst_measured_above;
         let p = match situation {
             Situation::Burst if timed_burst => self.bursts.pick(peer, len),
-            Situation::Burst if self.burst_cma && calibrated == Path::Cma && !self.cma_denied && (len >= BURST_CMA_MIN || self.stream_slow(peer, len)) => {
+            Situation::Burst if burst_cma && (len >= BURST_CMA_MIN || self.stream_slow(peer, len)) => {
                 if len < BURST_CMA_MIN {
                     self.bursts_off_stream += 1;
                 }
@@ -714,10 +722,16 @@ mod tests {
         assert_eq!(a.bursts_off_stream, 1);
         let long = BURST_CMA_MIN;
         assert_eq!(a.pick(1, long, Path::Cma, Situation::Burst), Some(Path::Cma));
+        // Whatever calibration's CMA range (its one core's copy is not a
+        // burst's split one); a burst no longer than the stream is not timed.
         let picked = a.pick_send(1, long, Path::Stream, Situation::Burst);
-        assert_eq!(picked, Some(Picked { path: Path::Stream, timed_burst: false }), "outside calibration's CMA range; a burst no longer than the stream is not timed");
-        // Longer than the pair's stream: the path whole bursts measured.
+        assert_eq!(picked, Some(Picked { path: Path::Cma, timed_burst: false }), "outside calibration's CMA range");
+        // Longer than the pair's stream: the path whole bursts measured,
+        // in calibration's range or not.
         let longer = 4 << 20;
+        let outside = a.pick_send(1, longer, Path::Stream, Situation::Burst).expect("in the adaptive range");
+        assert!(outside.timed_burst, "outside calibration's CMA range, timed all the same");
+        a.bursts.end(1);
         let first = a.pick_send(1, longer, Path::Cma, Situation::Burst).expect("in the adaptive range");
         assert!(first.timed_burst);
         assert_eq!(first.path, a.bursts.pick(1, longer), "the burst's own path");
