@@ -7,7 +7,9 @@
 //! 4 ranks confined to (at most) 2 CPUs, in `thread` mode (the default
 //! there), run a loop of 1 MiB alltoalls: every large message goes by CMA
 //! (none by the stream, which copies twice and moves only while both ranks
-//! run at once), and none is pushed by its sender (a push moves the copy to
+//! run at once), but those to a rank that waits on the sender's CPU, where
+//! every copy falls on that CPU and the stream's two stay in its caches
+//! (with rank r bound to CPU r % 2, every message to rank r ± 2), and none is pushed by its sender (a push moves the copy to
 //! another busy core, and the receive then waits for its sender to be
 //! scheduled). Before these rules, such a loop sent about a tenth of its
 //! messages by the stream and had a tenth to a fifth pushed (4 ranks on
@@ -55,14 +57,18 @@ fn launcher_first_cpu() {
 
 /// Confines this rank to the first `n` CPUs it may use.
 fn first_cpus(n: usize) {
+    confine(&usable_cpus(n));
+}
+
+/// The first `n` CPUs this rank may use.
+fn usable_cpus(n: usize) -> Vec<usize> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the call gets its
     // true size and writes only within it.
-    let mine: Vec<usize> = unsafe {
+    unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0, "sched_getaffinity");
         (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).take(n).collect()
-    };
-    confine(&mine);
+    }
 }
 
 /// Confines this rank to `cpus`.
@@ -160,12 +166,45 @@ fn exchanges_with_more_ranks_than_cores_go_by_cma_unpushed() {
     let cache = util::Dir::new("cma-range");
     calibrated_with(&cache, "32768 67108864", "cma");
     let job = launch_shared(TEST, 4, "thread", &[("XDG_CACHE_HOME", &cache.path(""))]);
-    for (stream, cma, t) in large_messages(&job.stderr) {
-        assert_eq!(stream, 0, "no message should go by the stream: {t}");
-        assert!(cma >= 3 * ITERS, "every message should go by CMA: {t}");
+    for (stream, cma, mates, t) in large_messages(&job.stderr) {
+        assert_eq!(stream, mates, "no message should go by the stream but to a rank on this CPU: {t}");
+        assert!(cma + mates >= 3 * ITERS, "every other message should go by CMA: {t}");
     }
     let pushed = debug_count(&job.stderr, " written here by their senders");
     assert_eq!(pushed, 0, "no exchange's message should be pushed\n{}", job.stderr);
+}
+
+const MATES_TEST: &str = "an_exchange_with_a_rank_bound_to_this_cpu_takes_the_stream";
+
+/// [`body`] with rank r bound to the (r % 2)-th CPU it may use.
+fn mates_body() {
+    let me: usize = std::env::var("GOAL_RANK").expect("GOAL_RANK").parse().expect("a rank");
+    let cpus = usable_cpus(2);
+    confine(&[cpus[me % cpus.len()]]);
+    body();
+}
+
+/// With rank r bound to CPU r % 2 and CMA cheaper than the stream's two
+/// copies between two cores (`shared cma`), the alltoall's messages to
+/// the rank on the sender's own CPU (r ± 2) go by the stream, whose two
+/// copies stay in that CPU's caches (a CMA read of a MiB cost 76-99 us
+/// there against 22-26 for a `memcpy`), and the others by CMA; every
+/// byte arrives as the model says.
+#[test]
+fn an_exchange_with_a_rank_bound_to_this_cpu_takes_the_stream() {
+    if in_job() {
+        mates_body();
+        return;
+    }
+    let cache = util::Dir::new("mates");
+    calibrated_with(&cache, "18446744073709551615 0", "cma");
+    let job = launch_shared(MATES_TEST, 4, "thread", &[("XDG_CACHE_HOME", &cache.path(""))]);
+    for (stream, cma, mates, t) in large_messages(&job.stderr) {
+        assert_eq!(stream, mates, "only messages to the rank on this CPU should go by the stream: {t}");
+        // The first executions may come before the mate waited once.
+        assert!(mates >= ITERS - 4, "the messages to the rank on this CPU should go by the stream: {t}");
+        assert!(cma >= 2 * ITERS, "the messages to the other CPU's ranks should go by CMA: {t}");
+    }
 }
 
 const WORK_TEST: &str = "with_cores_shared_the_copies_cpu_time_not_the_cma_range_picks_the_path";
@@ -189,8 +228,9 @@ fn with_cores_shared_the_copies_cpu_time_not_the_cma_range_picks_the_path() {
         let job = launch_shared(WORK_TEST, 4, "thread", &[("XDG_CACHE_HOME", &cache.path(""))]);
         let want = if shared == "cma" { "CMA" } else { "the stream" };
         assert!(job.stderr.contains(&format!("(with cores shared, exchanges by {want})")), "cma {range}, shared {shared}: the ranks should report exchanges by {want}\n{}", job.stderr);
-        for (stream, cma, t) in large_messages(&job.stderr) {
-            let (by, other) = if shared == "cma" { (cma, stream) } else { (stream, cma) };
+        for (stream, cma, mates, t) in large_messages(&job.stderr) {
+            // (A rank waiting on this CPU gets the stream, see MATES_TEST.)
+            let (by, other) = if shared == "cma" { (cma + mates, stream - mates) } else { (stream, cma) };
             assert_eq!(other, 0, "cma {range}, shared {shared}: every message by {want}: {t}");
             assert!(by >= 3 * ITERS, "cma {range}, shared {shared}: every message by {want}: {t}");
         }
@@ -212,7 +252,7 @@ fn where_cma_was_slower_everywhere_exchanges_with_more_ranks_than_cores_go_by_th
     }
     let job = launch_shared(STREAM_TEST, 4, "thread", &[("GOAL_CALIBRATE", "0")]);
     assert!(job.stderr.contains("cma=(18446744073709551615, 0)"), "the built-in thresholds should hold no CMA range\n{}", job.stderr);
-    for (stream, cma, t) in large_messages(&job.stderr) {
+    for (stream, cma, _, t) in large_messages(&job.stderr) {
         assert_eq!(cma, 0, "no message should go by CMA: {t}");
         assert!(stream >= 3 * ITERS, "every message should go by the stream: {t}");
     }
@@ -221,9 +261,10 @@ fn where_cma_was_slower_everywhere_exchanges_with_more_ranks_than_cores_go_by_th
 }
 
 /// Each of the 4 ranks' counts of large messages by the stream and by CMA,
-/// with its line: "large messages chosen per message: S by stream, C by
-/// CMA (in exchanges: ...); ...".
-fn large_messages(stderr: &str) -> Vec<(u64, u64, &str)> {
+/// and of those by the stream to a rank waiting on its CPU, with its line:
+/// "large messages chosen per message: S by stream, C by CMA (in
+/// exchanges: ...; M by the stream to a rank waiting on this CPU, ...); ...".
+fn large_messages(stderr: &str) -> Vec<(u64, u64, u64, &str)> {
     let lines: Vec<&str> = stderr.split("large messages chosen per message: ").skip(1).collect();
     assert_eq!(lines.len(), 4, "every rank should report its large messages\n{stderr}");
     let num = |s: &str| s.trim().parse::<u64>().unwrap_or(u64::MAX);
@@ -232,7 +273,8 @@ fn large_messages(stderr: &str) -> Vec<(u64, u64, &str)> {
         .map(|t| {
             let (stream, rest) = t.split_once(" by stream, ").expect("a stream count");
             let cma = rest.split_once(" by CMA").expect("a CMA count").0;
-            (num(stream), num(cma), t)
+            let mates = debug_count(t, " by the stream to a rank waiting on this CPU");
+            (num(stream), num(cma), mates, t)
         })
         .collect()
 }

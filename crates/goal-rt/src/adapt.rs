@@ -321,6 +321,9 @@ pub(crate) struct Adapt {
     /// those that were half of an exchange.
     pub taken: [u64; 2],
     pub taken_in_exchange: [u64; 2],
+    /// Of those by the stream, sends to a rank waiting on this CPU (see
+    /// [`Adapt::sent_to_cpu_mate`]).
+    pub to_cpu_mates: u64,
     /// Messages of bursts of the smallest class sent by CMA because the
     /// stream measured slow (see [`Adapt::stream_slow`]).
     pub bursts_off_stream: u64,
@@ -396,7 +399,7 @@ impl Adapt {
     /// A chooser for `peers` peers, for sizes from `from` on.
     pub fn new(peers: usize, from: usize) -> Adapt {
         let classes = vec![[[Class::default(); CLASSES]; 2]; peers];
-        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, burst_measured_above: usize::MAX, bursts: Bursts::new(peers), shared: None, taken: [0; 2], taken_in_exchange: [0; 2], bursts_off_stream: 0, margin: MARGIN }
+        Adapt { from, classes, led: vec![[[None; CLASSES]; 2]; peers], arrived: vec![[None; CLASSES]; peers], cma_denied: false, burst_cma: false, burst_measured_above: usize::MAX, bursts: Bursts::new(peers), shared: None, taken: [0; 2], taken_in_exchange: [0; 2], to_cpu_mates: 0, bursts_off_stream: 0, margin: MARGIN }
     }
 
     /// The same chooser, leaving the calibrated path only for one `margin`
@@ -525,6 +528,15 @@ impl Adapt {
             self.taken_in_exchange[index(p)] += 1;
         }
         Some(Picked { path: p, timed_burst })
+    }
+
+    /// Counts a send that the engine put on the stream, unchosen, for its
+    /// receiver waits on the sender's CPU (`exchange`: half of an
+    /// exchange; see `Engine::choose_offer`).
+    pub fn sent_to_cpu_mate(&mut self, exchange: bool) {
+        self.taken[index(Path::Stream)] += 1;
+        self.taken_in_exchange[index(Path::Stream)] += u64::from(exchange);
+        self.to_cpu_mates += 1;
     }
 
     /// Whether lone messages of `len`'s size class to `peer` measured

@@ -193,6 +193,26 @@ impl Engine {
         // 1.2 times faster per byte and not taken while the stream was
         // its start); in a burst the receiver splits each message with
         // its sender (see `adapt::Adapt::pick`).
+        // With more ranks than cores, a receiver that last waited on this
+        // CPU runs only while this rank does not: whichever path, every
+        // copy of the message is made on this one core. The stream's two
+        // copies stay in its caches (the sender writes the stream and
+        // the receiver reads it on this core), where a CMA read pins
+        // each page of the sender's buffer and costs more than the two
+        // (a MiB: 76-99 us against 22-26 for a `memcpy`, on the host
+        // below); and the sender does not wait: the receiver runs once it
+        // blocks. So such a send takes the stream, unmeasured (its times
+        // would be the two ranks' turns on the CPU). 4 ranks on 2 CPUs,
+        // rank r on CPU r % 2, 1 MiB, where calibration found CMA cheaper
+        // in CPU time than the stream's two copies between two cores
+        // (`Adapt::share_cores`), five alternations: bcast 121 -> 98 us,
+        // gather 160 -> 123, reduce 149 -> 122, scatter 108 -> 99,
+        // alltoall 0.94x, allgather and allreduce unchanged
+        // (docs/measurements/cpu-mates-2026-12-07).
+        if self.cores_shared && situation != adapt::Situation::Burst && len >= self.thresholds.adapt_from && self.on_this_cpu(p) {
+            self.adapt.sent_to_cpu_mate(exchange);
+            return (Offer::Stream, exchange, false);
+        }
         let default = cma_first(len, self.thresholds.cma);
         let (cma, burst) = match self.adapt.pick_send(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
             Some(picked) => (picked.path == adapt::Path::Cma, picked.timed_burst),

@@ -228,6 +228,7 @@ impl Engine {
         let [stream, cma] = self.adapt.taken;
         let [x_stream, x_cma] = self.adapt.taken_in_exchange;
         let off = self.adapt.bursts_off_stream;
+        let mates = self.adapt.to_cpu_mates;
         let [b_stream, b_cma] = self.adapt.bursts.taken;
         let b_timed = self.adapt.bursts.timed;
         let fuse_cma = self.fuse_paths.taken[1];
@@ -238,6 +239,7 @@ impl Engine {
         (stream + cma + fused + fuse_cma + pushed + split + staged > 0).then(|| {
             format!(
                 "large messages chosen per message: {stream} by stream, {cma} by CMA (in exchanges: {x_stream} by stream, {x_cma} by CMA; \
+                 {mates} by the stream to a rank waiting on this CPU, more ranks than cores; \
                  {off} of a burst of the smallest class by CMA because the stream measured slower; \
                  of bursts of messages longer than the stream, {b_stream} by stream and {b_cma} by split CMA, {b_timed} burst(s) timed whole), \
                  {staged} of them staged in this rank's heap instead, for a rank not running (more ranks than cores); \
