@@ -176,8 +176,28 @@ impl Engine {
         } else {
             adapt::Situation::Lone
         };
+        // With more ranks than cores, a receiver that last waited on this
+        // CPU runs only while this rank does not: whichever path, every
+        // copy of the message is made on this one core. The stream's two
+        // copies stay in its caches (the sender writes the stream and
+        // the receiver reads it on this core), where a CMA read pins
+        // each page of the sender's buffer and costs more than the two
+        // (a MiB: 76-99 us against 22-26 for a `memcpy` on the AMD EPYC
+        // VM of the figures that follow); and the sender does not wait:
+        // the receiver runs once it blocks. So such a send takes the stream, unmeasured (its times
+        // would be the two ranks' turns on the CPU). 4 ranks on 2 CPUs,
+        // rank r on CPU r % 2, 1 MiB, where calibration found CMA cheaper
+        // in CPU time than the stream's two copies between two cores
+        // (`Adapt::share_cores`), five alternations: bcast 121 -> 98 us,
+        // gather 160 -> 123, reduce 149 -> 122, scatter 108 -> 99,
+        // alltoall 0.94x, allgather and allreduce unchanged
+        // (docs/measurements/cpu-mates-2026-12-07).
+        if self.cores_shared && situation != adapt::Situation::Burst && len >= self.thresholds.adapt_from && self.on_this_cpu(p) {
+            self.adapt.sent_to_cpu_mate(exchange);
+            return (Offer::Stream, exchange, false);
+        }
         // CMA is where `adapt` starts from calibration's lower bound up,
-        // in every situation; the stream is left only for a path
+        // alone and in an exchange; the stream is left only for a path
         // measured `MARGIN` (adapt.rs) times faster. Calibration's upper
         // bound compared the stream's two overlapped copies with one
         // core's CMA read, but a CMA message from `SPLIT_MIN` on is
@@ -191,28 +211,8 @@ impl Engine {
         // copies once where the stream copies twice (2 ranks, alltoall
         // of 4 MiB after 1 MiB: 1.21-1.26 ms by the stream, CMA measured
         // 1.2 times faster per byte and not taken while the stream was
-        // its start); in a burst the receiver splits each message with
-        // its sender (see `adapt::Adapt::pick`).
-        // With more ranks than cores, a receiver that last waited on this
-        // CPU runs only while this rank does not: whichever path, every
-        // copy of the message is made on this one core. The stream's two
-        // copies stay in its caches (the sender writes the stream and
-        // the receiver reads it on this core), where a CMA read pins
-        // each page of the sender's buffer and costs more than the two
-        // (a MiB: 76-99 us against 22-26 for a `memcpy`, on the host
-        // below); and the sender does not wait: the receiver runs once it
-        // blocks. So such a send takes the stream, unmeasured (its times
-        // would be the two ranks' turns on the CPU). 4 ranks on 2 CPUs,
-        // rank r on CPU r % 2, 1 MiB, where calibration found CMA cheaper
-        // in CPU time than the stream's two copies between two cores
-        // (`Adapt::share_cores`), five alternations: bcast 121 -> 98 us,
-        // gather 160 -> 123, reduce 149 -> 122, scatter 108 -> 99,
-        // alltoall 0.94x, allgather and allreduce unchanged
-        // (docs/measurements/cpu-mates-2026-12-07).
-        if self.cores_shared && situation != adapt::Situation::Burst && len >= self.thresholds.adapt_from && self.on_this_cpu(p) {
-            self.adapt.sent_to_cpu_mate(exchange);
-            return (Offer::Stream, exchange, false);
-        }
+        // its start); a burst, whatever the range, is split by its
+        // receiver and its sender (see `adapt::Adapt::pick`).
         let default = cma_first(len, self.thresholds.cma);
         let (cma, burst) = match self.adapt.pick_send(p, len, if default { adapt::Path::Cma } else { adapt::Path::Stream }, situation) {
             Some(picked) => (picked.path == adapt::Path::Cma, picked.timed_burst),
