@@ -9,11 +9,12 @@
 //! (none by the stream, which copies twice and moves only while both ranks
 //! run at once), but those to a rank that waits on the sender's CPU, where
 //! every copy falls on that CPU and the stream's two stay in its caches
-//! (with rank r bound to CPU r % 2, every message to rank r ± 2), and none is pushed by its sender (a push moves the copy to
-//! another busy core, and the receive then waits for its sender to be
-//! scheduled). Before these rules, such a loop sent about a tenth of its
-//! messages by the stream and had a tenth to a fifth pushed (4 ranks on
-//! 2 CPUs: alltoall of 1 MiB 0.91x the time now, 64 KiB 0.92x). The CMA
+//! (with rank r bound to CPU r % 2, every message to rank r ± 2), and
+//! none is pushed by its sender (a push moves the copy to another busy
+//! core, and the receive then waits for its sender to be scheduled).
+//! Before these rules, such a loop sent about a tenth of its messages by
+//! the stream and had a tenth to a fifth pushed (4 ranks on 2 CPUs:
+//! alltoall of 1 MiB 0.91x the time now, 64 KiB 0.92x). The CMA
 //! rule holds where calibration found one CMA read cheaper than the
 //! stream's two copies (the cache's `shared cma`), whatever CMA range it
 //! found for latency; where it found CMA dearer (`shared stream`), the

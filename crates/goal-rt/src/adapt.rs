@@ -480,13 +480,14 @@ impl Adapt {
     /// range and windows of 256 KiB and 1 MiB sends all took the stream at
     /// 8.2-8.4 GB/s, where split CMA ran 14.3-15.3 and 12.5-13.7 (three
     /// alternations; Open MPI without single copy 9.3-10.3;
-    /// docs/measurements/cpu-mates-2026-12-07). Above calibration's range, bursts took the stream until
-    /// 2026-11-30: windows of 4 and 16 MiB then went 9.2 and 8.6 GB/s by
-    /// the stream, 12.7 and 11.3 by split CMA, and beside a busy process
-    /// 4.1 and 3.8 against 7.0 and 8.7, for the stream moves only while
-    /// both ranks are on a CPU; but on the host of 2026-12-06, in the
-    /// state where a CMA read costs four `memcpy`s, 10.1-13.7 and 9.3-12.8
-    /// by the stream against 8.0-9.4 and 9.5-9.8 by split CMA. So bursts of
+    /// docs/measurements/cpu-mates-2026-12-07). Above calibration's range,
+    /// bursts took the stream until 2026-11-30: windows of 4 and 16 MiB
+    /// then went 9.2 and 8.6 GB/s by the stream, 12.7 and 11.3 by split
+    /// CMA, and beside a busy process 4.1 and 3.8 against 7.0 and 8.7, for
+    /// the stream moves only while both ranks are on a CPU; but on the host
+    /// of 2026-12-06, in the state where a CMA read costs four `memcpy`s,
+    /// 10.1-13.7 and 9.3-12.8 by the stream against 8.0-9.4 and 9.5-9.8 by
+    /// split CMA. So bursts of
     /// messages longer than a pair's stream take the path whole bursts
     /// measured (see `burst`). Bursts of the smallest class take the
     /// stream all the same (see [`BURST_CMA_MIN`]), unless the stream

@@ -176,18 +176,19 @@ impl Engine {
         } else {
             adapt::Situation::Lone
         };
-        // With more ranks than cores, a receiver that last waited on this
-        // CPU runs only while this rank does not: whichever path, every
-        // copy of the message is made on this one core. The stream's two
-        // copies stay in its caches (the sender writes the stream and
-        // the receiver reads it on this core), where a CMA read pins
-        // each page of the sender's buffer and costs more than the two
-        // (a MiB: 76-99 us against 22-26 for a `memcpy` on the AMD EPYC
-        // VM of the figures that follow); and the sender does not wait:
-        // the receiver runs once it blocks. So such a send takes the stream, unmeasured (its times
-        // would be the two ranks' turns on the CPU). 4 ranks on 2 CPUs,
-        // rank r on CPU r % 2, 1 MiB, where calibration found CMA cheaper
-        // in CPU time than the stream's two copies between two cores
+        // With more ranks than cores, a receiver that last waited on
+        // this CPU runs only while this rank does not: whichever path,
+        // every copy of the message is made on this one core. The
+        // stream's two copies stay in its caches (the sender writes the
+        // stream and the receiver reads it on this core), where a CMA
+        // read pins each page of the sender's buffer and costs more
+        // than the two (a MiB: 76-99 us against 22-26 for a `memcpy` on
+        // the AMD EPYC VM of the figures that follow); and the sender
+        // does not wait: the receiver runs once it blocks. So such a
+        // send takes the stream, unmeasured (its times would be the two
+        // ranks' turns on the CPU). 4 ranks on 2 CPUs, rank r on CPU
+        // r % 2, 1 MiB, where calibration found CMA cheaper in CPU time
+        // than the stream's two copies between two cores
         // (`Adapt::share_cores`), five alternations: bcast 121 -> 98 us,
         // gather 160 -> 123, reduce 149 -> 122, scatter 108 -> 99,
         // alltoall 0.94x, allgather and allreduce unchanged
