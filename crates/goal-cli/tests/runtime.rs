@@ -1077,7 +1077,11 @@ fn dropped_schedules_close_their_channels() {
 /// lower rank's last RTS of a size leads no send, nor does one of two that
 /// came between two of the higher rank's sends, under load), where each
 /// choosing for itself a rendezvous met an eager message now and then, both
-/// slowed. Every message arrives whole.
+/// slowed. The same with the limit at 64 KiB: the chooser takes from 16 KiB
+/// up whatever calibration found, and the 64 KiB messages it sends by
+/// rendezvous take the stream or CMA as `adapt` picks (by the stream's two
+/// copies alone, as slow as the ring's where the vCPUs are far apart).
+/// Every message arrives whole.
 #[test]
 fn an_exchange_above_the_eager_limit_goes_one_way_for_both_ranks() {
     let test = "an_exchange_above_the_eager_limit_goes_one_way_for_both_ranks";
@@ -1090,25 +1094,33 @@ fn an_exchange_above_the_eager_limit_goes_one_way_for_both_ranks() {
         // set (the chooser is off where the environment sets it).
         let job = launch(test, 2, &vars);
         assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
-        util::edit_calibration(&cache, &["eager 16384 1024"]);
-        let job = launch(test, 2, &vars);
-        assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
-        assert!(job.stderr.contains("eager<=16384 B"), "the cache's eager limit should hold\n{}", job.stderr);
-        // Each rank's "of the sends from 16385 B up to 65536 B, E went
-        // eagerly and R by rendezvous".
-        let rdv = |rank: u32| -> u64 {
-            let line = job.stderr.lines().find(|l| l.starts_with(&format!("goal: rank {rank}: of the sends from 16385 B")));
-            let line = line.unwrap_or_else(|| panic!("rank {rank} should report its sends above the eager limit\n{}", job.stderr));
-            let r = line.split(" by rendezvous").next().and_then(|t| t.rsplit(' ').next()).and_then(|n| n.parse().ok());
-            r.unwrap_or_else(|| panic!("no rendezvous count in {line:?}"))
-        };
-        let (lower, higher) = (rdv(0), rdv(1));
-        assert!(lower >= 8, "the lower rank should have tried rendezvous for both sizes while settling: {lower} sends\n{}", job.stderr);
-        assert!(
-            higher <= lower && 10 * higher >= 9 * lower,
-            "the higher rank should have sent by rendezvous after each of the lower rank's {lower} rendezvous sends: it sent {higher}\n{}",
-            job.stderr
-        );
+        // The chooser takes from 16 KiB up whatever the calibrated limit:
+        // at 64 KiB as well, both sizes are within it.
+        for limit in [16384, 65536] {
+            util::edit_calibration(&cache, &[&format!("eager {limit} 1024")]);
+            let job = launch(test, 2, &vars);
+            assert_eq!(job.status, 0, "{}\n{}", job.stdout, job.stderr);
+            assert!(job.stderr.contains(&format!("eager<={limit} B")), "the cache's eager limit should hold\n{}", job.stderr);
+            // Each rank's "of the sends from 16385 B up to 65536 B, E went
+            // eagerly and R by rendezvous".
+            let rdv = |rank: u32| -> u64 {
+                let line = job.stderr.lines().find(|l| l.starts_with(&format!("goal: rank {rank}: of the sends from 16385 B")));
+                let line = line.unwrap_or_else(|| panic!("rank {rank} should report its sends above the eager limit\n{}", job.stderr));
+                let r = line.split(" by rendezvous").next().and_then(|t| t.rsplit(' ').next()).and_then(|n| n.parse().ok());
+                r.unwrap_or_else(|| panic!("no rendezvous count in {line:?}"))
+            };
+            let (lower, higher) = (rdv(0), rdv(1));
+            assert!(lower >= 8, "the lower rank should have tried rendezvous for both sizes while settling: {lower} sends\n{}", job.stderr);
+            assert!(
+                higher <= lower && 10 * higher >= 9 * lower,
+                "the higher rank should have sent by rendezvous after each of the lower rank's {lower} rendezvous sends: it sent {higher}\n{}",
+                job.stderr
+            );
+            // A 64 KiB message that goes by rendezvous, within the limit or
+            // above it, takes the stream or CMA as `adapt` chooses.
+            let chosen: u64 = paths_chosen(&job.stderr).iter().map(|(stream, cma)| stream + cma).sum();
+            assert!(chosen > 0, "64 KiB rendezvous sends should have their path chosen with an eager limit of {limit} B\n{}", job.stderr);
+        }
         return;
     }
     let rt = rt();
@@ -1129,6 +1141,21 @@ fn an_exchange_above_the_eager_limit_goes_one_way_for_both_ranks() {
     goal_rt::finalize().unwrap();
 }
 
+/// Each rank's large messages by the stream and by CMA, from its
+/// `GOAL_DEBUG` line "large messages chosen per message: S by stream, C by
+/// CMA ..." (the ranks' lines may interleave: each occurrence is parsed).
+fn paths_chosen(stderr: &str) -> Vec<(u64, u64)> {
+    let num = |s: &str| s.trim().parse::<u64>().unwrap_or(0);
+    stderr
+        .split("large messages chosen per message: ")
+        .skip(1)
+        .map(|t| {
+            let (stream, rest) = t.split_once(" by stream, ").unwrap_or(("0", ""));
+            (num(stream), num(rest.split_once(" by CMA").map_or("0", |(c, _)| c)))
+        })
+        .collect()
+}
+
 /// Large messages choose stream or CMA per message (goal-rt's `adapt`):
 /// over many executions both paths carry 256 KiB and 1 MiB messages, and
 /// every byte arrives, whichever path each one took.
@@ -1140,18 +1167,7 @@ fn large_messages_choose_stream_or_cma_per_message() {
             let job = launch(test, n, &[("GOAL_PROGRESS", "thread"), ("GOAL_DEBUG", "1")]);
             assert_eq!(job.status, 0, "{n} ranks\n{}\n{}", job.stdout, job.stderr);
             // Every rank sent by both paths (each is measured before the choice).
-            // (the ranks' lines may interleave: parse each occurrence)
-            let both = job
-                .stderr
-                .split("large messages chosen per message: ")
-                .skip(1)
-                .filter(|t| {
-                    let num = |s: &str| s.trim().parse::<u64>().unwrap_or(0);
-                    let (stream, rest) = t.split_once(" by stream, ").unwrap_or(("0", ""));
-                    let cma = rest.split_once(" by CMA").map_or("0", |(c, _)| c);
-                    num(stream) > 0 && num(cma) > 0
-                })
-                .count();
+            let both = paths_chosen(&job.stderr).iter().filter(|&&(stream, cma)| stream > 0 && cma > 0).count();
             assert_eq!(both, n, "each rank should have used both paths\n{}", job.stderr);
         }
         return;

@@ -12,7 +12,7 @@
 //! | `GOAL_EAGER_LIMIT` | largest message sent eagerly through the rings | calibrated |
 //! | `GOAL_CMA_MIN`, `GOAL_CMA_MAX` | sizes that go by Cross Memory Attach instead of the pipelined stream (setting either fixes the choice) | chosen per message from 64 KiB (see `adapt`), calibrated below |
 //! | `GOAL_CALIBRATE` | `0` or `off`: no measuring, built-in defaults; `force`: measure again (any other value is refused) | cached per machine |
-//! | `GOAL_ADAPT` | `0`: no per-message choice between stream and CMA (the calibrated range decides), nor between eager and rendezvous above the eager limit | on |
+//! | `GOAL_ADAPT` | `0`: no per-message choice between stream and CMA (the calibrated range decides), nor between eager and rendezvous for sends of 16 to 64 KiB | on |
 //! | `GOAL_COLD_WRITES` | a percentage: a sender's write into a receiver's buffer (half of a split message, or a push) that takes longer than this share of the receiver's own copy is cold, and three in a row keep the sender's next messages to the receiver's own copies for a while (the application reads what it receives); `0`: every write judged is cold | 130 |
 //! | `GOAL_UNEXPECTED_BYTES` | eager bytes a rank buffers for receives not yet started, before senders must wait | 64 MiB |
 //! | `GOAL_SHM_RING_BYTES`, `GOAL_SHM_STREAM_BYTES`, `GOAL_HEAP_BYTES`, `GOAL_PIDFD` | shared-memory sizes; `GOAL_PIDFD=0` watches local peers through `/proc` | see goal-transport |
@@ -111,7 +111,7 @@ pub struct Config {
     /// Rails to use between machines (`GOAL_RAILS`: interface names; None: every up, non-loopback IPv4 interface).
     pub rails: Option<String>,
     /// Choose stream or CMA per large message, and eager or rendezvous
-    /// just above the eager limit, from measurements (`GOAL_ADAPT`,
+    /// for sends of 16 to 64 KiB, from measurements (`GOAL_ADAPT`,
     /// default on).
     pub adapt: bool,
     /// `GOAL_COLD_WRITES`: the percentage of a receiver's own copy above

@@ -1,6 +1,6 @@
-//! Choosing, per message a little above the calibrated eager limit, between
-//! the eager ring and a rendezvous, from what recent messages of that size
-//! took each way.
+//! Choosing, per message of 16 to 64 KiB (above the calibrated eager limit
+//! where that is lower), between the eager ring and a rendezvous, from what
+//! recent messages of that size took each way.
 //!
 //! Calibration fixes one eager limit at start-up, from one measurement of
 //! the eager path's two copies against a CMA read between two cores. Just
@@ -15,7 +15,8 @@
 //! 5-9 us (docs/measurements/eager-64k-2026-12-06). What makes a pair slow
 //! was not found; it shows in the sender's own copy.
 //!
-//! So a send from the calibrated limit up to [`EAGER_MAX`] to a peer on this
+//! So a send above [`CHOOSE_ABOVE`] (or the calibrated limit, if lower) up
+//! to [`EAGER_MAX`] to a peer on this
 //! machine, cores not shared, picks the way whose recent messages of its
 //! size class (per peer) were faster per byte, as `adapt` does for the
 //! stream and CMA (the same [`Class`]: both take turns while they settle,
@@ -48,6 +49,13 @@ use crate::adapt::Class;
 /// 1 MiB ring's record holds 256 KiB; eager sends from there up to 256 KiB
 /// between two running ranks are not measured).
 pub(crate) const EAGER_MAX: usize = 64 << 10;
+
+/// The chooser decides sizes above this, or above the calibrated limit
+/// where that is lower, whatever the limit: a calibration that found
+/// 64 KiB left the slow pairs eager at 64 KiB (2 ranks, bcast of 64 KiB,
+/// the vCPUs far apart: 22-29 us an iteration where Open MPI took 6.8,
+/// and this chooser, taking rendezvous, 6.2-7.1).
+pub(crate) const CHOOSE_ABOVE: usize = 16 << 10;
 
 /// Size classes, by the power of two a message rounds up to: 8 KiB and
 /// less, 16, 32 and 64 KiB.
@@ -95,7 +103,9 @@ const EXCHANGE_TRIES: u8 = 2;
 /// the higher rank's eager copy, slow there, and measured 0.62-0.74 ns
 /// per byte against the eager way's 0.41 (Open MPI: 9-11 us).
 pub(crate) struct Eagerness {
-    /// Sizes above the calibrated limit up to here are chosen (0: off).
+    /// Sizes above this are chosen...
+    above: usize,
+    /// ...up to here (0: none).
     upto: usize,
     /// Per peer: lone messages' classes, then exchanges'.
     classes: Vec<[[Class; CLASSES]; 2]>,
@@ -112,15 +122,20 @@ pub(crate) struct Eagerness {
 }
 
 impl Eagerness {
-    /// A chooser for `peers` peers, choosing sizes up to `upto` (0: never).
-    pub fn new(peers: usize, upto: usize) -> Eagerness {
-        Eagerness { upto, classes: vec![[[Class::default(); CLASSES]; 2]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], untimed: vec![[0; CLASSES]; peers], taken: [0; 2] }
+    /// A chooser for `peers` peers, choosing sizes above `above` up to
+    /// `upto` (0: never).
+    pub fn new(peers: usize, above: usize, upto: usize) -> Eagerness {
+        Eagerness { above, upto, classes: vec![[[Class::default(); CLASSES]; 2]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], untimed: vec![[0; CLASSES]; peers], taken: [0; 2] }
     }
 
-    /// Whether a send of `len` bytes, above the calibrated limit, is chosen
-    /// here.
+    /// Whether the way of a send of `len` bytes is chosen here.
     pub fn covers(&self, len: usize) -> bool {
-        len <= self.upto
+        len > self.above && len <= self.upto
+    }
+
+    /// The smallest size chosen here (`usize::MAX`: none).
+    pub fn from(&self) -> usize {
+        if self.upto > self.above { self.above + 1 } else { usize::MAX }
     }
 
     /// Whether a send of `len` bytes to `peer` goes eagerly; `exchange`:
@@ -229,13 +244,13 @@ mod tests {
     fn a_fast_ring_carries_the_messages_and_a_slow_one_does_not() {
         // Most pairs here: the copy into the ring at 0.05 ns per byte
         // (3.3 us for 64 KiB), rendezvous 0.09 (6 us).
-        let mut e = Eagerness::new(1, K64);
+        let mut e = Eagerness::new(1, 16 << 10, K64);
         let mut now = 1_000_000_000;
         let n = run(&mut e, &mut now, 1000, K64, 10, [0.09, 0.05]);
         assert!(n > 990, "{n} of 1000 eagerly");
         assert!(e.measured().is_some_and(|m| m.contains("rank 0 lone 64 KiB: eager 0.050 rendezvous 0.090")), "{:?}", e.measured());
         // The slow pairs: the copy alone 27 us.
-        let mut e = Eagerness::new(1, K64);
+        let mut e = Eagerness::new(1, 16 << 10, K64);
         let n = run(&mut e, &mut now, 1000, K64, 10, [0.09, 0.41]);
         assert!(n < 10, "{n} of 1000 eagerly");
     }
@@ -243,18 +258,18 @@ mod tests {
     #[test]
     fn rendezvous_must_be_clearly_faster() {
         // Rendezvous 1.1x faster: within the margin.
-        let mut e = Eagerness::new(1, K64);
+        let mut e = Eagerness::new(1, 16 << 10, K64);
         let mut now = 0;
         let n = run(&mut e, &mut now, 1000, K64, 10, [0.09, 0.099]);
         assert!(n > 990, "{n} of 1000 eagerly");
         // 1.5x.
-        let n = run(&mut Eagerness::new(1, K64), &mut now, 1000, K64, 10, [0.09, 0.135]);
+        let n = run(&mut Eagerness::new(1, 16 << 10, K64), &mut now, 1000, K64, 10, [0.09, 0.135]);
         assert!(n < 10, "{n} of 1000 eagerly");
     }
 
     #[test]
     fn a_change_of_the_host_moves_the_choice_within_a_second() {
-        let mut e = Eagerness::new(2, K64);
+        let mut e = Eagerness::new(2, 16 << 10, K64);
         let mut now = 0;
         run(&mut e, &mut now, 1000, K64, 10, [0.09, 0.02]);
         // The ring turns slow: seen at the next exploration (20 ms).
@@ -302,7 +317,7 @@ mod tests {
 
     #[test]
     fn the_higher_rank_of_an_exchange_follows_the_lower_ones_rts_once() {
-        let mut e = Eagerness::new(2, K64);
+        let mut e = Eagerness::new(2, 16 << 10, K64);
         assert!(e.eager_at(0, K64, true, true, 0), "eagerly until the lower rank sends an RTS");
         e.heard_rts(0, K64, true);
         assert!(!e.eager_at(0, K64, true, true, 0), "by rendezvous after its RTS");
@@ -313,7 +328,7 @@ mod tests {
 
     #[test]
     fn an_exchange_whose_rendezvous_met_an_eager_message_is_not_timed() {
-        let mut e = Eagerness::new(1, K64);
+        let mut e = Eagerness::new(1, 16 << 10, K64);
         // Settled both ways, the eager way the faster.
         for _ in 0..4 {
             e.heard_rts(0, K64, false);
@@ -334,7 +349,7 @@ mod tests {
     fn a_peer_that_never_follows_leaves_no_way_untimed() {
         // This rank sees an exchange, its peer answers each message after
         // receiving it, eagerly: no RTS ever comes back.
-        let mut e = Eagerness::new(1, K64);
+        let mut e = Eagerness::new(1, 16 << 10, K64);
         let mut now = 0;
         let mut rdv = 0;
         for _ in 0..1000 {
@@ -352,14 +367,14 @@ mod tests {
 
     #[test]
     fn a_pair_whose_ring_is_slow_exchanges_by_rendezvous_and_a_fast_pair_eagerly() {
-        let (mut lo, mut hi, mut now) = (Eagerness::new(2, K64), Eagerness::new(2, K64), 1_000_000_000);
+        let (mut lo, mut hi, mut now) = (Eagerness::new(2, 16 << 10, K64), Eagerness::new(2, 16 << 10, K64), 1_000_000_000);
         // The vCPUs apart (measured: eager copy 27 us, rendezvous 8.5 us an
         // iteration, a rendezvous that meets an eager copy 40-48 us).
         exchange(&mut lo, &mut hi, &mut now, 1000, K64, [0.41, 0.13, 0.70]);
         let eager = exchange(&mut lo, &mut hi, &mut now, 1000, K64, [0.41, 0.13, 0.70]);
         assert!(eager[0] < 20 && eager[1] < 20, "{eager:?} of 1000 eagerly: {:?}", lo.measured());
         // Close: eager copy 3.3 us, rendezvous 10 us.
-        let (mut lo, mut hi) = (Eagerness::new(2, K64), Eagerness::new(2, K64));
+        let (mut lo, mut hi) = (Eagerness::new(2, 16 << 10, K64), Eagerness::new(2, 16 << 10, K64));
         exchange(&mut lo, &mut hi, &mut now, 1000, K64, [0.05, 0.15, 0.30]);
         let eager = exchange(&mut lo, &mut hi, &mut now, 1000, K64, [0.05, 0.15, 0.30]);
         assert!(eager[0] > 980 && eager[1] > 980, "{eager:?} of 1000 eagerly: {:?}", lo.measured());
@@ -367,7 +382,18 @@ mod tests {
 
     #[test]
     fn off_covers_nothing() {
-        assert!(!Eagerness::new(1, 0).covers(1));
-        assert!(Eagerness::new(1, K64).covers(K64) && !Eagerness::new(1, K64).covers(K64 + 1));
+        assert!(!Eagerness::new(1, 16 << 10, 0).covers(1));
+        assert_eq!(Eagerness::new(1, 16 << 10, 0).from(), usize::MAX);
+    }
+
+    #[test]
+    fn covers_above_its_floor_up_to_its_bound() {
+        // Whatever the calibrated limit (64 KiB here), from 16 KiB up.
+        let e = Eagerness::new(1, 16 << 10, K64);
+        assert_eq!([1, 16 << 10, (16 << 10) + 1, 32 << 10, K64, K64 + 1].map(|l| e.covers(l)), [false, false, true, true, true, false]);
+        assert_eq!(e.from(), (16 << 10) + 1);
+        // A lower calibrated limit (8 KiB) lowers the floor.
+        let e = Eagerness::new(1, 8 << 10, K64);
+        assert!(e.covers((8 << 10) + 1) && !e.covers(8 << 10));
     }
 }

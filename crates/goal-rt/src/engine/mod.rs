@@ -203,7 +203,7 @@ pub(crate) struct Engine {
     kernel: Option<KPath>,
     /// Stream or CMA, per large message (see `adapt`).
     adapt: adapt::Adapt,
-    /// Eager or rendezvous for sends just above the eager limit.
+    /// Eager or rendezvous for sends of 16 to 64 KiB.
     eagerness: crate::eagerness::Eagerness,
     /// For a receive that could be combined as it comes (from
     /// `FUSE_CMA_MAX` on): through the stream, or read by CMA and then
@@ -369,13 +369,14 @@ impl Engine {
         TRACE_LINES.store(lines, Ordering::Relaxed);
         TRACE.store(lines, Ordering::Relaxed);
         let n = size as usize;
+        let eagerness = crate::eagerness::Eagerness::new(n, thresholds.eager.min(crate::eagerness::CHOOSE_ABOVE), thresholds.eager_adapt);
         let state = State {
             rank,
             execs: Execs::default(),
             matcher: Matcher::new(n),
             credit: Credit::new(n, thresholds.credit),
             eager_out: vec![(0, 0); n],
-            eager_out_from: if thresholds.eager_adapt > thresholds.eager { (thresholds.eager + 1).max(exec::EAGER_EXCHANGE_MIN as usize) } else { usize::MAX },
+            eager_out_from: eagerness.from().max(exec::EAGER_EXCHANGE_MIN as usize),
             paths: PeerPaths::new(n),
             outq: (0..n).map(|_| VecDeque::new()).collect(),
             outq_peers: Vec::new(),
@@ -417,7 +418,7 @@ impl Engine {
             net_in: KeyMap::default(),
             net_lost: Vec::new(),
         };
-        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), eagerness: crate::eagerness::Eagerness::new(n, thresholds.eager_adapt), fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), windows: crate::window::Windows::new(n), pushes: false, cold_writes: policy::COLD_WRITES, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
+        Engine { rank, size, link: Links::new(shm, n), thresholds, state, kernel: None, adapt: adapt::Adapt::new(n, thresholds.adapt_from), eagerness, fuse_paths: adapt::Adapt::new(n, if thresholds.adapt_from == usize::MAX { usize::MAX } else { fusion::FUSE_CMA_MAX }).with_margin(fusion::FUSE_MARGIN), windows: crate::window::Windows::new(n), pushes: false, cold_writes: policy::COLD_WRITES, splits: false, cores_shared: false, app_waiting: None, in_wait: false, background: false, stall: StallWatch::new(), recorder: None, stage: stage::Stage::default() }
     }
 
     /// Reaches the peers marked in `remote` through `net`.

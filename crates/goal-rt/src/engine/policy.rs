@@ -317,20 +317,18 @@ impl Engine {
 
     /// Whether send `r` of `len` bytes to local peer `p` goes eagerly (within
     /// [`eager_limit`](Self::eager_limit)), and whether `eagerness` chose
-    /// so: above the calibrated limit up to its bound, between ranks that
-    /// do not share cores (there `eager_limit`'s rules decide), outside
+    /// so: above 16 KiB (or the calibrated limit, if lower) up to its bound,
+    /// within the calibrated limit as above it, between ranks that do not
+    /// share cores (there `eager_limit`'s rules decide), outside
     /// kernel mode (whose eager sends are offered to the kernel's chains).
     /// `Some(exchange)` where `eagerness` chose: whether the send is half of
     /// an exchange, whose two halves it sends the same way.
     pub(super) fn eager_way(&mut self, r: OpRef, p: usize, len: usize) -> (bool, Option<bool>) {
-        if len <= self.eager_limit(r, p, len) {
-            return (true, None);
-        }
         if self.eagerness.covers(len) && !self.cores_shared && self.kernel.is_none() {
             let exchange = self.exchanging_from(r, p, exec::EAGER_EXCHANGE_MIN);
             return (self.eagerness.eager(p, len, exchange, (p as u32) < self.rank), Some(exchange));
         }
-        (false, None)
+        (len <= self.eager_limit(r, p, len), None)
     }
 
     /// What an eager exchange send of `len` bytes to `p`, copied into the

@@ -194,7 +194,7 @@ impl Engine {
         if by_rdv + by_eager > 0 {
             parts.push(format!(
                 "of the sends from {} B up to {} B, {by_eager} went eagerly and {by_rdv} by rendezvous, chosen by what each took (ns per byte: {})",
-                eager + 1,
+                self.eagerness.from(),
                 self.thresholds.eager_adapt,
                 self.eagerness.measured().unwrap_or_else(|| "-".into())
             ));

@@ -92,10 +92,14 @@ pub(crate) fn thresholds(cfg: &Config, shm: &ShmNode, size: usize, measured: Thr
     // A range the environment fixes decides with cores shared too.
     let cma_shared = cfg.cma_range.map_or(measured.cma_shared, crate::engine::cma_range_found);
     let credit = (cfg.unexpected_bytes / (size.max(2) as u64 - 1)).max(eager as u64);
-    // Stream or CMA per message from 64 KiB (above the eager limit), unless
-    // the environment fixes the CMA range or turns this off.
-    let adapt_from = if cfg.cma_range.is_none() && cfg.adapt { (eager + 1).max(64 << 10) } else { usize::MAX };
-    // Eager or rendezvous per message just above the limit, unless the
+    // Stream or CMA per message from 64 KiB, unless the environment fixes
+    // the CMA range or turns this off: within the eager limit too, for the
+    // sends that go by rendezvous there (`eagerness`'s choice, a full
+    // ring). With a calibrated limit of 64 KiB and the vCPUs apart, an
+    // exchange of 64 KiB took 33-40 us eagerly and as long by the stream's
+    // two copies, where Open MPI's and MPICH's single copy took 9-12.
+    let adapt_from = if cfg.cma_range.is_none() && cfg.adapt { 64 << 10 } else { usize::MAX };
+    // Eager or rendezvous per message from 16 KiB to 64 KiB, unless the
     // environment fixes the limit or the CMA range, or turns this off.
     let eager_adapt = if cfg.eager_limit.is_none() && cfg.cma_range.is_none() && cfg.adapt { crate::eagerness::EAGER_MAX.min(shm.max_eager()) } else { 0 };
     Thresholds { eager, heap_eager, cma, cma_shared, credit, net_eager: cfg.net_eager, net_eager_one_rail: cfg.net_eager_one_rail, adapt_from, eager_adapt }
