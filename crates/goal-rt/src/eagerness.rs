@@ -90,6 +90,19 @@ fn class_of(len: usize) -> usize {
 /// `adapt::EXCHANGE_EXPLORE`).
 const EXCHANGE_TRIES: u8 = 2;
 
+/// Exchanges each way timed before the two are compared (lone messages:
+/// `adapt`'s four), the rendezvous estimate starting at the fastest of
+/// them. With the vCPUs far apart and a busy process beside the job, four
+/// left the lower rank of a 2-rank alltoall of 64 KiB with rendezvous at
+/// 0.6-1.4 ns per byte against the eager way's 0.3-0.5 in a third of the
+/// runs, and eager for good (33 us an iteration; 20 ms between two
+/// explorations, each moving the average a step), where the other runs
+/// measured rendezvous at 0.15-0.3 and took it (9-12 us; Open MPI and
+/// MPICH, by CMA, 8-12): a rendezvous exchange while the pair settles
+/// meets the peer's stream-or-CMA choice settling too, and a peer that
+/// the busy process keeps off its CPU.
+const EXCHANGE_SETTLE: u8 = 8;
+
 /// The chooser (see the module documentation).
 ///
 /// In an exchange (the peer sends to this rank at the same time) the two
@@ -125,7 +138,7 @@ impl Eagerness {
     /// A chooser for `peers` peers, choosing sizes above `above` up to
     /// `upto` (0: never).
     pub fn new(peers: usize, above: usize, upto: usize) -> Eagerness {
-        Eagerness { above, upto, classes: vec![[[Class::default(); CLASSES]; 2]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], untimed: vec![[0; CLASSES]; peers], taken: [0; 2] }
+        Eagerness { above, upto, classes: vec![[[Class::default(); CLASSES], [Class::settling_after(EXCHANGE_SETTLE); CLASSES]]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], untimed: vec![[0; CLASSES]; peers], taken: [0; 2] }
     }
 
     /// Whether the way of a send of `len` bytes is chosen here.
@@ -330,7 +343,7 @@ mod tests {
     fn an_exchange_whose_rendezvous_met_an_eager_message_is_not_timed() {
         let mut e = Eagerness::new(1, 16 << 10, K64);
         // Settled both ways, the eager way the faster.
-        for _ in 0..4 {
+        for _ in 0..EXCHANGE_SETTLE {
             e.heard_rts(0, K64, false);
             e.rendezvous_took(0, K64, true, 9_000);
             e.eager_copied(0, K64, true, 3_000);
@@ -343,6 +356,31 @@ mod tests {
         e.heard_rts(0, K64, false);
         e.rendezvous_took(0, K64, true, 90_000);
         assert_ne!(e.measured(), before, "one that met the peer's RTS counts");
+    }
+
+    #[test]
+    fn an_exchange_settles_on_the_fastest_of_several_rendezvous() {
+        // The lower rank of a pair whose first rendezvous exchanges were
+        // slow (the peer off its CPU, the paths settling): 1.0 ns per byte
+        // for the first four, 0.2 later, the eager way 0.45 throughout.
+        let mut e = Eagerness::new(2, 16 << 10, K64);
+        let (mut now, mut rdv) = (0, 0);
+        let mut ways = Vec::new();
+        for _ in 0..200 {
+            let eager = e.eager_at(1, K64, true, false, now);
+            if eager {
+                e.eager_copied(1, K64, true, (0.45 * K64 as f64) as u64);
+            } else {
+                rdv += 1;
+                e.heard_rts(1, K64, false);
+                let per_byte = if rdv <= 4 { 1.0 } else { 0.2 };
+                e.rendezvous_took(1, K64, true, (per_byte * K64 as f64) as u64);
+            }
+            ways.push(eager);
+            now += 30_000;
+        }
+        let late_eager = ways[100..].iter().filter(|&&w| w).count();
+        assert!(late_eager <= 2, "{late_eager} of the last 100 eagerly: {:?}", e.measured());
     }
 
     #[test]
