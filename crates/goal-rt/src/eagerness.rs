@@ -55,7 +55,7 @@ pub(crate) const EAGER_MAX: usize = 64 << 10;
 /// 64 KiB left the slow pairs eager at 64 KiB (2 ranks, bcast of 64 KiB,
 /// the vCPUs far apart: 22-29 us an iteration where Open MPI took 6.8,
 /// and this chooser, taking rendezvous, 6.2-7.1).
-pub(crate) const CHOOSE_ABOVE: usize = 16 << 10;
+const CHOOSE_ABOVE: usize = 16 << 10;
 
 /// Size classes, by the power of two a message rounds up to: 8 KiB and
 /// less, 16, 32 and 64 KiB.
@@ -135,9 +135,11 @@ pub(crate) struct Eagerness {
 }
 
 impl Eagerness {
-    /// A chooser for `peers` peers, choosing sizes above `above` up to
-    /// `upto` (0: never).
-    pub fn new(peers: usize, above: usize, upto: usize) -> Eagerness {
+    /// A chooser for `peers` peers where the calibrated eager limit is
+    /// `limit`, choosing sizes above [`CHOOSE_ABOVE`] (or above `limit`,
+    /// if lower) up to `upto` (0: never).
+    pub fn new(peers: usize, limit: usize, upto: usize) -> Eagerness {
+        let above = limit.min(CHOOSE_ABOVE);
         Eagerness { above, upto, classes: vec![[[Class::default(); CLASSES], [Class::settling_after(EXCHANGE_SETTLE); CLASSES]]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], untimed: vec![[0; CLASSES]; peers], taken: [0; 2] }
     }
 
@@ -427,7 +429,7 @@ mod tests {
     #[test]
     fn covers_above_its_floor_up_to_its_bound() {
         // Whatever the calibrated limit (64 KiB here), from 16 KiB up.
-        let e = Eagerness::new(1, 16 << 10, K64);
+        let e = Eagerness::new(1, K64, K64);
         assert_eq!([1, 16 << 10, (16 << 10) + 1, 32 << 10, K64, K64 + 1].map(|l| e.covers(l)), [false, false, true, true, true, false]);
         assert_eq!(e.from(), (16 << 10) + 1);
         // A lower calibrated limit (8 KiB) lowers the floor.

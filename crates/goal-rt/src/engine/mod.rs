@@ -369,7 +369,7 @@ impl Engine {
         TRACE_LINES.store(lines, Ordering::Relaxed);
         TRACE.store(lines, Ordering::Relaxed);
         let n = size as usize;
-        let eagerness = crate::eagerness::Eagerness::new(n, thresholds.eager.min(crate::eagerness::CHOOSE_ABOVE), thresholds.eager_adapt);
+        let eagerness = crate::eagerness::Eagerness::new(n, thresholds.eager, thresholds.eager_adapt);
         let state = State {
             rank,
             execs: Execs::default(),
