@@ -16,32 +16,36 @@
 //! was not found; it shows in the sender's own copy.
 //!
 //! So a send above [`CHOOSE_ABOVE`] (or the calibrated limit, if lower) up
-//! to [`EAGER_MAX`] to a peer on this
-//! machine, cores not shared, picks the way whose recent messages of its
-//! size class (per peer) were faster per byte, as `adapt` does for the
-//! stream and CMA (the same [`Class`]: both take turns while they settle,
-//! the eager way is left only for a rendezvous [`MARGIN`] times faster, and
-//! the slower way is tried again every so often, so that a move of the
-//! vCPUs is seen). Each way is timed by the sender, as what it waits for:
+//! to [`EAGER_MAX`] to a peer on this machine, cores not shared, takes the
+//! way calibration found faster at its size, unless recent messages of its
+//! size class (per peer) measured the other [`MARGIN`] times faster per
+//! byte, as `adapt` does for the stream and CMA (the same [`Class`]: both
+//! take turns while they settle, and the slower way is tried again every
+//! so often, so that a move of the vCPUs is seen; see
+//! [`Eagerness::default_way`]). Each way is timed as the message's two
+//! halves, by the sender:
 //! - eager: its copy into the ring (sends that queue for ring space are not
 //!   timed, nor copies into ring pages never written before, which fault
 //!   them in: the first lap of a fresh 1 MiB ring took 60-80 us per 64 KiB
-//!   record here, later ones 2-7 us); in an exchange, with the copy out of
-//!   the peer's last message of the class, which this rank makes too (see
+//!   record here, later ones 2-7 us), and the receiver's copy out of its
+//!   last message of the class, which the receiver publishes in shared
+//!   memory (`Engine::lone_copy_out_ns`); in an exchange, the copy out of
+//!   the peer's last message, which this rank makes itself (see
 //!   `Engine::eager_exchange_ns`);
 //! - rendezvous: from its RTS to the send's end (the receiver's FIN, or its
 //!   last stream push): handovers, the receiver's read and its lateness.
+//!   Such a rendezvous goes by CMA where calibration found CMA faster
+//!   (not by `adapt`'s choice, whose tries it would otherwise time), and
+//!   in an exchange the receiver reads it whole (`proto::RTS_READ`).
 //!
-//! The receiver's copy out of the ring is not counted: where the eager
-//! way is fast it overlaps the sender's next copy, and where the host made
-//! it slow (the cores apart) the sender's copy, which then takes each line
-//! back from the receiver's cache, is slow too. 2 ranks, 64 KiB, the eager
-//! way against rendezvous (us): one-way ping-pong 5.5 against 6.4-6.7,
-//! bcast 2.3-5.2 (four runs of six under 2.8) against 5.0-6.3, reduce
-//! 3.1-3.4 against 7.5-9.6, alltoall 6.4-7.5 against 7.6-10.4, while the
-//! sender's copy took 2-7 us a message and rendezvous 4.5-6 from RTS to
-//! FIN; counted twice for the receiver's copy, the eager way would have
-//! lost the broadcast.
+//! Until 2026-12-07 the eager way was timed as the sender's copy alone: on
+//! the AMD EPYC VM the receiver's copy overlapped the sender's next one,
+//! and where the host made it slow the sender's copy was slow too. On an
+//! Intel Xeon VM the receiver's copy out of the other core's cache was the
+//! slow half (2 ranks, 64 KiB one-way: the copy in 3 us, the message 8.8,
+//! by CMA 3.7), and every message of 16 to 64 KiB stayed eager: broadcasts,
+//! reductions and exchanges took 1.3-2x their time by CMA, and 1.3-1.9x
+//! Open MPI's.
 
 use crate::adapt::Class;
 
@@ -64,12 +68,11 @@ const CLASSES: usize = 4;
 /// The smallest class's bound, as a power of two.
 const FIRST_CLASS_LOG2: u32 = 13;
 
-/// The eager way is left only for a rendezvous this many times faster per
-/// byte: the two estimates are not alike (the eager one leaves out the
-/// receiver's copy, the rendezvous one holds the receiver's lateness), and
-/// where they are close the noise of single messages would flip between
-/// them. Eager is the default: its send ends without the receiver, which
-/// on a busy machine may not be on a CPU.
+/// The calibrated way is left only for one this many times faster per
+/// byte: the two estimates are not alike (the rendezvous one holds the
+/// receiver's lateness, the eager one a copy out of an earlier message),
+/// and where they are close the noise of single messages would flip
+/// between them.
 const MARGIN: f64 = 1.25;
 
 /// Index of the eager way in a [`Class`] (first while the two settle);
@@ -118,6 +121,10 @@ const EXCHANGE_SETTLE: u8 = 8;
 pub(crate) struct Eagerness {
     /// Sizes above this are chosen...
     above: usize,
+    /// ...those above this (the calibrated eager limit) by rendezvous
+    /// unless the eager way is [`MARGIN`] times faster, the others eagerly
+    /// unless a rendezvous is (see [`Eagerness::default_way`]).
+    limit: usize,
     /// ...up to here (0: none).
     upto: usize,
     /// Per peer: lone messages' classes, then exchanges'.
@@ -140,7 +147,25 @@ impl Eagerness {
     /// if lower) up to `upto` (0: never).
     pub fn new(peers: usize, limit: usize, upto: usize) -> Eagerness {
         let above = limit.min(CHOOSE_ABOVE);
-        Eagerness { above, upto, classes: vec![[[Class::default(); CLASSES], [Class::settling_after(EXCHANGE_SETTLE); CLASSES]]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], untimed: vec![[0; CLASSES]; peers], taken: [0; 2] }
+        Eagerness { above, limit, upto, classes: vec![[[Class::default(); CLASSES], [Class::settling_after(EXCHANGE_SETTLE); CLASSES]]; peers], led: vec![[false; CLASSES]; peers], rts: vec![[(0, 0); CLASSES]; peers], untimed: vec![[0; CLASSES]; peers], taken: [0; 2] }
+    }
+
+    /// The way a send of `len` bytes takes unless the other is measured
+    /// [`MARGIN`] times faster: the one calibration found faster at its
+    /// size (rendezvous above the calibrated limit, eagerly up to it). The
+    /// way taken message after message is timed warm, the other only in
+    /// its occasional tries, which meet the pair settled on the first (cold
+    /// caches; in an exchange, the peer's half still on the old way): the
+    /// default is favoured twice, and a wrong one stays. With the eager
+    /// way the default, on a host where calibration found CMA faster from
+    /// 8 KiB (an Intel Xeon, 2 ranks), allgather and alltoall of 64 KiB kept
+    /// the eager way at 11-13 us an iteration where rendezvous took 6.1-6.3
+    /// (Open MPI 6.6): their rendezvous tries measured 0.20-0.26 ns per
+    /// byte against the eager way's 0.11-0.18, and once settled on
+    /// rendezvous 0.10-0.13 against 0.24-0.27; broadcasts of 64 KiB stayed
+    /// eager at 5.8-6 us (tries 0.14-0.20 ns per byte, CMA 3.6-3.8 us).
+    fn default_way(&self, len: usize) -> usize {
+        if len > self.limit { RDV } else { EAGER }
     }
 
     /// Whether the way of a send of `len` bytes is chosen here.
@@ -167,7 +192,8 @@ impl Eagerness {
             if std::mem::take(&mut self.led[peer][k]) { RDV } else { EAGER }
         } else {
             let tries = if exchange { EXCHANGE_TRIES } else { 1 };
-            self.classes[peer][exchange as usize][k].pick(EAGER, MARGIN, tries, len, now)
+            let default = self.default_way(len);
+            self.classes[peer][exchange as usize][k].pick(default, MARGIN, tries, len, now)
         };
         self.taken[way] += 1;
         way == EAGER
@@ -271,15 +297,26 @@ mod tests {
     }
 
     #[test]
-    fn rendezvous_must_be_clearly_faster() {
-        // Rendezvous 1.1x faster: within the margin.
-        let mut e = Eagerness::new(1, 16 << 10, K64);
+    fn the_calibrated_way_is_left_only_for_one_clearly_faster() {
+        // Calibrated eager up to 64 KiB: a rendezvous 1.1x faster is within
+        // the margin, 1.5x is not.
         let mut now = 0;
-        let n = run(&mut e, &mut now, 1000, K64, 10, [0.09, 0.099]);
+        let n = run(&mut Eagerness::new(1, K64, K64), &mut now, 1000, K64, 10, [0.09, 0.099]);
         assert!(n > 990, "{n} of 1000 eagerly");
-        // 1.5x.
-        let n = run(&mut Eagerness::new(1, 16 << 10, K64), &mut now, 1000, K64, 10, [0.09, 0.135]);
+        let n = run(&mut Eagerness::new(1, K64, K64), &mut now, 1000, K64, 10, [0.09, 0.135]);
         assert!(n < 10, "{n} of 1000 eagerly");
+        // Calibrated eager up to 16 KiB: 64 KiB goes by rendezvous unless
+        // the eager way is clearly faster, alone as in an exchange.
+        let n = run(&mut Eagerness::new(1, 16 << 10, K64), &mut now, 1000, K64, 10, [0.099, 0.09]);
+        assert!(n < 10, "{n} of 1000 eagerly");
+        let n = run(&mut Eagerness::new(1, 16 << 10, K64), &mut now, 1000, K64, 10, [0.135, 0.09]);
+        assert!(n > 990, "{n} of 1000 eagerly");
+        let (mut lo, mut hi) = (Eagerness::new(2, 16 << 10, K64), Eagerness::new(2, 16 << 10, K64));
+        // Settled, rendezvous 0.11 ns per byte, the eager way 0.10; the
+        // eager tries meet a peer still on rendezvous (mixed, 0.25).
+        exchange(&mut lo, &mut hi, &mut now, 1000, K64, [0.10, 0.11, 0.25]);
+        let eager = exchange(&mut lo, &mut hi, &mut now, 1000, K64, [0.10, 0.11, 0.25]);
+        assert!(eager[0] < 20 && eager[1] < 20, "{eager:?} of 1000 eagerly: {:?}", lo.measured());
     }
 
     #[test]

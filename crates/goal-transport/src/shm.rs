@@ -853,6 +853,30 @@ impl ShmNode {
         self.mark_dirty(peer);
     }
 
+    /// Publishes, for `peer`, how long this rank took to copy a message of
+    /// `len` bytes from it out of the ring (`ns`): the half of an eager
+    /// send that its sender does not see, for its choice between the
+    /// eager way and a rendezvous (goal-rt's `eagerness`). One store to a
+    /// line only `peer` reads, and only when it times an eager send.
+    pub fn publish_copy_out(&self, peer: usize, len: u32, ns: u32) {
+        assert!(peer < self.size && peer != self.rank, "goal shm: bad peer {peer}");
+        let pair = self.layout.pair(peer);
+        self.inbox.atomic_u64(pair + layout::P_COPY_OUT).store((u64::from(len) << 32) | u64::from(ns), Ordering::Relaxed);
+    }
+
+    /// What `peer` last published with
+    /// [`publish_copy_out`](Self::publish_copy_out) of a message from this
+    /// rank: (length, ns), zeros before it published any.
+    ///
+    /// # Panics
+    ///
+    /// If `peer` is not connected.
+    pub fn copy_out(&self, peer: usize) -> (u32, u32) {
+        let pair = self.layout.pair(self.rank);
+        let word = self.peer(peer).inbox.atomic_u64(pair + layout::P_COPY_OUT).load(Ordering::Relaxed);
+        ((word >> 32) as u32, word as u32)
+    }
+
     /// Claim word `slot` (below [`CLAIM_SLOTS`]) for a message `peer`
     /// sends me: in my inbox.
     pub fn claim_in(&self, peer: usize, slot: usize) -> Claim<'_> {

@@ -244,6 +244,22 @@ fn credits_travel_from_receiver_to_sender() {
 }
 
 #[test]
+fn a_receivers_copy_out_reaches_its_sender_only() {
+    let (a, b) = pair(&small_cfg());
+    assert_eq!(a.copy_out(1), (0, 0), "nothing published yet");
+    b.publish_copy_out(0, 65536, 6_500);
+    assert_eq!(a.copy_out(1), (65536, 6_500));
+    b.publish_copy_out(0, 16384, u32::MAX);
+    assert_eq!(a.copy_out(1), (16384, u32::MAX), "the latest, whole");
+    // The other direction is a separate word, and apart from the credits.
+    assert_eq!(b.copy_out(0), (0, 0));
+    assert_eq!(a.credits_returned(1), 0);
+    a.publish_copy_out(1, 8192, 900);
+    assert_eq!(b.copy_out(0), (8192, 900));
+    assert_eq!(a.copy_out(1), (16384, u32::MAX));
+}
+
+#[test]
 fn config_from_env_rounds_and_rejects_nonsense() {
     let env = |pairs: &'static [(&'static str, &'static str)]| {
         move |k: &str| {

@@ -326,12 +326,16 @@ pub(super) fn st_arrive(state: &mut State, arrived: &mut Vec<Arrival>, poll: u64
     let mut data = state.matcher.spare_bufs.pop().unwrap_or_default();
     data.clear();
     data.reserve(payload.len());
+    let since = if payload.len() >= state.eager_out_from { crate::localop::monotonic_ns() } else { 0 };
     // SAFETY: `reserve` made room for `payload.len()` bytes past the empty
     // vector's start; they are written (goal's copy, see
     // `goal_transport::copy_bytes`) before the length covers them.
     unsafe {
         goal_transport::copy_bytes(payload.as_ptr(), data.as_mut_ptr(), payload.len());
         data.set_len(payload.len());
+    }
+    if since != 0 {
+        st_copied_out(state, src, payload.len(), crate::localop::monotonic_ns().saturating_sub(since) as u32);
     }
     arrived.push(Arrival::Message { src, head: h, data: Some(data) });
 }
@@ -378,7 +382,22 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
         state.credit.release(src, payload.len() as u64);
     }
     if since != 0 {
-        state.eager_out[src as usize] = (payload.len() as u32, crate::localop::monotonic_ns().saturating_sub(since) as u32);
+        let ns = crate::localop::monotonic_ns().saturating_sub(since) as u32;
+        state.eager_out[src as usize] = (payload.len() as u32, ns);
+        st_copied_out(state, src, payload.len(), ns);
     }
     fit
+}
+
+/// Notes that an eager message of `len` bytes from `src` was copied out of
+/// its ring in `ns`, for its sender (see `State::copy_out`).
+#[inline]
+pub(super) fn st_copied_out(state: &mut State, src: u32, len: usize, ns: u32) {
+    if src == state.rank {
+        return;
+    }
+    state.copy_out[src as usize] = (len as u32, ns);
+    if !state.copy_out_due.contains(&src) {
+        state.copy_out_due.push(src);
+    }
 }

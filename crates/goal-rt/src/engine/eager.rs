@@ -71,7 +71,8 @@ impl Engine {
                                         self.eagerness.eager_copied(p, len, true, ns);
                                     }
                                 } else {
-                                    self.eagerness.eager_copied(p, len, false, copy_ns);
+                                    let ns = copy_ns + self.lone_copy_out_ns(p, len);
+                                    self.eagerness.eager_copied(p, len, false, ns);
                                 }
                             }
                             return self.finish(r);
@@ -88,7 +89,7 @@ impl Engine {
         let token = self.new_token(RdvSend { r, peer, len, mode: proto::MODE_STREAM, exchange: false, since: 0, chosen_exchange: false, burst: false });
         head.kind = Kind::Rts;
         head.token = token;
-        let (offer, exchange, burst) = self.choose_offer(r, p, len, ptr, heap_off);
+        let (offer, exchange, burst) = self.choose_offer(r, p, len, ptr, heap_off, chosen);
         if matches!(offer, Offer::Cma { .. } | Offer::Stream) && !ptr.is_null() && self.may_stage(p, len) {
             if let Some((off, staged)) = self.stage(p, ptr, len) {
                 // Copied into the heap for a peer that is not running (see
@@ -132,6 +133,9 @@ impl Engine {
         }
         if exchange {
             head.mode |= proto::RTS_EXCHANGE;
+        }
+        if chosen_in == Some(true) && head.mode & !proto::RTS_EXCHANGE == proto::MODE_CMA {
+            head.mode |= proto::RTS_READ;
         }
         self.post_message(p, head);
     }
@@ -287,6 +291,18 @@ impl Engine {
         }
         for (p, released) in self.state.credit.take_due() {
             self.link.return_credits(p, released);
+        }
+    }
+
+    /// Publishes to their senders the copies out of the rings timed since
+    /// the last pass (see `State::copy_out`), over shared memory only.
+    pub(super) fn publish_copy_out(&mut self) {
+        for src in std::mem::take(&mut self.state.copy_out_due) {
+            let p = src as usize;
+            if !self.link.is_remote(p) {
+                let (len, ns) = self.state.copy_out[p];
+                self.link.shm.publish_copy_out(p, len, ns);
+            }
         }
     }
 

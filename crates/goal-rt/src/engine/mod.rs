@@ -357,6 +357,13 @@ struct State {
     /// `eager_out`: the sizes `eagerness` chooses the way of (`usize::MAX`
     /// where it chooses none).
     eager_out_from: usize,
+    /// Per source: the length and copy time (ns) of the last eager message
+    /// timed for `eager_out` (into a posted receive, combined into one, or
+    /// kept aside for a receive not yet posted), which its sender reads
+    /// for its lone sends (see `Engine::publish_copy_out`); and the
+    /// sources with one not yet published.
+    copy_out: Vec<(u32, u32)>,
+    copy_out_due: Vec<u32>,
     /// What each peer's writes and this rank's reads showed (see
     /// [`history::PeerPaths`]).
     paths: PeerPaths,
@@ -377,6 +384,8 @@ impl Engine {
             credit: Credit::new(n, thresholds.credit),
             eager_out: vec![(0, 0); n],
             eager_out_from: eagerness.from().max(exec::EAGER_EXCHANGE_MIN as usize),
+            copy_out: vec![(0, 0); n],
+            copy_out_due: Vec::new(),
             paths: PeerPaths::new(n),
             outq: (0..n).map(|_| VecDeque::new()).collect(),
             outq_peers: Vec::new(),
@@ -461,6 +470,9 @@ impl Engine {
             self.bursts_drained();
         }
         self.publish_credits();
+        if !self.state.copy_out_due.is_empty() {
+            self.publish_copy_out();
+        }
         self.link.flush();
         self.count_pass();
         self.state.execs.finished_ops - before

@@ -144,8 +144,9 @@ impl Engine {
     /// decide (`ptr`: its one buffer; null for a send of pieces, which
     /// goes by the stream). Also whether it is half of an exchange (see
     /// `adapt`), and whether it is part of a burst timed whole (see
-    /// `burst`), for the send's record.
-    pub(super) fn choose_offer(&mut self, r: OpRef, p: usize, len: usize, ptr: *mut u8, heap_off: Option<u64>) -> (Offer, bool, bool) {
+    /// `burst`), for the send's record. `chosen`: `eagerness` chose the
+    /// rendezvous over the eager ring.
+    pub(super) fn choose_offer(&mut self, r: OpRef, p: usize, len: usize, ptr: *mut u8, heap_off: Option<u64>, chosen: bool) -> (Offer, bool, bool) {
         if let Some(off) = heap_off {
             return (Offer::Heap { off }, false, false);
         }
@@ -163,6 +164,19 @@ impl Engine {
         // which times transfers the application waits for.
         if self.background && len >= self.thresholds.cma.0 && !self.adapt.cma_denied() {
             return (Offer::Cma { addr: ptr as u64 }, false, false);
+        }
+        // A rendezvous that `eagerness` chose over the ring (`chosen`):
+        // by CMA where calibration found it faster, not by `adapt`'s
+        // choice. The eager chooser weighs this rendezvous by its time, and
+        // `adapt`, which sees few such messages, would be trying its other
+        // ways with them: 2 ranks, ping-pong of 64 KiB, the chooser's tries
+        // went by the stream (6-16 us to FIN) and split CMA (8-30 us) while
+        // CMA took 3.7 us one-way message after message, and kept every
+        // message eager (8.8 us). The receiver still reads, splits or has
+        // the sender push as it chooses (`choose_fetch`).
+        if chosen && calibrated && !self.adapt.cma_denied() {
+            let exchange = len >= self.thresholds.adapt_from && self.exchanging(r, p);
+            return (Offer::Cma { addr: ptr as u64 }, exchange, false);
         }
         // Another large send to this peer still in flight: a burst
         // (looked for only where adapt chooses).
@@ -345,6 +359,23 @@ impl Engine {
         let (out_len, out_ns) = std::mem::take(&mut self.state.eager_out[p]);
         let same_class = out_len as usize > len / 2 && out_len as usize <= 2 * len;
         (out_ns > 0 && same_class).then(|| copy_ns + u64::from(out_ns))
+    }
+
+    /// What the receiver of a lone eager send of `len` bytes to `p` takes
+    /// to copy it out of the ring: its last such copy of a message of the
+    /// same size class from this rank, which it publishes (see
+    /// `ShmNode::publish_copy_out`); 0 where it published none. The
+    /// eager way's time is then both copies, as a rendezvous's (from RTS
+    /// to FIN) holds the receiver's read. Timed as the sender's copy
+    /// alone, on a host where the receiver's copy out of the sender's
+    /// cache was the slow half (an Intel Xeon, 2 ranks, 64 KiB: the copy
+    /// in 3 us, the message 8.8 us one-way, by CMA 3.7), every lone
+    /// message of 16 to 64 KiB stayed eager: broadcasts and reductions
+    /// took 1.3-1.7x the time they took by CMA.
+    pub(super) fn lone_copy_out_ns(&self, p: usize, len: usize) -> u64 {
+        let (out_len, out_ns) = self.link.shm.copy_out(p);
+        let same_class = out_len as usize > len / 2 && out_len as usize <= 2 * len;
+        if same_class { u64::from(out_ns) } else { 0 }
     }
 
     /// Whether a send of `len` bytes to `p`, within the eager limit, goes

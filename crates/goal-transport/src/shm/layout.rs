@@ -14,6 +14,7 @@
 //!                   stream tail    (written by s)                          line 2
 //!                   stream head    (written by r)                          line 3
 //!                   credits        (written by r, read by s)               line 4
+//!                   copy out       (written by r, read by s)               line 5
 //!                   claims         (CLAIM_SLOTS words, packed: taken by
 //!                                   both, a claim per chunk copied)        lines 8..12
 //!     ring data     ring_bytes     (message records, s -> r)
@@ -64,6 +65,10 @@ pub(crate) const P_RING_HEAD: usize = LINE;
 pub(crate) const P_STREAM_TAIL: usize = 2 * LINE;
 pub(crate) const P_STREAM_HEAD: usize = 3 * LINE;
 pub(crate) const P_CREDITS: usize = 4 * LINE;
+/// The receiver's last timed copy of a message out of the ring (see
+/// `ShmNode::publish_copy_out`): its length in the high 32 bits, the
+/// nanoseconds it took in the low.
+pub(crate) const P_COPY_OUT: usize = 5 * LINE;
 /// The first claim word (see `claim`); word `i` at `P_CLAIMS + 8 * i`.
 /// Packed, not one per line: each is taken once per chunk of 16 to 512
 /// KiB copied, far too rarely for the lines' trips between cores to count.
