@@ -382,11 +382,20 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
         state.credit.release(src, payload.len() as u64);
     }
     if since != 0 {
-        let ns = crate::localop::monotonic_ns().saturating_sub(since) as u32;
-        state.eager_out[src as usize] = (payload.len() as u32, ns);
-        st_copied_out(state, src, payload.len(), ns);
+        st_timed_out(state, src, payload.len(), since);
     }
     fit
+}
+
+/// An eager message of `len` bytes from `src` was copied out of its ring
+/// into its posted receive from `since` (ns) to now: for `eagerness`, here
+/// and at its sender. Out of line: the path of small messages, which it
+/// is not for, stays short.
+#[inline(never)]
+fn st_timed_out(state: &mut State, src: u32, len: usize, since: u64) {
+    let ns = crate::localop::monotonic_ns().saturating_sub(since) as u32;
+    state.eager_out[src as usize] = (len as u32, ns);
+    st_copied_out(state, src, len, ns);
 }
 
 /// Notes that an eager message of `len` bytes from `src` was copied out of
@@ -400,4 +409,5 @@ pub(super) fn st_copied_out(state: &mut State, src: u32, len: usize, ns: u32) {
     if !state.copy_out_due.contains(&src) {
         state.copy_out_due.push(src);
     }
+    state.credit.due = true;
 }

@@ -292,10 +292,14 @@ impl Engine {
         for (p, released) in self.state.credit.take_due() {
             self.link.return_credits(p, released);
         }
+        if !self.state.copy_out_due.is_empty() {
+            self.publish_copy_out();
+        }
     }
 
     /// Publishes to their senders the copies out of the rings timed since
-    /// the last pass (see `State::copy_out`), over shared memory only.
+    /// the last pass (see `State::copy_out`), over shared memory only;
+    /// from [`publish_credits`](Self::publish_credits).
     pub(super) fn publish_copy_out(&mut self) {
         for src in std::mem::take(&mut self.state.copy_out_due) {
             let p = src as usize;

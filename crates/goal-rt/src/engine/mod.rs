@@ -361,7 +361,9 @@ struct State {
     /// timed for `eager_out` (into a posted receive, combined into one, or
     /// kept aside for a receive not yet posted), which its sender reads
     /// for its lone sends (see `Engine::publish_copy_out`); and the
-    /// sources with one not yet published.
+    /// sources with one not yet published (which marks the credits due,
+    /// so that the pass that publishes those publishes these, with no
+    /// check of its own on the path of small messages).
     copy_out: Vec<(u32, u32)>,
     copy_out_due: Vec<u32>,
     /// What each peer's writes and this rank's reads showed (see
@@ -470,9 +472,6 @@ impl Engine {
             self.bursts_drained();
         }
         self.publish_credits();
-        if !self.state.copy_out_due.is_empty() {
-            self.publish_copy_out();
-        }
         self.link.flush();
         self.count_pass();
         self.state.execs.finished_ops - before
