@@ -407,13 +407,25 @@ fn the_helper_sleeps_through_a_loop_of_long_waits_and_wakes_for_a_computation() 
     for (r, &n) in parks.iter().enumerate() {
         assert!(n * 10 < ms, "a helper parked {n} times over a loop of {ms} ms (line {r}): woken about once per execution\n{}", job.stderr);
     }
-    let job = launch(LOOK_TEST, 4, &[env[0], env[1], ("LOOK_COMPUTE", "1")]);
-    assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
-    for l in job.stderr.lines().filter(|l| l.contains(" it fired")) {
-        eprintln!("computing: {l}");
+    // Up to three jobs: with the machine loaded (the other tests of this
+    // file run beside it, four ranks each on the two cores), a job's few
+    // armed timers were all disarmed by Waits that came first (CI, once:
+    // 2-6 armed per rank, none fired).
+    let mut job;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        job = launch(LOOK_TEST, 4, &[env[0], env[1], ("LOOK_COMPUTE", "1")]);
+        assert!(job.status == 0, "exit {}\n--- stdout\n{}\n--- stderr\n{}", job.status, job.stdout, job.stderr);
+        for l in job.stderr.lines().filter(|l| l.contains(" it fired")) {
+            eprintln!("computing, job {tries}: {l}");
+        }
+        if debug_count(&job.stderr, " time(s) it fired") >= 1 || tries == 3 {
+            break;
+        }
     }
     let fired = debug_count(&job.stderr, " time(s) it fired");
-    assert!(fired >= 1, "a Run followed by a computation should have had the helper woken by its timer\n{}", job.stderr);
+    assert!(fired >= 1, "a Run followed by a computation should have had the helper woken by its timer (in {tries} jobs)\n{}", job.stderr);
     // The park (16 ms) bounds the wait; an execution that moved only in
     // its Wait would read "never".
     let after = reports(&job.stdout, "after the loop: ");
