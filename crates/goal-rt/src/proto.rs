@@ -240,6 +240,13 @@ pub const RTS_EXCHANGE: u8 = 0x80;
 /// slower than the read it could be.
 pub const RTS_READ: u8 = 0x40;
 
+/// An RTS's mode byte `mode` without [`RTS_EXCHANGE`] and [`RTS_READ`],
+/// and whether the first was set.
+#[inline]
+pub fn split_rts_mode(mode: u8) -> (u8, bool) {
+    (mode & !(RTS_EXCHANGE | RTS_READ), mode & RTS_EXCHANGE != 0)
+}
+
 /// EAGER mode, kernel mode: this message offers a channel for later
 /// executions of its send operation: the sender's descriptor `token`, for
 /// the sender's operation `addr`.
@@ -274,10 +281,10 @@ pub struct Head {
 
 impl Head {
     /// An RTS's mode without [`RTS_EXCHANGE`] and [`RTS_READ`], and whether
-    /// the first was set.
+    /// the first was set (see [`split_rts_mode`]).
     #[inline]
     pub fn rts_mode(&self) -> (u8, bool) {
-        (self.mode & !(RTS_EXCHANGE | RTS_READ), self.mode & RTS_EXCHANGE != 0)
+        split_rts_mode(self.mode)
     }
 
     /// Encodes into the transport's envelope.

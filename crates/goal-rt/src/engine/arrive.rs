@@ -326,7 +326,7 @@ pub(super) fn st_arrive(state: &mut State, arrived: &mut Vec<Arrival>, poll: u64
     let mut data = state.matcher.spare_bufs.pop().unwrap_or_default();
     data.clear();
     data.reserve(payload.len());
-    let since = if payload.len() >= state.eager_out_from { crate::localop::monotonic_ns() } else { 0 };
+    let since = copy_out_starts(state.eager_out_from, payload.len());
     // SAFETY: `reserve` made room for `payload.len()` bytes past the empty
     // vector's start; they are written (goal's copy, see
     // `goal_transport::copy_bytes`) before the length covers them.
@@ -335,7 +335,7 @@ pub(super) fn st_arrive(state: &mut State, arrived: &mut Vec<Arrival>, poll: u64
         data.set_len(payload.len());
     }
     if since != 0 {
-        st_copied_out(state, src, payload.len(), crate::localop::monotonic_ns().saturating_sub(since) as u32);
+        st_copied_out(state, src, payload.len(), since);
     }
     arrived.push(Arrival::Message { src, head: h, data: Some(data) });
 }
@@ -354,7 +354,7 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
     let base = e.bufs.bases();
     let fit = fit(payload.len() as u64, o.len as u64, o.exact());
     // Timed where `eagerness` may want it (see `State::eager_out`).
-    let since = if payload.len() >= state.eager_out_from { crate::localop::monotonic_ns() } else { 0 };
+    let since = copy_out_starts(state.eager_out_from, payload.len());
     if fit == Fit::Ok {
         let resolve = |addr: u64| operand(base, addr, o.relative());
         match o.kind() {
@@ -393,21 +393,31 @@ pub(super) fn st_deliver_inline(state: &mut State, r: OpRef, src: u32, payload: 
 /// is not for, stays short.
 #[inline(never)]
 fn st_timed_out(state: &mut State, src: u32, len: usize, since: u64) {
-    let ns = crate::localop::monotonic_ns().saturating_sub(since) as u32;
+    let ns = st_copied_out(state, src, len, since);
     state.eager_out[src as usize] = (len as u32, ns);
-    st_copied_out(state, src, len, ns);
+}
+
+/// When a copy out of the ring of a message of `len` bytes starts, if it
+/// is timed (from `State::eager_out_from`, the sizes `eagerness` chooses
+/// the way of); 0 if not.
+#[inline(always)]
+pub(super) fn copy_out_starts(from: usize, len: usize) -> u64 {
+    if len >= from { crate::localop::monotonic_ns() } else { 0 }
 }
 
 /// Notes that an eager message of `len` bytes from `src` was copied out of
-/// its ring in `ns`, for its sender (see `State::copy_out`).
+/// its ring from `since` (ns, [`copy_out_starts`]) to now, for its
+/// sender (see `State::copy_out`); returns the ns it took.
 #[inline]
-pub(super) fn st_copied_out(state: &mut State, src: u32, len: usize, ns: u32) {
+pub(super) fn st_copied_out(state: &mut State, src: u32, len: usize, since: u64) -> u32 {
+    let ns = crate::localop::monotonic_ns().saturating_sub(since) as u32;
     if src == state.rank {
-        return;
+        return ns;
     }
     state.copy_out[src as usize] = (len as u32, ns);
     if !state.copy_out_due.contains(&src) {
         state.copy_out_due.push(src);
     }
     state.credit.due = true;
+    ns
 }

@@ -187,12 +187,12 @@ pub(super) fn st_fuse_inline(state: &mut State, r: OpRef, src: u32, payload: &[u
     if l.op() == goal_sched::Op::Builtin(ReduceOp::Div) {
         return None;
     }
-    let since = if payload.len() >= state.eager_out_from { crate::localop::monotonic_ns() } else { 0 };
+    let since = super::arrive::copy_out_starts(state.eager_out_from, payload.len());
     let err = combine_at(e.bufs.bases(), &l, plan.first, 0, payload);
     debug_assert!(err.is_none(), "only a division fails");
     e.bufs.counters[plan.op as usize] += 1;
     if since != 0 {
-        super::arrive::st_copied_out(state, src, payload.len(), crate::localop::monotonic_ns().saturating_sub(since) as u32);
+        super::arrive::st_copied_out(state, src, payload.len(), since);
     }
     if src != state.rank {
         state.credit.release(src, payload.len() as u64);

@@ -137,6 +137,12 @@ pub(super) enum Offer {
     Stream,
 }
 
+/// Whether a copy out of a message of `out_len` bytes stands for one of
+/// `len` bytes: within a factor of two (`eagerness` times by size class).
+fn same_class(out_len: u32, len: usize) -> bool {
+    out_len as usize > len / 2 && out_len as usize <= 2 * len
+}
+
 impl Engine {
     /// Decides how large send `r` of `len` bytes to local peer `p` offers
     /// its message: from the shared heap when its buffer is there
@@ -357,8 +363,7 @@ impl Engine {
     /// took 5.8: there the copy out is the slow one.
     pub(super) fn eager_exchange_ns(&mut self, p: usize, len: usize, copy_ns: u64) -> Option<u64> {
         let (out_len, out_ns) = std::mem::take(&mut self.state.eager_out[p]);
-        let same_class = out_len as usize > len / 2 && out_len as usize <= 2 * len;
-        (out_ns > 0 && same_class).then(|| copy_ns + u64::from(out_ns))
+        (out_ns > 0 && same_class(out_len, len)).then(|| copy_ns + u64::from(out_ns))
     }
 
     /// What the receiver of a lone eager send of `len` bytes to `p` takes
@@ -374,8 +379,7 @@ impl Engine {
     /// took 1.3-1.7x the time they took by CMA.
     pub(super) fn lone_copy_out_ns(&self, p: usize, len: usize) -> u64 {
         let (out_len, out_ns) = self.link.shm.copy_out(p);
-        let same_class = out_len as usize > len / 2 && out_len as usize <= 2 * len;
-        if same_class { u64::from(out_ns) } else { 0 }
+        if same_class(out_len, len) { u64::from(out_ns) } else { 0 }
     }
 
     /// Whether a send of `len` bytes to `p`, within the eager limit, goes

@@ -74,7 +74,7 @@ impl Engine {
     pub(super) fn fetch(&mut self, r: OpRef, src: u32, len: u32, rts_mode: u8, token: u32, addr: u64, dst: &Pieces) {
         // Half of an exchange, as the sender saw it: the stream's long
         // window is not for it (see `stream_window`).
-        let (mode, exchange) = (rts_mode & !(proto::RTS_EXCHANGE | proto::RTS_READ), rts_mode & proto::RTS_EXCHANGE != 0);
+        let (mode, exchange) = proto::split_rts_mode(rts_mode);
         let at = dst.as_slice().first().map_or(0, |&(p, _)| p as u64);
         let fetch = match self.choose_fetch(r, src, len as usize, mode, dst) {
             // Read whole, as the sender asked (see `RTS_READ`).
