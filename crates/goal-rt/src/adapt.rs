@@ -77,7 +77,8 @@
 //! With more ranks than cores an exchange's message at least as long as
 //! the pair's stream always takes CMA, and so does such a lone message, where calibration
 //! found one CMA read cheaper in CPU time than the stream's two copies;
-//! shorter exchanges' messages, and all where it did not, take the stream (see
+//! so does a shorter exchange's message within calibration's CMA range;
+//! other shorter exchanges' messages, and all where it did not, take the stream (see
 //! [`Adapt::share_cores`]).
 //!
 //! Off when `GOAL_CMA_MIN`/`GOAL_CMA_MAX` fix the range, or `GOAL_ADAPT=0`.
@@ -393,6 +394,16 @@ struct Shared {
     stream: usize,
     /// Calibration found one CMA read cheaper than the stream's two copies.
     cma_cheaper: bool,
+    /// Calibration's CMA range: where one CMA read beat the stream's two
+    /// overlapped copies in latency, so certainly in CPU time.
+    faster: (usize, usize),
+}
+
+impl Shared {
+    /// Whether an exchange's message of `len` bytes goes by CMA.
+    fn exchange_by_cma(&self, len: usize) -> bool {
+        self.cma_cheaper && (len >= self.stream || (self.faster.0..=self.faster.1).contains(&len))
+    }
 }
 
 impl Adapt {
@@ -448,16 +459,26 @@ impl Adapt {
     /// (see `Engine::share_cores` for what that gained).
     ///
     /// An exchange's message shorter than a pair's stream takes the stream
-    /// even where CMA is cheaper: its sender writes it all and goes on
-    /// while its receiver is away, and the two copies stay in the caches.
+    /// where CMA is no more than cheaper: its sender writes it all and goes
+    /// on while its receiver is away, and the two copies stay in the caches.
     /// 4 ranks on 2 CPUs, where a CMA read cost about the stream's two
     /// copies, 4 rounds of the collective benchmark, every exchange by CMA
     /// against every one by the stream: 64-256 KiB 1.04-1.38x the time
     /// (allgather of 64 KiB 0.97x), 1 MiB allgather 0.71x, alltoall 0.87x;
     /// one run, and in another two settings that sent those messages
     /// alike came out 0.55-0.67x apart (docs/measurements/shared-work-2026-12-06).
-    pub fn share_cores(&mut self, stream_bytes: Option<usize>, cma_cheaper: bool) {
-        self.shared = stream_bytes.map(|stream| Shared { stream, cma_cheaper });
+    ///
+    /// But within calibration's CMA range (`faster`), where one read beat
+    /// the stream's two copies in latency though those overlap in time,
+    /// the read costs a fraction of them in CPU time, and such a message
+    /// takes CMA too. On an Intel Xeon VM whose calibration put CMA ahead
+    /// from 8 KiB to 1 MiB, 4 ranks on 2 CPUs, eight alternations of
+    /// `goal_coll`: alltoall of 64 KiB 63.8 -> 35.1 us (Open MPI with its
+    /// single copy 34), allgather 46.9 -> 33.7, allreduce 47.1 -> 30.5, 256
+    /// KiB 0.75-0.93x (docs/measurements/short-exchanges-2026-12-08). Where
+    /// calibration found no such range (that AMD EPYC's), nothing changes.
+    pub fn share_cores(&mut self, stream_bytes: Option<usize>, cma_cheaper: bool, faster: (usize, usize)) {
+        self.shared = stream_bytes.map(|stream| Shared { stream, cma_cheaper, faster });
     }
 
     /// The path for a send of `len` bytes to `peer`, or `None` when the
@@ -519,7 +540,8 @@ impl Adapt {
                 Path::Cma
             }
             Situation::Burst => Path::Stream,
-            Situation::Exchange | Situation::Lone if self.shared.is_some_and(|s| s.cma_cheaper && len >= s.stream) && !self.cma_denied => Path::Cma,
+            Situation::Lone if self.shared.is_some_and(|s| s.cma_cheaper && len >= s.stream) && !self.cma_denied => Path::Cma,
+            Situation::Exchange if self.shared.is_some_and(|s| s.exchange_by_cma(len)) && !self.cma_denied => Path::Cma,
             Situation::Exchange if self.shared.is_some() => Path::Stream,
             Situation::Lone => self.choose(peer, len, calibrated, false, now)?,
             Situation::Exchange => self.choose(peer, len, calibrated, true, now)?,
@@ -657,6 +679,8 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+    /// Calibration found no size at which CMA's latency beat the stream's.
+    const NO_RANGE: (usize, usize) = (usize::MAX, 0);
 
     /// Records a transfer of `ns`; while the path is not settled in its
     /// class (see [`SETTLED`]), as many as settle it, all taking `ns`.
@@ -1004,7 +1028,7 @@ mod tests {
     #[test]
     fn with_cores_shared_an_exchange_takes_cma_whatever_was_measured() {
         let mut a = Adapt::new(2, 64 << 10);
-        a.share_cores(Some(1 << 20), true);
+        a.share_cores(Some(1 << 20), true, NO_RANGE);
         let len = 1 << 20;
         // The stream measured four times faster in exchanges and alone.
         for exchange in [false, true] {
@@ -1036,7 +1060,7 @@ mod tests {
         // the stream every time, though CMA measured four times faster,
         // and a lone message of a stream's length follows its measurements.
         let mut c = Adapt::new(2, 64 << 10);
-        c.share_cores(Some(1 << 20), false);
+        c.share_cores(Some(1 << 20), false, NO_RANGE);
         for exchange in [false, true] {
             rec(&mut c, 1, len, Path::Cma, exchange, 100_000);
             rec(&mut c, 1, len, Path::Stream, exchange, 400_000);
@@ -1047,9 +1071,38 @@ mod tests {
     }
 
     #[test]
+    fn with_cores_shared_a_shorter_exchange_takes_cma_within_the_calibrated_range() {
+        // Calibration found CMA faster than the stream from 8 KiB to 512 KiB.
+        let mut a = Adapt::new(2, 64 << 10);
+        a.share_cores(Some(1 << 20), true, (8 << 10, 512 << 10));
+        // The stream measured four times faster at every size.
+        for len in [64 << 10, 512 << 10, 768 << 10] {
+            rec(&mut a, 1, len, Path::Stream, true, len as u64 / 10);
+            rec(&mut a, 1, len, Path::Cma, true, len as u64 * 4 / 10);
+        }
+        let by_cma = |a: &mut Adapt, len: usize, s: Situation| (0..50).filter(|_| a.pick(1, len, Path::Cma, s) == Some(Path::Cma)).count();
+        assert_eq!(by_cma(&mut a, 64 << 10, Situation::Exchange), 50, "in the range: CMA every time");
+        assert_eq!(by_cma(&mut a, 512 << 10, Situation::Exchange), 50, "at its upper bound");
+        assert_eq!(by_cma(&mut a, 768 << 10, Situation::Exchange), 0, "above it, shorter than the stream: the stream");
+        assert_eq!(by_cma(&mut a, 1 << 20, Situation::Exchange), 50, "a stream's length: CMA");
+        // Lone messages of the range keep following their measurements.
+        rec(&mut a, 1, 64 << 10, Path::Stream, false, 6_400);
+        rec(&mut a, 1, 64 << 10, Path::Cma, false, 25_600);
+        assert!(by_cma(&mut a, 64 << 10, Situation::Lone) <= 2);
+        // Where calibration found the read dearer than the two copies, the
+        // range does not send exchanges by CMA.
+        let mut b = Adapt::new(2, 64 << 10);
+        b.share_cores(Some(1 << 20), false, (8 << 10, 512 << 10));
+        assert_eq!(by_cma(&mut b, 64 << 10, Situation::Exchange), 0);
+        // Nor where CMA is refused.
+        a.deny_cma();
+        assert_eq!(by_cma(&mut a, 64 << 10, Situation::Exchange), 0);
+    }
+
+    #[test]
     fn with_cores_shared_a_lone_message_longer_than_the_stream_takes_cma() {
         let mut a = Adapt::new(2, 64 << 10);
-        a.share_cores(Some(1 << 20), true);
+        a.share_cores(Some(1 << 20), true, NO_RANGE);
         // The stream measured four times faster at both sizes.
         for len in [256 << 10, 1 << 20] {
             rec(&mut a, 1, len, Path::Stream, false, len as u64 / 10);
@@ -1059,7 +1112,7 @@ mod tests {
         assert_eq!(by_cma(&mut a, 1 << 20), 20, "from the stream's size on: CMA every time");
         assert!(by_cma(&mut a, 256 << 10) <= 2, "a shorter one follows its measurements (but for an exploration)");
         // Cores not shared: the measurements decide at every size.
-        a.share_cores(None, true);
+        a.share_cores(None, true, NO_RANGE);
         assert!(by_cma(&mut a, 1 << 20) <= 2);
     }
 

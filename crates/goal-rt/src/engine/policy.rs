@@ -589,7 +589,7 @@ impl Engine {
             self.state.eager_out_from = usize::MAX;
         }
         self.link.shm.rewind_rings(!on);
-        self.adapt.share_cores(on.then_some(stream_bytes), self.thresholds.cma_shared);
+        self.adapt.share_cores(on.then_some(stream_bytes), self.thresholds.cma_shared, self.thresholds.cma);
     }
 }
 
