@@ -8,6 +8,7 @@
 //! bcast measured again 2026-11-27T06:38:13Z (7 round(s), `--update`).
 //! barrier on 4 ranks measured again 2026-12-01 (7 round(s), `--colls barrier --no-write`, the row edited by hand): Bruck 1.93 us, recursive doubling 2.09.
 //! allgather on 4 ranks, 512 KiB-1 MiB, measured again 2026-12-07 on a 2-vCPU AMD EPYC (`bench/ab.py`, 8 and 10 rounds; `docs/measurements/p2p-paired-2026-12-07`), the rows edited by hand: Bruck 0.80-0.93x recursive doubling's time, and 0.39-0.43x in runs where recursive doubling took 2.5-3x its usual time; recursive doubling kept at 256 KiB and below and from 2 MiB.
+//! reduce_scatter_block on 4 ranks measured again 2026-12-08 on a 2-vCPU Intel Xeon (six rounds of `goal_coll`, 8 B-1 MiB; `docs/measurements/short-exchanges-2026-12-08`), the rows edited by hand: linear 0.61-0.77x recursive halving's time from 16 KiB (1 MiB: 1242 against 1749 us), 0.97-0.98x at 8 B and 8 KiB, 1.14-1.28x at 1-4 KiB; recursive halving kept up to 8 KiB.
 //! Group sizes above 2 ran more ranks than CPUs: their choices reflect ranks sharing CPUs.
 //!
 //! A rule applies to `coll` on `min_size ..= max_size` ranks when `bytes <= max_bytes`
@@ -78,7 +79,8 @@ pub(crate) const TABLE: &[Rule] = &[
     Rule { coll: Coll::ReduceScatterBlock, min_size: 2, max_size: 2, max_bytes: u64::MAX, alg: Algorithm::Ring },
     Rule { coll: Coll::ReduceScatterBlock, min_size: 3, max_size: 3, max_bytes: 512, alg: Algorithm::RecursiveDoubling },
     Rule { coll: Coll::ReduceScatterBlock, min_size: 3, max_size: 3, max_bytes: u64::MAX, alg: Algorithm::Ring },
-    Rule { coll: Coll::ReduceScatterBlock, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::ReduceScatterBlock, min_size: 4, max_size: 4, max_bytes: 8192, alg: Algorithm::RecursiveDoubling },
+    Rule { coll: Coll::ReduceScatterBlock, min_size: 4, max_size: 4, max_bytes: u64::MAX, alg: Algorithm::Linear },
 ];
 
 /// The measured choice for `coll` on `size` ranks with `bytes` per rank, if the table has one.
