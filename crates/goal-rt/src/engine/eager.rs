@@ -299,12 +299,14 @@ impl Engine {
 
     /// Publishes to their senders the copies out of the rings timed since
     /// the last pass (see `State::copy_out`), over shared memory only;
-    /// from [`publish_credits`](Self::publish_credits).
-    pub(super) fn publish_copy_out(&mut self) {
-        for src in std::mem::take(&mut self.state.copy_out_due) {
+    /// from [`publish_credits`](Self::publish_credits). The list keeps its
+    /// allocation from pass to pass.
+    fn publish_copy_out(&mut self) {
+        let State { copy_out_due, copy_out, .. } = &mut self.state;
+        for src in copy_out_due.drain(..) {
             let p = src as usize;
             if !self.link.is_remote(p) {
-                let (len, ns) = self.state.copy_out[p];
+                let (len, ns) = copy_out[p];
                 self.link.shm.publish_copy_out(p, len, ns);
             }
         }
