@@ -36,7 +36,9 @@
 //!   last stream push): handovers, the receiver's read and its lateness.
 //!   Such a rendezvous goes by CMA where calibration found CMA faster
 //!   (not by `adapt`'s choice, whose tries it would otherwise time), and
-//!   in an exchange the receiver reads it whole (`proto::RTS_READ`).
+//!   in an exchange the receiver reads it whole (`proto::RTS_READ`) and
+//!   its read alone, which the FIN carries, is the time: there the peer's
+//!   lateness costs the eager way as much (see `Engine::rdv_sent`).
 //!
 //! Until 2026-12-07 the eager way was timed as the sender's copy alone: on
 //! the AMD EPYC VM the receiver's copy overlapped the sender's next one,

@@ -257,12 +257,13 @@ impl Engine {
                     }
                 }
                 if let Some(s) = self.take_token(h.token) {
+                    // The receiver's read time rides in the FIN.
+                    let read_ns = if s.mode == proto::MODE_CMA { h.nanos() } else { 0 };
                     if s.mode == proto::MODE_CMA {
-                        // The receiver's read time rides in the FIN.
                         let len = self.rec(s.r).map_or(0, |o| o.len as usize);
-                        self.adapt.record(src as usize, len, adapt::Path::Cma, s.exchange, h.nanos());
+                        self.adapt.record(src as usize, len, adapt::Path::Cma, s.exchange, read_ns);
                     }
-                    self.rdv_sent(s);
+                    self.rdv_sent(s, read_ns);
                 }
             }
             Kind::Credit => {

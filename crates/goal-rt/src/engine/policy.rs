@@ -355,7 +355,8 @@ impl Engine {
     /// ring in `copy_ns`, costs this rank: that copy and the copy out of the
     /// last message `p` sent this way in the same size class, one after
     /// the other on this CPU (a rendezvous exchange's two reads run on both
-    /// CPUs at once, and its time from RTS to FIN holds the peer's). `None`
+    /// CPUs at once, and it is timed as the peer's read of this rank's
+    /// message, see `rdv_sent`). `None`
     /// where no such message came since the last such send (the peer's
     /// half went by rendezvous: a mixed exchange, timed for neither way).
     /// Timed as the copy in alone, an allgather of 32 KiB between vCPUs far

@@ -33,7 +33,7 @@ impl Engine {
             }
         }
         if let Some(s) = self.take_token(token) {
-            self.rdv_sent(s);
+            self.rdv_sent(s, 0);
         }
     }
 

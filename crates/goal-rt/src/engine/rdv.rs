@@ -56,13 +56,25 @@ impl Engine {
     }
 
     /// Ends rendezvous send `s`, whose receiver has its bytes (its token
-    /// taken), noting its time from the RTS where `eagerness` chose its way.
-    pub(super) fn rdv_sent(&mut self, s: RdvSend) {
+    /// taken), noting its time where `eagerness` chose its way: from the
+    /// RTS, or in an exchange the receiver's read (`read_ns`, which its FIN
+    /// carries; 0 where it carries none).
+    ///
+    /// In an exchange each rank waits for its peer's message whichever way
+    /// the two go, so the peer's lateness costs both ways alike; timed from
+    /// the RTS it counted against rendezvous alone, where the eager way's
+    /// time is its two copies (`Engine::eager_exchange_ns`). With a busy
+    /// process beside a 2-rank job on an Intel Xeon VM, the rendezvous
+    /// exchanges of 64 KiB measured 0.23-0.44 ns per byte from the RTS
+    /// against the eager way's 0.11-0.18, and most went eagerly at 10-12 us
+    /// an iteration where Open MPI's single copy took 6.5-6.9
+    /// (docs/measurements/exchange-lateness-2026-12-08).
+    pub(super) fn rdv_sent(&mut self, s: RdvSend, read_ns: u64) {
         if s.burst {
             self.adapt.bursts.sent(s.peer as usize);
         }
         if s.since != 0 {
-            let ns = crate::localop::monotonic_ns().saturating_sub(s.since);
+            let ns = if s.chosen_exchange && read_ns > 0 { read_ns } else { crate::localop::monotonic_ns().saturating_sub(s.since) };
             self.eagerness.rendezvous_took(s.peer as usize, s.len, s.chosen_exchange, ns);
         }
         self.finish(s.r);

@@ -139,7 +139,7 @@ impl Engine {
                     }
                 }
                 if let Some(s) = self.take_token(token) {
-                    self.rdv_sent(s);
+                    self.rdv_sent(s, 0);
                 }
             }
             // Incoming: copy what has arrived into the front receive. A
